@@ -1,0 +1,8 @@
+//! The agent's runtime: worker threads, the event queue that carries results back to Emacs,
+//! and (in later work) the perceive → think → decide → act loop.
+
+pub mod event;
+pub mod runtime;
+
+pub use event::Event;
+pub use runtime::Runtime;

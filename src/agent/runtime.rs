@@ -1,0 +1,221 @@
+//! The module's worker threads and the queue that carries their results to Emacs.
+//!
+//! Workers never call Emacs. They push an [`Event`] and, when the queue goes from empty to
+//! non-empty, write one byte to the wake-up channel (a pipe process in Emacs, opened with
+//! `open_channel`), whose filter calls the module's drain function on the main thread.
+
+use super::event::Event;
+use crate::store::{Config, OpenReport, Store, StoreError, TodoKeywords};
+use once_cell::sync::OnceCell;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{HashMap, VecDeque};
+use std::io::Write;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub type Waker = Box<dyn Write + Send>;
+
+pub struct Runtime {
+    tokio: tokio::runtime::Runtime,
+    store: RwLock<Arc<Store>>,
+    config: Mutex<Config>,
+    events: Mutex<VecDeque<Event>>,
+    waker: Mutex<Option<Waker>>,
+    next_request: AtomicU64,
+    cancels: Mutex<HashMap<u64, Arc<AtomicBool>>>,
+}
+
+static RUNTIME: OnceCell<Runtime> = OnceCell::new();
+
+fn default_config() -> Config {
+    Config {
+        snapshot_capacity: 20,
+        ..Config::default()
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+impl Runtime {
+    /// The process-wide runtime, started on first use.
+    pub fn global() -> Result<&'static Runtime, std::io::Error> {
+        RUNTIME.get_or_try_init(|| Runtime::new(2))
+    }
+
+    pub fn new(workers: usize) -> Result<Runtime, std::io::Error> {
+        let tokio = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers.max(1))
+            .max_blocking_threads(4)
+            .thread_name("org-agent-worker")
+            // Parsing recurses per headline level; give it room.
+            .thread_stack_size(16 << 20)
+            .on_thread_start(crate::block_sigpipe)
+            .enable_time()
+            .build()?;
+        let config = default_config();
+        Ok(Runtime {
+            tokio,
+            store: RwLock::new(Arc::new(Store::in_memory(config.clone()))),
+            config: Mutex::new(config),
+            events: Mutex::new(VecDeque::new()),
+            waker: Mutex::new(None),
+            next_request: AtomicU64::new(1),
+            cancels: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn store(&self) -> Arc<Store> {
+        self.store.read().clone()
+    }
+
+    /// Open the persisted store in `dir` and make it current.
+    pub fn open_store(&self, dir: &std::path::Path) -> Result<OpenReport, StoreError> {
+        let (store, report) = Store::open(dir, self.config.lock().clone())?;
+        let old = std::mem::replace(&mut *self.store.write(), Arc::new(store));
+        let _ = old.flush();
+        Ok(report)
+    }
+
+    /// Keep the store in memory only (closing any persisted one).
+    pub fn close_store(&self) {
+        let config = self.config.lock().clone();
+        let old = std::mem::replace(&mut *self.store.write(), Arc::new(Store::in_memory(config)));
+        let _ = old.flush();
+    }
+
+    pub fn configure(&self, f: impl FnOnce(&mut Config)) {
+        let mut c = self.config.lock();
+        f(&mut c);
+        self.store().set_config(c.clone());
+    }
+
+    pub fn set_waker(&self, waker: Option<Waker>) {
+        *self.waker.lock() = waker;
+    }
+
+    pub fn push(&self, event: Event) {
+        let was_empty = {
+            let mut q = self.events.lock();
+            let was_empty = q.is_empty();
+            q.push_back(event);
+            was_empty
+        };
+        if was_empty {
+            self.push_wake();
+        }
+    }
+
+    /// Wake Emacs so that it drains the queue.
+    pub fn push_wake(&self) {
+        {
+            // One byte into a pipe that the main thread drains: it cannot block for long,
+            // and an error (Emacs closed the pipe) only means nobody is listening.
+            if let Some(w) = self.waker.lock().as_mut() {
+                let _ = w.write_all(b"\n").and_then(|_| w.flush());
+            }
+        }
+    }
+
+    pub fn drain(&self) -> Vec<Event> {
+        self.events.lock().drain(..).collect()
+    }
+
+    pub fn pending_events(&self) -> usize {
+        self.events.lock().len()
+    }
+
+    fn next_id(&self) -> u64 {
+        self.next_request.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Run `work` on a blocking worker; a panic becomes a `Failed` event.
+    fn spawn(&'static self, request: u64, file: Option<String>, work: impl FnOnce() + Send + 'static) {
+        self.tokio.spawn_blocking(move || {
+            crate::block_sigpipe();
+            if let Err(p) = std::panic::catch_unwind(AssertUnwindSafe(work)) {
+                self.push(Event::Failed {
+                    request,
+                    file,
+                    message: format!("internal error (panic): {}", panic_message(&*p)),
+                });
+            }
+        });
+    }
+
+    /// Ingest a copy of a buffer's text off the main thread. Returns the request id; the
+    /// result arrives as an event. Only the newest request per file is committed.
+    pub fn ingest_text_async(
+        &'static self,
+        file: String,
+        text: String,
+        todo: Option<TodoKeywords>,
+    ) -> u64 {
+        let request = self.next_id();
+        let store = self.store();
+        let generation = store.reserve_generation(&file);
+        self.spawn(request, Some(file.clone()), move || {
+            let event = match store.ingest_text(&file, &text, todo.as_ref(), None, Some(generation)) {
+                Ok(Some(report)) => Event::Ingested { request, report },
+                Ok(None) => Event::Superseded { request, file },
+                Err(e) => Event::Failed {
+                    request,
+                    file: Some(file),
+                    message: e.to_string(),
+                },
+            };
+            self.push(event);
+        });
+        request
+    }
+
+    /// Ingest every Org file under `dirs` off the main thread, with progress events.
+    pub fn ingest_directories_async(&'static self, dirs: Vec<PathBuf>) -> u64 {
+        let request = self.next_id();
+        let cancel = Arc::new(AtomicBool::new(false));
+        self.cancels.lock().insert(request, cancel.clone());
+        let store = self.store();
+        self.spawn(request, None, move || {
+            let mut last = std::time::Instant::now();
+            let report = store.ingest_directories(
+                &dirs,
+                |done, total, file| {
+                    // A few progress reports a second are plenty for the echo area.
+                    if last.elapsed().as_millis() >= 200 || done == total {
+                        last = std::time::Instant::now();
+                        self.push(Event::Progress {
+                            request,
+                            done,
+                            total,
+                            file: file.to_string(),
+                        });
+                    }
+                },
+                || cancel.load(Ordering::Relaxed),
+            );
+            self.cancels.lock().remove(&request);
+            self.push(Event::DirectoryDone { request, report });
+        });
+        request
+    }
+
+    /// Ask a running request to stop. Returns whether it was running.
+    pub fn cancel(&self, request: u64) -> bool {
+        match self.cancels.lock().get(&request) {
+            Some(flag) => {
+                flag.store(true, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! Lisp ⇄ Rust conversion for the store's data: node plists, events, query plists.
+
+use super::org_agent_error;
+use crate::agent::Event;
+use crate::store::{NodeContent, NodeKind, NodeRef, Query, TodoType, Version};
+use ::emacs::{Env, IntoLisp, Result, Value};
+
+::emacs::use_symbols! {
+    kw_id => ":id"
+    kw_kind => ":kind"
+    kw_title => ":title"
+    kw_todo => ":todo"
+    kw_todo_type => ":todo-type"
+    kw_priority => ":priority"
+    kw_tags => ":tags"
+    kw_inherited_tags => ":inherited-tags"
+    kw_properties => ":properties"
+    kw_scheduled => ":scheduled"
+    kw_deadline => ":deadline"
+    kw_closed => ":closed"
+    kw_level => ":level"
+    kw_file => ":file"
+    kw_begin => ":begin"
+    kw_end => ":end"
+    kw_hash => ":hash"
+    kw_parent => ":parent"
+    kw_body => ":body"
+    kw_children => ":children"
+    kw_time => ":time"
+    sym_todo => "todo"
+    sym_done => "done"
+    sym_file => "file"
+    sym_headline => "headline"
+}
+
+/// Hard cap on the length of a plist or list argument we walk (guards circular lists).
+const MAX_LIST: usize = 100_000;
+
+pub fn kw<'e>(env: &'e Env, name: &str) -> Result<Value<'e>> {
+    env.intern(name)
+}
+
+pub fn list<'e>(env: &'e Env, items: Vec<Value<'e>>) -> Result<Value<'e>> {
+    env.call("list", &items[..])
+}
+
+pub fn plist<'e>(env: &'e Env, pairs: Vec<(Value<'e>, Value<'e>)>) -> Result<Value<'e>> {
+    let mut items = Vec::with_capacity(pairs.len() * 2);
+    for (k, v) in pairs {
+        items.push(k);
+        items.push(v);
+    }
+    list(env, items)
+}
+
+pub fn strings<'e, S: AsRef<str>>(env: &'e Env, items: &[S]) -> Result<Value<'e>> {
+    let mut out = Vec::with_capacity(items.len());
+    for s in items {
+        out.push(s.as_ref().into_lisp(env)?);
+    }
+    list(env, out)
+}
+
+/// The elements of a proper list as Lisp values.
+pub fn list_items<'e>(env: &'e Env, mut v: Value<'e>) -> Result<Vec<Value<'e>>> {
+    let mut out = Vec::new();
+    while v.is_not_nil() {
+        if out.len() >= MAX_LIST {
+            return env.signal(org_agent_error, ("list argument too long or circular",));
+        }
+        out.push(v.car()?);
+        v = v.cdr()?;
+    }
+    Ok(out)
+}
+
+/// A list of strings (symbols are taken by name).
+pub fn string_list(env: &Env, v: Value) -> Result<Vec<String>> {
+    list_items(env, v)?
+        .into_iter()
+        .map(|item| lisp_string(env, item))
+        .collect()
+}
+
+/// A string, or the name of a symbol.
+pub fn lisp_string(env: &Env, v: Value) -> Result<String> {
+    if env.call("symbolp", [v])?.is_not_nil() {
+        env.call("symbol-name", [v])?.into_rust()
+    } else {
+        v.into_rust()
+    }
+}
+
+pub fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// What `org-agent-find` shows for a headline.
+pub fn candidate_display(r: &NodeRef, file: &str) -> String {
+    let n = r.node();
+    let mut display = String::new();
+    if let Some(k) = &n.content.todo {
+        display.push_str(k);
+        display.push(' ');
+    }
+    for p in r.outline_path() {
+        display.push_str(&p);
+        display.push('/');
+    }
+    display.push_str(&n.content.title);
+    let mut tags = n.inherited_tags.clone();
+    for t in &n.content.tags {
+        if !tags.contains(t) {
+            tags.push(t.clone());
+        }
+    }
+    if !tags.is_empty() {
+        display.push_str("  :");
+        display.push_str(&tags.join(":"));
+        display.push(':');
+    }
+    display.push_str("  — ");
+    display.push_str(file);
+    display
+}
+
+fn opt_str<'e>(env: &'e Env, s: Option<&str>) -> Result<Value<'e>> {
+    match s {
+        Some(s) => s.into_lisp(env),
+        None => ().into_lisp(env),
+    }
+}
+
+/// The fields every node plist has that come from its content.
+fn content_fields<'e>(env: &'e Env, c: &NodeContent, out: &mut Vec<Value<'e>>) -> Result<()> {
+    out.push(kw_kind.bind(env));
+    out.push(match c.kind {
+        NodeKind::File => sym_file.bind(env),
+        NodeKind::Headline => sym_headline.bind(env),
+    });
+    out.push(kw_title.bind(env));
+    out.push(c.title.as_str().into_lisp(env)?);
+    out.push(kw_todo.bind(env));
+    out.push(opt_str(env, c.todo.as_deref())?);
+    out.push(kw_todo_type.bind(env));
+    out.push(match c.todo_type {
+        Some(TodoType::Todo) => sym_todo.bind(env),
+        Some(TodoType::Done) => sym_done.bind(env),
+        None => ().into_lisp(env)?,
+    });
+    out.push(kw_priority.bind(env));
+    out.push(match c.priority {
+        Some(p) => (p as i64).into_lisp(env)?,
+        None => ().into_lisp(env)?,
+    });
+    out.push(kw_tags.bind(env));
+    out.push(strings(env, &c.tags)?);
+    out.push(kw_properties.bind(env));
+    let mut props = Vec::with_capacity(c.properties.len());
+    for (k, v) in &c.properties {
+        props.push(env.cons(k.as_str(), v.as_str())?);
+    }
+    out.push(list(env, props)?);
+    out.push(kw_scheduled.bind(env));
+    out.push(opt_str(env, c.planning.scheduled.as_deref())?);
+    out.push(kw_deadline.bind(env));
+    out.push(opt_str(env, c.planning.deadline.as_deref())?);
+    out.push(kw_closed.bind(env));
+    out.push(opt_str(env, c.planning.closed.as_deref())?);
+    out.push(kw_level.bind(env));
+    out.push((c.level as i64).into_lisp(env)?);
+    Ok(())
+}
+
+/// A node as the plist `org-agent-query` documents.
+pub fn node_plist<'e>(env: &'e Env, r: &NodeRef, with_body: bool) -> Result<Value<'e>> {
+    let n = r.node();
+    let mut out: Vec<Value<'e>> = Vec::with_capacity(40);
+    out.push(kw_id.bind(env));
+    out.push((&*n.id).into_lisp(env)?);
+    content_fields(env, &n.content, &mut out)?;
+    out.push(kw_inherited_tags.bind(env));
+    out.push(strings(env, &n.inherited_tags)?);
+    out.push(kw_file.bind(env));
+    out.push((&*r.doc.path).into_lisp(env)?);
+    out.push(kw_begin.bind(env));
+    out.push((n.begin_pos as i64).into_lisp(env)?);
+    out.push(kw_end.bind(env));
+    out.push((n.end_pos as i64).into_lisp(env)?);
+    out.push(kw_hash.bind(env));
+    out.push(n.hash.to_hex().into_lisp(env)?);
+    out.push(kw_parent.bind(env));
+    out.push(match r.parent() {
+        Some(p) => (&*p.node().id).into_lisp(env)?,
+        None => ().into_lisp(env)?,
+    });
+    if with_body {
+        out.push(kw_body.bind(env));
+        out.push(n.content.body.as_str().into_lisp(env)?);
+        out.push(kw_children.bind(env));
+        let mut kids = Vec::with_capacity(n.children.len());
+        for &c in &n.children {
+            kids.push((&*r.doc.nodes[c as usize].id).into_lisp(env)?);
+        }
+        out.push(list(env, kids)?);
+    }
+    list(env, out)
+}
+
+/// One past version of a node.
+pub fn version_plist<'e>(env: &'e Env, v: &Version) -> Result<Value<'e>> {
+    let mut out: Vec<Value<'e>> = Vec::with_capacity(30);
+    out.push(kw_hash.bind(env));
+    out.push(v.hash.to_hex().into_lisp(env)?);
+    out.push(kw_time.bind(env));
+    out.push(v.time.into_lisp(env)?);
+    content_fields(env, &v.content, &mut out)?;
+    out.push(kw_body.bind(env));
+    out.push(v.content.body.as_str().into_lisp(env)?);
+    list(env, out)
+}
+
+pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
+    let k = |name: &str| kw(env, name);
+    let pairs: Vec<(Value<'e>, Value<'e>)> = match e {
+        Event::Ingested { request, report } => vec![
+            (k(":type")?, env.intern("ingested")?),
+            (k(":request")?, (*request as i64).into_lisp(env)?),
+            (k(":file")?, report.file.as_str().into_lisp(env)?),
+            (k(":nodes")?, report.nodes.into_lisp(env)?),
+            (k(":changed")?, report.changed.into_lisp(env)?),
+            (k(":new-versions")?, report.new_versions.into_lisp(env)?),
+        ],
+        Event::Superseded { request, file } => vec![
+            (k(":type")?, env.intern("superseded")?),
+            (k(":request")?, (*request as i64).into_lisp(env)?),
+            (k(":file")?, file.as_str().into_lisp(env)?),
+        ],
+        Event::Progress {
+            request,
+            done,
+            total,
+            file,
+        } => vec![
+            (k(":type")?, env.intern("progress")?),
+            (k(":request")?, (*request as i64).into_lisp(env)?),
+            (k(":done")?, done.into_lisp(env)?),
+            (k(":total")?, total.into_lisp(env)?),
+            (k(":file")?, file.as_str().into_lisp(env)?),
+        ],
+        Event::DirectoryDone { request, report } => vec![
+            (k(":type")?, env.intern("directory-done")?),
+            (k(":request")?, (*request as i64).into_lisp(env)?),
+            (k(":files")?, report.files.into_lisp(env)?),
+            (k(":ingested")?, report.ingested.into_lisp(env)?),
+            (k(":unchanged")?, report.unchanged.into_lisp(env)?),
+            (k(":removed")?, report.removed.into_lisp(env)?),
+            (k(":nodes")?, report.nodes.into_lisp(env)?),
+            (k(":errors")?, strings(env, &report.errors)?),
+            (k(":cancelled")?, report.cancelled.into_lisp(env)?),
+        ],
+        Event::Failed {
+            request,
+            file,
+            message,
+        } => vec![
+            (k(":type")?, env.intern("failed")?),
+            (k(":request")?, (*request as i64).into_lisp(env)?),
+            (k(":file")?, opt_str(env, file.as_deref())?),
+            (k(":message")?, message.as_str().into_lisp(env)?),
+        ],
+    };
+    plist(env, pairs)
+}
+
+fn date_arg(env: &Env, key: &str, v: Value) -> Result<String> {
+    let s: String = lisp_string(env, v)?;
+    if crate::store::query::timestamp_date(&format!("<{s}>")).is_none() {
+        return env.signal(
+            org_agent_error,
+            (format!("{key} wants a date as \"YYYY-MM-DD\", not {s:?}"),),
+        );
+    }
+    Ok(s[..10].to_string())
+}
+
+/// A query plist such as `(:tag "work" :todo-type todo)` → [`Query`].
+pub fn parse_query(env: &Env, plist: Value) -> Result<Query> {
+    let items = list_items(env, plist)?;
+    if items.len() % 2 != 0 {
+        return env.signal(org_agent_error, ("query plist has an odd number of elements",));
+    }
+    let mut q = Query::default();
+    for pair in items.chunks(2) {
+        let key = lisp_string(env, pair[0])?;
+        let v = pair[1];
+        let given = v.is_not_nil();
+        match key.as_str() {
+            ":file" if given => q.file = Some(lisp_string(env, v)?),
+            ":type" if given => {
+                q.kind = Some(match lisp_string(env, v)?.as_str() {
+                    "file" => NodeKind::File,
+                    "headline" => NodeKind::Headline,
+                    other => {
+                        return env.signal(
+                            org_agent_error,
+                            (format!(":type is `file' or `headline', not {other}"),),
+                        )
+                    }
+                })
+            }
+            ":tag" if given => q.tag = Some(lisp_string(env, v)?),
+            ":own-tag" if given => q.own_tag = Some(lisp_string(env, v)?),
+            ":todo" if given => q.todo = Some(lisp_string(env, v)?),
+            ":todo-type" if given => {
+                q.todo_type = Some(match lisp_string(env, v)?.as_str() {
+                    "todo" => TodoType::Todo,
+                    "done" => TodoType::Done,
+                    other => {
+                        return env.signal(
+                            org_agent_error,
+                            (format!(":todo-type is `todo' or `done', not {other}"),),
+                        )
+                    }
+                })
+            }
+            ":property" if given => {
+                q.property = Some(if env.call("consp", [v])?.is_not_nil() {
+                    let key = lisp_string(env, v.car()?)?;
+                    let rest: Value = v.cdr()?;
+                    // Both ("KEY" . "VALUE") and ("KEY" "VALUE").
+                    let value = if env.call("consp", [rest])?.is_not_nil() {
+                        rest.car()?
+                    } else {
+                        rest
+                    };
+                    (key, Some(lisp_string(env, value)?))
+                } else {
+                    (lisp_string(env, v)?, None)
+                })
+            }
+            ":scheduled-before" if given => q.scheduled_before = Some(date_arg(env, &key, v)?),
+            ":scheduled-after" if given => q.scheduled_after = Some(date_arg(env, &key, v)?),
+            ":deadline-before" if given => q.deadline_before = Some(date_arg(env, &key, v)?),
+            ":deadline-after" if given => q.deadline_after = Some(date_arg(env, &key, v)?),
+            ":closed-since" if given => q.closed_since = Some(date_arg(env, &key, v)?),
+            ":level" if given => q.level = Some(v.into_rust::<i64>()?.clamp(0, u32::MAX as i64) as u32),
+            ":projects" => q.projects = given,
+            ":sparse" => q.sparse = given,
+            ":limit" if given => q.limit = Some(v.into_rust::<i64>()?.max(0) as usize),
+            _ if !given => {}
+            other => {
+                return env.signal(org_agent_error, (format!("unknown query key {other}"),));
+            }
+        }
+    }
+    Ok(q)
+}

@@ -1,0 +1,328 @@
+//! The Emacs skin: module initialisation, the functions Elisp calls, and conversion between
+//! Lisp values and the core's plain Rust data. Nothing outside this module touches `emacs`.
+//!
+//! Every function here runs on the Emacs main thread and returns quickly: it copies what it
+//! was given into Rust values and either answers from the current store state (a lock-free
+//! snapshot) or hands the work to the runtime's workers.
+
+mod convert;
+
+use crate::agent::Runtime;
+use crate::store::{Dialect, TodoKeywords};
+use ::emacs::{defun, Env, IntoLisp, Result, Value};
+use convert::*;
+use std::path::PathBuf;
+
+::emacs::plugin_is_GPL_compatible!();
+
+::emacs::define_errors! {
+    org_agent_error "org-agent error" (error)
+}
+
+#[::emacs::module(
+    name = "org-agent-module",
+    defun_prefix = "org-agent",
+    separator = "--",
+    mod_in_name = false
+)]
+fn init(_env: &Env) -> Result<()> {
+    // Start the workers now so the first request does not pay for it.
+    Runtime::global().map_err(|e| ::emacs::Error::msg(format!("cannot start workers: {e}")))?;
+    Ok(())
+}
+
+fn runtime(env: &Env) -> Result<&'static Runtime> {
+    match Runtime::global() {
+        Ok(rt) => Ok(rt),
+        Err(e) => env.signal(org_agent_error, (format!("org-agent workers unavailable: {e}"),)),
+    }
+}
+
+fn fail<T>(env: &Env, message: impl std::fmt::Display) -> Result<T> {
+    env.signal(org_agent_error, (message.to_string(),))
+}
+
+/// Return the module's version, which must equal the Elisp package's.
+#[defun]
+fn version() -> Result<String> {
+    Ok(crate::VERSION.to_string())
+}
+
+/// Set how text becomes nodes.
+/// TODO and DONE are the default keyword lists (`org-todo-keywords-1` split by type) for files
+/// ingested from disk that declare none; ORG-VERSION selects the headline syntax to follow;
+/// NO-INHERIT lists tags that are never inherited; SNAPSHOTS is the snapshot ring's size.
+#[defun]
+fn configure(
+    env: &Env,
+    todo: Value,
+    done: Value,
+    org_version: String,
+    no_inherit: Value,
+    snapshots: i64,
+) -> Result<()> {
+    let todo = string_list(env, todo)?;
+    let done = string_list(env, done)?;
+    let no_inherit = string_list(env, no_inherit)?;
+    let rt = runtime(env)?;
+    rt.configure(|c| {
+        c.default_todo = TodoKeywords { todo, done };
+        c.dialect = Dialect::for_org_version(&org_version);
+        c.no_inherit_tags = no_inherit;
+        c.snapshot_capacity = snapshots.clamp(1, 10_000) as usize;
+    });
+    Ok(())
+}
+
+/// Open the persisted store in DIR (created if missing) and make it current.
+/// Return a plist (:files N :nodes N :rebuilt REASON :torn-tail BOOL); REASON is a string when
+/// the store on disk was unusable and was set aside, so the caller should re-ingest.
+#[defun]
+fn store_open<'e>(env: &'e Env, dir: String) -> Result<Value<'e>> {
+    let rt = runtime(env)?;
+    match rt.open_store(std::path::Path::new(&dir)) {
+        Ok(r) => plist(
+            env,
+            vec![
+                (kw(env, ":files")?, r.files.into_lisp(env)?),
+                (kw(env, ":nodes")?, r.nodes.into_lisp(env)?),
+                (kw(env, ":rebuilt")?, r.rebuilt.into_lisp(env)?),
+                (kw(env, ":torn-tail")?, r.torn_tail.into_lisp(env)?),
+            ],
+        ),
+        Err(e) => fail(env, e),
+    }
+}
+
+/// Close the persisted store (after writing everything) and keep an empty one in memory.
+#[defun]
+fn store_close(env: &Env) -> Result<()> {
+    runtime(env)?.close_store();
+    Ok(())
+}
+
+/// Wait until every change so far is on disk.
+#[defun]
+fn store_flush(env: &Env) -> Result<()> {
+    match runtime(env)?.store().flush() {
+        Ok(()) => Ok(()),
+        Err(e) => fail(env, e),
+    }
+}
+
+/// Ingest FILE from disk now; re-read it even if unchanged when FORCE. Return its node count.
+#[defun]
+fn ingest_file(env: &Env, file: String, force: Value) -> Result<i64> {
+    let store = runtime(env)?.store();
+    match store.ingest_file(&file, force.is_not_nil()) {
+        Ok(r) => Ok(r.nodes as i64),
+        Err(e) => fail(env, e),
+    }
+}
+
+fn keywords(env: &Env, todo: Value, done: Value) -> Result<Option<TodoKeywords>> {
+    if todo.is_not_nil() || done.is_not_nil() {
+        Ok(Some(TodoKeywords {
+            todo: string_list(env, todo)?,
+            done: string_list(env, done)?,
+        }))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Ingest TEXT as the contents of FILE now, with the buffer's TODO and DONE keywords (nil
+/// for both: read them from the text). Return the node count.
+#[defun]
+fn ingest_text(env: &Env, file: String, text: String, todo: Value, done: Value) -> Result<i64> {
+    let kws = keywords(env, todo, done)?;
+    let store = runtime(env)?.store();
+    match store.ingest_text(&file, &text, kws.as_ref(), None, None) {
+        Ok(Some(r)) => Ok(r.nodes as i64),
+        Ok(None) => Ok(0),
+        Err(e) => fail(env, e),
+    }
+}
+
+/// Like `org-agent--ingest-text' but on a worker: return a request id at once; the result
+/// arrives as an event. Only the newest text of a file is committed.
+#[defun]
+fn ingest_text_async(env: &Env, file: String, text: String, todo: Value, done: Value) -> Result<i64> {
+    let kws = keywords(env, todo, done)?;
+    Ok(runtime(env)?.ingest_text_async(file, text, kws) as i64)
+}
+
+/// Ingest every Org file under DIRS on a worker; return a request id at once.
+#[defun]
+fn ingest_directories_async(env: &Env, dirs: Value) -> Result<i64> {
+    let dirs: Vec<PathBuf> = string_list(env, dirs)?.into_iter().map(PathBuf::from).collect();
+    Ok(runtime(env)?.ingest_directories_async(dirs) as i64)
+}
+
+/// Ask request REQUEST to stop. Return non-nil if it was running.
+#[defun]
+fn cancel(env: &Env, request: i64) -> Result<bool> {
+    Ok(runtime(env)?.cancel(request.max(0) as u64))
+}
+
+/// Drop FILE from the store. Return non-nil if it was there.
+#[defun]
+fn remove_file(env: &Env, file: String) -> Result<bool> {
+    Ok(runtime(env)?.store().remove_file(&file))
+}
+
+/// Open the wake-up channel to pipe process PROCESS: workers write a byte to it when events
+/// are waiting, and its filter calls `org-agent--drain'.
+#[defun]
+fn set_channel(env: &Env, process: Value) -> Result<()> {
+    let writer = env.open_channel(process)?;
+    let rt = runtime(env)?;
+    rt.set_waker(Some(Box::new(writer)));
+    // Events that arrived before the channel existed would otherwise wait for the next one.
+    if rt.pending_events() > 0 {
+        rt.push_wake();
+    }
+    Ok(())
+}
+
+/// Return the waiting events as a list of plists, oldest first.
+#[defun]
+fn drain<'e>(env: &'e Env) -> Result<Value<'e>> {
+    let events = runtime(env)?.drain();
+    let mut out = Vec::with_capacity(events.len());
+    for e in &events {
+        out.push(event_plist(env, e)?);
+    }
+    list(env, out)
+}
+
+/// Return the nodes matching the query plist QUERY (see `org-agent-query').
+#[defun]
+fn query<'e>(env: &'e Env, query: Value<'e>) -> Result<Value<'e>> {
+    let q = parse_query(env, query)?;
+    let hits = runtime(env)?.store().query(&q);
+    let mut out = Vec::with_capacity(hits.len());
+    for h in &hits {
+        out.push(node_plist(env, h, false)?);
+    }
+    list(env, out)
+}
+
+/// Return how many nodes match the query plist QUERY.
+#[defun]
+fn count<'e>(env: &'e Env, query: Value<'e>) -> Result<i64> {
+    let q = parse_query(env, query)?;
+    Ok(runtime(env)?.store().query(&q).len() as i64)
+}
+
+/// Return the node with ID (with its body), or nil.
+#[defun]
+fn node<'e>(env: &'e Env, id: String) -> Result<Value<'e>> {
+    match runtime(env)?.store().node(&id) {
+        Some(r) => node_plist(env, &r, true),
+        None => ().into_lisp(env),
+    }
+}
+
+/// Return the versions node ID has had, oldest first, as plists.
+#[defun]
+fn node_history<'e>(env: &'e Env, id: String) -> Result<Value<'e>> {
+    let versions = runtime(env)?.store().history(&id);
+    let mut out = Vec::with_capacity(versions.len());
+    for v in &versions {
+        out.push(version_plist(env, v)?);
+    }
+    list(env, out)
+}
+
+/// Return the outline path (ancestor titles, outermost first) of node ID, or nil.
+#[defun]
+fn outline_path<'e>(env: &'e Env, id: String) -> Result<Value<'e>> {
+    match runtime(env)?.store().node(&id) {
+        Some(r) => strings(env, &r.outline_path()),
+        None => ().into_lisp(env),
+    }
+}
+
+/// Return one entry per headline for completion: (DISPLAY FILE POSITION ID), where DISPLAY
+/// shows the TODO keyword, outline path, title, tags and file name.
+#[defun]
+fn headline_candidates<'e>(env: &'e Env) -> Result<Value<'e>> {
+    let state = runtime(env)?.store().state();
+    let mut out = Vec::new();
+    for doc in state.files.values() {
+        let file = file_name(&doc.path);
+        for index in 1..doc.nodes.len() as u32 {
+            let r = crate::store::NodeRef {
+                doc: doc.clone(),
+                index,
+            };
+            let n = r.node();
+            out.push(list(
+                env,
+                vec![
+                    candidate_display(&r, file).into_lisp(env)?,
+                    (&*doc.path).into_lisp(env)?,
+                    (n.begin_pos as i64).into_lisp(env)?,
+                    (&*n.id).into_lisp(env)?,
+                ],
+            )?);
+        }
+    }
+    list(env, out)
+}
+
+/// Return store statistics as a plist.
+#[defun]
+fn stats<'e>(env: &'e Env) -> Result<Value<'e>> {
+    let s = runtime(env)?.store().stats();
+    plist(
+        env,
+        vec![
+            (kw(env, ":files")?, s.files.into_lisp(env)?),
+            (kw(env, ":nodes")?, s.nodes.into_lisp(env)?),
+            (kw(env, ":headlines")?, s.headlines.into_lisp(env)?),
+            (kw(env, ":versions")?, s.versions.into_lisp(env)?),
+            (kw(env, ":duplicate-ids")?, s.ids_with_duplicates.into_lisp(env)?),
+            (kw(env, ":bytes-on-disk")?, (s.bytes_on_disk as i64).into_lisp(env)?),
+            (kw(env, ":snapshots")?, s.snapshots.into_lisp(env)?),
+            (kw(env, ":path")?, s.path.into_lisp(env)?),
+            (kw(env, ":write-error")?, s.write_error.into_lisp(env)?),
+        ],
+    )
+}
+
+/// Take a snapshot of the store labelled LABEL.
+#[defun]
+fn snapshot(env: &Env, label: String) -> Result<i64> {
+    Ok(runtime(env)?.store().snapshot(&label) as i64)
+}
+
+/// Return the snapshots, newest first, as plists (:index N :time SECONDS :label STRING :nodes N).
+#[defun]
+fn snapshots<'e>(env: &'e Env) -> Result<Value<'e>> {
+    let snaps = runtime(env)?.store().snapshots();
+    let mut out = Vec::new();
+    for (i, s) in snaps.iter().enumerate() {
+        out.push(plist(
+            env,
+            vec![
+                (kw(env, ":index")?, i.into_lisp(env)?),
+                (kw(env, ":time")?, s.time.into_lisp(env)?),
+                (kw(env, ":label")?, s.label.as_str().into_lisp(env)?),
+                (kw(env, ":nodes")?, s.state.node_count().into_lisp(env)?),
+            ],
+        )?);
+    }
+    list(env, out)
+}
+
+/// Restore snapshot INDEX (0 is the newest) as the current store.
+#[defun]
+fn rollback(env: &Env, index: i64) -> Result<()> {
+    match runtime(env)?.store().rollback(index.max(0) as usize) {
+        Ok(()) => Ok(()),
+        Err(e) => fail(env, e),
+    }
+}
+

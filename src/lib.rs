@@ -1,0 +1,24 @@
+//! org-agent: an AI agent that lives inside Emacs. This crate is both the Emacs dynamic
+//! module (`src/emacs/`, the only code that touches Emacs) and a plain Rust library whose
+//! core (`store`, …) is tested with `cargo test` without Emacs.
+
+pub mod emacs;
+pub mod agent;
+pub mod store;
+
+/// The crate version; the Elisp package refuses a module whose version differs.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Block `SIGPIPE` in the calling thread, so that writing to the wake-up pipe after Emacs
+/// closed it returns `EPIPE` instead of killing Emacs. Called first thing in every thread
+/// the module starts.
+pub fn block_sigpipe() {
+    // SAFETY: plain libc calls on a local, zero-initialised signal set; pthread_sigmask only
+    // changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}

@@ -1,0 +1,36 @@
+//! Errors of the object store.
+
+use std::path::PathBuf;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("cannot read {}: {source}", file.display())]
+    Read {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is too large to ingest ({bytes} bytes)", file.display())]
+    TooLarge { file: PathBuf, bytes: usize },
+    #[error("{} nests headlines {depth} levels deep; at most {max} are supported", file.display())]
+    TooDeep {
+        file: PathBuf,
+        depth: usize,
+        max: usize,
+    },
+    #[error("the store at {} is unusable: {reason}", path.display())]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("store I/O error on {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no snapshot number {0}")]
+    NoSnapshot(usize),
+    #[error("the store is not open")]
+    NotOpen,
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

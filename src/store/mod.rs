@@ -1,0 +1,809 @@
+//! The object store: Org headlines as content-addressed nodes, with history, snapshots,
+//! persistence and queries. Plain Rust; the Emacs skin lives in `crate::emacs`.
+//!
+//! Concurrency: the current [`State`] is an immutable value behind an `Arc`. Readers clone the
+//! `Arc` (a pointer copy under a lock held for nanoseconds) and query without locks. Writers
+//! are serialised by `commit_lock`, build the next state by structural sharing (`imbl` maps,
+//! `Arc`ed file documents and node contents) and publish it. Disk writes go to the log
+//! writer thread, so no lock is ever held across I/O.
+
+pub mod error;
+pub mod node;
+pub mod parse;
+pub mod persist;
+pub mod query;
+pub mod text;
+pub mod todo;
+
+pub use error::{Result, StoreError};
+pub use node::{Hash, Node, NodeContent, NodeKind, Planning, TodoType};
+pub use parse::Dialect;
+pub use query::{NodeRef, Query};
+pub use todo::TodoKeywords;
+
+use parking_lot::Mutex;
+use persist::{FileRecord, LogWriter, Placement, Record};
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// One ingested file: its nodes in document order (index 0 is the file node) and indexes.
+#[derive(Debug)]
+pub struct FileDoc {
+    pub path: Arc<str>,
+    pub mtime: i64,
+    pub size: u64,
+    pub text_hash: Hash,
+    pub file_tags: Vec<String>,
+    pub nodes: Vec<Node>,
+    /// Tag (own or inherited) → node indexes, in document order.
+    pub tag_index: HashMap<String, Vec<u32>>,
+    /// TODO keyword → node indexes, in document order.
+    pub todo_index: HashMap<String, Vec<u32>>,
+}
+
+impl FileDoc {
+    fn new(
+        path: Arc<str>,
+        mtime: i64,
+        size: u64,
+        text_hash: Hash,
+        file_tags: Vec<String>,
+        nodes: Vec<Node>,
+    ) -> FileDoc {
+        let mut tag_index: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut todo_index: HashMap<String, Vec<u32>> = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            let mut seen: Vec<&str> = Vec::new();
+            for t in n.content.tags.iter().chain(n.inherited_tags.iter()) {
+                if !seen.contains(&t.as_str()) {
+                    seen.push(t);
+                    tag_index.entry(t.clone()).or_default().push(i as u32);
+                }
+            }
+            if let Some(k) = &n.content.todo {
+                todo_index.entry(k.clone()).or_default().push(i as u32);
+            }
+        }
+        FileDoc {
+            path,
+            mtime,
+            size,
+            text_hash,
+            file_tags,
+            nodes,
+            tag_index,
+            todo_index,
+        }
+    }
+
+    fn record(&self) -> FileRecord {
+        FileRecord {
+            path: self.path.to_string(),
+            mtime: self.mtime,
+            size: self.size,
+            text_hash: self.text_hash,
+            file_tags: self.file_tags.clone(),
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| Placement {
+                    id: n.id.to_string(),
+                    hash: n.hash,
+                    parent: n.parent,
+                    begin: n.begin,
+                    end: n.end,
+                    begin_pos: n.begin_pos,
+                    end_pos: n.end_pos,
+                    inherited_tags: n.inherited_tags.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Rebuild a document from its record and the stored versions.
+    fn from_record(rec: FileRecord, versions: &imbl::HashMap<Hash, Arc<NodeContent>>) -> Option<FileDoc> {
+        let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
+        for p in rec.nodes {
+            let content = versions.get(&p.hash)?.clone();
+            nodes.push(Node {
+                id: Arc::from(p.id.as_str()),
+                hash: p.hash,
+                content,
+                parent: p.parent,
+                children: Vec::new(),
+                begin: p.begin,
+                end: p.end,
+                begin_pos: p.begin_pos,
+                end_pos: p.end_pos,
+                inherited_tags: p.inherited_tags,
+            });
+        }
+        for i in 0..nodes.len() {
+            if let Some(p) = nodes[i].parent {
+                if (p as usize) >= i {
+                    return None;
+                }
+                nodes[p as usize].children.push(i as u32);
+            }
+        }
+        Some(FileDoc::new(
+            Arc::from(rec.path.as_str()),
+            rec.mtime,
+            rec.size,
+            rec.text_hash,
+            rec.file_tags,
+            nodes,
+        ))
+    }
+}
+
+/// Where a node with a given id sits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loc {
+    pub file: Arc<str>,
+    pub index: u32,
+}
+
+/// One version of a node in its history.
+#[derive(Clone, Debug)]
+pub struct Version {
+    pub hash: Hash,
+    /// Seconds since the epoch when this version was first seen.
+    pub time: i64,
+    pub content: Arc<NodeContent>,
+}
+
+/// The whole store at one moment. Cloning is O(1) and shares everything.
+#[derive(Clone, Default)]
+pub struct State {
+    pub files: imbl::OrdMap<Arc<str>, Arc<FileDoc>>,
+    pub ids: imbl::HashMap<Arc<str>, imbl::Vector<Loc>>,
+    pub versions: imbl::HashMap<Hash, Arc<NodeContent>>,
+    pub history: imbl::HashMap<Arc<str>, imbl::Vector<(Hash, i64)>>,
+}
+
+impl State {
+    pub fn node_count(&self) -> usize {
+        self.files.values().map(|f| f.nodes.len()).sum()
+    }
+
+    pub fn node(&self, id: &str) -> Option<NodeRef> {
+        let loc = self.ids.get(id)?.front()?.clone();
+        let doc = self.files.get(&loc.file)?.clone();
+        ((loc.index as usize) < doc.nodes.len()).then_some(NodeRef {
+            doc,
+            index: loc.index,
+        })
+    }
+
+    fn set_file(&mut self, doc: Arc<FileDoc>, time: i64, records: &mut Vec<Record>) {
+        self.unlink_ids(&doc.path);
+        for (i, n) in doc.nodes.iter().enumerate() {
+            if !self.versions.contains_key(&n.hash) {
+                self.versions.insert(n.hash, n.content.clone());
+                records.push(Record::Version(n.hash, n.content.clone()));
+            }
+            let hist = self.history.entry(n.id.clone()).or_default();
+            if hist.back().map(|(h, _)| *h) != Some(n.hash) {
+                hist.push_back((n.hash, time));
+                records.push(Record::History {
+                    id: n.id.to_string(),
+                    hash: n.hash,
+                    time,
+                });
+            }
+            self.ids.entry(n.id.clone()).or_default().push_back(Loc {
+                file: doc.path.clone(),
+                index: i as u32,
+            });
+        }
+        records.push(Record::File(doc.record()));
+        self.files.insert(doc.path.clone(), doc);
+    }
+
+    fn unlink_ids(&mut self, path: &Arc<str>) {
+        let Some(old) = self.files.get(path).cloned() else {
+            return;
+        };
+        for n in &old.nodes {
+            if let Some(locs) = self.ids.get_mut(&n.id) {
+                locs.retain(|l| &l.file != path);
+                if locs.is_empty() {
+                    self.ids.remove(&n.id);
+                }
+            }
+        }
+    }
+
+    fn remove_file(&mut self, path: &Arc<str>) -> bool {
+        self.unlink_ids(path);
+        self.files.remove(path).is_some()
+    }
+
+    /// Apply one persisted record while loading.
+    fn replay(&mut self, rec: Record) -> std::result::Result<(), String> {
+        match rec {
+            Record::Version(hash, content) => {
+                self.versions.insert(hash, content);
+            }
+            Record::History { id, hash, time } => {
+                self.history
+                    .entry(Arc::from(id.as_str()))
+                    .or_default()
+                    .push_back((hash, time));
+            }
+            Record::RemoveFile(path) => {
+                self.remove_file(&Arc::from(path.as_str()));
+            }
+            Record::File(rec) => {
+                let path = rec.path.clone();
+                let doc = FileDoc::from_record(rec, &self.versions)
+                    .ok_or_else(|| format!("file record for {path} names an unknown node version"))?;
+                let doc = Arc::new(doc);
+                self.unlink_ids(&doc.path);
+                for (i, n) in doc.nodes.iter().enumerate() {
+                    self.ids.entry(n.id.clone()).or_default().push_back(Loc {
+                        file: doc.path.clone(),
+                        index: i as u32,
+                    });
+                }
+                self.files.insert(doc.path.clone(), doc);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every live record, for compaction.
+    fn records(&self) -> Vec<Record> {
+        let mut out: Vec<Record> = self
+            .versions
+            .iter()
+            .map(|(h, c)| Record::Version(*h, c.clone()))
+            .collect();
+        for (id, hist) in self.history.iter() {
+            for (hash, time) in hist.iter() {
+                out.push(Record::History {
+                    id: id.to_string(),
+                    hash: *hash,
+                    time: *time,
+                });
+            }
+        }
+        for doc in self.files.values() {
+            out.push(Record::File(doc.record()));
+        }
+        out
+    }
+}
+
+/// A saved state, for rollback.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub time: i64,
+    pub label: String,
+    pub state: Arc<State>,
+}
+
+/// Settings that shape how text becomes nodes.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub default_todo: TodoKeywords,
+    pub dialect: Dialect,
+    pub no_inherit_tags: Vec<String>,
+    pub snapshot_capacity: usize,
+}
+
+/// What one ingest did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IngestReport {
+    pub file: String,
+    pub nodes: usize,
+    /// False when the text was the same as what the store had (nothing written).
+    pub changed: bool,
+    pub new_versions: usize,
+}
+
+/// What opening the store found.
+#[derive(Clone, Debug, Default)]
+pub struct OpenReport {
+    pub files: usize,
+    pub nodes: usize,
+    /// Set when the on-disk store could not be used and was set aside; the caller should
+    /// re-ingest the Org files.
+    pub rebuilt: Option<String>,
+    /// A torn last write (from a crash) was dropped.
+    pub torn_tail: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub files: usize,
+    pub nodes: usize,
+    pub headlines: usize,
+    pub versions: usize,
+    pub ids_with_duplicates: usize,
+    pub bytes_on_disk: u64,
+    pub snapshots: usize,
+    pub path: Option<String>,
+    pub write_error: Option<String>,
+}
+
+pub struct Store {
+    current: Mutex<Arc<State>>,
+    commit_lock: Mutex<()>,
+    snapshots: Mutex<VecDeque<Snapshot>>,
+    writer: Option<LogWriter>,
+    config: Mutex<Config>,
+    /// The newest ingest generation requested per file: older results are dropped.
+    generations: Mutex<HashMap<String, u64>>,
+    next_generation: std::sync::atomic::AtomicU64,
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn text_digest(text: &str, todo: Option<&TodoKeywords>, config: &Config) -> Hash {
+    let mut h = Sha256::new();
+    h.update(b"org-agent/text/1\0");
+    h.update((text.len() as u64).to_le_bytes());
+    h.update(text.as_bytes());
+    // The same text parses differently under other keywords or another Org dialect.
+    let kw = todo.unwrap_or(&config.default_todo);
+    for k in kw.todo.iter().chain(std::iter::once(&"|".to_string())).chain(kw.done.iter()) {
+        h.update(k.as_bytes());
+        h.update([0]);
+    }
+    h.update([config.dialect as u8]);
+    for t in &config.no_inherit_tags {
+        h.update(t.as_bytes());
+        h.update([1]);
+    }
+    Hash(h.finalize().into())
+}
+
+fn file_meta(path: &Path) -> std::io::Result<(i64, u64)> {
+    let md = std::fs::metadata(path)?;
+    let mtime = md
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0);
+    Ok((mtime, md.len()))
+}
+
+/// File name of the log inside the state directory.
+pub const LOG_NAME: &str = "store.log";
+
+impl Store {
+    /// A store that lives in memory only.
+    pub fn in_memory(config: Config) -> Store {
+        Store::with(Arc::new(State::default()), None, config)
+    }
+
+    fn with(state: Arc<State>, writer: Option<LogWriter>, config: Config) -> Store {
+        Store {
+            current: Mutex::new(state),
+            commit_lock: Mutex::new(()),
+            snapshots: Mutex::new(VecDeque::new()),
+            writer,
+            config: Mutex::new(config),
+            generations: Mutex::new(HashMap::new()),
+            next_generation: std::sync::atomic::AtomicU64::new(1),
+        }
+    }
+
+    /// Open the store persisted in `dir`, loading it. An unusable log is moved aside (never
+    /// deleted) and an empty store returned, with the reason in the report.
+    pub fn open(dir: &Path, config: Config) -> Result<(Store, OpenReport)> {
+        let path = dir.join(LOG_NAME);
+        let mut report = OpenReport::default();
+        let loaded = match persist::load(&path) {
+            Ok(l) => Some(l),
+            Err(e @ StoreError::Corrupt { .. }) => {
+                report.rebuilt = Some(e.to_string());
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let mut state = State::default();
+        let mut valid_len = 0;
+        let mut dead_files = 0usize;
+        if let Some(loaded) = loaded {
+            report.torn_tail = loaded.torn_tail;
+            valid_len = loaded.valid_len;
+            let mut failure = None;
+            'outer: for batch in loaded.batches {
+                for rec in batch {
+                    if matches!(rec, Record::File(_) | Record::RemoveFile(_)) {
+                        dead_files += 1;
+                    }
+                    if let Err(e) = state.replay(rec) {
+                        failure = Some(e);
+                        break 'outer;
+                    }
+                }
+            }
+            if let Some(reason) = failure {
+                report.rebuilt = Some(format!("the store at {} is unusable: {reason}", path.display()));
+                state = State::default();
+            }
+        }
+        if report.rebuilt.is_some() {
+            let aside = path.with_extension(format!("corrupt-{}", now()));
+            std::fs::rename(&path, &aside).map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            valid_len = 0;
+            dead_files = 0;
+        }
+        report.files = state.files.len();
+        report.nodes = state.node_count();
+        let writer = LogWriter::open(&path, valid_len)?;
+        let compact = dead_files > 2 * state.files.len() + 64;
+        let store = Store::with(Arc::new(state), Some(writer), config);
+        if compact {
+            store.compact();
+        }
+        Ok((store, report))
+    }
+
+    pub fn state(&self) -> Arc<State> {
+        self.current.lock().clone()
+    }
+
+    pub fn config(&self) -> Config {
+        self.config.lock().clone()
+    }
+
+    pub fn set_config(&self, config: Config) {
+        *self.config.lock() = config;
+    }
+
+    fn publish(&self, state: State, records: Vec<Record>) {
+        *self.current.lock() = Arc::new(state);
+        if let (Some(w), false) = (&self.writer, records.is_empty()) {
+            w.append(persist::encode_batch(&records));
+        }
+    }
+
+    /// Rewrite the log with only the live records.
+    pub fn compact(&self) {
+        let _guard = self.commit_lock.lock();
+        if let Some(w) = &self.writer {
+            let recs = self.state().records();
+            w.rewrite(persist::encode_batch(&recs));
+        }
+    }
+
+    /// Reserve a generation for an ingest of `file`; a later reservation supersedes it.
+    pub fn reserve_generation(&self, file: &str) -> u64 {
+        let g = self
+            .next_generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.generations.lock().insert(file.to_string(), g);
+        g
+    }
+
+    fn is_latest(&self, file: &str, generation: Option<u64>) -> bool {
+        match generation {
+            None => true,
+            Some(g) => self.generations.lock().get(file).is_none_or(|&latest| latest == g),
+        }
+    }
+
+    /// Ingest `text` as the contents of `file`. `todo` is the keyword set Org computed for the
+    /// buffer, if the text comes from one. With a `generation`, the result is dropped (and
+    /// `None` returned) when a newer ingest of the same file was requested meanwhile.
+    pub fn ingest_text(
+        &self,
+        file: &str,
+        text: &str,
+        todo: Option<&TodoKeywords>,
+        meta: Option<(i64, u64)>,
+        generation: Option<u64>,
+    ) -> Result<Option<IngestReport>> {
+        let config = self.config();
+        let digest = text_digest(text, todo, &config);
+        let path: Arc<str> = Arc::from(file);
+        if let Some(old) = self.state().files.get(&path) {
+            if old.text_hash == digest && meta.is_none_or(|m| (old.mtime, old.size) == m) {
+                return Ok(Some(IngestReport {
+                    file: file.to_string(),
+                    nodes: old.nodes.len(),
+                    changed: false,
+                    new_versions: 0,
+                }));
+            }
+        }
+        let opts = parse::ParseOptions {
+            todo,
+            default_todo: &config.default_todo,
+            dialect: config.dialect,
+            no_inherit_tags: &config.no_inherit_tags,
+        };
+        let parsed = parse::parse(text, Path::new(file), &opts)?;
+        let (mtime, size) = meta.unwrap_or((0, text.len() as u64));
+        let doc = Arc::new(FileDoc::new(
+            path.clone(),
+            mtime,
+            size,
+            digest,
+            parsed.file_tags,
+            parsed.nodes,
+        ));
+        let _guard = self.commit_lock.lock();
+        if !self.is_latest(file, generation) {
+            return Ok(None);
+        }
+        let mut state = (*self.state()).clone();
+        let before = state.versions.len();
+        let mut records = Vec::new();
+        state.set_file(doc.clone(), now(), &mut records);
+        let new_versions = state.versions.len() - before;
+        self.publish(state, records);
+        Ok(Some(IngestReport {
+            file: file.to_string(),
+            nodes: doc.nodes.len(),
+            changed: true,
+            new_versions,
+        }))
+    }
+
+    /// Ingest a file from disk. Unchanged files (same mtime and size as stored) are not read
+    /// again unless `force`. A file that no longer exists leaves the store.
+    pub fn ingest_file(&self, file: &str, force: bool) -> Result<IngestReport> {
+        let path = Path::new(file);
+        let meta = match file_meta(path) {
+            Ok(m) => m,
+            Err(source) => {
+                if source.kind() == std::io::ErrorKind::NotFound {
+                    self.remove_file(file);
+                }
+                return Err(StoreError::Read {
+                    file: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        if !force {
+            if let Some(old) = self.state().files.get(file) {
+                if (old.mtime, old.size) == meta {
+                    return Ok(IngestReport {
+                        file: file.to_string(),
+                        nodes: old.nodes.len(),
+                        changed: false,
+                        new_versions: 0,
+                    });
+                }
+            }
+        }
+        let bytes = std::fs::read(path).map_err(|source| StoreError::Read {
+            file: path.to_path_buf(),
+            source,
+        })?;
+        let text = text::decode(&bytes);
+        let gen = self.reserve_generation(file);
+        Ok(self
+            .ingest_text(file, &text, None, Some(meta), Some(gen))?
+            .unwrap_or(IngestReport {
+                file: file.to_string(),
+                nodes: 0,
+                changed: false,
+                new_versions: 0,
+            }))
+    }
+
+    /// Drop a file from the store. Returns whether it was there.
+    pub fn remove_file(&self, file: &str) -> bool {
+        let _guard = self.commit_lock.lock();
+        let mut state = (*self.state()).clone();
+        let removed = state.remove_file(&Arc::from(file));
+        if removed {
+            self.publish(state, vec![Record::RemoveFile(file.to_string())]);
+        }
+        removed
+    }
+
+    /// The `.org` files under `dirs` (hidden directories and Emacs lock/backup files skipped),
+    /// sorted.
+    pub fn org_files_under(dirs: &[PathBuf]) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack: Vec<PathBuf> = dirs.to_vec();
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with('.') || name.starts_with('#') {
+                    continue;
+                }
+                let Ok(ft) = entry.file_type() else { continue };
+                let path = entry.path();
+                if ft.is_dir() {
+                    stack.push(path);
+                } else if name.ends_with(".org") && (ft.is_file() || path.is_file()) {
+                    out.push(path);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Ingest every Org file under `dirs`, skipping unchanged ones, and drop files under
+    /// those directories that are gone. `progress` is called after each file.
+    pub fn ingest_directories(
+        &self,
+        dirs: &[PathBuf],
+        mut progress: impl FnMut(usize, usize, &str),
+        cancelled: impl Fn() -> bool,
+    ) -> DirReport {
+        let files = Store::org_files_under(dirs);
+        let mut report = DirReport {
+            files: files.len(),
+            ..DirReport::default()
+        };
+        for (i, f) in files.iter().enumerate() {
+            if cancelled() {
+                report.cancelled = true;
+                break;
+            }
+            let name = f.to_string_lossy();
+            match self.ingest_file(&name, false) {
+                Ok(r) if r.changed => {
+                    report.ingested += 1;
+                    report.nodes += r.nodes;
+                }
+                Ok(r) => {
+                    report.unchanged += 1;
+                    report.nodes += r.nodes;
+                }
+                Err(e) => report.errors.push(e.to_string()),
+            }
+            progress(i + 1, files.len(), &name);
+        }
+        if !report.cancelled {
+            let found: std::collections::HashSet<String> =
+                files.iter().map(|f| f.to_string_lossy().into_owned()).collect();
+            let gone: Vec<String> = self
+                .state()
+                .files
+                .keys()
+                .filter(|p| dirs.iter().any(|d| Path::new(&***p).starts_with(d)))
+                .filter(|p| !found.contains(&***p))
+                .map(|p| p.to_string())
+                .collect();
+            for p in gone {
+                if self.remove_file(&p) {
+                    report.removed += 1;
+                }
+            }
+        }
+        report
+    }
+
+    pub fn node(&self, id: &str) -> Option<NodeRef> {
+        self.state().node(id)
+    }
+
+    /// Every version a node id has had, oldest first.
+    pub fn history(&self, id: &str) -> Vec<Version> {
+        let state = self.state();
+        let Some(hist) = state.history.get(id) else {
+            return Vec::new();
+        };
+        hist.iter()
+            .filter_map(|(h, t)| {
+                state.versions.get(h).map(|c| Version {
+                    hash: *h,
+                    time: *t,
+                    content: c.clone(),
+                })
+            })
+            .collect()
+    }
+
+    pub fn query(&self, q: &Query) -> Vec<NodeRef> {
+        q.run(&self.state())
+    }
+
+    /// Take a snapshot; returns its number (0 is the newest).
+    pub fn snapshot(&self, label: &str) -> usize {
+        let cap = self.config().snapshot_capacity.max(1);
+        let mut snaps = self.snapshots.lock();
+        snaps.push_front(Snapshot {
+            time: now(),
+            label: label.to_string(),
+            state: self.state(),
+        });
+        snaps.truncate(cap);
+        0
+    }
+
+    pub fn snapshots(&self) -> Vec<Snapshot> {
+        self.snapshots.lock().iter().cloned().collect()
+    }
+
+    /// Make snapshot `n` (0 = newest) the current state, and persist that.
+    pub fn rollback(&self, n: usize) -> Result<()> {
+        let snap = self
+            .snapshots
+            .lock()
+            .get(n)
+            .cloned()
+            .ok_or(StoreError::NoSnapshot(n))?;
+        let _guard = self.commit_lock.lock();
+        let mut state = (*self.state()).clone();
+        let mut records = Vec::new();
+        let time = now();
+        let gone: Vec<Arc<str>> = state
+            .files
+            .keys()
+            .filter(|p| !snap.state.files.contains_key(*p))
+            .cloned()
+            .collect();
+        for p in gone {
+            state.remove_file(&p);
+            records.push(Record::RemoveFile(p.to_string()));
+        }
+        for (p, doc) in snap.state.files.iter() {
+            let same = state.files.get(p).is_some_and(|cur| Arc::ptr_eq(cur, doc));
+            if !same {
+                state.set_file(doc.clone(), time, &mut records);
+            }
+        }
+        self.publish(state, records);
+        Ok(())
+    }
+
+    /// Wait until every commit so far is on disk.
+    pub fn flush(&self) -> Result<(), String> {
+        match &self.writer {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        let state = self.state();
+        let nodes = state.node_count();
+        Stats {
+            files: state.files.len(),
+            nodes,
+            headlines: nodes - state.files.len(),
+            versions: state.versions.len(),
+            ids_with_duplicates: state.ids.values().filter(|l| l.len() > 1).count(),
+            bytes_on_disk: self
+                .writer
+                .as_ref()
+                .and_then(|w| std::fs::metadata(&w.path).ok())
+                .map(|m| m.len())
+                .unwrap_or(0),
+            snapshots: self.snapshots.lock().len(),
+            path: self.writer.as_ref().map(|w| w.path.display().to_string()),
+            write_error: self.writer.as_ref().and_then(|w| w.last_error()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DirReport {
+    pub files: usize,
+    pub ingested: usize,
+    pub unchanged: usize,
+    pub removed: usize,
+    pub nodes: usize,
+    pub errors: Vec<String>,
+    pub cancelled: bool,
+}

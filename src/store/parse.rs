@@ -1,0 +1,671 @@
+//! Org text → nodes.
+//!
+//! orgize finds the headline tree and its byte ranges. The fields of each headline (TODO
+//! keyword, priority, title, tags, planning, property drawer) are read by our own code, which
+//! follows `org-element-headline-parser` rule by rule: orgize 0.10.0-alpha.10 gets several of
+//! them wrong on real files (see the regression tests below), and Org is the reference.
+
+use super::error::StoreError;
+use super::node::{Hash, Node, NodeContent, NodeKind, Planning, TodoType};
+use super::text::PositionMap;
+use super::todo::{collect_settings, strip_prefix_ci, TodoKeywords};
+use orgize::rowan::ast::AstNode;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Which Org release's headline syntax to follow. Org 9.6 stopped reading `[#A]<<x>>` as a
+/// priority and `COMMENTARY` as a comment keyword; 9.5 (Emacs 28) still does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Dialect {
+    Org95,
+    #[default]
+    Org96,
+}
+
+impl Dialect {
+    /// The dialect for an `org-version` string such as "9.5.5".
+    pub fn for_org_version(version: &str) -> Dialect {
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        let major = parts.next().unwrap_or(9);
+        let minor = parts.next().unwrap_or(6);
+        if (major, minor) < (9, 6) {
+            Dialect::Org95
+        } else {
+            Dialect::Org96
+        }
+    }
+}
+
+/// Deeper headline nesting than this is refused: the parser recurses per level.
+pub const MAX_NESTING: usize = 256;
+/// Larger texts are refused rather than parsed (a 4 GiB offset would not fit our ranges).
+pub const MAX_TEXT_BYTES: usize = 1 << 31;
+
+#[derive(Clone, Debug)]
+pub struct ParseOptions<'a> {
+    /// The keywords Org computed for the buffer; when `None`, read them from the text and
+    /// fall back to `default_todo`.
+    pub todo: Option<&'a TodoKeywords>,
+    pub default_todo: &'a TodoKeywords,
+    pub dialect: Dialect,
+    /// Tags that are never inherited (`org-tags-exclude-from-inheritance`).
+    pub no_inherit_tags: &'a [String],
+}
+
+/// The nodes of one file in document order; index 0 is the file node.
+pub struct Parsed {
+    pub nodes: Vec<Node>,
+    pub file_tags: Vec<String>,
+}
+
+/// The fields of a headline line, as `org-element-headline-parser` reads them.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct HeadlineLine {
+    pub level: u32,
+    pub todo: Option<String>,
+    pub priority: Option<char>,
+    pub commented: bool,
+    pub title: String,
+    pub tags: Vec<String>,
+}
+
+fn is_blank(c: char) -> bool {
+    c == ' ' || c == '\t'
+}
+
+/// Characters with whitespace syntax in Org buffers (what `\S-` excludes).
+fn is_syntax_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0c')
+        || ('\u{2000}'..='\u{200b}').contains(&c)
+        || matches!(c, '\u{1680}' | '\u{2028}' | '\u{2029}' | '\u{205f}' | '\u{3000}')
+}
+
+fn is_tag_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '@' | '#' | '%' | ':')
+}
+
+/// Org's `org-trim`: strip spaces, tabs, newlines and CRs at both ends.
+fn org_trim(s: &str) -> &str {
+    s.trim_matches([' ', '\t', '\n', '\r'])
+}
+
+pub fn parse_headline_line(line: &str, keywords: &[&str], dialect: Dialect) -> HeadlineLine {
+    let stars = line.bytes().take_while(|&b| b == b'*').count();
+    let mut pos = stars;
+    let skip_blanks = |p: usize| p + line[p..].len() - line[p..].trim_start_matches(is_blank).len();
+    pos = skip_blanks(pos);
+
+    let mut todo = None;
+    for kw in keywords {
+        if !kw.is_empty() && line[pos..].starts_with(kw) && line[pos + kw.len()..].starts_with(' ')
+        {
+            todo = Some(kw.to_string());
+            pos = skip_blanks(pos + kw.len() + 1);
+            break;
+        }
+    }
+
+    let mut priority = None;
+    {
+        let rest = &line[pos..];
+        let mut chars = rest.char_indices();
+        if let (Some((_, '[')), Some((_, '#')), Some((_, c)), Some((close, ']'))) =
+            (chars.next(), chars.next(), chars.next(), chars.next())
+        {
+            let after = &rest[close + 1..];
+            let ok = match dialect {
+                Dialect::Org95 => true,
+                Dialect::Org96 => after.is_empty() || after.starts_with(is_blank),
+            };
+            if ok && c != '\n' {
+                priority = Some(c);
+                pos = skip_blanks(pos + close + 1);
+            }
+        }
+    }
+
+    let mut commented = false;
+    if line[pos..].starts_with("COMMENT") {
+        let after = &line[pos + 7..];
+        if dialect == Dialect::Org95 || after.is_empty() || after.starts_with(is_blank) {
+            commented = true;
+            pos += 7;
+        }
+    }
+
+    let mut title_start = pos;
+    if todo.is_none() && priority.is_none() && !commented {
+        // A headline like "* :tag:": the blank after the stars may belong to the tags.
+        title_start = stars;
+    }
+
+    // Tags: "[ \t]+\\(:[[:alnum:]_@#%:]+:\\)[ \t]*$" searched from the title start.
+    let mut title_end = line.len();
+    let mut tags = Vec::new();
+    let trimmed_end = line.trim_end_matches(is_blank).len();
+    let body = &line[..trimmed_end];
+    let run_start = body
+        .char_indices()
+        .rev()
+        .take_while(|&(_, c)| is_tag_char(c))
+        .last()
+        .map(|(i, _)| i)
+        .unwrap_or(trimmed_end);
+    let run = &body[run_start..];
+    if run.len() >= 3 && run.starts_with(':') && run.ends_with(':') && run_start > title_start {
+        let before = &line[title_start..run_start];
+        let ws_len = before.len() - before.trim_end_matches(is_blank).len();
+        if ws_len > 0 {
+            title_end = run_start - ws_len;
+            tags = run
+                .split(':')
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect();
+        }
+    }
+
+    HeadlineLine {
+        level: stars as u32,
+        todo,
+        priority,
+        commented,
+        title: org_trim(&line[title_start..title_end.max(title_start)]).to_string(),
+        tags,
+    }
+}
+
+/// The line at `pos` (without its newline) and the offset where the next line starts.
+fn line_at(text: &str, pos: usize) -> (&str, usize) {
+    match text[pos..].find('\n') {
+        Some(i) => (&text[pos..pos + i], pos + i + 1),
+        None => (&text[pos..], text.len()),
+    }
+}
+
+fn is_planning_line(line: &str) -> bool {
+    let rest = line.trim_start_matches(is_blank);
+    ["CLOSED:", "DEADLINE:", "SCHEDULED:"]
+        .iter()
+        .any(|k| strip_prefix_ci(rest, k).is_some())
+}
+
+/// `org-element--get-time-properties` on one planning line.
+pub fn parse_planning(line: &str) -> Planning {
+    let mut planning = Planning::default();
+    let lower = line.to_ascii_lowercase();
+    let mut from = 0;
+    loop {
+        // The leftmost keyword at a word start, followed by " *[[<][^]>]+[]>]".
+        let mut best: Option<(usize, &str)> = None;
+        for kw in ["closed:", "deadline:", "scheduled:"] {
+            let mut search = from;
+            while let Some(i) = lower[search..].find(kw).map(|i| i + search) {
+                let word_start = line[..i]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !(c.is_alphanumeric()));
+                if word_start && keyword_time_follows(&line[i + kw.len()..]) {
+                    if best.is_none_or(|(b, _)| i < b) {
+                        best = Some((i, kw));
+                    }
+                    break;
+                }
+                search = i + kw.len();
+            }
+        }
+        let Some((i, kw)) = best else { break };
+        let keyword = &line[i..i + kw.len()];
+        let mut p = i + kw.len();
+        p += line[p..].len() - line[p..].trim_start_matches(is_blank).len();
+        let ts = timestamp_at(&line[p..]).map(str::to_string);
+        match keyword {
+            "SCHEDULED:" => planning.scheduled = ts,
+            "DEADLINE:" => planning.deadline = ts,
+            _ => planning.closed = ts,
+        }
+        from = p;
+    }
+    planning
+}
+
+/// " *[[<]\\([^]>]+\\)[]>]" at the start of `s`.
+fn keyword_time_follows(s: &str) -> bool {
+    let s = s.trim_start_matches(' ');
+    let mut chars = s.chars();
+    match chars.next() {
+        Some('[' | '<') => {}
+        _ => return false,
+    }
+    for (n, c) in chars.enumerate() {
+        if c == ']' || c == '>' {
+            return n > 0;
+        }
+        if c == '\n' {
+            return false;
+        }
+    }
+    false
+}
+
+/// The raw text of the timestamp at the start of `s`, as `org-element-timestamp-parser`
+/// accepts and delimits it.
+pub fn timestamp_at(s: &str) -> Option<&str> {
+    if !looks_like_timestamp(s) {
+        return None;
+    }
+    // "\\([<[]\\(%%\\)?.*?\\)[]>]\\(?:--\\([<[].*?[]>]\\)\\)?"
+    let close = s[1..].find([']', '>', '\n'])? + 1;
+    if s.as_bytes()[close] == b'\n' {
+        return None;
+    }
+    let mut end = close + 1;
+    if let Some(rest) = s[end..].strip_prefix("--") {
+        if rest.starts_with(['<', '[']) {
+            if let Some(c2) = rest[1..].find([']', '>', '\n']) {
+                if rest.as_bytes()[c2 + 1] != b'\n' {
+                    end += 2 + c2 + 2;
+                }
+            }
+        }
+    }
+    Some(&s[..end])
+}
+
+fn digits(s: &str, n: usize) -> Option<&str> {
+    let b = s.as_bytes();
+    (b.len() >= n && b[..n].iter().all(u8::is_ascii_digit)).then(|| &s[n..])
+}
+
+/// `org-element--timestamp-regexp` anchored at the start of `s`.
+fn looks_like_timestamp(s: &str) -> bool {
+    let first_line = s.split('\n').next().unwrap_or("");
+    // org-ts-regexp-both: [[<]YYYY-MM-DD( .*?)?[]>]
+    if let Some(rest) = first_line.strip_prefix(['<', '[']) {
+        let date = digits(rest, 4)
+            .and_then(|r| r.strip_prefix('-'))
+            .and_then(|r| digits(r, 2))
+            .and_then(|r| r.strip_prefix('-'))
+            .and_then(|r| digits(r, 2));
+        if let Some(r) = date {
+            if r.starts_with([']', '>']) || (r.starts_with(' ') && r[1..].contains([']', '>'])) {
+                return true;
+            }
+        }
+    }
+    let Some(rest) = first_line.strip_prefix('<') else {
+        return false;
+    };
+    // <%%(...)>
+    if let Some(sexp) = rest.strip_prefix("%%(") {
+        if let Some(gt) = sexp.find('>') {
+            return gt >= 2 && sexp[..gt].ends_with(')');
+        }
+        return false;
+    }
+    // <[0-9]+-[0-9]+-[0-9]+[^>\n]+?\\+[0-9]+[dwmy]>
+    let mut r = rest;
+    for i in 0..3 {
+        let n = r.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 {
+            return false;
+        }
+        r = &r[n..];
+        if i < 2 {
+            match r.strip_prefix('-') {
+                Some(x) => r = x,
+                None => return false,
+            }
+        }
+    }
+    let Some(gt) = r.find('>') else { return false };
+    let inner = &r[..gt];
+    // inner = [^>]+? "+" digits unit
+    let Some(unit) = inner.chars().last() else {
+        return false;
+    };
+    if !matches!(unit, 'd' | 'w' | 'm' | 'y') {
+        return false;
+    }
+    let head = &inner[..inner.len() - 1];
+    let nd = head.bytes().rev().take_while(u8::is_ascii_digit).count();
+    if nd == 0 {
+        return false;
+    }
+    let head = &head[..head.len() - nd];
+    head.len() >= 2 && head.ends_with('+')
+}
+
+/// A property drawer starting at `pos` (`org-property-drawer-re`, case-insensitive): the
+/// properties with upcased keys, and the offset just after the `:END:` line.
+fn property_drawer_at(text: &str, pos: usize) -> Option<(Vec<(String, String)>, usize)> {
+    let (first, mut next) = line_at(text, pos);
+    let has_newline = pos + first.len() < text.len();
+    if !has_newline || !first.trim_matches(is_blank).eq_ignore_ascii_case(":PROPERTIES:") {
+        return None;
+    }
+    let mut props = Vec::new();
+    loop {
+        if next >= text.len() {
+            return None;
+        }
+        let at_last_line = !text[next..].contains('\n');
+        let (line, after) = line_at(text, next);
+        if line.trim_matches(is_blank).eq_ignore_ascii_case(":END:") {
+            return Some((props, after));
+        }
+        if at_last_line {
+            // A property line needs its newline before the :END: line.
+            return None;
+        }
+        props.push(property_line(line)?);
+        next = after;
+    }
+}
+
+/// One drawer line `[ \t]*:KEY:( .*)?[ \t]*` → (upcased KEY, value).
+fn property_line(line: &str) -> Option<(String, String)> {
+    let rest = line.trim_start_matches(is_blank).strip_prefix(':')?;
+    let word_len = rest.find(is_syntax_space).unwrap_or(rest.len());
+    let word = &rest[..word_len];
+    let after = &rest[word_len..];
+    if word.len() < 2 || !word.ends_with(':') {
+        return None;
+    }
+    let value = if after.trim_matches(is_blank).is_empty() {
+        ""
+    } else if let Some(v) = after.strip_prefix(' ') {
+        v.trim_start_matches(is_blank).trim_end_matches(is_blank)
+    } else {
+        return None;
+    };
+    let key = &word[..word.len() - 1];
+    Some((key.to_uppercase(), value.to_string()))
+}
+
+/// Where the own text of a headline ends its meta lines: after the headline line, planning
+/// and property drawer. Returns (planning, properties, offset where the body starts).
+fn meta_after_headline(text: &str, line_end: usize, limit: usize) -> (Planning, Vec<(String, String)>, usize) {
+    let mut planning = Planning::default();
+    let mut pos = line_end;
+    if pos < limit {
+        let (line, next) = line_at(text, pos);
+        if is_planning_line(line) {
+            planning = parse_planning(line);
+            pos = next.min(limit);
+        }
+    }
+    let mut properties = Vec::new();
+    if pos < limit {
+        if let Some((props, next)) = property_drawer_at(&text[..limit], pos) {
+            properties = props;
+            pos = next;
+        }
+    }
+    (planning, properties, pos)
+}
+
+/// Headline nesting depth of `text` (the longest chain of strictly deeper headlines).
+fn nesting_depth(text: &str) -> usize {
+    let mut stack: Vec<usize> = Vec::new();
+    let mut max = 0;
+    for line in text.split('\n') {
+        let stars = line.bytes().take_while(|&b| b == b'*').count();
+        if stars == 0 || line.as_bytes().get(stars) != Some(&b' ') {
+            continue;
+        }
+        while stack.last().is_some_and(|&l| l >= stars) {
+            stack.pop();
+        }
+        stack.push(stars);
+        max = max.max(stack.len());
+    }
+    max
+}
+
+struct Raw {
+    content: NodeContent,
+    parent: Option<u32>,
+    children: Vec<u32>,
+    begin: usize,
+    end: usize,
+}
+
+/// Parse `text` (the contents of `file`) into nodes with ids, hashes and positions.
+pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, StoreError> {
+    if text.len() >= MAX_TEXT_BYTES {
+        return Err(StoreError::TooLarge {
+            file: file.to_path_buf(),
+            bytes: text.len(),
+        });
+    }
+    let depth = nesting_depth(text);
+    if depth > MAX_NESTING {
+        return Err(StoreError::TooDeep {
+            file: file.to_path_buf(),
+            depth,
+            max: MAX_NESTING,
+        });
+    }
+    let settings = collect_settings(text, Some(file));
+    let keywords = match (opts.todo, &settings.todo) {
+        (Some(k), _) => k.clone(),
+        (None, Some(k)) => k.clone(),
+        (None, None) => opts.default_todo.clone(),
+    };
+    let by_length = keywords.by_length();
+
+    let org = orgize::Org::parse(text);
+    let doc = org.document();
+
+    let mut raws: Vec<Raw> = Vec::new();
+    // The file node: its body is the text before the first headline.
+    let first_headline = doc
+        .headlines()
+        .next()
+        .map(|h| usize::from(h.syntax().text_range().start()))
+        .unwrap_or(text.len());
+    let (file_props, body_start) = file_property_drawer(text, first_headline);
+    let file_title = settings.title.clone().unwrap_or_else(|| {
+        file.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    raws.push(Raw {
+        content: NodeContent {
+            kind: NodeKind::File,
+            title: file_title,
+            todo: None,
+            todo_type: None,
+            priority: None,
+            tags: settings.file_tags.clone(),
+            properties: file_props,
+            planning: Planning::default(),
+            body: text[body_start..first_headline].to_string(),
+            level: 0,
+            children: vec![],
+        },
+        parent: None,
+        children: vec![],
+        begin: 0,
+        end: text.len(),
+    });
+
+    // Depth-first, document order, without recursion.
+    let mut stack: Vec<(orgize::ast::Headline, u32)> =
+        doc.headlines().map(|h| (h, 0u32)).collect::<Vec<_>>();
+    stack.reverse();
+    while let Some((h, parent)) = stack.pop() {
+        let range = h.syntax().text_range();
+        let (begin, end) = (usize::from(range.start()), usize::from(range.end()));
+        let children: Vec<orgize::ast::Headline> = h.headlines().collect();
+        let own_end = children
+            .first()
+            .map(|c| usize::from(c.syntax().text_range().start()))
+            .unwrap_or(end);
+        let (line, line_end) = line_at(text, begin);
+        let hl = parse_headline_line(line, &by_length, opts.dialect);
+        let (planning, properties, body_start) =
+            meta_after_headline(text, line_end.min(own_end), own_end);
+        let idx = raws.len() as u32;
+        raws[parent as usize].children.push(idx);
+        let todo_type = hl.todo.as_deref().map(|k| {
+            if keywords.is_done(k) {
+                TodoType::Done
+            } else {
+                TodoType::Todo
+            }
+        });
+        raws.push(Raw {
+            content: NodeContent {
+                kind: NodeKind::Headline,
+                title: hl.title,
+                todo: hl.todo,
+                todo_type,
+                priority: hl.priority,
+                tags: hl.tags,
+                properties,
+                planning,
+                body: text[body_start.min(own_end)..own_end].to_string(),
+                level: hl.level,
+                children: vec![],
+            },
+            parent: Some(parent),
+            children: vec![],
+            begin,
+            end,
+        });
+        for c in children.into_iter().rev() {
+            stack.push((c, idx));
+        }
+    }
+    drop(doc);
+    drop(org);
+
+    Ok(finish(raws, text, file, &settings.file_tags, opts.no_inherit_tags))
+}
+
+/// A property drawer before any other content of the file (blank and comment lines may come
+/// first), as org-roam and Org 9.5 use for file-level properties.
+fn file_property_drawer(text: &str, limit: usize) -> (Vec<(String, String)>, usize) {
+    let mut pos = 0;
+    while pos < limit {
+        let (line, next) = line_at(text, pos);
+        let t = line.trim_start_matches(is_blank);
+        if t.is_empty() || (t.starts_with('#') && !t.starts_with("#+")) {
+            pos = next;
+            continue;
+        }
+        if let Some((props, after)) = property_drawer_at(&text[..limit], pos) {
+            return (props, after);
+        }
+        break;
+    }
+    (Vec::new(), 0)
+}
+
+/// Ids, inherited tags, Merkle hashes and buffer positions.
+fn finish(mut raws: Vec<Raw>, text: &str, file: &Path, file_tags: &[String], no_inherit: &[String]) -> Parsed {
+    let n = raws.len();
+    let path_str = file.to_string_lossy();
+
+    // Inherited tags: parents come before children in document order.
+    let mut inherited: Vec<Vec<String>> = Vec::with_capacity(n);
+    for (i, raw) in raws.iter().enumerate() {
+        let tags = match raw.parent {
+            None => Vec::new(),
+            Some(p) => {
+                let p = p as usize;
+                let mut t = inherited[p].clone();
+                let from_parent: &[String] = if p == 0 { file_tags } else { &raws[p].content.tags };
+                for tag in from_parent {
+                    if !t.contains(tag) && !no_inherit.contains(tag) {
+                        t.push(tag.clone());
+                    }
+                }
+                t
+            }
+        };
+        debug_assert_eq!(inherited.len(), i);
+        inherited.push(tags);
+    }
+
+    // Ids: the :ID: property, or a digest of the file and outline path (with an ordinal for
+    // siblings that share a title), stable while the text of the path does not change.
+    let mut path_digests: Vec<[u8; 32]> = Vec::with_capacity(n);
+    let mut ids: Vec<Arc<str>> = Vec::with_capacity(n);
+    let mut seen_paths: std::collections::HashMap<[u8; 32], u32> = Default::default();
+    for raw in &raws {
+        let mut h = Sha256::new();
+        match raw.parent {
+            None => {
+                h.update(b"org-agent/file\0");
+                h.update(path_str.as_bytes());
+            }
+            Some(p) => {
+                h.update(path_digests[p as usize]);
+                h.update((raw.content.title.len() as u64).to_le_bytes());
+                h.update(raw.content.title.as_bytes());
+            }
+        }
+        let mut digest: [u8; 32] = h.finalize().into();
+        let ordinal = seen_paths.entry(digest).or_insert(0);
+        *ordinal += 1;
+        if *ordinal > 1 {
+            let mut h = Sha256::new();
+            h.update(digest);
+            h.update(ordinal.to_le_bytes());
+            digest = h.finalize().into();
+        }
+        path_digests.push(digest);
+        let id = match raw.content.property("ID").map(str::trim) {
+            Some(id) if !id.is_empty() => Arc::from(id),
+            _ => {
+                let hex = Hash(digest).to_hex();
+                Arc::from(format!("oa-{}", &hex[..24]).as_str())
+            }
+        };
+        ids.push(id);
+    }
+
+    // Hashes bottom-up: children always follow their parent.
+    let mut hashes: Vec<Hash> = vec![Hash([0; 32]); n];
+    for i in (0..n).rev() {
+        let child_hashes = raws[i].children.iter().map(|&c| hashes[c as usize]).collect();
+        raws[i].content.children = child_hashes;
+        hashes[i] = raws[i].content.hash();
+    }
+
+    // Positions: begins are in document order; ends are not, so map them separately.
+    let mut pm = PositionMap::new(text);
+    let begin_pos: Vec<u32> = raws.iter().map(|r| pm.position(r.begin)).collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| raws[i].end);
+    let mut end_pos = vec![0u32; n];
+    let mut pm = PositionMap::new(text);
+    for i in order {
+        end_pos[i] = pm.position(raws[i].end);
+    }
+
+    let nodes = raws
+        .into_iter()
+        .enumerate()
+        .map(|(i, raw)| Node {
+            id: ids[i].clone(),
+            hash: hashes[i],
+            content: Arc::new(raw.content),
+            parent: raw.parent,
+            children: raw.children,
+            begin: raw.begin as u32,
+            end: raw.end as u32,
+            begin_pos: begin_pos[i],
+            end_pos: end_pos[i],
+            inherited_tags: std::mem::take(&mut inherited[i]),
+        })
+        .collect();
+    Parsed {
+        nodes,
+        file_tags: file_tags.to_vec(),
+    }
+}

@@ -1,0 +1,378 @@
+//! The on-disk store: one append-only log of checksummed batches, written by its own thread.
+//!
+//! Every commit is one batch: `OAB1`, payload length, CRC-32 of those 8 bytes, the payload
+//! (postcard-encoded records), CRC-32 of the payload. A crash can only leave a torn last
+//! batch (shorter than its header says, or zero-filled), which loading drops: the store is
+//! then exactly the state before that commit. Anything else that fails a check is corruption,
+//! reported as such so the caller rebuilds from the Org files instead of trusting it.
+//! Compaction writes a fresh log beside the old one and renames it over, so it is atomic too.
+
+use super::error::{Result, StoreError};
+use super::node::{Hash, NodeContent};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+const FILE_MAGIC: &[u8; 16] = b"ORG-AGENT-LOG-1\n";
+const BATCH_MAGIC: &[u8; 4] = b"OAB1";
+const HEADER_LEN: usize = 12;
+/// A batch larger than this is not something we wrote: treat it as corruption.
+const MAX_BATCH: u32 = 1 << 30;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Placement {
+    pub id: String,
+    pub hash: Hash,
+    pub parent: Option<u32>,
+    pub begin: u32,
+    pub end: u32,
+    pub begin_pos: u32,
+    pub end_pos: u32,
+    pub inherited_tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileRecord {
+    pub path: String,
+    /// Modification time in nanoseconds since the epoch, and size, when read from disk.
+    pub mtime: i64,
+    pub size: u64,
+    /// Digest of the text and the settings it was parsed with.
+    pub text_hash: Hash,
+    pub file_tags: Vec<String>,
+    pub nodes: Vec<Placement>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Record {
+    Version(Hash, Arc<NodeContent>),
+    File(FileRecord),
+    RemoveFile(String),
+    History { id: String, hash: Hash, time: i64 },
+}
+
+pub fn encode_batch(records: &[Record]) -> Vec<u8> {
+    let payload = postcard::to_stdvec(records).unwrap_or_default();
+    let mut out = Vec::with_capacity(payload.len() + HEADER_LEN + 4);
+    out.extend_from_slice(BATCH_MAGIC);
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let header_crc = crc32fast::hash(&out);
+    out.extend_from_slice(&header_crc.to_le_bytes());
+    out.extend_from_slice(&payload);
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out
+}
+
+/// What loading a log found.
+pub struct Loaded {
+    pub batches: Vec<Vec<Record>>,
+    /// Bytes of the log that hold whole batches; a torn tail beyond is cut off.
+    pub valid_len: u64,
+    pub torn_tail: bool,
+}
+
+fn corrupt(path: &Path, reason: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Read and check a whole log. A missing file is an empty store.
+pub fn load(path: &Path) -> Result<Loaded> {
+    let mut bytes = Vec::new();
+    match File::open(path) {
+        Ok(mut f) => {
+            f.read_to_end(&mut bytes).map_err(|source| StoreError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Loaded {
+                batches: vec![],
+                valid_len: 0,
+                torn_tail: false,
+            })
+        }
+        Err(source) => {
+            return Err(StoreError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    }
+    if bytes.len() < FILE_MAGIC.len() {
+        // A crash while creating the log leaves a prefix of the magic (or nothing).
+        if FILE_MAGIC.starts_with(&bytes) {
+            return Ok(Loaded {
+                batches: vec![],
+                valid_len: 0,
+                torn_tail: !bytes.is_empty(),
+            });
+        }
+        return Err(corrupt(path, "not an org-agent store"));
+    }
+    if &bytes[..FILE_MAGIC.len()] != FILE_MAGIC {
+        return Err(corrupt(path, "not an org-agent store (bad magic)"));
+    }
+    let mut pos = FILE_MAGIC.len();
+    let mut batches = Vec::new();
+    while pos < bytes.len() {
+        let rest = &bytes[pos..];
+        let torn = || Loaded {
+            batches: Vec::new(),
+            valid_len: pos as u64,
+            torn_tail: true,
+        };
+        if rest.iter().all(|&b| b == 0) {
+            let mut l = torn();
+            l.batches = std::mem::take(&mut batches);
+            return Ok(l);
+        }
+        if rest.len() < HEADER_LEN {
+            if BATCH_MAGIC.starts_with(&rest[..rest.len().min(4)]) {
+                let mut l = torn();
+                l.batches = std::mem::take(&mut batches);
+                return Ok(l);
+            }
+            return Err(corrupt(path, format!("garbage at byte {pos}")));
+        }
+        if &rest[..4] != BATCH_MAGIC {
+            return Err(corrupt(path, format!("bad batch marker at byte {pos}")));
+        }
+        let header_crc = u32::from_le_bytes([rest[8], rest[9], rest[10], rest[11]]);
+        if crc32fast::hash(&rest[..8]) != header_crc {
+            return Err(corrupt(path, format!("bad batch header at byte {pos}")));
+        }
+        let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+        if len > MAX_BATCH {
+            return Err(corrupt(path, format!("impossible batch length at byte {pos}")));
+        }
+        let total = HEADER_LEN + len as usize + 4;
+        if rest.len() < total {
+            let mut l = torn();
+            l.batches = std::mem::take(&mut batches);
+            return Ok(l);
+        }
+        let payload = &rest[HEADER_LEN..HEADER_LEN + len as usize];
+        let crc_bytes = &rest[HEADER_LEN + len as usize..total];
+        let crc = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
+        if crc32fast::hash(payload) != crc {
+            return Err(corrupt(path, format!("checksum mismatch in batch at byte {pos}")));
+        }
+        let records: Vec<Record> = postcard::from_bytes(payload)
+            .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))?;
+        batches.push(records);
+        pos += total;
+    }
+    Ok(Loaded {
+        batches,
+        valid_len: pos as u64,
+        torn_tail: false,
+    })
+}
+
+enum Msg {
+    Append(Vec<u8>),
+    /// Replace the whole log with these batches (compaction).
+    Rewrite(Vec<u8>),
+    Flush(mpsc::SyncSender<Result<(), String>>),
+}
+
+/// The writer thread's handle. Dropping it flushes and joins the thread.
+pub struct LogWriter {
+    tx: Option<mpsc::Sender<Msg>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    pub path: PathBuf,
+    last_error: Arc<parking_lot::Mutex<Option<String>>>,
+}
+
+impl LogWriter {
+    /// Open (or create) the log at `path`, cutting it to `valid_len` bytes first.
+    pub fn open(path: &Path, valid_len: u64) -> Result<LogWriter> {
+        let io = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
+        if valid_len < FILE_MAGIC.len() as u64 {
+            file.set_len(0).map_err(io)?;
+            file.write_all(FILE_MAGIC).map_err(io)?;
+            file.sync_all().map_err(io)?;
+            sync_dir(path);
+        } else {
+            file.set_len(valid_len).map_err(io)?;
+        }
+        file.seek(SeekFrom::End(0)).map_err(io)?;
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let last_error = Arc::new(parking_lot::Mutex::new(None));
+        let err_slot = last_error.clone();
+        let thread_path = path.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("org-agent-store-writer".into())
+            .spawn(move || {
+                crate::block_sigpipe();
+                writer_loop(file, &thread_path, rx, &err_slot)
+            })
+            .map_err(io)?;
+        Ok(LogWriter {
+            tx: Some(tx),
+            thread: Some(thread),
+            path: path.to_path_buf(),
+            last_error,
+        })
+    }
+
+    pub fn append(&self, batch: Vec<u8>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Msg::Append(batch));
+        }
+    }
+
+    pub fn rewrite(&self, batches: Vec<u8>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Msg::Rewrite(batches));
+        }
+    }
+
+    /// Wait until everything sent so far is on disk.
+    pub fn flush(&self) -> Result<(), String> {
+        let Some(tx) = &self.tx else {
+            return Ok(());
+        };
+        let (done_tx, done_rx) = mpsc::sync_channel(1);
+        tx.send(Msg::Flush(done_tx))
+            .map_err(|_| "the store writer has stopped".to_string())?;
+        done_rx
+            .recv()
+            .map_err(|_| "the store writer has stopped".to_string())?
+    }
+
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().clone()
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent() {
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+}
+
+fn writer_loop(
+    mut file: File,
+    path: &Path,
+    rx: mpsc::Receiver<Msg>,
+    last_error: &parking_lot::Mutex<Option<String>>,
+) {
+    let mut dirty = false;
+    let mut failed: Option<String> = None;
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            Msg::Append(bytes) => {
+                if failed.is_some() {
+                    continue;
+                }
+                if let Err(e) = file.write_all(&bytes) {
+                    let msg = format!("writing {}: {e}", path.display());
+                    *last_error.lock() = Some(msg.clone());
+                    failed = Some(msg);
+                    continue;
+                }
+                dirty = true;
+                // Sync once the queue is drained, so a burst of commits costs one fsync.
+                while let Ok(next) = rx.try_recv() {
+                    handle_pending(&mut file, path, next, &mut dirty, &mut failed, last_error);
+                }
+                if dirty && failed.is_none() {
+                    if let Err(e) = file.sync_data() {
+                        *last_error.lock() = Some(format!("syncing {}: {e}", path.display()));
+                    }
+                    dirty = false;
+                }
+            }
+            other => handle_pending(&mut file, path, other, &mut dirty, &mut failed, last_error),
+        }
+    }
+    if dirty {
+        let _ = file.sync_data();
+    }
+}
+
+fn handle_pending(
+    file: &mut File,
+    path: &Path,
+    msg: Msg,
+    dirty: &mut bool,
+    failed: &mut Option<String>,
+    last_error: &parking_lot::Mutex<Option<String>>,
+) {
+    match msg {
+        Msg::Append(bytes) => {
+            if failed.is_none() {
+                if let Err(e) = file.write_all(&bytes) {
+                    let msg = format!("writing {}: {e}", path.display());
+                    *last_error.lock() = Some(msg.clone());
+                    *failed = Some(msg);
+                } else {
+                    *dirty = true;
+                }
+            }
+        }
+        Msg::Rewrite(bytes) => match rewrite(path, &bytes) {
+            Ok(new_file) => {
+                *file = new_file;
+                *dirty = false;
+                *failed = None;
+            }
+            Err(e) => *last_error.lock() = Some(format!("compacting {}: {e}", path.display())),
+        },
+        Msg::Flush(done) => {
+            let res = match failed {
+                Some(e) => Err(e.clone()),
+                None => file.sync_data().map_err(|e| format!("syncing {}: {e}", path.display())),
+            };
+            *dirty = false;
+            let _ = done.send(res);
+        }
+    }
+}
+
+fn rewrite(path: &Path, batches: &[u8]) -> std::io::Result<File> {
+    let tmp = path.with_extension("compact");
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(FILE_MAGIC)?;
+        f.write_all(batches)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    sync_dir(path);
+    let mut f = OpenOptions::new().read(true).write(true).open(path)?;
+    f.seek(SeekFrom::End(0))?;
+    Ok(f)
+}

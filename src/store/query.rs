@@ -1,0 +1,210 @@
+//! Queries over a [`State`]: by file, kind, tag, TODO, property, planning dates; active
+//! projects, recently completed tasks, sparse trees and outline paths.
+
+use super::node::{Node, NodeKind, TodoType};
+use super::{FileDoc, State};
+use std::sync::Arc;
+
+/// A node inside the document that holds it.
+#[derive(Clone, Debug)]
+pub struct NodeRef {
+    pub doc: Arc<FileDoc>,
+    pub index: u32,
+}
+
+impl NodeRef {
+    pub fn node(&self) -> &Node {
+        &self.doc.nodes[self.index as usize]
+    }
+
+    pub fn parent(&self) -> Option<NodeRef> {
+        self.node().parent.map(|p| NodeRef {
+            doc: self.doc.clone(),
+            index: p,
+        })
+    }
+
+    /// Titles of the headline ancestors, outermost first (Org's `org-get-outline-path`).
+    pub fn outline_path(&self) -> Vec<String> {
+        let mut path = Vec::new();
+        let mut cur = self.node().parent;
+        while let Some(p) = cur {
+            let n = &self.doc.nodes[p as usize];
+            if n.content.kind == NodeKind::Headline {
+                path.push(n.content.title.clone());
+            }
+            cur = n.parent;
+        }
+        path.reverse();
+        path
+    }
+}
+
+/// A date as written in Org timestamps, compared as `YYYY-MM-DD`.
+pub type Date = String;
+
+/// The date part of an Org timestamp such as `<2024-03-01 Fri 10:00 +1w>`.
+pub fn timestamp_date(ts: &str) -> Option<&str> {
+    let inner = ts.get(1..11)?;
+    let b = inner.as_bytes();
+    let ok = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+    ok.then_some(inner)
+}
+
+/// Conditions, all of which a node must meet. `Default` matches every node.
+#[derive(Clone, Debug, Default)]
+pub struct Query {
+    pub file: Option<String>,
+    pub kind: Option<NodeKind>,
+    /// Own or inherited tag.
+    pub tag: Option<String>,
+    /// Own tag only.
+    pub own_tag: Option<String>,
+    pub todo: Option<String>,
+    pub todo_type: Option<TodoType>,
+    /// A property key, and optionally the value it must have.
+    pub property: Option<(String, Option<String>)>,
+    pub scheduled_before: Option<Date>,
+    pub scheduled_after: Option<Date>,
+    pub deadline_before: Option<Date>,
+    pub deadline_after: Option<Date>,
+    /// CLOSED on or after this date.
+    pub closed_since: Option<Date>,
+    pub level: Option<u32>,
+    /// Active projects: own tag `project` and not done.
+    pub projects: bool,
+    /// Add the ancestors of every match (a sparse tree), in document order.
+    pub sparse: bool,
+    pub limit: Option<usize>,
+}
+
+impl Query {
+    pub fn matches(&self, n: &Node) -> bool {
+        let c = &n.content;
+        if self.kind.is_some_and(|k| k != c.kind) {
+            return false;
+        }
+        if self.tag.as_deref().is_some_and(|t| !n.has_tag(t)) {
+            return false;
+        }
+        if self.own_tag.as_deref().is_some_and(|t| !c.has_tag(t)) {
+            return false;
+        }
+        if self.todo.as_deref().is_some_and(|t| c.todo.as_deref() != Some(t)) {
+            return false;
+        }
+        if self.todo_type.is_some_and(|t| c.todo_type != Some(t)) {
+            return false;
+        }
+        if let Some((key, value)) = &self.property {
+            match (c.property(key), value) {
+                (None, _) => return false,
+                (Some(v), Some(want)) if v != want => return false,
+                _ => {}
+            }
+        }
+        let date = |ts: &Option<String>| ts.as_deref().and_then(timestamp_date).map(str::to_string);
+        let sched = date(&c.planning.scheduled);
+        let dead = date(&c.planning.deadline);
+        let closed = date(&c.planning.closed);
+        let before = |d: &Option<String>, bound: &Option<Date>| match bound {
+            None => true,
+            Some(b) => d.as_deref().is_some_and(|d| d < b.as_str()),
+        };
+        let after = |d: &Option<String>, bound: &Option<Date>| match bound {
+            None => true,
+            Some(b) => d.as_deref().is_some_and(|d| d > b.as_str()),
+        };
+        if !before(&sched, &self.scheduled_before)
+            || !after(&sched, &self.scheduled_after)
+            || !before(&dead, &self.deadline_before)
+            || !after(&dead, &self.deadline_after)
+        {
+            return false;
+        }
+        if let Some(since) = &self.closed_since {
+            if closed.as_deref().is_none_or(|d| d < since.as_str()) {
+                return false;
+            }
+        }
+        if self.level.is_some_and(|l| l != c.level) {
+            return false;
+        }
+        if self.projects
+            && (c.kind != NodeKind::Headline
+                || !c.has_tag("project")
+                || c.todo_type == Some(TodoType::Done))
+        {
+            return false;
+        }
+        true
+    }
+
+    /// Candidate node indexes of one document, using its indexes where the query allows.
+    fn candidates<'d>(&self, doc: &'d FileDoc) -> Box<dyn Iterator<Item = u32> + 'd> {
+        let by_tag = self.tag.as_ref().or(self.own_tag.as_ref());
+        if let Some(t) = by_tag {
+            return match doc.tag_index.get(t) {
+                Some(v) => Box::new(v.iter().copied()),
+                None => Box::new(std::iter::empty()),
+            };
+        }
+        if self.projects {
+            return match doc.tag_index.get("project") {
+                Some(v) => Box::new(v.iter().copied()),
+                None => Box::new(std::iter::empty()),
+            };
+        }
+        if let Some(k) = &self.todo {
+            return match doc.todo_index.get(k) {
+                Some(v) => Box::new(v.iter().copied()),
+                None => Box::new(std::iter::empty()),
+            };
+        }
+        Box::new(0..doc.nodes.len() as u32)
+    }
+
+    pub fn run(&self, state: &State) -> Vec<NodeRef> {
+        let mut out = Vec::new();
+        let limit = self.limit.unwrap_or(usize::MAX);
+        let docs: Box<dyn Iterator<Item = &Arc<FileDoc>>> = match &self.file {
+            Some(f) => Box::new(state.files.get(f.as_str()).into_iter()),
+            None => Box::new(state.files.values()),
+        };
+        for doc in docs {
+            let mut hits: Vec<u32> = self
+                .candidates(doc)
+                .filter(|&i| self.matches(&doc.nodes[i as usize]))
+                .collect();
+            if self.sparse {
+                let mut keep = vec![false; doc.nodes.len()];
+                for &i in &hits {
+                    let mut cur = Some(i);
+                    while let Some(c) = cur {
+                        if keep[c as usize] {
+                            break;
+                        }
+                        keep[c as usize] = true;
+                        cur = doc.nodes[c as usize].parent;
+                    }
+                }
+                hits = (0..doc.nodes.len() as u32).filter(|&i| keep[i as usize]).collect();
+            }
+            for i in hits {
+                if out.len() >= limit {
+                    return out;
+                }
+                out.push(NodeRef {
+                    doc: doc.clone(),
+                    index: i,
+                });
+            }
+        }
+        out
+    }
+}

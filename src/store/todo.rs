@@ -1,0 +1,180 @@
+//! TODO keywords and other per-file settings that Org reads from `#+` keyword lines.
+
+use std::path::{Path, PathBuf};
+
+/// The TODO keywords in force for one file: Org's `org-todo-keywords-1` split by type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TodoKeywords {
+    pub todo: Vec<String>,
+    pub done: Vec<String>,
+}
+
+impl Default for TodoKeywords {
+    fn default() -> Self {
+        TodoKeywords {
+            todo: vec!["TODO".into()],
+            done: vec!["DONE".into()],
+        }
+    }
+}
+
+impl TodoKeywords {
+    pub fn is_done(&self, kw: &str) -> bool {
+        self.done.iter().any(|d| d == kw)
+    }
+
+    /// All keywords, longest first so that a keyword that is a prefix of another one does not
+    /// shadow it.
+    pub fn by_length(&self) -> Vec<&str> {
+        let mut all: Vec<&str> = self
+            .todo
+            .iter()
+            .chain(self.done.iter())
+            .map(String::as_str)
+            .collect();
+        all.sort_by_key(|k| std::cmp::Reverse(k.len()));
+        all
+    }
+
+    /// Parse the value of one `#+TODO:` line (`TODO(t) NEXT | DONE(d!)`) the way Org does: a
+    /// `|` separates the done states; without one the last word is the only done state.
+    fn add_sequence(&mut self, value: &str) {
+        let words: Vec<String> = value
+            .split_whitespace()
+            .map(|w| match w.find('(') {
+                Some(i) if w.ends_with(')') && i > 0 => w[..i].to_string(),
+                _ => w.to_string(),
+            })
+            .collect();
+        let (todo, done): (Vec<String>, Vec<String>) = match words.iter().position(|w| w == "|") {
+            Some(bar) => (
+                words[..bar].to_vec(),
+                words[bar + 1..].iter().filter(|w| *w != "|").cloned().collect(),
+            ),
+            None => match words.split_last() {
+                Some((last, rest)) => (rest.to_vec(), vec![last.clone()]),
+                None => (vec![], vec![]),
+            },
+        };
+        for k in todo {
+            if !self.todo.contains(&k) && !self.done.contains(&k) {
+                self.todo.push(k);
+            }
+        }
+        for k in done {
+            if !self.todo.contains(&k) && !self.done.contains(&k) {
+                self.done.push(k);
+            }
+        }
+    }
+}
+
+/// Settings collected from a file's keyword lines (and its local `#+SETUPFILE`s).
+#[derive(Clone, Debug, Default)]
+pub struct FileSettings {
+    /// `Some` when the file (or a setup file) declares its own TODO sequences.
+    pub todo: Option<TodoKeywords>,
+    pub file_tags: Vec<String>,
+    pub title: Option<String>,
+}
+
+/// How deep `#+SETUPFILE` may nest before we stop following it (Org itself guards cycles only).
+const MAX_SETUP_DEPTH: usize = 8;
+
+/// Collect `#+TODO`, `#+SEQ_TODO`, `#+TYP_TODO`, `#+FILETAGS` and `#+TITLE` from `text`,
+/// following local `#+SETUPFILE` lines when `file` is known. Keyword lines inside blocks do
+/// not count, as in Org.
+pub fn collect_settings(text: &str, file: Option<&Path>) -> FileSettings {
+    let mut settings = FileSettings::default();
+    let mut seen: Vec<PathBuf> = file.map(|f| vec![f.to_path_buf()]).unwrap_or_default();
+    collect_into(&mut settings, text, file, 0, &mut seen);
+    settings
+}
+
+fn collect_into(
+    settings: &mut FileSettings,
+    text: &str,
+    file: Option<&Path>,
+    depth: usize,
+    seen: &mut Vec<PathBuf>,
+) {
+    let mut in_block: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start_matches([' ', '\t']);
+        if !trimmed.starts_with("#+") {
+            continue;
+        }
+        if let Some(end) = &in_block {
+            if let Some(rest) = strip_prefix_ci(trimmed, "#+end_") {
+                if strip_prefix_ci(rest, end).is_some() {
+                    in_block = None;
+                }
+            }
+            continue;
+        }
+        if let Some(rest) = strip_prefix_ci(trimmed, "#+begin_") {
+            let name: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+            in_block = Some(name);
+            continue;
+        }
+        let Some(colon) = trimmed.find(':') else {
+            continue;
+        };
+        let key = trimmed[2..colon].to_uppercase();
+        let value = trimmed[colon + 1..].trim();
+        match key.as_str() {
+            "TODO" | "SEQ_TODO" | "TYP_TODO" => settings
+                .todo
+                .get_or_insert_with(|| TodoKeywords {
+                    todo: vec![],
+                    done: vec![],
+                })
+                .add_sequence(value),
+            "FILETAGS" => {
+                for word in value.split_whitespace() {
+                    for tag in word.split(':').filter(|t| !t.is_empty()) {
+                        if !settings.file_tags.iter().any(|t| t == tag) {
+                            settings.file_tags.push(tag.to_string());
+                        }
+                    }
+                }
+            }
+            "TITLE" => {
+                settings.title = Some(match settings.title.take() {
+                    Some(prev) if !value.is_empty() => format!("{prev} {value}"),
+                    Some(prev) => prev,
+                    None => value.to_string(),
+                })
+            }
+            "SETUPFILE" => {
+                if depth >= MAX_SETUP_DEPTH {
+                    continue;
+                }
+                let Some(base) = file.and_then(Path::parent) else {
+                    continue;
+                };
+                let name = value.trim_matches('"');
+                // Remote setup files are not fetched: ingest never touches the network.
+                if name.is_empty() || name.contains("://") {
+                    continue;
+                }
+                let path = base.join(name);
+                if seen.contains(&path) {
+                    continue;
+                }
+                seen.push(path.clone());
+                if let Ok(bytes) = std::fs::read(&path) {
+                    let sub = crate::store::text::decode(&bytes);
+                    collect_into(settings, &sub, Some(&path), depth + 1, seen);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `s` without `prefix`, compared ASCII-case-insensitively (Org keywords are ASCII).
+pub fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
+}
