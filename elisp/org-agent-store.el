@@ -1,0 +1,337 @@
+;;; org-agent-store.el --- The Org object store, seen from Elisp -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The org-agent authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The public Elisp API of org-agent's object store: ingesting files
+;; and buffers, queries, nodes and their history, snapshots, and the
+;; wake-up channel through which the module's worker threads report
+;; back.  Workers never call Emacs: they queue events in Rust and write
+;; one byte to a pipe process whose filter drains the queue here, on
+;; the main thread.
+
+;;; Code:
+
+(require 'org)
+(require 'subr-x)
+(require 'org-agent-build)
+
+(defcustom org-agent-state-directory
+  (locate-user-emacs-file "org-agent/")
+  "Directory where org-agent keeps its state (the persisted store)."
+  :type 'directory
+  :group 'org-agent)
+
+(defcustom org-agent-directories nil
+  "Directories whose Org files org-agent ingests.
+When nil, use `org-directory'."
+  :type '(repeat directory)
+  :group 'org-agent)
+
+(defcustom org-agent-snapshot-count 20
+  "How many store snapshots to keep for rollback."
+  :type 'natnum
+  :group 'org-agent)
+
+(defvar org-agent-ingest-functions nil
+  "Functions called with an event plist after each ingest reported by a worker.
+The plist has :type (`ingested', `superseded' or `failed'), :file,
+and for `ingested' :nodes and :changed.")
+
+(declare-function org-agent--configure "org-agent-module")
+(declare-function org-agent--store-open "org-agent-module")
+(declare-function org-agent--store-close "org-agent-module")
+(declare-function org-agent--store-flush "org-agent-module")
+(declare-function org-agent--ingest-file "org-agent-module")
+(declare-function org-agent--ingest-text "org-agent-module")
+(declare-function org-agent--ingest-text-async "org-agent-module")
+(declare-function org-agent--ingest-directories-async "org-agent-module")
+(declare-function org-agent--cancel "org-agent-module")
+(declare-function org-agent--remove-file "org-agent-module")
+(declare-function org-agent--set-channel "org-agent-module")
+(declare-function org-agent--drain "org-agent-module")
+(declare-function org-agent--query "org-agent-module")
+(declare-function org-agent--count "org-agent-module")
+(declare-function org-agent--node "org-agent-module")
+(declare-function org-agent--node-history "org-agent-module")
+(declare-function org-agent--outline-path "org-agent-module")
+(declare-function org-agent--stats "org-agent-module")
+(declare-function org-agent--snapshot "org-agent-module")
+(declare-function org-agent--snapshots "org-agent-module")
+(declare-function org-agent--rollback "org-agent-module")
+
+(defvar org-agent--started nil
+  "Non-nil once the module is loaded and the store is open.")
+
+(defvar org-agent--wake-process nil
+  "The pipe process the module's workers write to when events are waiting.")
+
+(defvar org-agent--callbacks (make-hash-table)
+  "Request id → function called with the request's final event.")
+
+(defvar org-agent--progress-reporters (make-hash-table)
+  "Request id → progress reporter of a directory ingest.")
+
+(defun org-agent--todo-lists ()
+  "Return (TODO DONE): the default keywords from `org-todo-keywords'."
+  (let (todo done)
+    (dolist (seq (default-value 'org-todo-keywords))
+      (let* ((words (mapcar (lambda (w) (replace-regexp-in-string "(.*?)" "" w))
+                            (cdr seq)))
+             (bar (member "|" words))
+             (dones (or (cdr bar) (last words)))
+             (todos (if bar (butlast words (length bar)) (butlast words))))
+        (setq todo (append todo todos)
+              done (append done dones))))
+    (list (delete-dups todo) (delete-dups done))))
+
+(defun org-agent--send-configuration ()
+  "Pass the Org settings that shape ingest to the module."
+  (pcase-let ((`(,todo ,done) (org-agent--todo-lists)))
+    (org-agent--configure todo done org-version
+                          (let ((ex (default-value 'org-tags-exclude-from-inheritance)))
+                            (if (listp ex) ex nil))
+                          org-agent-snapshot-count)))
+
+(defun org-agent--directories ()
+  "Return the directories to ingest, expanded."
+  (mapcar #'expand-file-name
+          (or org-agent-directories
+              (and (bound-and-true-p org-directory) (list org-directory)))))
+
+(defun org-agent--start ()
+  "Load the module, open the store and the wake-up channel, once.
+Return non-nil when org-agent is running."
+  (or org-agent--started
+      (when (org-agent-ensure-module)
+        (org-agent--send-configuration)
+        (org-agent--open-channel)
+        (let* ((dir (expand-file-name org-agent-state-directory))
+               (report (org-agent--store-open dir)))
+          (add-hook 'kill-emacs-hook #'org-agent--shutdown)
+          (setq org-agent--started t)
+          (when-let ((reason (plist-get report :rebuilt)))
+            (display-warning 'org-agent
+                             (format "%s\nThe old store was set aside; rebuilding it from your Org files." reason))
+            (when (org-agent--directories)
+              (org-agent-ingest-directory)))
+          t))))
+
+(defun org-agent--shutdown ()
+  "Write every pending change to disk before Emacs exits."
+  (when org-agent--started
+    (ignore-errors (org-agent--store-flush))))
+
+(defun org-agent--open-channel ()
+  "Create the wake-up pipe process and hand it to the module."
+  (unless (process-live-p org-agent--wake-process)
+    (setq org-agent--wake-process
+          (make-pipe-process :name "org-agent-wake"
+                             :buffer nil
+                             :noquery t
+                             :coding 'binary
+                             :filter #'org-agent--wake-filter
+                             :sentinel #'ignore))
+    (org-agent--set-channel org-agent--wake-process)))
+
+(defun org-agent--wake-filter (_process _output)
+  "Drain and dispatch the module's events."
+  (org-agent-process-events))
+
+(defun org-agent-process-events ()
+  "Handle every event the module's workers have queued.  Return how many."
+  (let ((events (org-agent--drain)))
+    (dolist (event events)
+      (condition-case err
+          (org-agent--dispatch event)
+        (error (message "org-agent: error handling %S: %s"
+                        (plist-get event :type) (error-message-string err)))))
+    (length events)))
+
+(defun org-agent--dispatch (event)
+  "Act on one EVENT plist from the module."
+  (let ((request (plist-get event :request)))
+    (pcase (plist-get event :type)
+      ('progress
+       (let ((reporter (or (gethash request org-agent--progress-reporters)
+                           (puthash request
+                                    (make-progress-reporter "org-agent: ingesting Org files..."
+                                                            0 (plist-get event :total))
+                                    org-agent--progress-reporters))))
+         (progress-reporter-update reporter (plist-get event :done))))
+      ('directory-done
+       (remhash request org-agent--progress-reporters)
+       (let ((errors (plist-get event :errors)))
+         (message "org-agent: %d Org files (%d ingested, %d unchanged, %d removed), %d nodes%s"
+                  (plist-get event :files) (plist-get event :ingested)
+                  (plist-get event :unchanged) (plist-get event :removed)
+                  (plist-get event :nodes)
+                  (if errors (format "; %d errors, first: %s" (length errors) (car errors)) ""))))
+      ('failed
+       (message "org-agent: %s" (plist-get event :message))
+       (run-hook-with-args 'org-agent-ingest-functions event))
+      ((or 'ingested 'superseded)
+       (run-hook-with-args 'org-agent-ingest-functions event)))
+    (when-let ((callback (and (memq (plist-get event :type)
+                                    '(ingested superseded failed directory-done))
+                              (gethash request org-agent--callbacks))))
+      (remhash request org-agent--callbacks)
+      (funcall callback event))))
+
+(defun org-agent--require-started ()
+  "Start org-agent or signal that it cannot run yet."
+  (unless (org-agent--start)
+    (user-error "org-agent: the module is being built; try again when it is loaded")))
+
+;;;; Ingest
+
+(defun org-agent-ingest-file (file &optional force)
+  "Ingest FILE into the store now and return its node count.
+An unchanged file (same modification time and size) is not read
+again unless FORCE.  A file that no longer exists leaves the store."
+  (org-agent--require-started)
+  (org-agent--ingest-file (expand-file-name file) (and force t)))
+
+(defun org-agent--buffer-keywords ()
+  "Return (TODO DONE), the keywords Org computed for the current buffer."
+  (list (seq-difference org-todo-keywords-1 org-done-keywords)
+        org-done-keywords))
+
+(defun org-agent--buffer-text ()
+  "Return the whole text of the current buffer, without properties."
+  (save-restriction
+    (widen)
+    (buffer-substring-no-properties (point-min) (point-max))))
+
+(defun org-agent-ingest-buffer (&optional buffer async callback)
+  "Ingest the Org BUFFER (default: the current one) into the store.
+Without ASYNC, return the node count.  With ASYNC, only copy the
+text on this thread and return a request id at once; a worker parses
+it, and CALLBACK, if given, is called with the result event plist.
+A buffer without a file is stored under its name."
+  (org-agent--require-started)
+  (with-current-buffer (or buffer (current-buffer))
+    (unless (derived-mode-p 'org-mode)
+      (user-error "org-agent: %s is not an Org buffer" (buffer-name)))
+    (let ((file (if buffer-file-name (expand-file-name buffer-file-name) (buffer-name)))
+          (text (org-agent--buffer-text)))
+      (pcase-let ((`(,todo ,done) (org-agent--buffer-keywords)))
+        (if async
+            (let ((request (org-agent--ingest-text-async file text todo done)))
+              (when callback (puthash request callback org-agent--callbacks))
+              request)
+          (org-agent--ingest-text file text todo done))))))
+
+(defun org-agent--after-save ()
+  "Re-ingest the current Org buffer after it was saved, off the main thread."
+  (when (and org-agent--started (derived-mode-p 'org-mode) buffer-file-name)
+    (condition-case err
+        (org-agent-ingest-buffer nil t)
+      (error (message "org-agent: cannot ingest %s: %s"
+                      (buffer-name) (error-message-string err))))))
+
+;;;###autoload
+(defun org-agent-ingest-directory (&optional callback)
+  "Ingest every Org file under `org-agent-directories' off the main thread.
+Unchanged files are skipped; files that are gone leave the store.
+Progress shows in the echo area.  CALLBACK, if given, is called with
+the final event plist.  Return the request id."
+  (interactive)
+  (org-agent--require-started)
+  (let ((dirs (org-agent--directories)))
+    (unless dirs
+      (user-error "org-agent: set `org-agent-directories' or `org-directory'"))
+    (let ((request (org-agent--ingest-directories-async dirs)))
+      (when callback (puthash request callback org-agent--callbacks))
+      request)))
+
+;;;; Queries
+
+(defun org-agent-query (&rest query)
+  "Return the nodes matching QUERY, a plist, as node plists.
+Keys (all optional, all must match):
+  :file F                 nodes of file F, in document order
+  :type T                 `file' or `headline'
+  :tag TAG                own or inherited tag (incl. #+FILETAGS)
+  :own-tag TAG            own tag only
+  :todo KW                TODO keyword
+  :todo-type T            `todo' or `done'
+  :property KEY           has property KEY; or (KEY . VALUE) for KEY = VALUE
+  :scheduled-before D     :scheduled-after D, :deadline-before D,
+  :deadline-after D       D a date string \"YYYY-MM-DD\" (before/after: strictly)
+  :closed-within N        CLOSED in the last N days
+  :level N                headline level
+  :projects t             active projects: tagged `project', not done
+  :sparse t               add the ancestors of every match (a sparse tree)
+  :limit N                at most N nodes
+Each node plist has :id :kind :title :todo :todo-type :priority
+:tags :inherited-tags :properties :scheduled :deadline :closed
+:level :file :begin :end :hash :parent."
+  (org-agent--require-started)
+  (org-agent--query (org-agent--query-plist query)))
+
+(defun org-agent-count (&rest query)
+  "Return how many nodes match QUERY (see `org-agent-query')."
+  (org-agent--require-started)
+  (org-agent--count (org-agent--query-plist query)))
+
+(defun org-agent--query-plist (query)
+  "Turn the user-facing QUERY plist into the module's."
+  (let (out)
+    (while query
+      (let ((key (pop query)) (value (pop query)))
+        (pcase key
+          (:closed-within
+           (push :closed-since out)
+           (push (format-time-string "%F" (time-subtract nil (days-to-time value))) out))
+          (:file (push key out) (push (and value (expand-file-name value)) out))
+          (_ (push key out) (push value out)))))
+    (nreverse out)))
+
+(defun org-agent-node (id)
+  "Return the node with ID as a plist (with :body and :children), or nil."
+  (org-agent--require-started)
+  (org-agent--node id))
+
+(defun org-agent-node-history (id)
+  "Return the versions node ID has had, oldest first, as plists."
+  (org-agent--require-started)
+  (org-agent--node-history id))
+
+(defun org-agent-outline-path (id)
+  "Return the titles of the ancestors of node ID, outermost first."
+  (org-agent--require-started)
+  (org-agent--outline-path id))
+
+(defun org-agent-store-stats ()
+  "Return store statistics as a plist.
+Keys: :files :nodes :headlines :versions :duplicate-ids
+:bytes-on-disk :snapshots :path :write-error."
+  (org-agent--require-started)
+  (org-agent--stats))
+
+(defun org-agent-snapshot (&optional label)
+  "Take a snapshot of the store, labelled LABEL."
+  (org-agent--require-started)
+  (org-agent--snapshot (or label (format-time-string "%F %T"))))
+
+(defun org-agent-snapshots ()
+  "Return the store snapshots, newest first."
+  (org-agent--require-started)
+  (org-agent--snapshots))
+
+(defun org-agent-rollback (index)
+  "Make snapshot INDEX (0 is the newest) the current store.
+This restores the store, not the Org files."
+  (org-agent--require-started)
+  (org-agent--rollback index))
+
+(defun org-agent-flush ()
+  "Wait until every change to the store is on disk."
+  (org-agent--require-started)
+  (org-agent--store-flush))
+
+(provide 'org-agent-store)
+;;; org-agent-store.el ends here

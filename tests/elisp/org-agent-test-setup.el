@@ -1,0 +1,56 @@
+;;; org-agent-test-setup.el --- Shared set-up for org-agent's ERT tests -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Loads org-agent from this checkout with the module built from it
+;; (cargo build --release, installed into target/ert-module/), and
+;; gives each test a fresh state directory.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+
+(defconst org-agent-test-root
+  (expand-file-name "../../" (file-name-directory (or load-file-name buffer-file-name)))
+  "Root of the org-agent checkout.")
+
+(defconst org-agent-test-corpus
+  (expand-file-name "../shared/corpus/" org-agent-test-root)
+  "The shared corpus of real Org files.")
+
+(add-to-list 'load-path (expand-file-name "elisp" org-agent-test-root))
+(setq org-agent-module-directory (expand-file-name "target/ert-module/" org-agent-test-root))
+(setq org-agent-state-directory (make-temp-file "org-agent-ert-state" t))
+(require 'org-agent)
+(org-agent--start)
+
+(defmacro org-agent-test-with-store (&rest body)
+  "Run BODY with a fresh, empty, persisted store in a temporary directory.
+The directory is bound to `org-agent-test-state'."
+  (declare (indent 0) (debug t))
+  `(let* ((org-agent-test-state (make-temp-file "org-agent-ert" t))
+          (org-agent-state-directory org-agent-test-state))
+     (unwind-protect
+         (progn
+           (org-agent--store-open org-agent-test-state)
+           ,@body)
+       (org-agent--store-close)
+       (delete-directory org-agent-test-state t))))
+
+(defun org-agent-test-wait (predicate &optional seconds)
+  "Process events until PREDICATE returns non-nil or SECONDS (default 60) pass.
+Return PREDICATE's value."
+  (let ((deadline (+ (float-time) (or seconds 60)))
+        value)
+    (while (and (not (setq value (funcall predicate)))
+                (< (float-time) deadline))
+      (accept-process-output nil 0.05))
+    value))
+
+(defun org-agent-test-corpus-files ()
+  "Return every Org file of the shared corpus, sorted."
+  (sort (directory-files-recursively org-agent-test-corpus "\\.org\\'") #'string<))
+
+(provide 'org-agent-test-setup)
+;;; org-agent-test-setup.el ends here
