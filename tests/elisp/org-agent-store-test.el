@@ -1,0 +1,332 @@
+;;; org-agent-store-test.el --- ERT tests of the store API in real Emacs -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The module loaded in this Emacs, used through the public API: ingest,
+;; queries, history, snapshots, the save hook, directory ingest,
+;; persistence across two Emacs processes, and corrupt stores.
+
+;;; Code:
+
+(require 'org-agent-test-setup)
+
+(defconst org-agent-test-demo
+  (expand-file-name "demo/notes/" org-agent-test-root)
+  "The demo notes shipped with the package.")
+
+(defmacro org-agent-test-with-notes (&rest body)
+  "Run BODY with a fresh store and a temporary copy of the demo notes.
+The copy's directory is bound to `notes'."
+  (declare (indent 0) (debug t))
+  `(org-agent-test-with-store
+     (let ((notes (file-name-as-directory (make-temp-file "org-agent-notes" t))))
+       (unwind-protect
+           (progn
+             (dolist (f (directory-files org-agent-test-demo t "\\.org\\'"))
+               (copy-file f notes))
+             ,@body)
+         (dolist (b (buffer-list))
+           (when (and (buffer-file-name b) (string-prefix-p notes (buffer-file-name b)))
+             (with-current-buffer b (set-buffer-modified-p nil))
+             (kill-buffer b)))
+         (delete-directory notes t)))))
+
+(defun org-agent-test-titles (nodes)
+  "Return the titles of NODES."
+  (mapcar (lambda (n) (plist-get n :title)) nodes))
+
+(defun org-agent-test-node-titled (title &optional file)
+  "Return the headline node titled TITLE (in FILE if given)."
+  (seq-find (lambda (n) (equal (plist-get n :title) title))
+            (apply #'org-agent-query :type 'headline (and file (list :file file)))))
+
+(ert-deftest org-agent-module-version-matches ()
+  "The loaded module reports the package's version."
+  (should (equal (org-agent--version) org-agent-version)))
+
+(ert-deftest org-agent-ingest-file-and-node-fields ()
+  "A file ingests into nodes with every field the API promises."
+  (org-agent-test-with-notes
+    (let* ((file (expand-file-name "projects.org" notes))
+           (count (org-agent-ingest-file file)))
+      ;; The file node and its eight headlines.
+      (should (= count 9))
+      (let ((site (org-agent-node "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a01")))
+        (should (equal (plist-get site :title) "Launch the field-notes website"))
+        (should (equal (plist-get site :todo) "TODO"))
+        (should (eq (plist-get site :todo-type) 'todo))
+        (should (equal (plist-get site :tags) '("project")))
+        (should (equal (plist-get site :inherited-tags) '("work")))
+        (should (equal (assoc "EFFORT" (plist-get site :properties)) '("EFFORT" . "3d")))
+        (should (= (plist-get site :level) 1))
+        (should (equal (plist-get site :file) file))
+        (should (string-match-p "survey team" (plist-get site :body)))
+        (should (= (length (plist-get site :children)) 3))
+        (should (= 64 (length (plist-get site :hash))))
+        ;; :begin is the buffer position of the headline.
+        (with-temp-buffer
+          (insert-file-contents file)
+          (goto-char (plist-get site :begin))
+          (should (looking-at-p "\\* TODO Launch the field-notes website"))))
+      (let ((pipeline (org-agent-node "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a02")))
+        ;; NEXT comes from the file's own #+TODO line.
+        (should (equal (plist-get pipeline :todo) "NEXT"))
+        (should (eq (plist-get pipeline :todo-type) 'todo))
+        (should (equal (plist-get pipeline :scheduled) "<2026-11-24 Tue>"))
+        (should (equal (plist-get pipeline :inherited-tags) '("work" "project")))
+        (should (equal (plist-get pipeline :parent) "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a01"))
+        (should (equal (org-agent-outline-path (plist-get pipeline :id))
+                       '("Launch the field-notes website"))))
+      (let ((transfer (org-agent-test-node-titled "Domain name transfer" file)))
+        (should (equal (plist-get transfer :todo) "WAITING"))
+        (should (equal (plist-get transfer :deadline) "<2026-12-01 Tue -3d>")))
+      (let ((figures (org-agent-test-node-titled "Collect the figures from each team" file)))
+        (should (eq (plist-get figures :priority) ?A))))))
+
+(ert-deftest org-agent-queries ()
+  "`org-agent-query' answers tag, TODO, property, planning and project queries."
+  (org-agent-test-with-notes
+    (dolist (f (directory-files notes t "\\.org\\'")) (org-agent-ingest-file f))
+    (let ((tasks (expand-file-name "tasks.org" notes)))
+      (should (equal (org-agent-test-titles (org-agent-query :tag "home"))
+                     '("Call the plumber about the leak")))
+      ;; Inherited from a parent headline and from #+FILETAGS.
+      (should (member "Renew the library card"
+                      (org-agent-test-titles (org-agent-query :tag "personal"))))
+      (should (= (org-agent-count :tag "work" :type 'headline) 8))
+      ;; #+FILETAGS are the file node's own tags, inherited by its headlines.
+      (should (null (org-agent-query :own-tag "work" :type 'headline)))
+      (should (equal (org-agent-test-titles (org-agent-query :own-tag "work")) '("Projects")))
+      (should (equal (org-agent-test-titles (org-agent-query :todo "WAITING"))
+                     '("Domain name transfer")))
+      (should (equal (sort (org-agent-test-titles (org-agent-query :todo-type 'done :file tasks)) #'string<)
+                     '("Buy a new kettle" "Read \"Getting Things Done\"")))
+      (should (equal (org-agent-test-titles (org-agent-query :property "PHONE"))
+                     '("Call the plumber about the leak")))
+      (should (equal (org-agent-test-titles (org-agent-query :property '("PHONE" . "555-0142")))
+                     '("Call the plumber about the leak")))
+      (should (null (org-agent-query :property '("PHONE" . "nope"))))
+      ;; An empty property value is a property all the same.
+      (should (equal (org-agent-test-titles (org-agent-query :property "CONTACT"))
+                     '("Call the plumber about the leak")))
+      (should (equal (org-agent-test-titles (org-agent-query :scheduled-before "2026-11-24"))
+                     '("Renew the library card")))
+      (should (equal (org-agent-test-titles (org-agent-query :deadline-after "2026-12-02"))
+                     '("Quarterly report")))
+      (should (equal (org-agent-test-titles (org-agent-query :projects t))
+                     '("Launch the field-notes website" "Quarterly report")))
+      (should (equal (org-agent-test-titles (org-agent-query :sparse t :tag "home"))
+                     '("Tasks" "Errands" "Call the plumber about the leak")))
+      (should (= (length (org-agent-query :type 'headline :limit 3)) 3))
+      (should (equal (mapcar (lambda (n) (plist-get n :level))
+                             (org-agent-query :file (expand-file-name "journal.org" notes)))
+                     '(0 1 2 3 3)))
+      (should-error (org-agent-query :bogus 1))
+      (should-error (org-agent-query :scheduled-before "next week")))))
+
+(ert-deftest org-agent-closed-within ()
+  "Recently completed tasks are found by their CLOSED date."
+  (org-agent-test-with-store
+    (let ((file (make-temp-file "org-agent-closed" nil ".org"
+                                (format "* DONE Today\nCLOSED: [%s]\n* DONE Long ago\nCLOSED: [2001-01-01 Mon 10:00]\n"
+                                        (format-time-string "%F %a %H:%M")))))
+      (unwind-protect
+          (progn
+            (org-agent-ingest-file file)
+            (should (equal (org-agent-test-titles (org-agent-query :closed-within 7))
+                           '("Today"))))
+        (delete-file file)))))
+
+(ert-deftest org-agent-buffer-keywords-and-history ()
+  "A buffer ingests with its own keywords; edits make new versions, unchanged text none."
+  (org-agent-test-with-store
+    (with-temp-buffer
+      (insert "#+TODO: NEXT | FINISHED\n* NEXT Alpha\n** FINISHED Beta\n* Gamma\n")
+      (org-mode)
+      (should (= (org-agent-ingest-buffer) 4))
+      (let* ((beta (org-agent-test-node-titled "Beta"))
+             (id (plist-get beta :id))
+             (versions (plist-get (org-agent-store-stats) :versions)))
+        (should (eq (plist-get beta :todo-type) 'done))
+        ;; Re-ingesting the same text adds nothing.
+        (org-agent-ingest-buffer)
+        (should (= versions (plist-get (org-agent-store-stats) :versions)))
+        ;; Editing Beta's body: new versions for Beta, Alpha and the file, not Gamma.
+        (goto-char (point-max))
+        (forward-line -1)
+        (insert "Beta's body.\n")
+        (org-agent-ingest-buffer)
+        (should (= (+ versions 3) (plist-get (org-agent-store-stats) :versions)))
+        (let ((history (org-agent-node-history id)))
+          (should (= (length history) 2))
+          (should (equal (plist-get (car (last history)) :body) "Beta's body.\n"))
+          (should (equal (plist-get (car history) :body) "")))
+        (should (= 1 (length (org-agent-node-history
+                              (plist-get (org-agent-test-node-titled "Gamma") :id)))))))))
+
+(ert-deftest org-agent-snapshot-and-rollback ()
+  "Rollback restores the store as it was at a snapshot."
+  (org-agent-test-with-store
+    (with-temp-buffer
+      (insert "* One\n* Two\n")
+      (org-mode)
+      (org-agent-ingest-buffer)
+      (org-agent-snapshot "before")
+      (goto-char (point-max))
+      (insert "* Three\n")
+      (org-agent-ingest-buffer)
+      (should (equal (org-agent-test-titles (org-agent-query :type 'headline))
+                     '("One" "Two" "Three")))
+      (should (equal (plist-get (car (org-agent-snapshots)) :label) "before"))
+      (org-agent-rollback 0)
+      (should (equal (org-agent-test-titles (org-agent-query :type 'headline))
+                     '("One" "Two")))
+      (should-error (org-agent-rollback 5)))))
+
+(ert-deftest org-agent-save-hook-reingests ()
+  "With `org-agent-mode' on, saving an Org buffer updates the store off the main thread."
+  (org-agent-test-with-notes
+    (let ((org-agent-directories (list notes))
+          (file (expand-file-name "journal.org" notes))
+          done)
+      (org-agent-mode 1)
+      (unwind-protect
+          (progn
+            (should (org-agent-test-wait (lambda () (= (plist-get (org-agent-store-stats) :files) 4))))
+            (with-current-buffer (find-file-noselect file)
+              (let ((org-agent-ingest-functions
+                     (list (lambda (e) (when (eq (plist-get e :type) 'ingested) (setq done e))))))
+                (goto-char (point-max))
+                (insert "*** 2026-11-22 Sunday :idea:\nWrote the save hook test.\n")
+                (save-buffer)
+                (should (org-agent-test-wait (lambda () done)))
+                (should (equal (plist-get done :file) file))
+                (should (member "2026-11-22 Sunday"
+                                (org-agent-test-titles (org-agent-query :tag "idea")))))))
+        (org-agent-mode -1)))))
+
+(ert-deftest org-agent-latest-save-wins ()
+  "When a buffer is saved again before its last ingest finished, the newest text wins."
+  (org-agent-test-with-store
+    (let ((file (make-temp-file "org-agent-latest" nil ".org")) results)
+      (unwind-protect
+          (with-current-buffer (find-file-noselect file)
+            (dotimes (i 20)
+              (erase-buffer)
+              (insert (format "* Version %d\n" i))
+              (dotimes (j 2000) (insert (format "** Filler %d\n" j)))
+              (org-agent-ingest-buffer nil t (lambda (e) (push e results))))
+            ;; Killing the buffer mid-ingest is harmless: the text was copied.
+            (set-buffer-modified-p nil)
+            (kill-buffer)
+            (should (org-agent-test-wait (lambda () (= (length results) 20))))
+            (should (cl-every (lambda (e) (memq (plist-get e :type) '(ingested superseded))) results))
+            (should (equal (plist-get (car (org-agent-query :file file :level 1)) :title)
+                           "Version 19")))
+        (delete-file file)))))
+
+(ert-deftest org-agent-directory-ingest ()
+  "Directory ingest reports progress, skips unchanged files and drops deleted ones."
+  (org-agent-test-with-notes
+    (let ((org-agent-directories (list notes)) final)
+      (org-agent-ingest-directory (lambda (e) (setq final e)))
+      (should (org-agent-test-wait (lambda () final)))
+      (should (eq (plist-get final :type) 'directory-done))
+      (should (= (plist-get final :files) 4))
+      (should (= (plist-get final :ingested) 4))
+      (setq final nil)
+      (org-agent-ingest-directory (lambda (e) (setq final e)))
+      (should (org-agent-test-wait (lambda () final)))
+      (should (= (plist-get final :unchanged) 4))
+      ;; Delete one file and rename another: both old names leave the store.
+      (delete-file (expand-file-name "journal.org" notes))
+      (rename-file (expand-file-name "tasks.org" notes) (expand-file-name "todo.org" notes))
+      (setq final nil)
+      (org-agent-ingest-directory (lambda (e) (setq final e)))
+      (should (org-agent-test-wait (lambda () final)))
+      (should (= (plist-get final :removed) 2))
+      (should (null (org-agent-query :file (expand-file-name "journal.org" notes))))
+      (should (org-agent-query :file (expand-file-name "todo.org" notes))))))
+
+(ert-deftest org-agent-find-jumps-to-headline ()
+  "`org-agent-find' offers outline paths and jumps to the chosen headline."
+  (org-agent-test-with-notes
+    (org-agent-ingest-file (expand-file-name "projects.org" notes))
+    (let (offered)
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (_prompt table &rest _)
+                   (setq offered (hash-table-keys table))
+                   (seq-find (lambda (k) (string-match-p "Write the export pipeline" k)) offered))))
+        (org-agent-find))
+      (should (seq-find (lambda (k) (string-match-p "\\`NEXT Launch the field-notes website/Write the export pipeline  :work:project:code:" k))
+                        offered))
+      (should (equal (buffer-file-name) (expand-file-name "projects.org" notes)))
+      (should (looking-at-p "\\*\\* NEXT Write the export pipeline")))))
+
+(ert-deftest org-agent-store-info-shows-stats ()
+  "`org-agent-store-info' reports the statistics."
+  (org-agent-test-with-notes
+    (org-agent-ingest-file (expand-file-name "tasks.org" notes))
+    (org-agent-flush)
+    (let ((stats (org-agent-store-stats)))
+      (should (= (plist-get stats :files) 1))
+      (should (= (plist-get stats :headlines) 9))
+      (should (> (plist-get stats :bytes-on-disk) 0)))
+    (should (string-match-p "1 files, 9 headlines" (org-agent-store-info)))))
+
+(defun org-agent-test-run-emacs (&rest forms)
+  "Run FORMS in a separate batch Emacs with org-agent loaded; return its output."
+  (with-temp-buffer
+    (let ((status (call-process (expand-file-name invocation-name invocation-directory)
+                                nil t nil "-Q" "--batch"
+                                "-L" (expand-file-name "tests/elisp" org-agent-test-root)
+                                "-l" "org-agent-test-setup"
+                                "--eval" (prin1-to-string `(progn ,@forms)))))
+      (unless (eql status 0)
+        (error "Child Emacs failed (%s): %s" status (buffer-string)))
+      (buffer-string))))
+
+(ert-deftest org-agent-persistence-across-processes ()
+  "What one Emacs process ingested, the next one loads from disk."
+  (org-agent-test-with-notes
+    (let ((state (make-temp-file "org-agent-persist" t)))
+      (unwind-protect
+          (progn
+            (org-agent-test-run-emacs
+             `(org-agent--store-open ,state)
+             `(dolist (f (directory-files ,notes t "\\.org\\'")) (org-agent-ingest-file f))
+             '(org-agent-flush))
+            (let ((out (org-agent-test-run-emacs
+                        `(org-agent--store-open ,state)
+                        '(princ (format "RESULT %S\n"
+                                        (list (plist-get (org-agent-store-stats) :headlines)
+                                              (mapcar (lambda (n) (plist-get n :title))
+                                                      (org-agent-query :projects t))
+                                              (plist-get (org-agent-node "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a02") :todo)))))))
+              (should (string-match "RESULT \\(.*\\)" out))
+              (should (equal (car (read-from-string (match-string 1 out)))
+                             '(21 ("Launch the field-notes website" "Quarterly report") "NEXT")))))
+        (delete-directory state t)))))
+
+(ert-deftest org-agent-corrupt-store-is-set-aside ()
+  "A corrupt store is reported, set aside and replaced by an empty one."
+  (let ((state (make-temp-file "org-agent-corrupt" t)))
+    (unwind-protect
+        (progn
+          (with-temp-file (expand-file-name "store.log" state)
+            (set-buffer-multibyte nil)
+            (insert "ORG-AGENT-LOG-1\nOAB1 this is not a batch at all"))
+          (let ((report (org-agent--store-open state)))
+            (should (stringp (plist-get report :rebuilt)))
+            (should (= 0 (plist-get report :nodes)))
+            (should (directory-files state nil "\\`store\\.corrupt-"))
+            (with-temp-buffer
+              (insert "* Fresh\n")
+              (org-mode)
+              (org-agent-ingest-buffer))
+            (should (= 1 (org-agent-count :type 'headline)))))
+      (org-agent--store-close)
+      (delete-directory state t))))
+
+(provide 'org-agent-store-test)
+;;; org-agent-store-test.el ends here
