@@ -181,7 +181,7 @@ compilation buffer.  Return non-nil when the module is loaded now."
     (org-agent--load-module)
     t)
    ((or org-agent-build-without-asking
-        (y-or-n-p (format "org-agent needs its module %s (%s); build it with cargo now? "
+        (y-or-n-p (format "Org-agent needs its module %s (%s); build it with cargo now? "
                           org-agent-version
                           (if (org-agent--installed-module-version) "installed one is stale" "none installed"))))
     (org-agent--cargo)

@@ -183,7 +183,7 @@ Return non-nil when org-agent is running."
 (defun org-agent--require-started ()
   "Start org-agent or signal that it cannot run yet."
   (unless (org-agent--start)
-    (user-error "org-agent: the module is being built; try again when it is loaded")))
+    (user-error "The org-agent module is being built; try again when it is loaded")))
 
 ;;;; Ingest
 
@@ -214,7 +214,7 @@ A buffer without a file is stored under its name."
   (org-agent--require-started)
   (with-current-buffer (or buffer (current-buffer))
     (unless (derived-mode-p 'org-mode)
-      (user-error "org-agent: %s is not an Org buffer" (buffer-name)))
+      (user-error "Buffer %s is not in Org mode" (buffer-name)))
     (let ((file (if buffer-file-name (expand-file-name buffer-file-name) (buffer-name)))
           (text (org-agent--buffer-text)))
       (pcase-let ((`(,todo ,done) (org-agent--buffer-keywords)))
@@ -242,7 +242,7 @@ the final event plist.  Return the request id."
   (org-agent--require-started)
   (let ((dirs (org-agent--directories)))
     (unless dirs
-      (user-error "org-agent: set `org-agent-directories' or `org-directory'"))
+      (user-error "Set `org-agent-directories' or `org-directory' first"))
     (let ((request (org-agent--ingest-directories-async dirs)))
       (when callback (puthash request callback org-agent--callbacks))
       request)))
@@ -254,13 +254,14 @@ the final event plist.  Return the request id."
 Keys (all optional, all must match):
   :file F                 nodes of file F, in document order
   :type T                 `file' or `headline'
-  :tag TAG                own or inherited tag (incl. #+FILETAGS)
+  :tag TAG                own or inherited tag, #+FILETAGS included
   :own-tag TAG            own tag only
   :todo KW                TODO keyword
   :todo-type T            `todo' or `done'
   :property KEY           has property KEY; or (KEY . VALUE) for KEY = VALUE
-  :scheduled-before D     :scheduled-after D, :deadline-before D,
-  :deadline-after D       D a date string \"YYYY-MM-DD\" (before/after: strictly)
+  :scheduled-before D     also :scheduled-after, :deadline-before and
+                          :deadline-after: D is a date \"YYYY-MM-DD\",
+                          compared strictly
   :closed-within N        CLOSED in the last N days
   :level N                headline level
   :projects t             active projects: tagged `project', not done

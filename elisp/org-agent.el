@@ -70,7 +70,7 @@ thread only copies the text, a worker parses it."
   (let* ((candidates (org-agent--headline-candidates))
          (table (make-hash-table :test #'equal :size (length candidates))))
     (unless candidates
-      (user-error "org-agent: the store has no headlines yet; see `org-agent-ingest-directory'"))
+      (user-error "The org-agent store has no headlines yet; see `org-agent-ingest-directory'"))
     (dolist (c candidates) (puthash (car c) (cdr c) table))
     (let* ((choice (completing-read "Headline: " table nil t))
            (target (gethash choice table)))
@@ -82,7 +82,7 @@ thread only copies the text, a worker parses it."
   "Show FILE at buffer POSITION, with the headline there revealed."
   (if (file-exists-p file)
       (find-file file)
-    (switch-to-buffer (or (get-buffer file) (user-error "org-agent: %s is gone" file))))
+    (switch-to-buffer (or (get-buffer file) (user-error "File %s is gone" file))))
   (widen)
   (goto-char (min (max position (point-min)) (point-max)))
   (when (derived-mode-p 'org-mode)

@@ -23,6 +23,9 @@
 (setq org-agent-module-directory (expand-file-name "target/ert-module/" org-agent-test-root))
 (setq org-agent-state-directory (make-temp-file "org-agent-ert-state" t))
 (require 'org-agent)
+;; Always install the module built from this checkout (cargo is a no-op when it is up to
+;; date): a version stamp alone would keep a stale module between code changes.
+(org-agent-build-module-sync)
 (org-agent--start)
 
 (defmacro org-agent-test-with-store (&rest body)
