@@ -219,10 +219,24 @@ A buffer without a file is stored under its name."
           (text (org-agent--buffer-text)))
       (pcase-let ((`(,todo ,done) (org-agent--buffer-keywords)))
         (if async
-            (let ((request (org-agent--ingest-text-async file text todo done)))
+            (let ((request (org-agent--with-unicode-text
+                            (lambda (text) (org-agent--ingest-text-async file text todo done))
+                            text)))
               (when callback (puthash request callback org-agent--callbacks))
               request)
-          (org-agent--ingest-text file text todo done))))))
+          (org-agent--with-unicode-text
+           (lambda (text) (org-agent--ingest-text file text todo done))
+           text))))))
+
+(defun org-agent--with-unicode-text (fn text)
+  "Call FN with TEXT, or with TEXT's raw bytes replaced if the module refuses them.
+A raw byte (undecodable input) is one character in the buffer, and so
+is its replacement, U+FFFD: buffer positions still agree."
+  (condition-case err
+      (funcall fn text)
+    (rust-module-non-unicode-string
+     (ignore err)
+     (funcall fn (replace-regexp-in-string "[\x3fff80-\x3fffff]" "\ufffd" text t t)))))
 
 (defun org-agent--after-save ()
   "Re-ingest the current Org buffer after it was saved, off the main thread."

@@ -2,8 +2,8 @@
 //! module (`src/emacs/`, the only code that touches Emacs) and a plain Rust library whose
 //! core (`store`, …) is tested with `cargo test` without Emacs.
 
-pub mod emacs;
 pub mod agent;
+pub mod emacs;
 pub mod store;
 
 /// The crate version; the Elisp package refuses a module whose version differs.

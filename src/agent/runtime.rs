@@ -139,7 +139,12 @@ impl Runtime {
     }
 
     /// Run `work` on a blocking worker; a panic becomes a `Failed` event.
-    fn spawn(&'static self, request: u64, file: Option<String>, work: impl FnOnce() + Send + 'static) {
+    fn spawn(
+        &'static self,
+        request: u64,
+        file: Option<String>,
+        work: impl FnOnce() + Send + 'static,
+    ) {
         self.tokio.spawn_blocking(move || {
             crate::block_sigpipe();
             if let Err(p) = std::panic::catch_unwind(AssertUnwindSafe(work)) {
@@ -164,7 +169,8 @@ impl Runtime {
         let store = self.store();
         let generation = store.reserve_generation(&file);
         self.spawn(request, Some(file.clone()), move || {
-            let event = match store.ingest_text(&file, &text, todo.as_ref(), None, Some(generation)) {
+            let event = match store.ingest_text(&file, &text, todo.as_ref(), None, Some(generation))
+            {
                 Ok(Some(report)) => Event::Ingested { request, report },
                 Ok(None) => Event::Superseded { request, file },
                 Err(e) => Event::Failed {

@@ -288,7 +288,10 @@ fn date_arg(env: &Env, key: &str, v: Value) -> Result<String> {
 pub fn parse_query(env: &Env, plist: Value) -> Result<Query> {
     let items = list_items(env, plist)?;
     if items.len() % 2 != 0 {
-        return env.signal(org_agent_error, ("query plist has an odd number of elements",));
+        return env.signal(
+            org_agent_error,
+            ("query plist has an odd number of elements",),
+        );
     }
     let mut q = Query::default();
     for pair in items.chunks(2) {
@@ -344,7 +347,9 @@ pub fn parse_query(env: &Env, plist: Value) -> Result<Query> {
             ":deadline-before" if given => q.deadline_before = Some(date_arg(env, &key, v)?),
             ":deadline-after" if given => q.deadline_after = Some(date_arg(env, &key, v)?),
             ":closed-since" if given => q.closed_since = Some(date_arg(env, &key, v)?),
-            ":level" if given => q.level = Some(v.into_rust::<i64>()?.clamp(0, u32::MAX as i64) as u32),
+            ":level" if given => {
+                q.level = Some(v.into_rust::<i64>()?.clamp(0, u32::MAX as i64) as u32)
+            }
             ":projects" => q.projects = given,
             ":sparse" => q.sparse = given,
             ":limit" if given => q.limit = Some(v.into_rust::<i64>()?.max(0) as usize),

@@ -34,7 +34,10 @@ fn init(_env: &Env) -> Result<()> {
 fn runtime(env: &Env) -> Result<&'static Runtime> {
     match Runtime::global() {
         Ok(rt) => Ok(rt),
-        Err(e) => env.signal(org_agent_error, (format!("org-agent workers unavailable: {e}"),)),
+        Err(e) => env.signal(
+            org_agent_error,
+            (format!("org-agent workers unavailable: {e}"),),
+        ),
     }
 }
 
@@ -137,7 +140,10 @@ fn keywords(env: &Env, todo: Value, done: Value) -> Result<Option<TodoKeywords>>
 fn ingest_text(env: &Env, file: String, text: String, todo: Value, done: Value) -> Result<i64> {
     let kws = keywords(env, todo, done)?;
     let store = runtime(env)?.store();
-    match store.ingest_text(&file, &text, kws.as_ref(), None, None) {
+    // Reserve a generation so an older asynchronous ingest of the same file still in
+    // flight cannot overwrite this newer text when it finishes.
+    let generation = store.reserve_generation(&file);
+    match store.ingest_text(&file, &text, kws.as_ref(), None, Some(generation)) {
         Ok(Some(r)) => Ok(r.nodes as i64),
         Ok(None) => Ok(0),
         Err(e) => fail(env, e),
@@ -147,7 +153,13 @@ fn ingest_text(env: &Env, file: String, text: String, todo: Value, done: Value) 
 /// Like `org-agent--ingest-text' but on a worker: return a request id at once; the result
 /// arrives as an event. Only the newest text of a file is committed.
 #[defun]
-fn ingest_text_async(env: &Env, file: String, text: String, todo: Value, done: Value) -> Result<i64> {
+fn ingest_text_async(
+    env: &Env,
+    file: String,
+    text: String,
+    todo: Value,
+    done: Value,
+) -> Result<i64> {
     let kws = keywords(env, todo, done)?;
     Ok(runtime(env)?.ingest_text_async(file, text, kws) as i64)
 }
@@ -155,7 +167,10 @@ fn ingest_text_async(env: &Env, file: String, text: String, todo: Value, done: V
 /// Ingest every Org file under DIRS on a worker; return a request id at once.
 #[defun]
 fn ingest_directories_async(env: &Env, dirs: Value) -> Result<i64> {
-    let dirs: Vec<PathBuf> = string_list(env, dirs)?.into_iter().map(PathBuf::from).collect();
+    let dirs: Vec<PathBuf> = string_list(env, dirs)?
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
     Ok(runtime(env)?.ingest_directories_async(dirs) as i64)
 }
 
@@ -283,8 +298,14 @@ fn stats<'e>(env: &'e Env) -> Result<Value<'e>> {
             (kw(env, ":nodes")?, s.nodes.into_lisp(env)?),
             (kw(env, ":headlines")?, s.headlines.into_lisp(env)?),
             (kw(env, ":versions")?, s.versions.into_lisp(env)?),
-            (kw(env, ":duplicate-ids")?, s.ids_with_duplicates.into_lisp(env)?),
-            (kw(env, ":bytes-on-disk")?, (s.bytes_on_disk as i64).into_lisp(env)?),
+            (
+                kw(env, ":duplicate-ids")?,
+                s.ids_with_duplicates.into_lisp(env)?,
+            ),
+            (
+                kw(env, ":bytes-on-disk")?,
+                (s.bytes_on_disk as i64).into_lisp(env)?,
+            ),
             (kw(env, ":snapshots")?, s.snapshots.into_lisp(env)?),
             (kw(env, ":path")?, s.path.into_lisp(env)?),
             (kw(env, ":write-error")?, s.write_error.into_lisp(env)?),
@@ -325,4 +346,3 @@ fn rollback(env: &Env, index: i64) -> Result<()> {
         Err(e) => fail(env, e),
     }
 }
-

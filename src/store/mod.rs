@@ -104,7 +104,10 @@ impl FileDoc {
     }
 
     /// Rebuild a document from its record and the stored versions.
-    fn from_record(rec: FileRecord, versions: &imbl::HashMap<Hash, Arc<NodeContent>>) -> Option<FileDoc> {
+    fn from_record(
+        rec: FileRecord,
+        versions: &imbl::HashMap<Hash, Arc<NodeContent>>,
+    ) -> Option<FileDoc> {
         let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
         for p in rec.nodes {
             let content = versions.get(&p.hash)?.clone();
@@ -240,8 +243,9 @@ impl State {
             }
             Record::File(rec) => {
                 let path = rec.path.clone();
-                let doc = FileDoc::from_record(rec, &self.versions)
-                    .ok_or_else(|| format!("file record for {path} names an unknown node version"))?;
+                let doc = FileDoc::from_record(rec, &self.versions).ok_or_else(|| {
+                    format!("file record for {path} names an unknown node version")
+                })?;
                 let doc = Arc::new(doc);
                 self.unlink_ids(&doc.path);
                 for (i, n) in doc.nodes.iter().enumerate() {
@@ -356,7 +360,12 @@ fn text_digest(text: &str, todo: Option<&TodoKeywords>, config: &Config) -> Hash
     h.update(text.as_bytes());
     // The same text parses differently under other keywords or another Org dialect.
     let kw = todo.unwrap_or(&config.default_todo);
-    for k in kw.todo.iter().chain(std::iter::once(&"|".to_string())).chain(kw.done.iter()) {
+    for k in kw
+        .todo
+        .iter()
+        .chain(std::iter::once(&"|".to_string()))
+        .chain(kw.done.iter())
+    {
         h.update(k.as_bytes());
         h.update([0]);
     }
@@ -432,7 +441,10 @@ impl Store {
                 }
             }
             if let Some(reason) = failure {
-                report.rebuilt = Some(format!("the store at {} is unusable: {reason}", path.display()));
+                report.rebuilt = Some(format!(
+                    "the store at {} is unusable: {reason}",
+                    path.display()
+                ));
                 state = State::default();
             }
         }
@@ -496,7 +508,11 @@ impl Store {
     fn is_latest(&self, file: &str, generation: Option<u64>) -> bool {
         match generation {
             None => true,
-            Some(g) => self.generations.lock().get(file).is_none_or(|&latest| latest == g),
+            Some(g) => self
+                .generations
+                .lock()
+                .get(file)
+                .is_none_or(|&latest| latest == g),
         }
     }
 
@@ -674,8 +690,10 @@ impl Store {
             progress(i + 1, files.len(), &name);
         }
         if !report.cancelled {
-            let found: std::collections::HashSet<String> =
-                files.iter().map(|f| f.to_string_lossy().into_owned()).collect();
+            let found: std::collections::HashSet<String> = files
+                .iter()
+                .map(|f| f.to_string_lossy().into_owned())
+                .collect();
             let gone: Vec<String> = self
                 .state()
                 .files

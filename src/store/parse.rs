@@ -78,7 +78,10 @@ fn is_blank(c: char) -> bool {
 fn is_syntax_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0c')
         || ('\u{2000}'..='\u{200b}').contains(&c)
-        || matches!(c, '\u{1680}' | '\u{2028}' | '\u{2029}' | '\u{205f}' | '\u{3000}')
+        || matches!(
+            c,
+            '\u{1680}' | '\u{2028}' | '\u{2029}' | '\u{205f}' | '\u{3000}'
+        )
 }
 
 fn is_tag_char(c: char) -> bool {
@@ -342,7 +345,11 @@ fn looks_like_timestamp(s: &str) -> bool {
 fn property_drawer_at(text: &str, pos: usize) -> Option<(Vec<(String, String)>, usize)> {
     let (first, mut next) = line_at(text, pos);
     let has_newline = pos + first.len() < text.len();
-    if !has_newline || !first.trim_matches(is_blank).eq_ignore_ascii_case(":PROPERTIES:") {
+    if !has_newline
+        || !first
+            .trim_matches(is_blank)
+            .eq_ignore_ascii_case(":PROPERTIES:")
+    {
         return None;
     }
     let mut props = Vec::new();
@@ -386,7 +393,11 @@ fn property_line(line: &str) -> Option<(String, String)> {
 
 /// Where the own text of a headline ends its meta lines: after the headline line, planning
 /// and property drawer. Returns (planning, properties, offset where the body starts).
-fn meta_after_headline(text: &str, line_end: usize, limit: usize) -> (Planning, Vec<(String, String)>, usize) {
+fn meta_after_headline(
+    text: &str,
+    line_end: usize,
+    limit: usize,
+) -> (Planning, Vec<(String, String)>, usize) {
     let mut planning = Planning::default();
     let mut pos = line_end;
     if pos < limit {
@@ -543,7 +554,13 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
     drop(doc);
     drop(org);
 
-    Ok(finish(raws, text, file, &settings.file_tags, opts.no_inherit_tags))
+    Ok(finish(
+        raws,
+        text,
+        file,
+        &settings.file_tags,
+        opts.no_inherit_tags,
+    ))
 }
 
 /// A property drawer before any other content of the file (blank and comment lines may come
@@ -566,7 +583,13 @@ fn file_property_drawer(text: &str, limit: usize) -> (Vec<(String, String)>, usi
 }
 
 /// Ids, inherited tags, Merkle hashes and buffer positions.
-fn finish(mut raws: Vec<Raw>, text: &str, file: &Path, file_tags: &[String], no_inherit: &[String]) -> Parsed {
+fn finish(
+    mut raws: Vec<Raw>,
+    text: &str,
+    file: &Path,
+    file_tags: &[String],
+    no_inherit: &[String],
+) -> Parsed {
     let n = raws.len();
     let path_str = file.to_string_lossy();
 
@@ -578,7 +601,11 @@ fn finish(mut raws: Vec<Raw>, text: &str, file: &Path, file_tags: &[String], no_
             Some(p) => {
                 let p = p as usize;
                 let mut t = inherited[p].clone();
-                let from_parent: &[String] = if p == 0 { file_tags } else { &raws[p].content.tags };
+                let from_parent: &[String] = if p == 0 {
+                    file_tags
+                } else {
+                    &raws[p].content.tags
+                };
                 for tag in from_parent {
                     if !t.contains(tag) && !no_inherit.contains(tag) {
                         t.push(tag.clone());
@@ -632,7 +659,11 @@ fn finish(mut raws: Vec<Raw>, text: &str, file: &Path, file_tags: &[String], no_
     // Hashes bottom-up: children always follow their parent.
     let mut hashes: Vec<Hash> = vec![Hash([0; 32]); n];
     for i in (0..n).rev() {
-        let child_hashes = raws[i].children.iter().map(|&c| hashes[c as usize]).collect();
+        let child_hashes = raws[i]
+            .children
+            .iter()
+            .map(|&c| hashes[c as usize])
+            .collect();
         raws[i].content.children = child_hashes;
         hashes[i] = raws[i].content.hash();
     }

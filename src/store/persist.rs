@@ -150,7 +150,10 @@ pub fn load(path: &Path) -> Result<Loaded> {
         }
         let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
         if len > MAX_BATCH {
-            return Err(corrupt(path, format!("impossible batch length at byte {pos}")));
+            return Err(corrupt(
+                path,
+                format!("impossible batch length at byte {pos}"),
+            ));
         }
         let total = HEADER_LEN + len as usize + 4;
         if rest.len() < total {
@@ -162,7 +165,10 @@ pub fn load(path: &Path) -> Result<Loaded> {
         let crc_bytes = &rest[HEADER_LEN + len as usize..total];
         let crc = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
         if crc32fast::hash(payload) != crc {
-            return Err(corrupt(path, format!("checksum mismatch in batch at byte {pos}")));
+            return Err(corrupt(
+                path,
+                format!("checksum mismatch in batch at byte {pos}"),
+            ));
         }
         let records: Vec<Record> = postcard::from_bytes(payload)
             .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))?;
@@ -354,7 +360,9 @@ fn handle_pending(
         Msg::Flush(done) => {
             let res = match failed {
                 Some(e) => Err(e.clone()),
-                None => file.sync_data().map_err(|e| format!("syncing {}: {e}", path.display())),
+                None => file
+                    .sync_data()
+                    .map_err(|e| format!("syncing {}: {e}", path.display())),
             };
             *dirty = false;
             let _ = done.send(res);

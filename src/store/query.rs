@@ -95,7 +95,11 @@ impl Query {
         if self.own_tag.as_deref().is_some_and(|t| !c.has_tag(t)) {
             return false;
         }
-        if self.todo.as_deref().is_some_and(|t| c.todo.as_deref() != Some(t)) {
+        if self
+            .todo
+            .as_deref()
+            .is_some_and(|t| c.todo.as_deref() != Some(t))
+        {
             return false;
         }
         if self.todo_type.is_some_and(|t| c.todo_type != Some(t)) {
@@ -193,7 +197,9 @@ impl Query {
                         cur = doc.nodes[c as usize].parent;
                     }
                 }
-                hits = (0..doc.nodes.len() as u32).filter(|&i| keep[i as usize]).collect();
+                hits = (0..doc.nodes.len() as u32)
+                    .filter(|&i| keep[i as usize])
+                    .collect();
             }
             for i in hits {
                 if out.len() >= limit {

@@ -49,7 +49,11 @@ impl TodoKeywords {
         let (todo, done): (Vec<String>, Vec<String>) = match words.iter().position(|w| w == "|") {
             Some(bar) => (
                 words[..bar].to_vec(),
-                words[bar + 1..].iter().filter(|w| *w != "|").cloned().collect(),
+                words[bar + 1..]
+                    .iter()
+                    .filter(|w| *w != "|")
+                    .cloned()
+                    .collect(),
             ),
             None => match words.split_last() {
                 Some((last, rest)) => (rest.to_vec(), vec![last.clone()]),
@@ -176,5 +180,6 @@ fn collect_into(
 /// `s` without `prefix`, compared ASCII-case-insensitively (Org keywords are ASCII).
 pub fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
 }

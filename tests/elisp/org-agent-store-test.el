@@ -328,5 +328,29 @@ The copy's directory is bound to `notes'."
       (org-agent--store-close)
       (delete-directory state t))))
 
+;; Raw bytes are not valid UTF-8; each is one character in the buffer.
+(ert-deftest org-agent-buffer-with-raw-bytes ()
+  "A buffer holding raw bytes ingests, with positions that still match the buffer."
+  (org-agent-test-with-store
+    (with-temp-buffer
+      (insert "* Caf" (unibyte-string #xe9) " menu\n* Second\n")
+      (org-mode)
+      (should (= (org-agent-ingest-buffer) 3))
+      (let ((second (org-agent-test-node-titled "Second")))
+        (goto-char (plist-get second :begin))
+        (should (looking-at-p "\\* Second"))))))
+
+(ert-deftest org-agent-clear-error-without-cargo ()
+  "Building without cargo says what is missing."
+  (let* ((org-agent-cargo-program "no-such-cargo-here")
+         (err (should-error (org-agent--cargo) :type 'org-agent-module-error)))
+    (should (string-match-p "no-such-cargo-here.*not found" (cadr err)))))
+
+(ert-deftest org-agent-stale-loaded-module-needs-restart ()
+  "A loaded module of another version asks for a restart."
+  (let* ((org-agent-version "0.0.0-other")
+         (err (should-error (org-agent--load-module) :type 'org-agent-module-error)))
+    (should (string-match-p "restart Emacs" (cadr err)))))
+
 (provide 'org-agent-store-test)
 ;;; org-agent-store-test.el ends here
