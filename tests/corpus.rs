@@ -129,7 +129,11 @@ fn ingest_corpus() -> Outcome {
                         ..Default::default()
                     })
                     .len();
-                assert_eq!(report.nodes, got + 1, "{name}: nodes = headlines + file node");
+                assert_eq!(
+                    report.nodes,
+                    got + 1,
+                    "{name}: nodes = headlines + file node"
+                );
                 out.headlines += got;
                 if got != expected {
                     out.mismatches.push(format!(
@@ -170,7 +174,19 @@ fn ingest_corpus() -> Outcome {
 #[test]
 fn corpus_headline_counts_match_org() {
     let out = ingest_corpus();
-    assert!(out.errors.is_empty(), "unexpected errors:\n{}", out.errors.join("\n"));
+    // The one known panic (see `corpus_ingest_never_panics`) is tolerated here so that the
+    // counts of every other file are still checked; any other panic fails.
+    let unknown: Vec<&String> = out
+        .panics
+        .iter()
+        .filter(|p| !p.ends_with("assertion failed: !input.is_empty()"))
+        .collect();
+    assert!(unknown.is_empty(), "unexpected panics: {unknown:?}");
+    assert!(
+        out.errors.is_empty(),
+        "unexpected errors:\n{}",
+        out.errors.join("\n")
+    );
     assert!(
         out.mismatches.is_empty(),
         "{} files differ:\n{}",

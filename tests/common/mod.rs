@@ -48,7 +48,11 @@ pub fn by_title(store: &Store, file: &str, title: &str) -> NodeRef {
         .into_iter()
         .filter(|r| r.node().content.title == title)
         .collect();
-    assert_eq!(found.len(), 1, "exactly one node titled {title:?} in {file}");
+    assert_eq!(
+        found.len(),
+        1,
+        "exactly one node titled {title:?} in {file}"
+    );
     found.into_iter().next().expect("one node")
 }
 

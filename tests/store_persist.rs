@@ -1,0 +1,741 @@
+//! Persistence: the append-only log under the state directory survives reopening, torn
+//! tails from crashes, corruption (set aside and rebuilt from the Org files), compaction,
+//! and directory scans that notice deleted and renamed files.
+
+mod common;
+
+use common::*;
+use org_agent::store::{Config, OpenReport, Store, LOG_NAME};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn open(dir: &Path) -> (Store, OpenReport) {
+    Store::open(dir, config()).unwrap_or_else(|e| panic!("open {}: {e}", dir.display()))
+}
+
+fn log_path(dir: &Path) -> PathBuf {
+    dir.join(LOG_NAME)
+}
+
+fn log_len(dir: &Path) -> u64 {
+    std::fs::metadata(log_path(dir))
+        .map(|m| m.len())
+        .unwrap_or(0)
+}
+
+/// Files in `dir` whose name starts with `store.corrupt-`.
+fn corrupt_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("store.corrupt-"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+const A: &str = "/org/a.org";
+const B: &str = "/org/b.org";
+const C: &str = "/org/c.org";
+
+fn text_a(n: usize) -> String {
+    format!(
+        "#+FILETAGS: :fa:\n#+TODO: TODO NEXT | DONE\n* NEXT Task {n} :work:\nSCHEDULED: <2024-01-0{} Mon +1w>\n:PROPERTIES:\n:ID: task-a\n:EMPTY:\n:END:\nbody é {n}\n** Sub\n*** Deep :x:\n* Other\n",
+        1 + n % 9
+    )
+}
+
+#[test]
+fn reopen_restores_nodes_ids_hashes_and_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fp, stats) = {
+        let (store, report) = open(dir.path());
+        assert!(report.rebuilt.is_none());
+        assert!(!report.torn_tail);
+        assert_eq!((report.files, report.nodes), (0, 0));
+        for i in 0..3 {
+            ingest(&store, A, &text_a(i));
+        }
+        ingest(&store, B, "* Bee\n** Bee child\n");
+        ingest(&store, C, "* Sea\n");
+        assert!(store.remove_file(C));
+        store.flush().unwrap();
+        let stats = store.stats();
+        assert!(stats.write_error.is_none());
+        assert_eq!(stats.bytes_on_disk, log_len(dir.path()));
+        assert_eq!(
+            stats.path.as_deref(),
+            Some(&*log_path(dir.path()).to_string_lossy())
+        );
+        (store_fp(&store), stats)
+    };
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none());
+    assert!(!report.torn_tail);
+    assert_eq!(report.files, 2);
+    assert_eq!(report.nodes, stats.nodes);
+    assert_eq!(store_fp(&store), fp);
+    assert_eq!(store.stats(), stats);
+    assert_eq!(store.history("task-a").len(), 3);
+    let bodies: Vec<String> = store
+        .history("task-a")
+        .iter()
+        .map(|v| v.content.body.clone())
+        .collect();
+    assert_eq!(bodies, ["body é 0\n", "body é 1\n", "body é 2\n"]);
+    assert!(nodes(&store, C).is_empty());
+    assert_eq!(store.node("task-a").unwrap().node().content.title, "Task 2");
+
+    // Keep going after a reopen: appends land after the loaded batches.
+    ingest(&store, A, &text_a(7));
+    ingest(&store, C, "* Sea again\n");
+    store.flush().unwrap();
+    let fp2 = store_fp(&store);
+    drop(store);
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none());
+    assert_eq!(store_fp(&store), fp2);
+    assert_eq!(store.history("task-a").len(), 4);
+}
+
+#[test]
+fn removed_files_stay_gone_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (store, _) = open(dir.path());
+        ingest(&store, A, &text_a(1));
+        ingest(&store, B, "* Bee\n");
+        assert!(store.remove_file(A));
+        assert!(!store.remove_file(A), "already gone");
+        assert!(!store.remove_file("/org/never.org"));
+        store.flush().unwrap();
+    }
+    let (store, report) = open(dir.path());
+    assert_eq!(report.files, 1);
+    assert!(nodes(&store, A).is_empty());
+    assert!(store.node("task-a").is_none());
+    assert_eq!(titles(&store, B), ["Bee"]);
+    // History outlives the file.
+    assert_eq!(store.history("task-a").len(), 1);
+}
+
+#[test]
+fn store_directory_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("deeper/state");
+    {
+        let (store, _) = open(&state);
+        ingest(&store, A, "* A\n");
+        store.flush().unwrap();
+    }
+    assert!(log_path(&state).is_file());
+    let (store, _) = open(&state);
+    assert_eq!(titles(&store, A), ["A"]);
+}
+
+#[test]
+fn ingest_directories_drops_deleted_and_renamed_files() {
+    let org = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let root = org.path().join("notes");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir_all(org.path().join("notes2")).unwrap();
+    let a = path_in(&root, "a.org");
+    let b = path_in(&root, "b.org");
+    let c = path_in(&root.join("sub"), "c.org");
+    let outside = path_in(&org.path().join("notes2"), "o.org");
+    std::fs::write(&a, "* A\n").unwrap();
+    std::fs::write(&b, "* B\n** B1\n").unwrap();
+    std::fs::write(&c, "* C\n").unwrap();
+    std::fs::write(root.join("readme.txt"), "* not org\n").unwrap();
+    std::fs::write(&outside, "* Outside\n").unwrap();
+    let dirs = vec![root.clone()];
+    {
+        let (store, _) = open(state.path());
+        // A file in a sibling directory whose name shares the prefix must survive the scan.
+        store.ingest_file(&outside, false).unwrap();
+        let mut seen = Vec::new();
+        let r =
+            store.ingest_directories(&dirs, |i, n, f| seen.push((i, n, f.to_string())), || false);
+        assert_eq!(r.files, 3);
+        assert_eq!(r.ingested, 3);
+        assert_eq!(r.nodes, 2 + 3 + 2);
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen.last().map(|s| (s.0, s.1)), Some((3, 3)));
+        let r = store.ingest_directories(&dirs, |_, _, _| {}, || false);
+        assert_eq!((r.ingested, r.unchanged, r.removed), (0, 3, 0));
+
+        std::fs::remove_file(&a).unwrap();
+        let b2 = path_in(&root, "b-renamed.org");
+        std::fs::rename(&b, &b2).unwrap();
+        let r = store.ingest_directories(&dirs, |_, _, _| {}, || false);
+        assert_eq!((r.files, r.ingested, r.unchanged, r.removed), (2, 1, 1, 2));
+        let mut files: Vec<String> = store.state().files.keys().map(|k| k.to_string()).collect();
+        files.sort();
+        let mut want = vec![b2.clone(), c.clone(), outside.clone()];
+        want.sort();
+        assert_eq!(files, want);
+        assert!(nodes(&store, &a).is_empty());
+        assert!(nodes(&store, &b).is_empty());
+        assert_eq!(titles(&store, &b2), ["B", "B1"]);
+
+        // A cancelled scan removes nothing.
+        std::fs::remove_file(&c).unwrap();
+        let r = store.ingest_directories(&dirs, |_, _, _| {}, || true);
+        assert!(r.cancelled);
+        assert_eq!(r.removed, 0);
+        assert_eq!(titles(&store, &c), ["C"]);
+        std::fs::write(&c, "* C\n").unwrap();
+        store.flush().unwrap();
+    }
+    let (store, report) = open(state.path());
+    assert_eq!(report.files, 3);
+    assert!(nodes(&store, &a).is_empty());
+    assert!(nodes(&store, &b).is_empty());
+    assert_eq!(titles(&store, &outside), ["Outside"]);
+}
+
+/// A log built by a sequence of commits: the log length and the full state after each.
+struct Recorded {
+    log: Vec<u8>,
+    /// (log length, state) after opening and after every commit, in order.
+    prefixes: Vec<(u64, StateFp)>,
+    /// The final text of each live file.
+    final_texts: BTreeMap<String, String>,
+}
+
+fn record_commits() -> Recorded {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = open(dir.path());
+    let mut prefixes = vec![(log_len(dir.path()), store_fp(&store))];
+    let mut texts: BTreeMap<String, String> = BTreeMap::new();
+    let mut commit = |store: &Store,
+                      texts: &mut BTreeMap<String, String>,
+                      op: &dyn Fn(&Store, &mut BTreeMap<String, String>)| {
+        op(store, texts);
+        store.flush().unwrap();
+        prefixes.push((log_len(dir.path()), store_fp(store)));
+    };
+    let put = |file: &'static str, text: String| {
+        move |s: &Store, t: &mut BTreeMap<String, String>| {
+            assert!(ingest(s, file, &text).changed);
+            t.insert(file.to_string(), text.clone());
+        }
+    };
+    commit(&store, &mut texts, &put(A, text_a(0)));
+    commit(
+        &store,
+        &mut texts,
+        &put(B, "* Bee\n** Child\nwords\n".into()),
+    );
+    commit(&store, &mut texts, &put(A, text_a(1)));
+    store.snapshot("mid");
+    commit(&store, &mut texts, &put(C, "* Sea :c:\n".into()));
+    commit(
+        &store,
+        &mut texts,
+        &|s: &Store, t: &mut BTreeMap<String, String>| {
+            assert!(s.remove_file(B));
+            t.remove(B);
+        },
+    );
+    commit(&store, &mut texts, &put(A, text_a(2)));
+    commit(
+        &store,
+        &mut texts,
+        &|s: &Store, t: &mut BTreeMap<String, String>| {
+            // Back to the snapshot: A at version 1, B back, C gone.
+            s.rollback(0).unwrap();
+            t.insert(A.into(), text_a(1));
+            t.insert(B.into(), "* Bee\n** Child\nwords\n".into());
+            t.remove(C);
+        },
+    );
+    let big: String = (0..200).map(|i| format!("* H{i}\nline {i}\n")).collect();
+    commit(&store, &mut texts, &put(C, big));
+    commit(
+        &store,
+        &mut texts,
+        &put(B, "* Bee\n** Child\nmore words\n".into()),
+    );
+    drop(store);
+    let log = std::fs::read(log_path(dir.path())).unwrap();
+    assert_eq!(log.len() as u64, prefixes.last().unwrap().0);
+    // Every commit wrote something.
+    assert!(prefixes.windows(2).all(|w| w[0].0 < w[1].0));
+    Recorded {
+        log,
+        prefixes,
+        final_texts: texts,
+    }
+}
+
+#[test]
+fn commit_sequence_reopens_to_its_final_state() {
+    let rec = record_commits();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(log_path(dir.path()), &rec.log).unwrap();
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none());
+    assert!(!report.torn_tail);
+    assert_eq!(store_fp(&store), rec.prefixes.last().unwrap().1);
+    assert_eq!(titles(&store, A), ["Task 1", "Sub", "Deep", "Other"]);
+}
+
+#[test]
+fn truncated_log_opens_to_a_committed_prefix() {
+    let rec = record_commits();
+    let len = rec.log.len() as u64;
+    let mut offsets: Vec<u64> = vec![0, 1, 8, 15, 16, 17, 20, 27, 28, 29, len - 1, len];
+    for (b, _) in &rec.prefixes {
+        for d in [0i64, -1, 1, 4, 11, 12, 13] {
+            let o = *b as i64 + d;
+            if (0..=len as i64).contains(&o) {
+                offsets.push(o as u64);
+            }
+        }
+    }
+    let mut rng = Rng::new(0x5eed_1234);
+    for _ in 0..150 {
+        offsets.push(rng.below(len + 1));
+    }
+    offsets.sort();
+    offsets.dedup();
+    for off in offsets {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(log_path(dir.path()), &rec.log[..off as usize]).unwrap();
+        let (store, report) = open(dir.path());
+        assert!(
+            report.rebuilt.is_none(),
+            "offset {off}: a truncated log is not corrupt: {:?}",
+            report.rebuilt
+        );
+        // The longest committed prefix that fits.
+        let k = rec
+            .prefixes
+            .iter()
+            .rposition(|(b, _)| *b <= off)
+            .unwrap_or(0);
+        let (boundary, want) = &rec.prefixes[k];
+        let torn = off != *boundary && off != 0;
+        assert_eq!(
+            report.torn_tail, torn,
+            "offset {off} (prefix {k} ends at {boundary})"
+        );
+        assert_eq!(&store_fp(&store), want, "offset {off}: state of prefix {k}");
+        assert!(corrupt_files(dir.path()).is_empty());
+        // The torn tail is cut off, so later commits append cleanly.
+        assert_eq!(log_len(dir.path()), (*boundary).max(16), "offset {off}");
+        ingest(&store, "/org/after.org", "* After crash\n");
+        store.flush().unwrap();
+        let fp = store_fp(&store);
+        drop(store);
+        let (store, report) = open(dir.path());
+        assert!(
+            report.rebuilt.is_none(),
+            "offset {off}: {:?}",
+            report.rebuilt
+        );
+        assert!(!report.torn_tail);
+        assert_eq!(
+            store_fp(&store),
+            fp,
+            "offset {off}: reopened after a new commit"
+        );
+    }
+}
+
+#[test]
+fn zero_filled_tail_is_a_torn_write() {
+    let rec = record_commits();
+    let n = rec.prefixes.len();
+    let (last_good, want) = &rec.prefixes[n - 2];
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = rec.log.clone();
+    for b in &mut bytes[*last_good as usize..] {
+        *b = 0;
+    }
+    // And some extra zeros, as a file system may leave after a crash.
+    bytes.extend_from_slice(&[0; 4096]);
+    std::fs::write(log_path(dir.path()), &bytes).unwrap();
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none());
+    assert!(report.torn_tail);
+    assert_eq!(&store_fp(&store), want);
+    assert_eq!(log_len(dir.path()), *last_good);
+}
+
+#[test]
+#[ignore = "bug: persist::load treats a last batch whose header made it to disk but whose \
+            payload is zero-filled (a torn write) as corruption: the whole log is set aside \
+            and all history is lost instead of dropping the last commit"]
+fn last_batch_with_zero_filled_payload_is_a_torn_write() {
+    let rec = record_commits();
+    let n = rec.prefixes.len();
+    let (last_good, want) = &rec.prefixes[n - 2];
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = rec.log.clone();
+    // The 12-byte batch header reached the disk, the rest of the batch did not.
+    for b in &mut bytes[*last_good as usize + 12..] {
+        *b = 0;
+    }
+    std::fs::write(log_path(dir.path()), &bytes).unwrap();
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none(), "{:?}", report.rebuilt);
+    assert!(report.torn_tail);
+    assert_eq!(&store_fp(&store), want);
+}
+
+#[test]
+fn flipped_bytes_are_detected_and_the_store_is_rebuilt() {
+    let rec = record_commits();
+    let final_files = {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(log_path(dir.path()), &rec.log).unwrap();
+        let (store, _) = open(dir.path());
+        files_fp(&store.state())
+    };
+    let len = rec.log.len() as u64;
+    let mut rng = Rng::new(42);
+    let mut cases: Vec<(u64, u8)> = (0..60)
+        .map(|_| (16 + rng.below(len - 16), 1 + rng.below(255) as u8))
+        .collect();
+    // Each part of a batch: marker, length, header checksum, payload, payload checksum.
+    let first_batch = rec.prefixes[0].0;
+    for d in [0u64, 3, 4, 7, 8, 11, 12, 20] {
+        cases.push((first_batch + d, 0x01));
+    }
+    cases.push((len - 1, 0x80));
+    cases.push((len - 4, 0xff));
+    for (off, mask) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = rec.log.clone();
+        bytes[off as usize] ^= mask;
+        std::fs::write(log_path(dir.path()), &bytes).unwrap();
+        let (store, report) = open(dir.path());
+        assert!(
+            report.rebuilt.is_some(),
+            "offset {off} mask {mask:#04x}: corruption must be detected"
+        );
+        assert_eq!((report.files, report.nodes), (0, 0));
+        assert_eq!(
+            store.stats().files,
+            0,
+            "offset {off}: the store opens empty"
+        );
+        assert!(store.query(&Default::default()).is_empty());
+        let aside = corrupt_files(dir.path());
+        assert_eq!(aside.len(), 1, "offset {off}: the bad log is set aside");
+        assert_eq!(
+            std::fs::read(&aside[0]).unwrap(),
+            bytes,
+            "set aside unchanged"
+        );
+        // Org files are the source of truth: re-ingesting them gives the same nodes back.
+        for (file, text) in &rec.final_texts {
+            ingest(&store, file, text);
+        }
+        assert_eq!(
+            files_fp(&store.state()),
+            final_files,
+            "offset {off}: rebuilt state"
+        );
+        store.flush().unwrap();
+        drop(store);
+        let (store, report) = open(dir.path());
+        assert!(
+            report.rebuilt.is_none(),
+            "offset {off}: the new log is sound"
+        );
+        assert_eq!(files_fp(&store.state()), final_files);
+    }
+}
+
+#[test]
+fn foreign_file_is_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        log_path(dir.path()),
+        b"this is not an org-agent log at all\n",
+    )
+    .unwrap();
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_some());
+    assert_eq!(corrupt_files(dir.path()).len(), 1);
+    ingest(&store, A, "* A\n");
+    store.flush().unwrap();
+    drop(store);
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none());
+    assert_eq!(titles(&store, A), ["A"]);
+}
+
+#[test]
+fn empty_or_partial_magic_is_a_fresh_store() {
+    for content in [&b""[..], b"ORG-AG"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(log_path(dir.path()), content).unwrap();
+        let (store, report) = open(dir.path());
+        assert!(report.rebuilt.is_none());
+        assert_eq!(report.torn_tail, !content.is_empty());
+        assert_eq!(store.stats().files, 0);
+        ingest(&store, A, "* A\n");
+        store.flush().unwrap();
+        drop(store);
+        let (store, report) = open(dir.path());
+        assert!(report.rebuilt.is_none() && !report.torn_tail);
+        assert_eq!(titles(&store, A), ["A"]);
+    }
+}
+
+#[test]
+#[ignore = "bug: Store::open names the set-aside log store.corrupt-<seconds>, so a second \
+            unusable log in the same second overwrites the first (rename replaces it)"]
+fn set_aside_logs_are_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        std::fs::write(log_path(dir.path()), format!("garbage number {i}")).unwrap();
+        let (store, report) = open(dir.path());
+        assert!(report.rebuilt.is_some());
+        drop(store);
+    }
+    let aside = corrupt_files(dir.path());
+    let mut contents: Vec<String> = aside
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    contents.sort();
+    assert_eq!(
+        contents,
+        ["garbage number 0", "garbage number 1", "garbage number 2"],
+        "every unusable log must be kept"
+    );
+}
+
+#[test]
+fn compaction_keeps_the_state() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (store, _) = open(dir.path());
+        // Many commits of one file: many dead file records in the log.
+        for i in 0..80 {
+            ingest(&store, A, &text_a(i));
+            ingest(&store, B, &format!("* B {}\n", i % 3));
+        }
+        store.flush().unwrap();
+    }
+    let before_len = log_len(dir.path());
+    let fp = {
+        let dir2 = tempfile::tempdir().unwrap();
+        std::fs::copy(log_path(dir.path()), log_path(dir2.path())).unwrap();
+        // Reading a copy gives the reference state (opening compacts it as well).
+        let (s, _) = open(dir2.path());
+        store_fp(&s)
+    };
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none());
+    assert_eq!(store_fp(&store), fp);
+    store.flush().unwrap();
+    let after_len = log_len(dir.path());
+    assert!(
+        after_len < before_len,
+        "opening a log with many dead records compacts it ({after_len} >= {before_len})"
+    );
+    assert!(!dir.path().join("store.compact").exists());
+    ingest(&store, A, "* After compaction\n");
+    store.compact();
+    ingest(&store, C, "* C\n");
+    store.flush().unwrap();
+    let fp2 = store_fp(&store);
+    drop(store);
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none());
+    assert!(!report.torn_tail);
+    assert_eq!(store_fp(&store), fp2);
+    assert_eq!(store.history("task-a").len(), 80);
+}
+
+#[test]
+fn rollback_is_persisted() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = {
+        let (store, _) = open(dir.path());
+        ingest(&store, A, &text_a(0));
+        ingest(&store, B, "* B\n");
+        store.snapshot("s");
+        let want = files_fp(&store.state());
+        ingest(&store, A, &text_a(1));
+        ingest(&store, C, "* C\n");
+        store.remove_file(B);
+        store.rollback(0).unwrap();
+        assert_eq!(files_fp(&store.state()), want);
+        store.flush().unwrap();
+        // A no-op rollback writes nothing.
+        let len = log_len(dir.path());
+        store.rollback(0).unwrap();
+        store.flush().unwrap();
+        assert_eq!(log_len(dir.path()), len);
+        want
+    };
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none());
+    assert_eq!(files_fp(&store.state()), want);
+    let hist = store.history("task-a");
+    assert_eq!(hist.len(), 3, "v0, v1, and the rollback to v0");
+    assert_eq!(hist[2].hash, hist[0].hash);
+    assert!(
+        store.snapshots().is_empty(),
+        "snapshots live in memory only"
+    );
+}
+
+#[test]
+fn in_memory_store_has_no_log() {
+    let store = Store::in_memory(Config::default());
+    ingest(&store, A, "* A\n");
+    assert!(store.flush().is_ok());
+    let s = store.stats();
+    assert_eq!(s.path, None);
+    assert_eq!(s.bytes_on_disk, 0);
+}
+
+/// Random commits, snapshots, rollbacks, compactions and reopenings: the store always equals
+/// what ingesting the current Org texts afresh gives, and reopening changes nothing.
+#[test]
+fn random_operations_survive_reopening() {
+    let pool: Vec<String> = vec![
+        "* A\n".into(),
+        "* A\nbody\n** A1 :t:\n".into(),
+        "#+FILETAGS: :ft:\n* TODO A :x:\nSCHEDULED: <2024-01-01 Mon +1d>\n".into(),
+        "* B\n:PROPERTIES:\n:EMPTY:\n:OWNER: me\n:END:\n* B\n* B\n".into(),
+        "Preamble é 😀\n* Ü\n** ß\n*** 日本\n".into(),
+        String::new(),
+        (0..50).map(|i| format!("* H{i}\ntext {i}\n")).collect(),
+    ];
+    let files = ["/org/1.org", "/org/2.org", "/org/sub/3.org"];
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(2024);
+    let (mut store, _) = open(dir.path());
+    let mut model: BTreeMap<String, String> = BTreeMap::new();
+    let mut snaps: Vec<BTreeMap<String, String>> = Vec::new();
+    for step in 0..300 {
+        let op = rng.below(100);
+        let file = files[rng.below(files.len() as u64) as usize];
+        let what;
+        if op < 55 {
+            let text = &pool[rng.below(pool.len() as u64) as usize];
+            ingest(&store, file, text);
+            model.insert(file.to_string(), text.clone());
+            what = "ingest";
+        } else if op < 65 {
+            assert_eq!(store.remove_file(file), model.remove(file).is_some());
+            what = "remove";
+        } else if op < 75 {
+            store.snapshot(&format!("step {step}"));
+            snaps.insert(0, model.clone());
+            snaps.truncate(20);
+            what = "snapshot";
+        } else if op < 85 {
+            let k = rng.below(snaps.len() as u64 + 1) as usize;
+            match store.rollback(k) {
+                Ok(()) => model = snaps[k].clone(),
+                Err(_) => assert!(k >= snaps.len()),
+            }
+            what = "rollback";
+        } else if op < 90 {
+            store.compact();
+            what = "compact";
+        } else {
+            store.flush().unwrap();
+            let before = store_fp(&store);
+            drop(store);
+            let (s, report) = open(dir.path());
+            assert!(
+                report.rebuilt.is_none(),
+                "step {step}: {:?}",
+                report.rebuilt
+            );
+            assert!(!report.torn_tail, "step {step}");
+            assert_eq!(store_fp(&s), before, "step {step}: reopen");
+            store = s;
+            snaps.clear();
+            what = "reopen";
+        }
+        let fresh = mem_store();
+        for (f, t) in &model {
+            ingest(&fresh, f, t);
+        }
+        assert_eq!(
+            files_fp(&store.state()),
+            files_fp(&fresh.state()),
+            "step {step} after {what}"
+        );
+        for r in store.query(&Default::default()) {
+            let hist = store.history(&r.node().id);
+            assert_eq!(
+                hist.last().map(|v| v.hash),
+                Some(r.node().hash),
+                "step {step}: the current version ends the history"
+            );
+        }
+    }
+    store.flush().unwrap();
+    let before = store_fp(&store);
+    drop(store);
+    let (store, _) = open(dir.path());
+    assert_eq!(store_fp(&store), before);
+}
+
+/// Writers on several threads and a reader that checks every state it sees is whole.
+#[test]
+fn concurrent_writers_and_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = open(dir.path());
+    std::thread::scope(|s| {
+        for w in 0..2 {
+            let store = &store;
+            s.spawn(move || {
+                for i in 0..60 {
+                    let file = format!("/org/w{w}-{}.org", i % 3);
+                    ingest(store, &file, &format!("* W{w} {i}\n** child {i}\n"));
+                }
+            });
+        }
+        s.spawn(|| {
+            for _ in 0..300 {
+                let state = store.state();
+                for doc in state.files.values() {
+                    assert_eq!(doc.nodes.len(), 3);
+                    let title = &doc.nodes[1].content.title;
+                    let n = title.rsplit(' ').next().unwrap();
+                    assert_eq!(doc.nodes[2].content.title, format!("child {n}"));
+                }
+                for (id, locs) in state.ids.iter() {
+                    for l in locs.iter() {
+                        let doc = state.files.get(&l.file).expect("id points at a live file");
+                        assert_eq!(&doc.nodes[l.index as usize].id, id);
+                    }
+                }
+            }
+        });
+    });
+    for w in 0..2 {
+        for k in 0..3 {
+            let file = format!("/org/w{w}-{k}.org");
+            assert_eq!(
+                titles(&store, &file),
+                [format!("W{w} {}", 57 + k), format!("child {}", 57 + k)]
+            );
+        }
+    }
+    store.flush().unwrap();
+    let fp = store_fp(&store);
+    drop(store);
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none());
+    assert_eq!(store_fp(&store), fp);
+}

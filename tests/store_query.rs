@@ -1,0 +1,541 @@
+//! Queries over the store: kind, tags, TODO, properties, planning dates, projects, sparse
+//! trees, limits and outline paths.
+
+mod common;
+
+use common::*;
+use org_agent::store::query::timestamp_date;
+use org_agent::store::{NodeKind, NodeRef, Query, Store, TodoType};
+
+const W: &str = "/org/work.org";
+const H: &str = "/org/home.org";
+
+const WORK: &str = "\
+#+FILETAGS: :job:
+#+TODO: TODO NEXT WAIT | DONE CANCELLED
+* Alpha :project:
+:PROPERTIES:
+:OWNER: ann
+:EMPTY:
+:END:
+** TODO Write spec :writing:
+SCHEDULED: <2024-03-01 Fri> DEADLINE: <2024-03-10 Sun>
+** DONE Kickoff
+CLOSED: [2024-02-15 Thu 10:00]
+** NEXT Review :writing:review:
+SCHEDULED: <2024-03-05 Tue +1w>
+*** WAIT Feedback
+DEADLINE: <2024-02-28 Wed -2d>
+:PROPERTIES:
+:OWNER: bob
+:END:
+* TODO Beta :project:
+** CANCELLED Old idea
+CLOSED: [2024-01-10 Wed]
+* DONE Gamma :project:
+CLOSED: [2024-03-01 Fri 09:00]
+* Notes
+** Meeting :writing:
+";
+
+const HOME: &str = "\
+* TODO Groceries :errand:
+SCHEDULED: <2024-02-20 Tue>
+* House :project:
+** DONE Paint
+CLOSED: [2024-03-02 Sat]
+** TODO Fix sink
+DEADLINE: <2024-04-01 Mon>
+";
+
+fn store() -> Store {
+    let s = mem_store();
+    ingest(&s, W, WORK);
+    ingest(&s, H, HOME);
+    s
+}
+
+fn run(s: &Store, q: Query) -> Vec<String> {
+    s.query(&q)
+        .iter()
+        .map(|r| r.node().content.title.clone())
+        .collect()
+}
+
+fn q() -> Query {
+    Query::default()
+}
+
+#[test]
+fn by_file_and_kind() {
+    let s = store();
+    assert_eq!(s.query(&q()).len(), 11 + 5);
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                kind: Some(NodeKind::File),
+                ..q()
+            }
+        ),
+        ["home", "work"],
+        "files come in path order"
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                file: Some(H.into()),
+                kind: Some(NodeKind::Headline),
+                ..q()
+            }
+        ),
+        ["Groceries", "House", "Paint", "Fix sink"]
+    );
+    assert!(run(
+        &s,
+        Query {
+            file: Some("/org/none.org".into()),
+            ..q()
+        }
+    )
+    .is_empty());
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                file: Some(W.into()),
+                level: Some(3),
+                ..q()
+            }
+        ),
+        ["Feedback"]
+    );
+}
+
+#[test]
+fn by_tag_own_or_inherited() {
+    let s = store();
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                tag: Some("writing".into()),
+                ..q()
+            }
+        ),
+        ["Write spec", "Review", "Feedback", "Meeting"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                own_tag: Some("writing".into()),
+                ..q()
+            }
+        ),
+        ["Write spec", "Review", "Meeting"]
+    );
+    // FILETAGS: every node of the file, the file node by its own tags.
+    let job = run(
+        &s,
+        Query {
+            tag: Some("job".into()),
+            ..q()
+        },
+    );
+    assert_eq!(job.len(), 11);
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                own_tag: Some("job".into()),
+                ..q()
+            }
+        ),
+        ["work"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                tag: Some("project".into()),
+                file: Some(H.into()),
+                ..q()
+            }
+        ),
+        ["House", "Paint", "Fix sink"]
+    );
+    assert!(run(
+        &s,
+        Query {
+            tag: Some("nope".into()),
+            ..q()
+        }
+    )
+    .is_empty());
+    // Tags are case-sensitive, like Org's.
+    assert!(run(
+        &s,
+        Query {
+            tag: Some("Writing".into()),
+            ..q()
+        }
+    )
+    .is_empty());
+}
+
+#[test]
+fn by_todo_keyword_and_type() {
+    let s = store();
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                todo: Some("TODO".into()),
+                ..q()
+            }
+        ),
+        ["Groceries", "Fix sink", "Write spec", "Beta"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                todo: Some("WAIT".into()),
+                ..q()
+            }
+        ),
+        ["Feedback"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                todo_type: Some(TodoType::Done),
+                ..q()
+            }
+        ),
+        ["Paint", "Kickoff", "Old idea", "Gamma"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                todo_type: Some(TodoType::Todo),
+                file: Some(W.into()),
+                ..q()
+            }
+        ),
+        ["Write spec", "Review", "Feedback", "Beta"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                todo: Some("TODO".into()),
+                tag: Some("writing".into()),
+                ..q()
+            }
+        ),
+        ["Write spec"]
+    );
+}
+
+#[test]
+fn by_property() {
+    let s = store();
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                property: Some(("OWNER".into(), None)),
+                ..q()
+            }
+        ),
+        ["Alpha", "Feedback"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                property: Some(("owner".into(), Some("bob".into()))),
+                ..q()
+            }
+        ),
+        ["Feedback"]
+    );
+    assert!(run(
+        &s,
+        Query {
+            property: Some(("OWNER".into(), Some("carl".into()))),
+            ..q()
+        }
+    )
+    .is_empty());
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                property: Some(("EMPTY".into(), Some(String::new()))),
+                ..q()
+            }
+        ),
+        ["Alpha"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                property: Some(("EMPTY".into(), None)),
+                ..q()
+            }
+        ),
+        ["Alpha"]
+    );
+}
+
+#[test]
+fn by_planning_dates() {
+    let s = store();
+    let sched_before = |d: &str| {
+        run(
+            &s,
+            Query {
+                scheduled_before: Some(d.into()),
+                ..q()
+            },
+        )
+    };
+    // Strictly before.
+    assert_eq!(sched_before("2024-03-05"), ["Groceries", "Write spec"]);
+    assert_eq!(sched_before("2024-03-01"), ["Groceries"]);
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                scheduled_after: Some("2024-03-01".into()),
+                ..q()
+            }
+        ),
+        ["Review"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                scheduled_after: Some("2024-02-01".into()),
+                scheduled_before: Some("2024-03-03".into()),
+                ..q()
+            }
+        ),
+        ["Groceries", "Write spec"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                deadline_before: Some("2024-03-10".into()),
+                ..q()
+            }
+        ),
+        ["Feedback"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                deadline_after: Some("2024-03-01".into()),
+                ..q()
+            }
+        ),
+        ["Fix sink", "Write spec"]
+    );
+    // CLOSED on or after.
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                closed_since: Some("2024-03-01".into()),
+                ..q()
+            }
+        ),
+        ["Paint", "Gamma"]
+    );
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                closed_since: Some("2024-02-15".into()),
+                file: Some(W.into()),
+                ..q()
+            }
+        ),
+        ["Kickoff", "Gamma"]
+    );
+    assert_eq!(timestamp_date("<2024-03-05 Tue +1w>"), Some("2024-03-05"));
+    assert_eq!(timestamp_date("[2024-02-15 Thu 10:00]"), Some("2024-02-15"));
+    assert_eq!(timestamp_date("<2000-9-02 Mon +1w>"), None);
+    assert_eq!(timestamp_date("<%%(diary-float t 4 2)>"), None);
+}
+
+#[test]
+fn projects_are_own_project_tag_and_not_done() {
+    let s = store();
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                projects: true,
+                ..q()
+            }
+        ),
+        ["House", "Alpha", "Beta"]
+    );
+    // A project closed with another done keyword is not active either.
+    let s2 = mem_store();
+    ingest(
+        &s2,
+        W,
+        "#+TODO: TODO | DONE CANCELLED\n* CANCELLED Dropped :project:\n* Kept :project:\n** Child\n",
+    );
+    assert_eq!(
+        run(
+            &s2,
+            Query {
+                projects: true,
+                ..q()
+            }
+        ),
+        ["Kept"]
+    );
+    // A file tagged project is not itself a project.
+    let s3 = mem_store();
+    ingest(&s3, W, "#+FILETAGS: :project:\n* Inherits only\n");
+    assert!(run(
+        &s3,
+        Query {
+            projects: true,
+            ..q()
+        }
+    )
+    .is_empty());
+}
+
+#[test]
+fn sparse_tree_adds_ancestors_in_document_order() {
+    let s = store();
+    let got = s.query(&Query {
+        file: Some(W.into()),
+        todo: Some("WAIT".into()),
+        sparse: true,
+        ..q()
+    });
+    let t: Vec<(u32, String)> = got
+        .iter()
+        .map(|r| (r.index, r.node().content.title.clone()))
+        .collect();
+    assert_eq!(
+        t,
+        [
+            (0, "work".to_string()),
+            (1, "Alpha".into()),
+            (4, "Review".into()),
+            (5, "Feedback".into()),
+        ]
+    );
+    // Shared ancestors appear once, everything stays in document order.
+    let got = s.query(&Query {
+        own_tag: Some("writing".into()),
+        sparse: true,
+        ..q()
+    });
+    let t: Vec<String> = got.iter().map(|r| r.node().content.title.clone()).collect();
+    assert_eq!(
+        t,
+        ["work", "Alpha", "Write spec", "Review", "Notes", "Meeting"]
+    );
+    let idx: Vec<u32> = got.iter().map(|r| r.index).collect();
+    assert!(idx.windows(2).all(|w| w[0] < w[1]));
+}
+
+#[test]
+fn limit_counts_results_across_files() {
+    let s = store();
+    let all = run(
+        &s,
+        Query {
+            kind: Some(NodeKind::Headline),
+            ..q()
+        },
+    );
+    for n in [0, 1, 3, 4, 5, 17, 100] {
+        let got = run(
+            &s,
+            Query {
+                kind: Some(NodeKind::Headline),
+                limit: Some(n),
+                ..q()
+            },
+        );
+        assert_eq!(got, all[..n.min(all.len())], "limit {n}");
+    }
+    let got = run(
+        &s,
+        Query {
+            todo: Some("TODO".into()),
+            sparse: true,
+            limit: Some(3),
+            ..q()
+        },
+    );
+    assert_eq!(got, ["home", "Groceries", "House"]);
+}
+
+#[test]
+fn outline_paths() {
+    let s = store();
+    let path = |title: &str| -> Vec<String> {
+        let r: NodeRef = by_title(&s, W, title);
+        r.outline_path()
+    };
+    assert_eq!(path("Feedback"), ["Alpha", "Review"]);
+    assert_eq!(path("Review"), ["Alpha"]);
+    assert!(path("Alpha").is_empty());
+    assert!(nodes(&s, W)[0].outline_path().is_empty());
+    let fb = by_title(&s, W, "Feedback");
+    let parent = fb.parent().unwrap();
+    assert_eq!(parent.node().content.title, "Review");
+    assert_eq!(parent.outline_path(), ["Alpha"]);
+}
+
+#[test]
+fn queries_follow_reingest_and_removal() {
+    let s = store();
+    ingest(&s, H, &HOME.replace("* TODO Groceries", "* DONE Groceries"));
+    assert_eq!(
+        run(
+            &s,
+            Query {
+                todo: Some("TODO".into()),
+                file: Some(H.into()),
+                ..q()
+            }
+        ),
+        ["Fix sink"]
+    );
+    assert!(s.remove_file(W));
+    assert!(run(
+        &s,
+        Query {
+            tag: Some("writing".into()),
+            ..q()
+        }
+    )
+    .is_empty());
+    assert!(Query {
+        tag: Some("errand".into()),
+        ..q()
+    }
+    .matches(by_title(&s, H, "Groceries").node()));
+}
