@@ -174,14 +174,7 @@ fn ingest_corpus() -> Outcome {
 #[test]
 fn corpus_headline_counts_match_org() {
     let out = ingest_corpus();
-    // The one known panic (see `corpus_ingest_never_panics`) is tolerated here so that the
-    // counts of every other file are still checked; any other panic fails.
-    let unknown: Vec<&String> = out
-        .panics
-        .iter()
-        .filter(|p| !p.ends_with("assertion failed: !input.is_empty()"))
-        .collect();
-    assert!(unknown.is_empty(), "unexpected panics: {unknown:?}");
+    assert!(out.panics.is_empty(), "panics: {:?}", out.panics);
     assert!(
         out.errors.is_empty(),
         "unexpected errors:\n{}",
@@ -204,8 +197,6 @@ fn corpus_headline_counts_match_org() {
 
 /// No file of the corpus makes ingest panic.
 #[test]
-#[ignore = "bug: orgize debug-asserts (panics) on an empty greater block such as \
-            `#+begin_quote\\n#+end_quote\\n`; parse::parse does not guard against it"]
 fn corpus_ingest_never_panics() {
     let out = ingest_corpus();
     assert!(

@@ -453,9 +453,6 @@ fn snapshots_are_not_affected_by_later_ingests() {
 }
 
 #[test]
-#[ignore = "bug: State::set_file keys history by id only, so two headlines sharing an :ID: \
-            (same file or two files) push their hashes alternately on every ingest of the file, \
-            although neither changed"]
 fn duplicated_id_history_grows_only_on_change() {
     let store = mem_store();
     let text = |other: &str| {

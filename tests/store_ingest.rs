@@ -1109,9 +1109,6 @@ fn random_documents_follow_org_headline_rules() {
 }
 
 #[test]
-#[ignore = "bug: orgize 0.10.0-alpha.10 debug-asserts `!input.is_empty()` (syntax/element.rs:32) \
-            on an empty greater block; parse::parse calls Org::parse unguarded, so ingest panics \
-            in debug builds"]
 fn empty_greater_block_does_not_panic() {
     for text in [
         "#+begin_quote\n#+end_quote\n",
@@ -1133,9 +1130,6 @@ fn empty_greater_block_does_not_panic() {
 }
 
 #[test]
-#[ignore = "bug: Store::ingest_file skips a file whose mtime and size are unchanged even when the \
-            parse settings changed (set_config: default_todo / dialect / no_inherit_tags), so \
-            ingest_directories keeps stale parses; ingest_text re-parses the same text"]
 fn ingest_file_reparses_after_config_change() {
     let dir = tempfile::tempdir().unwrap();
     let f = path_in(dir.path(), "f.org");

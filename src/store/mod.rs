@@ -36,6 +36,8 @@ pub struct FileDoc {
     pub mtime: i64,
     pub size: u64,
     pub text_hash: Hash,
+    /// Digest of the settings the text was parsed with.
+    pub settings: Hash,
     pub file_tags: Vec<String>,
     pub nodes: Vec<Node>,
     /// Tag (own or inherited) → node indexes, in document order.
@@ -50,6 +52,7 @@ impl FileDoc {
         mtime: i64,
         size: u64,
         text_hash: Hash,
+        settings: Hash,
         file_tags: Vec<String>,
         nodes: Vec<Node>,
     ) -> FileDoc {
@@ -72,6 +75,7 @@ impl FileDoc {
             mtime,
             size,
             text_hash,
+            settings,
             file_tags,
             nodes,
             tag_index,
@@ -85,6 +89,7 @@ impl FileDoc {
             mtime: self.mtime,
             size: self.size,
             text_hash: self.text_hash,
+            settings: self.settings,
             file_tags: self.file_tags.clone(),
             nodes: self
                 .nodes
@@ -137,6 +142,7 @@ impl FileDoc {
             rec.mtime,
             rec.size,
             rec.text_hash,
+            rec.settings,
             rec.file_tags,
             nodes,
         ))
@@ -183,14 +189,31 @@ impl State {
     }
 
     fn set_file(&mut self, doc: Arc<FileDoc>, time: i64, records: &mut Vec<Record>) {
+        // What each (id, occurrence) was in this file before: a node's history grows only
+        // when it changed here, so headlines sharing an :ID: do not push each other's
+        // versions on every ingest.
+        let old = self.files.get(&doc.path).cloned();
+        let mut before: HashMap<(&str, u32), Hash> = HashMap::new();
+        if let Some(old) = &old {
+            let mut seen: HashMap<&str, u32> = HashMap::new();
+            for n in &old.nodes {
+                let k = seen.entry(&n.id).or_insert(0);
+                before.insert((&n.id, *k), n.hash);
+                *k += 1;
+            }
+        }
+        let mut seen: HashMap<&str, u32> = HashMap::new();
         self.unlink_ids(&doc.path);
         for (i, n) in doc.nodes.iter().enumerate() {
             if !self.versions.contains_key(&n.hash) {
                 self.versions.insert(n.hash, n.content.clone());
                 records.push(Record::Version(n.hash, n.content.clone()));
             }
+            let k = seen.entry(&n.id).or_insert(0);
+            let changed_here = before.get(&(&*n.id, *k)) != Some(&n.hash);
+            *k += 1;
             let hist = self.history.entry(n.id.clone()).or_default();
-            if hist.back().map(|(h, _)| *h) != Some(n.hash) {
+            if changed_here && hist.back().map(|(h, _)| *h) != Some(n.hash) {
                 hist.push_back((n.hash, time));
                 records.push(Record::History {
                     id: n.id.to_string(),
@@ -353,12 +376,12 @@ fn now() -> i64 {
         .unwrap_or(0)
 }
 
-fn text_digest(text: &str, todo: Option<&TodoKeywords>, config: &Config) -> Hash {
+/// Digest of the settings text is parsed with: the same text parses differently under other
+/// keywords or another Org dialect.
+fn settings_digest(todo: Option<&TodoKeywords>, config: &Config) -> Hash {
     let mut h = Sha256::new();
-    h.update(b"org-agent/text/1\0");
-    h.update((text.len() as u64).to_le_bytes());
-    h.update(text.as_bytes());
-    // The same text parses differently under other keywords or another Org dialect.
+    h.update(b"org-agent/settings/1\0");
+    h.update([todo.is_some() as u8]);
     let kw = todo.unwrap_or(&config.default_todo);
     for k in kw
         .todo
@@ -377,6 +400,15 @@ fn text_digest(text: &str, todo: Option<&TodoKeywords>, config: &Config) -> Hash
     Hash(h.finalize().into())
 }
 
+fn text_digest(text: &str, settings: &Hash) -> Hash {
+    let mut h = Sha256::new();
+    h.update(b"org-agent/text/1\0");
+    h.update(settings.0);
+    h.update((text.len() as u64).to_le_bytes());
+    h.update(text.as_bytes());
+    Hash(h.finalize().into())
+}
+
 fn file_meta(path: &Path) -> std::io::Result<(i64, u64)> {
     let md = std::fs::metadata(path)?;
     let mtime = md
@@ -386,6 +418,18 @@ fn file_meta(path: &Path) -> std::io::Result<(i64, u64)> {
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0);
     Ok((mtime, md.len()))
+}
+
+/// A name for setting an unusable log aside that no earlier one has.
+fn set_aside_name(path: &Path) -> PathBuf {
+    let stamp = now();
+    (0u32..)
+        .map(|n| match n {
+            0 => path.with_extension(format!("corrupt-{stamp}")),
+            n => path.with_extension(format!("corrupt-{stamp}-{n}")),
+        })
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| path.with_extension("corrupt"))
 }
 
 /// File name of the log inside the state directory.
@@ -449,7 +493,7 @@ impl Store {
             }
         }
         if report.rebuilt.is_some() {
-            let aside = path.with_extension(format!("corrupt-{}", now()));
+            let aside = set_aside_name(&path);
             std::fs::rename(&path, &aside).map_err(|source| StoreError::Io {
                 path: path.clone(),
                 source,
@@ -528,7 +572,8 @@ impl Store {
         generation: Option<u64>,
     ) -> Result<Option<IngestReport>> {
         let config = self.config();
-        let digest = text_digest(text, todo, &config);
+        let settings = settings_digest(todo, &config);
+        let digest = text_digest(text, &settings);
         let path: Arc<str> = Arc::from(file);
         if let Some(old) = self.state().files.get(&path) {
             if old.text_hash == digest && meta.is_none_or(|m| (old.mtime, old.size) == m) {
@@ -553,6 +598,7 @@ impl Store {
             mtime,
             size,
             digest,
+            settings,
             parsed.file_tags,
             parsed.nodes,
         ));
@@ -591,8 +637,9 @@ impl Store {
             }
         };
         if !force {
+            let settings = settings_digest(None, &self.config());
             if let Some(old) = self.state().files.get(file) {
-                if (old.mtime, old.size) == meta {
+                if (old.mtime, old.size) == meta && old.settings == settings {
                     return Ok(IngestReport {
                         file: file.to_string(),
                         nodes: old.nodes.len(),

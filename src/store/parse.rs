@@ -467,7 +467,13 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
     };
     let by_length = keywords.by_length();
 
-    let org = orgize::Org::parse(text);
+    // orgize is third-party code running on user text: a panic in it must be an error for
+    // this one file, never a crash of the ingest (or of Emacs).
+    let org =
+        std::panic::catch_unwind(|| orgize::Org::parse(text)).map_err(|_| StoreError::Parse {
+            file: file.to_path_buf(),
+            reason: "the Org parser failed on this text".into(),
+        })?;
     let doc = org.document();
 
     let mut raws: Vec<Raw> = Vec::new();
