@@ -1,0 +1,820 @@
+;;; org-agent-bench.el --- org-agent against the Emacs way, in one run -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The org-agent authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A benchmark command, not a test: run it with `scripts/bench', which
+;; builds the release module and installs it into target/bench-module/
+;; first.  Everything is measured in one Emacs process (plus one fresh
+;; child process for memory), and the headline figures are RATIOS
+;; (ours / the Emacs way) because the machines are noisy.
+;;
+;;   1. ingest throughput, module vs `org-element-parse-buffer', on the
+;;      shared corpus and on a generated memex of 100,000 headlines;
+;;   2. main-thread cost of a save (`org-agent--after-save') of a 1 MB
+;;      and a 4 MB Org buffer;
+;;   3. tag and TODO query latency at 100k headlines vs `org-map-entries';
+;;   4. time to open the persisted 100k-headline store;
+;;   5. resident memory of the loaded 100k-headline store.
+;;
+;; MB means 10^6 bytes throughout.  The report goes to stdout, progress
+;; to stderr.  Environment knobs (defaults in parentheses):
+;;   ORG_AGENT_BENCH_FILES      memex files (100)
+;;   ORG_AGENT_BENCH_PER_FILE   headlines per memex file (1000)
+;;   ORG_AGENT_BENCH_EVERY      org-element times every Nth file (4)
+;;   ORG_AGENT_BENCH_CORPUS     corpus directory (../shared/corpus)
+;;   ORG_AGENT_BENCH_KEEP       non-empty: keep the temporary directory
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+
+(defvar org-startup-options)
+(defvar org-version)
+(defvar org-agent--wake-process)
+(defvar org-agent-module-directory)
+(defvar org-agent-state-directory)
+(declare-function org-agent--module-file "org-agent-build")
+(declare-function org-agent--buffer-text "org-agent-store")
+(declare-function org-agent--buffer-keywords "org-agent-store")
+(declare-function org-agent--ingest-text-async "org-agent-module")
+(declare-function org-agent--store-open "org-agent-module")
+(declare-function org-agent--store-close "org-agent-module")
+
+(defconst org-agent-bench-root
+  (expand-file-name ".." (file-name-directory (or load-file-name buffer-file-name)))
+  "Root of the org-agent checkout.")
+
+(defun org-agent-bench--env-int (name default)
+  "Return the integer in environment variable NAME, or DEFAULT."
+  (let ((v (getenv name)))
+    (if (and v (string-match-p "\\`[0-9]+\\'" v)) (max 1 (string-to-number v)) default)))
+
+(defconst org-agent-bench-files (org-agent-bench--env-int "ORG_AGENT_BENCH_FILES" 100))
+(defconst org-agent-bench-per-file (org-agent-bench--env-int "ORG_AGENT_BENCH_PER_FILE" 1000))
+(defconst org-agent-bench-every (org-agent-bench--env-int "ORG_AGENT_BENCH_EVERY" 4))
+(defconst org-agent-bench-corpus
+  (file-name-as-directory
+   (expand-file-name (or (getenv "ORG_AGENT_BENCH_CORPUS") "../shared/corpus")
+                     org-agent-bench-root)))
+
+(defvar org-agent-bench--tmp nil "Temporary directory of this run.")
+(defvar org-agent-bench--results nil "Summary rows, newest first.")
+
+;;;; Set-up
+
+(defun org-agent-bench--setup ()
+  "Load org-agent with the module installed by scripts/bench; start it."
+  (add-to-list 'load-path (expand-file-name "elisp" org-agent-bench-root))
+  (setq org-agent-module-directory
+        (file-name-as-directory
+         (or (getenv "ORG_AGENT_BENCH_MODULE_DIR")
+             (expand-file-name "target/bench-module/" org-agent-bench-root))))
+  (setq org-agent-bench--tmp (make-temp-file "org-agent-bench" t))
+  (setq org-agent-state-directory (expand-file-name "state-initial/" org-agent-bench--tmp))
+  (setq system-time-locale "C")
+  (require 'org)
+  (require 'org-element)
+  (require 'org-agent)
+  (unless (org-agent--start)
+    (error "org-agent did not start"))
+  (add-hook 'org-agent-ingest-functions #'org-agent-bench--note-event))
+
+(defun org-agent-bench--cleanup ()
+  "Remove the temporary directory unless ORG_AGENT_BENCH_KEEP is set."
+  (when (and org-agent-bench--tmp (file-directory-p org-agent-bench--tmp))
+    (if (member (getenv "ORG_AGENT_BENCH_KEEP") '(nil ""))
+        (delete-directory org-agent-bench--tmp t)
+      (message "bench: kept %s" org-agent-bench--tmp))))
+
+;;;; Measuring and printing
+
+(defmacro org-agent-bench--time (&rest body)
+  "Run BODY; return the seconds it took."
+  (declare (indent 0) (debug t))
+  (let ((t0 (make-symbol "t0")))
+    `(let ((,t0 (current-time)))
+       ,@body
+       (float-time (time-since ,t0)))))
+
+(defun org-agent-bench--median (xs)
+  "Median of the numbers XS."
+  (let* ((s (sort (copy-sequence xs) #'<)) (n (length s)))
+    (cond ((= n 0) nil)
+          ((cl-oddp n) (nth (/ n 2) s))
+          (t (/ (+ (nth (1- (/ n 2)) s) (nth (/ n 2) s)) 2.0)))))
+
+(defun org-agent-bench--div (a b)
+  "A / B as a float, or nil when either is missing or B is not positive."
+  (and (numberp a) (numberp b) (> b 0) (/ (float a) b)))
+
+(defun org-agent-bench--fmt (x &optional digits)
+  "X with DIGITS significant-ish decimals, or n/a."
+  (cond ((null x) "n/a")
+        ((integerp x) (number-to-string x))
+        ((>= (abs x) 100) (format "%.0f" x))
+        ((>= (abs x) 10) (format "%.1f" x))
+        ((>= (abs x) 1) (format "%.2f" x))
+        (t (format (format "%%.%df" (or digits 3)) x))))
+
+(defun org-agent-bench--out (fmt &rest args)
+  "Print a report line (FMT and ARGS) on stdout, flushed."
+  (send-string-to-terminal (concat (apply #'format fmt args) "\n")))
+
+(defun org-agent-bench--progress (fmt &rest args)
+  "Print a progress line (FMT and ARGS) on stderr."
+  (apply #'message (concat "bench: " fmt) args))
+
+(defun org-agent-bench--row (label value unit target verdict)
+  "Record a summary row."
+  (push (list label value unit target verdict) org-agent-bench--results))
+
+(defun org-agent-bench--verdict (value op bound)
+  "PASS when VALUE OP BOUND holds, MISS when not, n/a without VALUE."
+  (cond ((null value) "n/a")
+        ((funcall op value bound) "PASS")
+        (t "MISS")))
+
+(defun org-agent-bench--rss-kb ()
+  "VmRSS of this process in kB, from /proc/self/status (nil elsewhere)."
+  (when (file-readable-p "/proc/self/status")
+    (with-temp-buffer
+      (insert-file-contents "/proc/self/status")
+      (when (re-search-forward "^VmRSS:[ \t]+\\([0-9]+\\) kB" nil t)
+        (string-to-number (match-string 1))))))
+
+(defun org-agent-bench--size (file)
+  "Size of FILE in bytes."
+  (file-attribute-size (file-attributes file)))
+
+(defun org-agent-bench--sum-sizes (files)
+  "Total size of FILES in bytes."
+  (apply #'+ (mapcar #'org-agent-bench--size files)))
+
+(defun org-agent-bench--every-nth (list n)
+  "Elements 0, N, 2N, ... of LIST."
+  (let ((i -1))
+    (seq-filter (lambda (_) (= 0 (% (cl-incf i) n))) list)))
+
+(defun org-agent-bench--mb (bytes) (/ bytes 1e6))
+
+;;;; Async events
+
+(defvar org-agent-bench--done (make-hash-table) "Request id → event.")
+
+(defun org-agent-bench--note-event (event)
+  "Remember EVENT by its request id."
+  (when-let ((req (plist-get event :request)))
+    (puthash req event org-agent-bench--done)))
+
+(defun org-agent-bench--wait (request &optional seconds)
+  "Process events until REQUEST finished or SECONDS (default 120) passed.
+Return the final event, or nil on timeout."
+  (let ((deadline (+ (float-time) (or seconds 120))))
+    (while (and (not (gethash request org-agent-bench--done))
+                (< (float-time) deadline))
+      (accept-process-output org-agent--wake-process 0.005)
+      (org-agent-process-events))
+    (gethash request org-agent-bench--done)))
+
+;;;; The generated memex
+
+(defvar org-agent-bench--rng 2463534242 "State of the xorshift32 generator.")
+
+(defun org-agent-bench--rand (n)
+  "A deterministic pseudo-random integer in [0, N)."
+  (let ((x org-agent-bench--rng))
+    (setq x (logand #xffffffff (logxor x (ash x 13))))
+    (setq x (logxor x (ash x -17)))
+    (setq x (logand #xffffffff (logxor x (ash x 5))))
+    (setq org-agent-bench--rng x)
+    (% (ash x -4) n)))
+
+(defun org-agent-bench--chance (per-mille)
+  "Non-nil with probability PER-MILLE / 1000."
+  (< (org-agent-bench--rand 1000) per-mille))
+
+(defun org-agent-bench--pick (vec)
+  "A pseudo-random element of vector VEC."
+  (aref vec (org-agent-bench--rand (length vec))))
+
+(defconst org-agent-bench--words
+  ["note" "idea" "review" "draft" "meeting" "paper" "emacs" "org" "garden" "budget"
+   "call" "plan" "read" "write" "fix" "design" "summary" "report" "email" "travel"
+   "book" "chapter" "module" "query" "index" "store" "thread" "agent" "rust" "lisp"
+   "weekly" "quarter" "goal" "habit" "journal" "recipe" "health" "family" "music" "film"
+   "server" "backup" "invoice" "taxes" "garage" "bicycle" "library" "talk" "slides" "demo"])
+
+(defconst org-agent-bench--unicode-words
+  ["café" "naïve" "Zürich" "façade" "—" "“quoted”" "日本語" "Ωmega" "crème brûlée" "smörgåsbord"])
+
+(defconst org-agent-bench--frequent-tags
+  '(("work" . 200) ("home" . 100) ("emacs" . 60) ("reading" . 40) ("@errand" . 30))
+  "Frequent tags and their per-mille probability on any headline.")
+
+(defun org-agent-bench--words (min max)
+  "MIN to MAX pseudo-random words joined by spaces."
+  (let ((n (+ min (org-agent-bench--rand (1+ (- max min))))) out)
+    (dotimes (_ n)
+      (push (if (org-agent-bench--chance 30)
+                (org-agent-bench--pick org-agent-bench--unicode-words)
+              (org-agent-bench--pick org-agent-bench--words))
+            out))
+    (string-join out " ")))
+
+(defun org-agent-bench--uuid (n)
+  "A deterministic UUID-shaped id for headline number N."
+  (let ((h (md5 (format "org-agent-bench-%d" n))))
+    (format "%s-%s-%s-%s-%s" (substring h 0 8) (substring h 8 12) (substring h 12 16)
+            (substring h 16 20) (substring h 20 32))))
+
+(defvar org-agent-bench--dates nil "Vector of (ACTIVE-DATE . INACTIVE-DATE-TIME) strings.")
+
+(defun org-agent-bench--date ()
+  "A pseudo-random date entry from `org-agent-bench--dates'."
+  (unless org-agent-bench--dates
+    (setq org-agent-bench--dates
+          (let ((base (encode-time (list 0 0 12 1 1 2023 nil nil t))))
+            (apply #'vector
+                   (cl-loop for d below 1000
+                            for time = (time-add base (* d 86400))
+                            collect (cons (format-time-string "%Y-%m-%d %a" time t)
+                                          (format-time-string "%Y-%m-%d %a" time t)))))))
+  (org-agent-bench--pick org-agent-bench--dates))
+
+(defun org-agent-bench--insert-headline (n level)
+  "Insert memex headline number N at LEVEL."
+  (let* ((r (org-agent-bench--rand 1000))
+         (todo (cond ((< r 60) "TODO") ((< r 180) "DONE")))
+         (tags nil))
+    (dolist (ft org-agent-bench--frequent-tags)
+      (when (org-agent-bench--chance (cdr ft)) (push (car ft) tags)))
+    ;; ~1% of headlines each: `project' on level-1 subtrees (inherited by
+    ;; their children), `urgent' on level-3 headlines (the leaves).
+    (when (and (= level 1) (org-agent-bench--chance 10)) (push "project" tags))
+    (when (and (= level 3) (org-agent-bench--chance 28)) (push "urgent" tags))
+    (insert (make-string level ?*) " "
+            (if todo (concat todo " ") "")
+            (if (and (equal todo "TODO") (org-agent-bench--chance 300))
+                (format "[#%c] " (+ ?A (org-agent-bench--rand 3)))
+              "")
+            (org-agent-bench--words 2 7)
+            (if tags (concat " :" (string-join (nreverse tags) ":") ":") "")
+            "\n")
+    (let (planning)
+      (when (equal todo "DONE")
+        (push (format "CLOSED: [%s 17:%02d]" (cdr (org-agent-bench--date))
+                      (org-agent-bench--rand 60))
+              planning))
+      (when (and todo (org-agent-bench--chance 400))
+        (push (format "SCHEDULED: <%s>" (car (org-agent-bench--date))) planning))
+      (when (and (equal todo "TODO") (org-agent-bench--chance 200))
+        (push (format "DEADLINE: <%s>" (car (org-agent-bench--date))) planning))
+      (when planning
+        (insert (string-join (nreverse planning) " ") "\n")))
+    (insert ":PROPERTIES:\n:ID:       " (org-agent-bench--uuid n) "\n")
+    (when (org-agent-bench--chance 250)
+      (insert (format ":CREATED:  [%s 09:%02d]\n" (cdr (org-agent-bench--date))
+                      (org-agent-bench--rand 60))))
+    (when (and todo (org-agent-bench--chance 100))
+      (insert (format ":EFFORT:   %d:%02d\n" (org-agent-bench--rand 4) (* 15 (org-agent-bench--rand 4)))))
+    (insert ":END:\n")
+    (dotimes (_ (org-agent-bench--rand 4))
+      (cond ((org-agent-bench--chance 80)
+             (insert "- " (org-agent-bench--words 2 6) "\n"))
+            ((org-agent-bench--chance 60)
+             (insert (org-agent-bench--words 2 6)
+                     (format " [[https://example.org/%s][%s]]\n"
+                             (org-agent-bench--pick org-agent-bench--words)
+                             (org-agent-bench--pick org-agent-bench--words))))
+            (t (insert (org-agent-bench--words 6 14) ".\n"))))))
+
+(defun org-agent-bench--generate-memex (dir files per-file)
+  "Write FILES Org files of PER-FILE headlines each into DIR; return them, sorted."
+  (make-directory dir t)
+  (setq org-agent-bench--rng 2463534242)
+  (let ((n 0) out)
+    (dotimes (f files)
+      (let ((file (expand-file-name (format "memex-%03d.org" f) dir))
+            (level 0))
+        (with-temp-buffer
+          (set-buffer-multibyte t)
+          (insert (format "#+TITLE: Memex %03d\n" f))
+          (when (= 0 (% f 10)) (insert "#+FILETAGS: :ref:\n"))
+          (insert "\n")
+          (dotimes (_ per-file)
+            (setq level
+                  (let ((r (org-agent-bench--rand 100)))
+                    (pcase level
+                      (0 1)
+                      (1 (if (< r 25) 1 2))
+                      (2 (cond ((< r 15) 1) ((< r 55) 2) (t 3)))
+                      (_ (cond ((< r 15) 1) ((< r 45) 2) (t 3))))))
+            (org-agent-bench--insert-headline n level)
+            (cl-incf n))
+          (let ((coding-system-for-write 'utf-8-unix))
+            (write-region nil nil file nil 'silent)))
+        (push file out)))
+    (nreverse out)))
+
+;;;; 1. Ingest throughput
+
+(defun org-agent-bench--fresh-store (name)
+  "Open a fresh, empty, persisted store in a temporary directory NAME; return it."
+  (let ((dir (file-name-as-directory (expand-file-name name org-agent-bench--tmp))))
+    (make-directory dir t)
+    (org-agent--store-open dir)
+    dir))
+
+(defun org-agent-bench--warm (files)
+  "Read FILES once so that both sides find them in the page cache."
+  (with-temp-buffer
+    (set-buffer-multibyte nil)
+    (dolist (f files)
+      (erase-buffer)
+      (insert-file-contents-literally f))))
+
+(defun org-agent-bench--module-ingest (files)
+  "Ingest FILES with FORCE; return (SECONDS NODES ERRORS PER-FILE-TIMES)."
+  (garbage-collect)
+  (let ((nodes 0) (errors nil) (times (make-hash-table :test #'equal)) (total 0.0))
+    (dolist (f files)
+      (let* ((count nil)
+             (s (org-agent-bench--time
+                  (condition-case err
+                      (setq count (org-agent-ingest-file f t))
+                    (error (push (cons f (error-message-string err)) errors))))))
+        (puthash f s times)
+        (setq total (+ total s))
+        (when (integerp count) (cl-incf nodes count))))
+    (list total nodes (nreverse errors) times)))
+
+(defun org-agent-bench--element-parse (files &optional granularity)
+  "Time insert-file-contents + org-mode + `org-element-parse-buffer' over FILES.
+The first file is parsed once untimed first, so that loading Org's
+libraries on first use is not counted.  Return (SECONDS ERRORS)."
+  (let ((parse (lambda (f)
+                 (with-temp-buffer
+                   (let ((enable-local-variables nil)
+                         (default-directory (file-name-directory f))
+                         ;; "#+STARTUP: align" would realign tables: not parsing.
+                         (org-startup-options (cl-remove "align" org-startup-options
+                                                         :key #'car :test #'equal)))
+                     (insert-file-contents f)
+                     (org-mode)
+                     (org-element-parse-buffer granularity)))))
+        (total 0.0) errors)
+    (when files (ignore-errors (funcall parse (car files))))
+    (garbage-collect)
+    (dolist (f files)
+      (setq total
+            (+ total
+               (org-agent-bench--time
+                 (condition-case err
+                     (funcall parse f)
+                   (error (push (cons f (error-message-string err)) errors)))))))
+    (list total (nreverse errors))))
+
+(defun org-agent-bench--ingest-section (title files store-name)
+  "Benchmark ingest of FILES into a fresh store STORE-NAME; print under TITLE.
+Return a plist of the figures."
+  (let* ((bytes (org-agent-bench--sum-sizes files))
+         (subset (org-agent-bench--every-nth files org-agent-bench-every))
+         (subset-bytes (org-agent-bench--sum-sizes subset)))
+    (org-agent-bench--warm files)
+    (let ((dir (org-agent-bench--fresh-store store-name)))
+      (org-agent-bench--progress "%s: module ingest of %d files (%.1f MB)..."
+                                 title (length files) (org-agent-bench--mb bytes))
+      (pcase-let* ((`(,secs ,nodes ,errors ,times) (org-agent-bench--module-ingest files))
+                   (flush-secs (org-agent-bench--time (org-agent-flush)))
+                   (stats (org-agent-store-stats))
+                   (sub-secs (apply #'+ (mapcar (lambda (f) (gethash f times 0.0)) subset))))
+        (org-agent-bench--progress "%s: org-element on %d files (1 in %d, %.1f MB)..."
+                                   title (length subset) org-agent-bench-every
+                                   (org-agent-bench--mb subset-bytes))
+        (pcase-let* ((`(,el-secs ,el-errors) (org-agent-bench--element-parse subset))
+                     (mod-rate (org-agent-bench--div (org-agent-bench--mb bytes) secs))
+                     (mod-sub-rate (org-agent-bench--div (org-agent-bench--mb subset-bytes) sub-secs))
+                     (el-rate (org-agent-bench--div (org-agent-bench--mb subset-bytes) el-secs))
+                     (ratio (org-agent-bench--div mod-sub-rate el-rate)))
+          (org-agent-bench--out "  files %d, %.2f MB, %d nodes (%d headlines), store log %.1f MB"
+                                (length files) (org-agent-bench--mb bytes) nodes
+                                (plist-get stats :headlines)
+                                (org-agent-bench--mb (or (plist-get stats :bytes-on-disk) 0)))
+          (org-agent-bench--out "  module   org-agent-ingest-file FORCE, all files:  %7.3f s  %8s MB/s  (+ flush %.3f s)"
+                                secs (org-agent-bench--fmt mod-rate) flush-secs)
+          (org-agent-bench--out "  module   same, on the org-element subset:      %7.3f s  %8s MB/s"
+                                sub-secs (org-agent-bench--fmt mod-sub-rate))
+          (org-agent-bench--out "  emacs    insert+org-mode+org-element-parse-buffer, 1 file in %d (%d files, %.2f MB): %.3f s  %s MB/s"
+                                org-agent-bench-every (length subset)
+                                (org-agent-bench--mb subset-bytes) el-secs
+                                (org-agent-bench--fmt el-rate))
+          (org-agent-bench--out "  ratio    module / org-element, same files: %sx   (all-files module rate / org-element: %sx)"
+                                (org-agent-bench--fmt ratio)
+                                (org-agent-bench--fmt (org-agent-bench--div mod-rate el-rate)))
+          (when errors
+            (org-agent-bench--out "  module errors: %d, first: %S" (length errors) (car errors)))
+          (when el-errors
+            (org-agent-bench--out "  org-element errors: %d, first: %S" (length el-errors) (car el-errors)))
+          (list :dir dir :bytes bytes :nodes nodes :headlines (plist-get stats :headlines)
+                :mod-rate mod-rate :mod-sub-rate mod-sub-rate :el-rate el-rate :ratio ratio
+                :subset subset :subset-bytes subset-bytes :times times))))))
+
+(defun org-agent-bench-ingest-corpus ()
+  "Section 1a: the shared corpus."
+  (org-agent-bench--out "\n== 1a. Ingest throughput: shared corpus (%s)" org-agent-bench-corpus)
+  (let* ((files (sort (seq-remove (lambda (f) (string-prefix-p "." (file-name-nondirectory f)))
+                                  (directory-files-recursively org-agent-bench-corpus "\\.org\\'"))
+                      #'string<)))
+    (if (null files)
+        (progn (org-agent-bench--out "  no .org files found: skipped") nil)
+      (let ((r (org-agent-bench--ingest-section "corpus" files "store-corpus")))
+        (org-agent-bench--row "1a ingest, corpus: module / org-element (same files)"
+                              (plist-get r :ratio) "x" ">= 50x"
+                              (org-agent-bench--verdict (plist-get r :ratio) #'>= 50))
+        r))))
+
+(defun org-agent-bench-ingest-memex (files)
+  "Section 1b: the generated memex FILES.  Leaves its store open; return the plist."
+  (org-agent-bench--out "\n== 1b. Ingest throughput: generated memex (%d files x %d headlines)"
+                        org-agent-bench-files org-agent-bench-per-file)
+  (let* ((r (org-agent-bench--ingest-section "memex" files "store-memex"))
+         (subset (plist-get r :subset))
+         (times (plist-get r :times)))
+    (org-agent-bench--row "1b ingest, memex: module / org-element (same files)"
+                          (plist-get r :ratio) "x" ">= 50x"
+                          (org-agent-bench--verdict (plist-get r :ratio) #'>= 50))
+    ;; For reference: org-element at headline granularity (what the store extracts).
+    (org-agent-bench--progress "memex: org-element at headline granularity on the subset...")
+    (pcase-let* ((`(,secs ,_errors) (org-agent-bench--element-parse subset 'headline))
+                 (rate (org-agent-bench--div (org-agent-bench--mb (plist-get r :subset-bytes)) secs))
+                 (ratio (org-agent-bench--div (plist-get r :mod-sub-rate) rate)))
+      (ignore times)
+      (org-agent-bench--out "  (info)   org-element-parse-buffer at headline granularity, same subset: %.3f s  %s MB/s  -> module is %sx"
+                            secs (org-agent-bench--fmt rate) (org-agent-bench--fmt ratio)))
+    r))
+
+;;;; 3. Queries
+
+(defun org-agent-bench--repeat (n fn)
+  "Call FN N times; return the list of per-call seconds and FN's last value."
+  (let (times value)
+    (dotimes (_ n)
+      (push (org-agent-bench--time (setq value (funcall fn))) times))
+    (cons times value)))
+
+(defun org-agent-bench--map-entries (buffers match)
+  "Run `org-map-entries' with MATCH over BUFFERS; return the match count."
+  (let ((n 0))
+    (dolist (b buffers)
+      (with-current-buffer b
+        (cl-incf n (length (org-map-entries #'ignore match 'file)))))
+    n))
+
+(defun org-agent-bench--repeat-no-gc (n fn)
+  "Like `org-agent-bench--repeat', deferring garbage collection in each call.
+Collect garbage between calls (untimed) every few calls instead."
+  (let (times value)
+    (dotimes (i n)
+      (when (= 0 (% i 10)) (garbage-collect))
+      (let ((gc-cons-threshold most-positive-fixnum))
+        (push (org-agent-bench--time (setq value (funcall fn))) times)))
+    (garbage-collect)
+    (cons times value)))
+
+(defun org-agent-bench-queries (files headlines)
+  "Section 3: query latency over the memex FILES (HEADLINES headlines)."
+  (org-agent-bench--out "\n== 3. Query latency at %d headlines (store holds the memex)" headlines)
+  (org-agent-bench--progress "queries: opening %d memex files in org-mode buffers..." (length files))
+  (let* (buffers
+         (open-secs (org-agent-bench--time
+                      (let ((enable-local-variables nil))
+                        (setq buffers (mapcar #'find-file-noselect files)))))
+         (queries `(("tag urgent" (:tag "urgent") "urgent")
+                    ("tag project" (:tag "project") "project")
+                    ("todo TODO" (:todo "TODO") "/TODO"))))
+    (org-agent-bench--out "  (opening the %d files in org-mode buffers took %.1f s; not counted below)"
+                          (length files) open-secs)
+    (org-agent-bench--out "  %-11s %6s %6s | %9s %6s %9s | %8s | %10s | %8s %8s"
+                          "query" "store" "emacs" "query ms" "GCs" "no-GC ms" "count ms"
+                          "org-map ms" "x query" "x count")
+    (dolist (q queries)
+      (pcase-let* ((`(,label ,plist ,match) q))
+        (org-agent-bench--progress "queries: %s..." label)
+        (garbage-collect)
+        (let* ((count-run (org-agent-bench--repeat 300 (lambda () (apply #'org-agent-count plist))))
+               (query-runs (if (> (cdr count-run) 5000) 30 100))
+               (gcs0 (progn (garbage-collect) gcs-done))
+               (gc-secs0 gc-elapsed)
+               (query-run (org-agent-bench--repeat query-runs (lambda () (apply #'org-agent-query plist))))
+               (gcs (/ (float (- gcs-done gcs0)) query-runs))
+               (gc-ms (/ (* 1000 (- gc-elapsed gc-secs0)) query-runs))
+               (nogc-run (org-agent-bench--repeat-no-gc query-runs (lambda () (apply #'org-agent-query plist))))
+               (map-times nil) (map-count nil))
+          (dotimes (_ 3)
+            (garbage-collect)
+            (push (org-agent-bench--time (setq map-count (org-agent-bench--map-entries buffers match)))
+                  map-times))
+          (let* ((q-ms (* 1000 (org-agent-bench--median (car query-run))))
+                 (n-ms (* 1000 (org-agent-bench--median (car nogc-run))))
+                 (c-ms (* 1000 (org-agent-bench--median (car count-run))))
+                 (m-ms (* 1000 (org-agent-bench--median map-times)))
+                 (hits (length (cdr query-run))))
+            (org-agent-bench--out "  %-11s %6d %6d | %9s %6.1f %9s | %8s | %10s | %8s %8s%s"
+                                  label hits map-count
+                                  (org-agent-bench--fmt q-ms) gcs (org-agent-bench--fmt n-ms)
+                                  (org-agent-bench--fmt c-ms)
+                                  (org-agent-bench--fmt m-ms)
+                                  (org-agent-bench--fmt (org-agent-bench--div m-ms q-ms))
+                                  (org-agent-bench--fmt (org-agent-bench--div m-ms c-ms))
+                                  (cond ((/= hits (cdr count-run)) "  QUERY/COUNT DISAGREE")
+                                        ((/= hits map-count) "  COUNTS DIFFER")
+                                        (t "")))
+            (org-agent-bench--out "  %-11s %13s | GC %s ms per query call on average; %s us per returned node without GC"
+                                  "" "" (org-agent-bench--fmt gc-ms)
+                                  (org-agent-bench--fmt (org-agent-bench--div (* 1000 n-ms) hits)))
+            (org-agent-bench--row (format "3  org-agent-query %s (%d hits), median" label hits)
+                                  q-ms "ms" "<= 1 ms" (org-agent-bench--verdict q-ms #'<= 1.0))
+            (org-agent-bench--row (format "3  org-agent-query %s, GC deferred, median" label)
+                                  n-ms "ms" "<= 1 ms" (org-agent-bench--verdict n-ms #'<= 1.0))
+            (org-agent-bench--row (format "3  org-agent-count %s, median" label)
+                                  c-ms "ms" "<= 1 ms" (org-agent-bench--verdict c-ms #'<= 1.0))
+            (org-agent-bench--row (format "3  org-map-entries / org-agent-query, %s" label)
+                                  (org-agent-bench--div m-ms q-ms) "x" "(info)" "info")))))
+    (org-agent-bench--out "  store/emacs: matches found by the store and by org-map-entries (must agree).")
+    (org-agent-bench--out "  query ms: median per call with Emacs' GC settings (gc-cons-threshold %d), GCs: collections per call;"
+                          gc-cons-threshold)
+    (org-agent-bench--out "  no-GC ms: the same with GC deferred during the call; count ms: org-agent-count (no plists).")
+    (org-agent-bench--out "  org-map ms: median of 3 passes of org-map-entries over all %d buffers ('file scope); x: org-map / ours."
+                          (length buffers))
+    (org-agent-bench--out "  %.1f%% of headlines are TODO; tag matches include inherited tags on both sides."
+                          (* 100.0 (or (org-agent-bench--div (org-agent-count :todo "TODO") headlines) 0)))
+    (dolist (b buffers) (kill-buffer b))))
+
+;;;; 4. Store open
+
+(defun org-agent-bench-store-open (dir nodes)
+  "Section 4: time `org-agent--store-open' on the store in DIR (NODES nodes)."
+  (org-agent-bench--out "\n== 4. Opening the persisted store (%s nodes, log %.1f MB)"
+                        nodes (org-agent-bench--mb (or (org-agent-bench--size (expand-file-name "store.log" dir)) 0)))
+  (org-agent-flush)
+  (let (times close-times report)
+    (dotimes (_ 5)
+      ;; Drop the loaded store first, so that only the load is timed.
+      (push (org-agent-bench--time (org-agent--store-close)) close-times)
+      (garbage-collect)
+      (push (org-agent-bench--time (setq report (org-agent--store-open dir))) times))
+    (org-agent-bench--out "  (info) org-agent--store-close of the loaded store: median %s ms (it is dropped on the calling thread)"
+                          (org-agent-bench--fmt (* 1000 (org-agent-bench--median close-times))))
+    (let ((ms (* 1000 (org-agent-bench--median times))))
+      (org-agent-bench--out "  org-agent--store-open: median %s ms of 5 (min %s, max %s); reported %S"
+                            (org-agent-bench--fmt ms)
+                            (org-agent-bench--fmt (* 1000 (apply #'min times)))
+                            (org-agent-bench--fmt (* 1000 (apply #'max times)))
+                            report)
+      (unless (eql (plist-get report :nodes) nodes)
+        (org-agent-bench--out "  WARNING: the reopened store has %S nodes, expected %S"
+                              (plist-get report :nodes) nodes))
+      (org-agent-bench--row "4  open persisted store again (org-agent--store-open), median of 5"
+                            ms "ms" "<= 300 ms" (org-agent-bench--verdict ms #'<= 300)))))
+
+;;;; 5. Memory (fresh child process)
+
+(defun org-agent-bench-child-open (dir)
+  "In a fresh Emacs: measure RSS around opening the store in DIR; print it."
+  (org-agent-bench--setup)
+  (unwind-protect
+      (progn
+        (garbage-collect)
+        (let* ((before (org-agent-bench--rss-kb))
+               (report nil)
+               (secs (org-agent-bench--time (setq report (org-agent--store-open dir))))
+               (after (org-agent-bench--rss-kb))
+               (headlines (plist-get (org-agent-store-stats) :headlines))
+               (count-secs (org-agent-bench--time (org-agent-count :tag "urgent")))
+               (after-query (org-agent-bench--rss-kb)))
+          (princ (format "ORG-AGENT-BENCH-CHILD %S\n"
+                         (list :rss-before before :rss-after after :rss-after-query after-query
+                               :open-secs secs :count-secs count-secs
+                               :nodes (plist-get report :nodes) :headlines headlines)))))
+    (org-agent--store-close)
+    (org-agent-bench--cleanup)))
+
+(defun org-agent-bench--child (dir)
+  "Run `org-agent-bench-child-open' on DIR in a fresh Emacs; return its plist."
+  (let ((emacs (expand-file-name invocation-name invocation-directory)))
+    (with-temp-buffer
+      (let ((process-environment (cons (concat "ORG_AGENT_BENCH_MODULE_DIR="
+                                               org-agent-module-directory)
+                                       process-environment)))
+        (call-process emacs nil (list t nil) nil "-Q" "--batch"
+                      "-l" (expand-file-name "bench/org-agent-bench.el" org-agent-bench-root)
+                      "--eval" (format "(org-agent-bench-child-open %S)" dir)))
+      (goto-char (point-min))
+      (and (re-search-forward "^ORG-AGENT-BENCH-CHILD \\(.*\\)$" nil t)
+           (car (read-from-string (match-string 1)))))))
+
+(defun org-agent-bench-memory (dir headlines)
+  "Section 5 (and startup time): fresh Emacs processes open the store DIR.
+HEADLINES is how many headlines it holds."
+  (org-agent-bench--out "\n== 5. Startup: fresh emacs -Q --batch processes open the store (3 runs)")
+  (org-agent-flush)
+  (org-agent--store-close)              ; nothing of ours touches DIR meanwhile
+  (let (outs)
+    (dotimes (i 3)
+      (org-agent-bench--progress "memory: child process %d of 3 opens the store..." (1+ i))
+      (let ((out (org-agent-bench--child dir)))
+        (if (not out)
+            (org-agent-bench--out "  child %d reported nothing" (1+ i))
+          (push out outs)
+          (org-agent-bench--out "  child %d: VmRSS %s MB before, %s MB after org-agent--store-open (+%s MB), %s MB after a query; open took %s ms; %S nodes, %S headlines"
+                                (1+ i)
+                                (org-agent-bench--fmt (/ (plist-get out :rss-before) 1024.0))
+                                (org-agent-bench--fmt (/ (plist-get out :rss-after) 1024.0))
+                                (org-agent-bench--fmt (/ (- (plist-get out :rss-after) (plist-get out :rss-before)) 1024.0))
+                                (org-agent-bench--fmt (/ (plist-get out :rss-after-query) 1024.0))
+                                (org-agent-bench--fmt (* 1000 (plist-get out :open-secs)))
+                                (plist-get out :nodes) (plist-get out :headlines)))))
+    (let* ((deltas (mapcar (lambda (o) (/ (- (plist-get o :rss-after) (plist-get o :rss-before)) 1024.0)) outs))
+           (delta (org-agent-bench--median deltas))
+           (per-100k (and delta (org-agent-bench--div (* delta 100000) headlines)))
+           (open-ms (and outs (* 1000 (org-agent-bench--median
+                                       (mapcar (lambda (o) (plist-get o :open-secs)) outs))))))
+      (org-agent-bench--out "  => first open in a fresh process: median %s ms; resident memory: median +%s MB = %s MB per 100k headlines"
+                            (org-agent-bench--fmt open-ms) (org-agent-bench--fmt delta)
+                            (org-agent-bench--fmt per-100k))
+      (org-agent-bench--out "     (delta VmRSS around org-agent--store-open; includes malloc slack left by loading)")
+      (org-agent-bench--row "4  first open in a fresh Emacs (startup), median of 3"
+                            open-ms "ms" "<= 300 ms" (org-agent-bench--verdict open-ms #'<= 300))
+      (org-agent-bench--row "5  resident memory per 100k headlines (delta VmRSS)"
+                            per-100k "MB" "(no target)" (if per-100k "info" "n/a"))))
+  (org-agent--store-open dir))
+
+;;;; 2. Save
+
+(defun org-agent-bench--save-text (files bytes)
+  "Text of memex FILES concatenated (whole headlines) up to about BYTES bytes."
+  (with-temp-buffer
+    (dolist (f files)
+      (when (< (position-bytes (point-max)) bytes)
+        (save-excursion
+          (goto-char (point-max))
+          (insert-file-contents f))))
+    ;; Cut at the first headline past BYTES, so the text ends with whole entries.
+    (goto-char (or (byte-to-position (min bytes (1- (position-bytes (point-max))))) (point-max)))
+    (when (re-search-forward "^\\* " nil t)
+      (delete-region (match-beginning 0) (point-max)))
+    (buffer-string)))
+
+(defun org-agent-bench--save-one (label text runs)
+  "Measure the main-thread cost of saving TEXT in an Org file buffer RUNS times."
+  (let* ((file (expand-file-name (format "save-%s.org" label) org-agent-bench--tmp))
+         (coding-system-for-write 'utf-8-unix))
+    (with-temp-file file (insert text))
+    (let* ((bytes (org-agent-bench--size file))
+           (mb (org-agent-bench--mb bytes))
+           (buf (let ((enable-local-variables nil)) (find-file-noselect file)))
+           hook-times nogc-times gc-times copy-times kw-times call-times latencies gcs (bad nil))
+      (with-current-buffer buf
+        (dotimes (i (* 2 runs))
+          (goto-char (point-max))
+          (insert (format "\n* Edit %d of the benchmark\n" i))
+          (garbage-collect)
+          (let ((gc0 gcs-done) (gc-secs0 gc-elapsed) (t0 (current-time)) request)
+            (if (cl-evenp i)
+                ;; What the save hook costs, as a whole.
+                (let ((secs (org-agent-bench--time (setq request (org-agent--after-save))))
+                      (gc-secs (- gc-elapsed gc-secs0)))
+                  (push secs hook-times)
+                  (push gc-secs gc-times)
+                  (push (- secs gc-secs) nogc-times)
+                  (push (- gcs-done gc0) gcs))
+              ;; The same steps one by one (mirrors `org-agent-ingest-buffer').
+              ;; Each step's time excludes the GC that ran inside it.
+              (let (text kws)
+                (cl-macrolet ((step (var form)
+                                `(let* ((g gc-elapsed)
+                                        (s (org-agent-bench--time ,form)))
+                                   (push (- s (- gc-elapsed g)) ,var))))
+                  (step copy-times (setq text (org-agent--buffer-text)))
+                  (step kw-times (setq kws (org-agent--buffer-keywords)))
+                  (step call-times
+                        (setq request (org-agent--ingest-text-async
+                                       (expand-file-name buffer-file-name) text
+                                       (car kws) (cadr kws)))))))
+            (if (not (integerp request))
+                (setq bad request)
+              (let ((event (org-agent-bench--wait request)))
+                (push (float-time (time-since t0)) latencies)
+                (unless (memq (plist-get event :type) '(ingested superseded))
+                  (setq bad (or event 'timeout))))))))
+      (kill-buffer buf)
+      (let* ((ms (* 1000 (org-agent-bench--median hook-times)))
+             (per-mb (org-agent-bench--div ms mb))
+             (nogc-ms (* 1000 (org-agent-bench--median nogc-times)))
+             (nogc-per-mb (org-agent-bench--div nogc-ms mb)))
+        (org-agent-bench--out "  %s buffer (%.2f MB, %d chars): org-agent--after-save median %s ms = %s ms/MB  (min %s, max %s ms; %d runs)"
+                              label mb (length text) (org-agent-bench--fmt ms) (org-agent-bench--fmt per-mb)
+                              (org-agent-bench--fmt (* 1000 (apply #'min hook-times)))
+                              (org-agent-bench--fmt (* 1000 (apply #'max hook-times)))
+                              runs)
+        (org-agent-bench--out "     of which GC: median %s ms (%d collections in %d runs); without GC: median %s ms = %s ms/MB"
+                              (org-agent-bench--fmt (* 1000 (org-agent-bench--median gc-times)))
+                              (apply #'+ gcs) runs
+                              (org-agent-bench--fmt nogc-ms) (org-agent-bench--fmt nogc-per-mb))
+        (org-agent-bench--out "     breakdown (medians of separate runs, GC excluded): buffer-substring %s ms, keywords %s ms, module call (copy into Rust + hand over) %s ms"
+                              (org-agent-bench--fmt (* 1000 (org-agent-bench--median copy-times)))
+                              (org-agent-bench--fmt (* 1000 (org-agent-bench--median kw-times)) 4)
+                              (org-agent-bench--fmt (* 1000 (org-agent-bench--median call-times))))
+        (org-agent-bench--out "     (info) until the worker's ingest event arrived: median %s ms"
+                              (org-agent-bench--fmt (* 1000 (org-agent-bench--median latencies))))
+        (when bad
+          (org-agent-bench--out "     PROBLEM: %S" bad))
+        (org-agent-bench--row (format "2  save %s: main-thread ms per MB (median %s ms)" label
+                                      (org-agent-bench--fmt ms))
+                              per-mb "ms/MB" "<= 10 ms/MB"
+                              (if bad "FAIL" (org-agent-bench--verdict per-mb #'<= 10)))
+        (org-agent-bench--row (format "2  save %s: same, without the GC it triggers" label)
+                              nogc-per-mb "ms/MB" "<= 10 ms/MB"
+                              (if bad "FAIL" (org-agent-bench--verdict nogc-per-mb #'<= 10)))))))
+
+(defun org-agent-bench-save (memex-files)
+  "Section 2: main-thread cost of a save, on text taken from MEMEX-FILES."
+  (org-agent-bench--out "\n== 2. Main-thread cost of saving an Org buffer (store with the memex open)")
+  (org-agent-bench--progress "save: 1 MB and 4 MB buffers...")
+  (org-agent-bench--save-one "1MB" (org-agent-bench--save-text memex-files 1000000) 7)
+  (org-agent-bench--save-one "4MB" (org-agent-bench--save-text memex-files 4000000) 7))
+
+;;;; Driver
+
+(defun org-agent-bench--header ()
+  "Print what was measured where."
+  (let ((default-directory org-agent-bench-root))
+    (org-agent-bench--out "org-agent benchmark — %s" (format-time-string "%F %T %Z"))
+    (org-agent-bench--out "  checkout %s (%s%s)" org-agent-bench-root
+                          (string-trim (shell-command-to-string "git rev-parse --short HEAD 2>/dev/null"))
+                          (if (string-empty-p (shell-command-to-string "git status --porcelain -- src elisp Cargo.toml Cargo.lock 2>/dev/null"))
+                              "" ", src/elisp modified"))
+    (org-agent-bench--out "  module %s (%s)" (org-agent--module-file)
+                          (format-time-string "%F %T" (file-attribute-modification-time
+                                                       (file-attributes (org-agent--module-file)))))
+    (org-agent-bench--out "  Emacs %s, Org %s, %s CPUs, load average %s"
+                          emacs-version org-version
+                          (if (fboundp 'num-processors) (num-processors) "?")
+                          (string-trim (with-temp-buffer
+                                         (insert-file-contents "/proc/loadavg")
+                                         (buffer-substring 1 (min (point-max) 15)))))
+    (org-agent-bench--out "  MB = 10^6 bytes; ratios compare the two sides measured in this same run.")))
+
+(defun org-agent-bench--summary ()
+  "Print the summary table."
+  (org-agent-bench--out "\n== Summary")
+  (org-agent-bench--out "  %-66s %10s %-6s %-12s %s" "figure" "value" "unit" "target" "result")
+  (org-agent-bench--out "  %s" (make-string 104 ?-))
+  (dolist (r (sort (reverse org-agent-bench--results)   ; stable: by section, then as run
+                   (lambda (x y) (string< (car (split-string (car x)))
+                                          (car (split-string (car y)))))))
+    (pcase-let ((`(,label ,value ,unit ,target ,verdict) r))
+      (org-agent-bench--out "  %-66s %10s %-6s %-12s %s"
+                            label (org-agent-bench--fmt value) unit target verdict)))
+  (let ((miss (cl-count-if (lambda (r) (member (nth 4 r) '("MISS" "FAIL" "n/a")))
+                           org-agent-bench--results)))
+    (org-agent-bench--out "  %d of %d targets missed"
+                          miss (cl-count-if (lambda (r) (member (nth 4 r) '("PASS" "MISS" "FAIL" "n/a")))
+                                            org-agent-bench--results))))
+
+(defun org-agent-bench-run ()
+  "Run the whole benchmark and print the report."
+  (let ((start (current-time)))
+    (org-agent-bench--setup)
+    (unwind-protect
+        (progn
+          (org-agent-bench--header)
+          (org-agent-bench-ingest-corpus)
+          (org-agent-bench--progress "generating the memex (%d x %d headlines)..."
+                                     org-agent-bench-files org-agent-bench-per-file)
+          (let* ((files nil)
+                 (gen-secs (org-agent-bench--time
+                             (setq files (org-agent-bench--generate-memex
+                                          (expand-file-name "memex/" org-agent-bench--tmp)
+                                          org-agent-bench-files org-agent-bench-per-file))))
+                 (memex (progn
+                          (org-agent-bench--progress "memex generated in %.1f s" gen-secs)
+                          (org-agent-bench-ingest-memex files)))
+                 (dir (plist-get memex :dir))
+                 (headlines (plist-get memex :headlines)))
+            (org-agent-bench-queries files headlines)
+            (org-agent-bench-store-open dir (plist-get (org-agent-store-stats) :nodes))
+            (org-agent-bench-memory dir headlines)
+            (org-agent-bench-save files))
+          (org-agent-bench--summary)
+          (org-agent-bench--out "\n  total run time %.0f s" (float-time (time-since start))))
+      (ignore-errors (org-agent-flush))
+      (ignore-errors (org-agent--store-close))
+      (org-agent-bench--cleanup))))
+
+(provide 'org-agent-bench)
+;;; org-agent-bench.el ends here
