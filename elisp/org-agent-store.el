@@ -281,6 +281,8 @@ Keys (all optional, all must match):
   :projects t             active projects: tagged `project', not done
   :sparse t               add the ancestors of every match (a sparse tree)
   :limit N                at most N nodes
+  :fields (K ...)         only these keys in each plist, e.g. (:id :title);
+                          fewer keys make large results much cheaper
 Each node plist has :id :kind :title :todo :todo-type :priority
 :tags :inherited-tags :properties :scheduled :deadline :closed
 :level :file :begin :end :hash :parent."

@@ -46,6 +46,20 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// Flush a replaced store, then free it on a thread of its own: dropping a large store takes
+/// long enough (a few hundred ms at 100k headlines) to be felt on the main thread.
+fn retire(old: Arc<Store>) {
+    let _ = old.flush();
+    let spawned = std::thread::Builder::new()
+        .name("org-agent-retire".into())
+        .spawn(move || {
+            crate::block_sigpipe();
+            drop(old);
+        });
+    // If no thread can be started, the store is dropped here instead (the closure is gone).
+    drop(spawned);
+}
+
 impl Runtime {
     /// The process-wide runtime, started on first use.
     pub fn global() -> Result<&'static Runtime, std::io::Error> {
@@ -82,7 +96,7 @@ impl Runtime {
     pub fn open_store(&self, dir: &std::path::Path) -> Result<OpenReport, StoreError> {
         let (store, report) = Store::open(dir, self.config.lock().clone())?;
         let old = std::mem::replace(&mut *self.store.write(), Arc::new(store));
-        let _ = old.flush();
+        retire(old);
         Ok(report)
     }
 
@@ -90,7 +104,7 @@ impl Runtime {
     pub fn close_store(&self) {
         let config = self.config.lock().clone();
         let old = std::mem::replace(&mut *self.store.write(), Arc::new(Store::in_memory(config)));
-        let _ = old.flush();
+        retire(old);
     }
 
     pub fn configure(&self, f: impl FnOnce(&mut Config)) {

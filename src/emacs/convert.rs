@@ -2,8 +2,9 @@
 
 use super::org_agent_error;
 use crate::agent::Event;
-use crate::store::{NodeContent, NodeKind, NodeRef, Query, TodoType, Version};
+use crate::store::{FileDoc, NodeContent, NodeKind, NodeRef, Query, TodoType, Version};
 use ::emacs::{Env, IntoLisp, Result, Value};
+use std::sync::Arc;
 
 ::emacs::use_symbols! {
     kw_id => ":id"
@@ -131,80 +132,212 @@ fn opt_str<'e>(env: &'e Env, s: Option<&str>) -> Result<Value<'e>> {
     }
 }
 
-/// The fields every node plist has that come from its content.
-fn content_fields<'e>(env: &'e Env, c: &NodeContent, out: &mut Vec<Value<'e>>) -> Result<()> {
-    out.push(kw_kind.bind(env));
-    out.push(match c.kind {
-        NodeKind::File => sym_file.bind(env),
-        NodeKind::Headline => sym_headline.bind(env),
-    });
-    out.push(kw_title.bind(env));
-    out.push(c.title.as_str().into_lisp(env)?);
-    out.push(kw_todo.bind(env));
-    out.push(opt_str(env, c.todo.as_deref())?);
-    out.push(kw_todo_type.bind(env));
-    out.push(match c.todo_type {
-        Some(TodoType::Todo) => sym_todo.bind(env),
-        Some(TodoType::Done) => sym_done.bind(env),
-        None => ().into_lisp(env)?,
-    });
-    out.push(kw_priority.bind(env));
-    out.push(match c.priority {
-        Some(p) => (p as i64).into_lisp(env)?,
-        None => ().into_lisp(env)?,
-    });
-    out.push(kw_tags.bind(env));
-    out.push(strings(env, &c.tags)?);
-    out.push(kw_properties.bind(env));
-    let mut props = Vec::with_capacity(c.properties.len());
-    for (k, v) in &c.properties {
-        props.push(env.cons(k.as_str(), v.as_str())?);
+/// Which keys a node plist carries (`:fields` in a query), as a bit set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fields(u32);
+
+/// The keys of a node plist, in the order they appear.
+const FIELD_NAMES: [&str; 19] = [
+    ":id",
+    ":kind",
+    ":title",
+    ":todo",
+    ":todo-type",
+    ":priority",
+    ":tags",
+    ":properties",
+    ":scheduled",
+    ":deadline",
+    ":closed",
+    ":level",
+    ":inherited-tags",
+    ":file",
+    ":begin",
+    ":end",
+    ":hash",
+    ":parent",
+    ":body",
+];
+const F_BODY: usize = 18;
+
+impl Fields {
+    /// Everything but the body (what queries return by default).
+    pub const QUERY: Fields = Fields((1 << F_BODY) - 1);
+    /// Everything, with the body and the children's ids (what `org-agent-node` returns).
+    pub const ALL: Fields = Fields(u32::MAX);
+
+    fn has(self, i: usize) -> bool {
+        self.0 & (1 << i) != 0
     }
-    out.push(list(env, props)?);
-    out.push(kw_scheduled.bind(env));
-    out.push(opt_str(env, c.planning.scheduled.as_deref())?);
-    out.push(kw_deadline.bind(env));
-    out.push(opt_str(env, c.planning.deadline.as_deref())?);
-    out.push(kw_closed.bind(env));
-    out.push(opt_str(env, c.planning.closed.as_deref())?);
-    out.push(kw_level.bind(env));
-    out.push((c.level as i64).into_lisp(env)?);
-    Ok(())
+
+    /// The field set named by a list of keywords such as `(:id :title)`.
+    pub fn from_names(env: &Env, names: Vec<String>) -> Result<Fields> {
+        let mut bits = 0;
+        for name in names {
+            match FIELD_NAMES.iter().position(|f| *f == name) {
+                Some(i) => bits |= 1 << i,
+                None => {
+                    return env.signal(
+                        org_agent_error,
+                        (format!(
+                            "unknown node field {name}; known: {}",
+                            FIELD_NAMES.join(" ")
+                        ),),
+                    )
+                }
+            }
+        }
+        Ok(Fields(bits))
+    }
 }
 
-/// A node as the plist `org-agent-query` documents.
-pub fn node_plist<'e>(env: &'e Env, r: &NodeRef, with_body: bool) -> Result<Value<'e>> {
-    let n = r.node();
-    let mut out: Vec<Value<'e>> = Vec::with_capacity(40);
-    out.push(kw_id.bind(env));
-    out.push((&*n.id).into_lisp(env)?);
-    content_fields(env, &n.content, &mut out)?;
-    out.push(kw_inherited_tags.bind(env));
-    out.push(strings(env, &n.inherited_tags)?);
-    out.push(kw_file.bind(env));
-    out.push((&*r.doc.path).into_lisp(env)?);
-    out.push(kw_begin.bind(env));
-    out.push((n.begin_pos as i64).into_lisp(env)?);
-    out.push(kw_end.bind(env));
-    out.push((n.end_pos as i64).into_lisp(env)?);
-    out.push(kw_hash.bind(env));
-    out.push(n.hash.to_hex().into_lisp(env)?);
-    out.push(kw_parent.bind(env));
-    out.push(match r.parent() {
-        Some(p) => (&*p.node().id).into_lisp(env)?,
-        None => ().into_lisp(env)?,
-    });
-    if with_body {
-        out.push(kw_body.bind(env));
-        out.push(n.content.body.as_str().into_lisp(env)?);
-        out.push(kw_children.bind(env));
-        let mut kids = Vec::with_capacity(n.children.len());
-        for &c in &n.children {
-            kids.push((&*r.doc.nodes[c as usize].id).into_lisp(env)?);
+/// Builds node plists, reusing the Lisp string of a file path across its nodes.
+pub struct NodePlists<'e> {
+    env: &'e Env,
+    fields: Fields,
+    file: Option<(*const FileDoc, Value<'e>)>,
+}
+
+impl<'e> NodePlists<'e> {
+    pub fn new(env: &'e Env, fields: Fields) -> Self {
+        NodePlists {
+            env,
+            fields,
+            file: None,
         }
-        out.push(list(env, kids)?);
     }
-    list(env, out)
+
+    fn file_value(&mut self, doc: &Arc<FileDoc>) -> Result<Value<'e>> {
+        let ptr = Arc::as_ptr(doc);
+        match self.file {
+            Some((p, v)) if p == ptr => Ok(v),
+            _ => {
+                let v = (&*doc.path).into_lisp(self.env)?;
+                self.file = Some((ptr, v));
+                Ok(v)
+            }
+        }
+    }
+
+    pub fn plist(&mut self, r: &NodeRef) -> Result<Value<'e>> {
+        let env = self.env;
+        let f = self.fields;
+        let n = r.node();
+        let mut out: Vec<Value<'e>> = Vec::with_capacity(42);
+        if f.has(0) {
+            out.push(kw_id.bind(env));
+            out.push((&*n.id).into_lisp(env)?);
+        }
+        content_fields(env, &n.content, f, &mut out)?;
+        if f.has(12) {
+            out.push(kw_inherited_tags.bind(env));
+            out.push(strings(env, &n.inherited_tags)?);
+        }
+        if f.has(13) {
+            out.push(kw_file.bind(env));
+            out.push(self.file_value(&r.doc)?);
+        }
+        if f.has(14) {
+            out.push(kw_begin.bind(env));
+            out.push((n.begin_pos as i64).into_lisp(env)?);
+        }
+        if f.has(15) {
+            out.push(kw_end.bind(env));
+            out.push((n.end_pos as i64).into_lisp(env)?);
+        }
+        if f.has(16) {
+            out.push(kw_hash.bind(env));
+            out.push(n.hash.to_hex().into_lisp(env)?);
+        }
+        if f.has(17) {
+            out.push(kw_parent.bind(env));
+            out.push(match r.parent() {
+                Some(p) => (&*p.node().id).into_lisp(env)?,
+                None => ().into_lisp(env)?,
+            });
+        }
+        if f.has(F_BODY) {
+            out.push(kw_body.bind(env));
+            out.push(n.content.body.as_str().into_lisp(env)?);
+        }
+        if f == Fields::ALL {
+            out.push(kw_children.bind(env));
+            let mut kids = Vec::with_capacity(n.children.len());
+            for &c in &n.children {
+                kids.push((&*r.doc.nodes[c as usize].id).into_lisp(env)?);
+            }
+            out.push(list(env, kids)?);
+        }
+        list(env, out)
+    }
+}
+
+/// The fields of a node plist that come from its content (`:kind` … `:level`).
+fn content_fields<'e>(
+    env: &'e Env,
+    c: &NodeContent,
+    f: Fields,
+    out: &mut Vec<Value<'e>>,
+) -> Result<()> {
+    if f.has(1) {
+        out.push(kw_kind.bind(env));
+        out.push(match c.kind {
+            NodeKind::File => sym_file.bind(env),
+            NodeKind::Headline => sym_headline.bind(env),
+        });
+    }
+    if f.has(2) {
+        out.push(kw_title.bind(env));
+        out.push(c.title.as_str().into_lisp(env)?);
+    }
+    if f.has(3) {
+        out.push(kw_todo.bind(env));
+        out.push(opt_str(env, c.todo.as_deref())?);
+    }
+    if f.has(4) {
+        out.push(kw_todo_type.bind(env));
+        out.push(match c.todo_type {
+            Some(TodoType::Todo) => sym_todo.bind(env),
+            Some(TodoType::Done) => sym_done.bind(env),
+            None => ().into_lisp(env)?,
+        });
+    }
+    if f.has(5) {
+        out.push(kw_priority.bind(env));
+        out.push(match c.priority {
+            Some(p) => (p as i64).into_lisp(env)?,
+            None => ().into_lisp(env)?,
+        });
+    }
+    if f.has(6) {
+        out.push(kw_tags.bind(env));
+        out.push(strings(env, &c.tags)?);
+    }
+    if f.has(7) {
+        out.push(kw_properties.bind(env));
+        let mut props = Vec::with_capacity(c.properties.len());
+        for (k, v) in &c.properties {
+            props.push(env.cons(k.as_str(), v.as_str())?);
+        }
+        out.push(list(env, props)?);
+    }
+    if f.has(8) {
+        out.push(kw_scheduled.bind(env));
+        out.push(opt_str(env, c.planning.scheduled.as_deref())?);
+    }
+    if f.has(9) {
+        out.push(kw_deadline.bind(env));
+        out.push(opt_str(env, c.planning.deadline.as_deref())?);
+    }
+    if f.has(10) {
+        out.push(kw_closed.bind(env));
+        out.push(opt_str(env, c.planning.closed.as_deref())?);
+    }
+    if f.has(11) {
+        out.push(kw_level.bind(env));
+        out.push((c.level as i64).into_lisp(env)?);
+    }
+    Ok(())
 }
 
 /// One past version of a node.
@@ -214,7 +347,7 @@ pub fn version_plist<'e>(env: &'e Env, v: &Version) -> Result<Value<'e>> {
     out.push(v.hash.to_hex().into_lisp(env)?);
     out.push(kw_time.bind(env));
     out.push(v.time.into_lisp(env)?);
-    content_fields(env, &v.content, &mut out)?;
+    content_fields(env, &v.content, Fields::ALL, &mut out)?;
     out.push(kw_body.bind(env));
     out.push(v.content.body.as_str().into_lisp(env)?);
     list(env, out)
@@ -285,7 +418,7 @@ fn date_arg(env: &Env, key: &str, v: Value) -> Result<String> {
 }
 
 /// A query plist such as `(:tag "work" :todo-type todo)` → [`Query`].
-pub fn parse_query(env: &Env, plist: Value) -> Result<Query> {
+pub fn parse_query(env: &Env, plist: Value) -> Result<(Query, Fields)> {
     let items = list_items(env, plist)?;
     if items.len() % 2 != 0 {
         return env.signal(
@@ -294,6 +427,7 @@ pub fn parse_query(env: &Env, plist: Value) -> Result<Query> {
         );
     }
     let mut q = Query::default();
+    let mut fields = Fields::QUERY;
     for pair in items.chunks(2) {
         let key = lisp_string(env, pair[0])?;
         let v = pair[1];
@@ -353,11 +487,12 @@ pub fn parse_query(env: &Env, plist: Value) -> Result<Query> {
             ":projects" => q.projects = given,
             ":sparse" => q.sparse = given,
             ":limit" if given => q.limit = Some(v.into_rust::<i64>()?.max(0) as usize),
+            ":fields" if given => fields = Fields::from_names(env, string_list(env, v)?)?,
             _ if !given => {}
             other => {
                 return env.signal(org_agent_error, (format!("unknown query key {other}"),));
             }
         }
     }
-    Ok(q)
+    Ok((q, fields))
 }

@@ -214,11 +214,12 @@ fn drain<'e>(env: &'e Env) -> Result<Value<'e>> {
 /// Return the nodes matching the query plist QUERY (see `org-agent-query').
 #[defun]
 fn query<'e>(env: &'e Env, query: Value<'e>) -> Result<Value<'e>> {
-    let q = parse_query(env, query)?;
+    let (q, fields) = parse_query(env, query)?;
     let hits = runtime(env)?.store().query(&q);
+    let mut plists = NodePlists::new(env, fields);
     let mut out = Vec::with_capacity(hits.len());
     for h in &hits {
-        out.push(node_plist(env, h, false)?);
+        out.push(plists.plist(h)?);
     }
     list(env, out)
 }
@@ -226,7 +227,7 @@ fn query<'e>(env: &'e Env, query: Value<'e>) -> Result<Value<'e>> {
 /// Return how many nodes match the query plist QUERY.
 #[defun]
 fn count<'e>(env: &'e Env, query: Value<'e>) -> Result<i64> {
-    let q = parse_query(env, query)?;
+    let (q, _) = parse_query(env, query)?;
     Ok(runtime(env)?.store().query(&q).len() as i64)
 }
 
@@ -234,7 +235,7 @@ fn count<'e>(env: &'e Env, query: Value<'e>) -> Result<i64> {
 #[defun]
 fn node<'e>(env: &'e Env, id: String) -> Result<Value<'e>> {
     match runtime(env)?.store().node(&id) {
-        Some(r) => node_plist(env, &r, true),
+        Some(r) => NodePlists::new(env, Fields::ALL).plist(&r),
         None => ().into_lisp(env),
     }
 }

@@ -109,10 +109,7 @@ impl FileDoc {
     }
 
     /// Rebuild a document from its record and the stored versions.
-    fn from_record(
-        rec: FileRecord,
-        versions: &imbl::HashMap<Hash, Arc<NodeContent>>,
-    ) -> Option<FileDoc> {
+    fn from_record(rec: FileRecord, versions: &HashMap<Hash, Arc<NodeContent>>) -> Option<FileDoc> {
         let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
         for p in rec.nodes {
             let content = versions.get(&p.hash)?.clone();
@@ -165,36 +162,56 @@ pub struct Version {
     pub content: Arc<NodeContent>,
 }
 
-/// The whole store at one moment. Cloning is O(1) and shares everything.
-#[derive(Clone, Default)]
-pub struct State {
-    pub files: imbl::OrdMap<Arc<str>, Arc<FileDoc>>,
-    pub ids: imbl::HashMap<Arc<str>, imbl::Vector<Loc>>,
-    pub versions: imbl::HashMap<Hash, Arc<NodeContent>>,
-    pub history: imbl::HashMap<Arc<str>, imbl::Vector<(Hash, i64)>>,
+/// Where the nodes with one id sit: almost always one place.
+#[derive(Clone, Debug)]
+pub enum IdLocs {
+    One(Loc),
+    Many(Arc<Vec<Loc>>),
 }
 
-impl State {
-    pub fn node_count(&self) -> usize {
-        self.files.values().map(|f| f.nodes.len()).sum()
+impl IdLocs {
+    pub fn first(&self) -> &Loc {
+        match self {
+            IdLocs::One(l) => l,
+            IdLocs::Many(v) => &v[0],
+        }
     }
 
-    pub fn node(&self, id: &str) -> Option<NodeRef> {
-        let loc = self.ids.get(id)?.front()?.clone();
-        let doc = self.files.get(&loc.file)?.clone();
-        ((loc.index as usize) < doc.nodes.len()).then_some(NodeRef {
-            doc,
-            index: loc.index,
-        })
+    pub fn len(&self) -> usize {
+        match self {
+            IdLocs::One(_) => 1,
+            IdLocs::Many(v) => v.len(),
+        }
     }
 
-    fn set_file(&mut self, doc: Arc<FileDoc>, time: i64, records: &mut Vec<Record>) {
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Loc> {
+        match self {
+            IdLocs::One(l) => std::slice::from_ref(l).iter(),
+            IdLocs::Many(v) => v.iter(),
+        }
+    }
+}
+
+/// Every node version ever seen and each id's history. Append-only, so it is shared by all
+/// states and snapshots instead of being part of them.
+#[derive(Default)]
+pub struct Archive {
+    pub versions: HashMap<Hash, Arc<NodeContent>>,
+    pub history: HashMap<Arc<str>, Vec<(Hash, i64)>>,
+}
+
+impl Archive {
+    /// Record the versions and history of `doc`, given the file's previous document.
+    fn add(&mut self, doc: &FileDoc, old: Option<&FileDoc>, time: i64, records: &mut Vec<Record>) {
         // What each (id, occurrence) was in this file before: a node's history grows only
         // when it changed here, so headlines sharing an :ID: do not push each other's
         // versions on every ingest.
-        let old = self.files.get(&doc.path).cloned();
         let mut before: HashMap<(&str, u32), Hash> = HashMap::new();
-        if let Some(old) = &old {
+        if let Some(old) = old {
             let mut seen: HashMap<&str, u32> = HashMap::new();
             for n in &old.nodes {
                 let k = seen.entry(&n.id).or_insert(0);
@@ -203,30 +220,103 @@ impl State {
             }
         }
         let mut seen: HashMap<&str, u32> = HashMap::new();
-        self.unlink_ids(&doc.path);
-        for (i, n) in doc.nodes.iter().enumerate() {
-            if !self.versions.contains_key(&n.hash) {
-                self.versions.insert(n.hash, n.content.clone());
+        for n in &doc.nodes {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.versions.entry(n.hash) {
+                e.insert(n.content.clone());
                 records.push(Record::Version(n.hash, n.content.clone()));
             }
             let k = seen.entry(&n.id).or_insert(0);
             let changed_here = before.get(&(&*n.id, *k)) != Some(&n.hash);
             *k += 1;
+            if !changed_here {
+                continue;
+            }
             let hist = self.history.entry(n.id.clone()).or_default();
-            if changed_here && hist.back().map(|(h, _)| *h) != Some(n.hash) {
-                hist.push_back((n.hash, time));
+            if hist.last().map(|(h, _)| *h) != Some(n.hash) {
+                hist.push((n.hash, time));
                 records.push(Record::History {
                     id: n.id.to_string(),
                     hash: n.hash,
                     time,
                 });
             }
-            self.ids.entry(n.id.clone()).or_default().push_back(Loc {
+        }
+    }
+
+    fn records(&self, out: &mut Vec<Record>) {
+        out.extend(
+            self.versions
+                .iter()
+                .map(|(h, c)| Record::Version(*h, c.clone())),
+        );
+        for (id, hist) in self.history.iter() {
+            for (hash, time) in hist.iter() {
+                out.push(Record::History {
+                    id: id.to_string(),
+                    hash: *hash,
+                    time: *time,
+                });
+            }
+        }
+    }
+}
+
+/// The files of the store at one moment. Cloning is O(1) and shares everything.
+#[derive(Clone, Default)]
+pub struct State {
+    pub files: imbl::OrdMap<Arc<str>, Arc<FileDoc>>,
+    pub ids: imbl::HashMap<Arc<str>, IdLocs>,
+}
+
+impl State {
+    pub fn node_count(&self) -> usize {
+        self.files.values().map(|f| f.nodes.len()).sum()
+    }
+
+    pub fn node(&self, id: &str) -> Option<NodeRef> {
+        let loc = self.ids.get(id)?.first().clone();
+        let doc = self.files.get(&loc.file)?.clone();
+        ((loc.index as usize) < doc.nodes.len()).then_some(NodeRef {
+            doc,
+            index: loc.index,
+        })
+    }
+
+    fn set_file(
+        &mut self,
+        doc: Arc<FileDoc>,
+        time: i64,
+        archive: &mut Archive,
+        records: &mut Vec<Record>,
+    ) {
+        let old = self.files.get(&doc.path).cloned();
+        archive.add(&doc, old.as_deref(), time, records);
+        records.push(Record::File(doc.record()));
+        self.link_file(doc);
+    }
+
+    /// Make `doc` the file's current document and index its ids.
+    fn link_file(&mut self, doc: Arc<FileDoc>) {
+        self.unlink_ids(&doc.path);
+        for (i, n) in doc.nodes.iter().enumerate() {
+            let loc = Loc {
                 file: doc.path.clone(),
                 index: i as u32,
-            });
+            };
+            match self.ids.get_mut(&n.id) {
+                None => {
+                    self.ids.insert(n.id.clone(), IdLocs::One(loc));
+                }
+                Some(entry) => {
+                    let mut all = match entry {
+                        IdLocs::One(l) => vec![l.clone()],
+                        IdLocs::Many(v) => v.as_ref().clone(),
+                    };
+                    all.push(loc);
+                    *entry = IdLocs::Many(Arc::new(all));
+                }
+            }
         }
-        records.push(Record::File(doc.record()));
         self.files.insert(doc.path.clone(), doc);
     }
 
@@ -235,10 +325,31 @@ impl State {
             return;
         };
         for n in &old.nodes {
-            if let Some(locs) = self.ids.get_mut(&n.id) {
-                locs.retain(|l| &l.file != path);
-                if locs.is_empty() {
-                    self.ids.remove(&n.id);
+            let remaining = match self.ids.get(&n.id) {
+                None => continue,
+                Some(IdLocs::One(l)) => {
+                    if &l.file == path {
+                        Some(Vec::new())
+                    } else {
+                        None
+                    }
+                }
+                Some(IdLocs::Many(v)) => {
+                    Some(v.iter().filter(|l| &l.file != path).cloned().collect())
+                }
+            };
+            match remaining {
+                None => {}
+                Some(mut v) if v.len() <= 1 => match v.pop() {
+                    Some(l) => {
+                        self.ids.insert(n.id.clone(), IdLocs::One(l));
+                    }
+                    None => {
+                        self.ids.remove(&n.id);
+                    }
+                },
+                Some(v) => {
+                    self.ids.insert(n.id.clone(), IdLocs::Many(Arc::new(v)));
                 }
             }
         }
@@ -250,55 +361,36 @@ impl State {
     }
 
     /// Apply one persisted record while loading.
-    fn replay(&mut self, rec: Record) -> std::result::Result<(), String> {
+    fn replay(&mut self, rec: Record, archive: &mut Archive) -> std::result::Result<(), String> {
         match rec {
             Record::Version(hash, content) => {
-                self.versions.insert(hash, content);
+                archive.versions.insert(hash, content);
             }
             Record::History { id, hash, time } => {
-                self.history
+                archive
+                    .history
                     .entry(Arc::from(id.as_str()))
                     .or_default()
-                    .push_back((hash, time));
+                    .push((hash, time));
             }
             Record::RemoveFile(path) => {
                 self.remove_file(&Arc::from(path.as_str()));
             }
             Record::File(rec) => {
                 let path = rec.path.clone();
-                let doc = FileDoc::from_record(rec, &self.versions).ok_or_else(|| {
+                let doc = FileDoc::from_record(rec, &archive.versions).ok_or_else(|| {
                     format!("file record for {path} names an unknown node version")
                 })?;
-                let doc = Arc::new(doc);
-                self.unlink_ids(&doc.path);
-                for (i, n) in doc.nodes.iter().enumerate() {
-                    self.ids.entry(n.id.clone()).or_default().push_back(Loc {
-                        file: doc.path.clone(),
-                        index: i as u32,
-                    });
-                }
-                self.files.insert(doc.path.clone(), doc);
+                self.link_file(Arc::new(doc));
             }
         }
         Ok(())
     }
 
     /// Every live record, for compaction.
-    fn records(&self) -> Vec<Record> {
-        let mut out: Vec<Record> = self
-            .versions
-            .iter()
-            .map(|(h, c)| Record::Version(*h, c.clone()))
-            .collect();
-        for (id, hist) in self.history.iter() {
-            for (hash, time) in hist.iter() {
-                out.push(Record::History {
-                    id: id.to_string(),
-                    hash: *hash,
-                    time: *time,
-                });
-            }
-        }
+    fn records(&self, archive: &Archive) -> Vec<Record> {
+        let mut out = Vec::new();
+        archive.records(&mut out);
         for doc in self.files.values() {
             out.push(Record::File(doc.record()));
         }
@@ -360,6 +452,8 @@ pub struct Stats {
 
 pub struct Store {
     current: Mutex<Arc<State>>,
+    /// Locked after `commit_lock` when both are needed.
+    archive: Mutex<Archive>,
     commit_lock: Mutex<()>,
     snapshots: Mutex<VecDeque<Snapshot>>,
     writer: Option<LogWriter>,
@@ -438,12 +532,18 @@ pub const LOG_NAME: &str = "store.log";
 impl Store {
     /// A store that lives in memory only.
     pub fn in_memory(config: Config) -> Store {
-        Store::with(Arc::new(State::default()), None, config)
+        Store::with(Arc::new(State::default()), Archive::default(), None, config)
     }
 
-    fn with(state: Arc<State>, writer: Option<LogWriter>, config: Config) -> Store {
+    fn with(
+        state: Arc<State>,
+        archive: Archive,
+        writer: Option<LogWriter>,
+        config: Config,
+    ) -> Store {
         Store {
             current: Mutex::new(state),
+            archive: Mutex::new(archive),
             commit_lock: Mutex::new(()),
             snapshots: Mutex::new(VecDeque::new()),
             writer,
@@ -467,6 +567,7 @@ impl Store {
             Err(e) => return Err(e),
         };
         let mut state = State::default();
+        let mut archive = Archive::default();
         let mut valid_len = 0;
         let mut dead_files = 0usize;
         if let Some(loaded) = loaded {
@@ -478,7 +579,7 @@ impl Store {
                     if matches!(rec, Record::File(_) | Record::RemoveFile(_)) {
                         dead_files += 1;
                     }
-                    if let Err(e) = state.replay(rec) {
+                    if let Err(e) = state.replay(rec, &mut archive) {
                         failure = Some(e);
                         break 'outer;
                     }
@@ -490,6 +591,7 @@ impl Store {
                     path.display()
                 ));
                 state = State::default();
+                archive = Archive::default();
             }
         }
         if report.rebuilt.is_some() {
@@ -505,7 +607,7 @@ impl Store {
         report.nodes = state.node_count();
         let writer = LogWriter::open(&path, valid_len)?;
         let compact = dead_files > 2 * state.files.len() + 64;
-        let store = Store::with(Arc::new(state), Some(writer), config);
+        let store = Store::with(Arc::new(state), archive, Some(writer), config);
         if compact {
             store.compact();
         }
@@ -535,7 +637,7 @@ impl Store {
     pub fn compact(&self) {
         let _guard = self.commit_lock.lock();
         if let Some(w) = &self.writer {
-            let recs = self.state().records();
+            let recs = self.state().records(&self.archive.lock());
             w.rewrite(persist::encode_batch(&recs));
         }
     }
@@ -607,10 +709,13 @@ impl Store {
             return Ok(None);
         }
         let mut state = (*self.state()).clone();
-        let before = state.versions.len();
         let mut records = Vec::new();
-        state.set_file(doc.clone(), now(), &mut records);
-        let new_versions = state.versions.len() - before;
+        let new_versions = {
+            let mut archive = self.archive.lock();
+            let before = archive.versions.len();
+            state.set_file(doc.clone(), now(), &mut archive, &mut records);
+            archive.versions.len() - before
+        };
         self.publish(state, records);
         Ok(Some(IngestReport {
             file: file.to_string(),
@@ -764,19 +869,24 @@ impl Store {
 
     /// Every version a node id has had, oldest first.
     pub fn history(&self, id: &str) -> Vec<Version> {
-        let state = self.state();
-        let Some(hist) = state.history.get(id) else {
+        let archive = self.archive.lock();
+        let Some(hist) = archive.history.get(id) else {
             return Vec::new();
         };
         hist.iter()
             .filter_map(|(h, t)| {
-                state.versions.get(h).map(|c| Version {
+                archive.versions.get(h).map(|c| Version {
                     hash: *h,
                     time: *t,
                     content: c.clone(),
                 })
             })
             .collect()
+    }
+
+    /// Run `f` on the archive of every version and each id's history.
+    pub fn with_archive<R>(&self, f: impl FnOnce(&Archive) -> R) -> R {
+        f(&self.archive.lock())
     }
 
     pub fn query(&self, q: &Query) -> Vec<NodeRef> {
@@ -825,7 +935,7 @@ impl Store {
         for (p, doc) in snap.state.files.iter() {
             let same = state.files.get(p).is_some_and(|cur| Arc::ptr_eq(cur, doc));
             if !same {
-                state.set_file(doc.clone(), time, &mut records);
+                state.set_file(doc.clone(), time, &mut self.archive.lock(), &mut records);
             }
         }
         self.publish(state, records);
@@ -847,7 +957,7 @@ impl Store {
             files: state.files.len(),
             nodes,
             headlines: nodes - state.files.len(),
-            versions: state.versions.len(),
+            versions: self.archive.lock().versions.len(),
             ids_with_duplicates: state.ids.values().filter(|l| l.len() > 1).count(),
             bytes_on_disk: self
                 .writer

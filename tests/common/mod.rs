@@ -1,7 +1,9 @@
 //! Helpers shared by the store integration tests.
 #![allow(dead_code)]
 
-use org_agent::store::{Config, Hash, IngestReport, NodeContent, NodeRef, Query, State, Store};
+use org_agent::store::{
+    Archive, Config, Hash, IngestReport, NodeContent, NodeRef, Query, State, Store,
+};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -141,7 +143,7 @@ pub fn file_fp(doc: &org_agent::store::FileDoc) -> FileFp {
     }
 }
 
-pub fn state_fp(state: &State) -> StateFp {
+pub fn state_fp(state: &State, archive: &Archive) -> StateFp {
     let files = state.files.values().map(|d| file_fp(d)).collect();
     let mut ids: Vec<(String, Vec<(String, u32)>)> = state
         .ids
@@ -154,16 +156,16 @@ pub fn state_fp(state: &State) -> StateFp {
         })
         .collect();
     ids.sort();
-    let mut versions: Vec<(Hash, NodeContent)> = state
+    let mut versions: Vec<(Hash, NodeContent)> = archive
         .versions
         .iter()
         .map(|(h, c)| (*h, (**c).clone()))
         .collect();
     versions.sort_by_key(|(h, _)| *h);
-    let mut history: Vec<(String, Vec<(Hash, i64)>)> = state
+    let mut history: Vec<(String, Vec<(Hash, i64)>)> = archive
         .history
         .iter()
-        .map(|(id, h)| (id.to_string(), h.iter().copied().collect()))
+        .map(|(id, h)| (id.to_string(), h.to_vec()))
         .collect();
     history.sort();
     StateFp {
@@ -180,7 +182,8 @@ pub fn files_fp(state: &State) -> Vec<FileFp> {
 }
 
 pub fn store_fp(store: &Store) -> StateFp {
-    state_fp(&store.state())
+    let state = store.state();
+    store.with_archive(|archive| state_fp(&state, archive))
 }
 
 /// Number of characters before byte `offset`, plus one: an Emacs buffer position.

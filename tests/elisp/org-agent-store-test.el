@@ -121,6 +121,9 @@ The copy's directory is bound to `notes'."
       (should (equal (mapcar (lambda (n) (plist-get n :level))
                              (org-agent-query :file (expand-file-name "journal.org" notes)))
                      '(0 1 2 3 3)))
+      (should (equal (org-agent-query :todo "WAITING" :fields '(:title :todo))
+                     '((:title "Domain name transfer" :todo "WAITING"))))
+      (should-error (org-agent-query :fields '(:nonsense)))
       (should-error (org-agent-query :bogus 1))
       (should-error (org-agent-query :scheduled-before "next week")))))
 
