@@ -34,6 +34,13 @@ use std::sync::Arc;
     sym_headline => "headline"
 }
 
+// Called for every plist and list we build: through a cached function reference instead of
+// interning the symbol each time.
+::emacs::use_functions! {
+    fn_list => "list"
+    fn_cons => "cons"
+}
+
 /// Hard cap on the length of a plist or list argument we walk (guards circular lists).
 const MAX_LIST: usize = 100_000;
 
@@ -42,7 +49,10 @@ pub fn kw<'e>(env: &'e Env, name: &str) -> Result<Value<'e>> {
 }
 
 pub fn list<'e>(env: &'e Env, items: Vec<Value<'e>>) -> Result<Value<'e>> {
-    env.call("list", &items[..])
+    if items.is_empty() {
+        return ().into_lisp(env);
+    }
+    fn_list.call(env, &items[..])
 }
 
 pub fn plist<'e>(env: &'e Env, pairs: Vec<(Value<'e>, Value<'e>)>) -> Result<Value<'e>> {
@@ -317,7 +327,7 @@ fn content_fields<'e>(
         out.push(kw_properties.bind(env));
         let mut props = Vec::with_capacity(c.properties.len());
         for (k, v) in &c.properties {
-            props.push(env.cons(k.as_str(), v.as_str())?);
+            props.push(fn_cons.call(env, (k.as_str(), v.as_str()))?);
         }
         out.push(list(env, props)?);
     }

@@ -295,29 +295,72 @@ impl State {
         self.link_file(doc);
     }
 
-    /// Make `doc` the file's current document and index its ids.
+    /// Make `doc` the file's current document and index its ids. Only the (id, position)
+    /// pairs that changed since the file's previous document touch the id map, so
+    /// re-ingesting an edited file costs what changed, not the file's size.
     fn link_file(&mut self, doc: Arc<FileDoc>) {
-        self.unlink_ids(&doc.path);
-        for (i, n) in doc.nodes.iter().enumerate() {
-            let loc = Loc {
-                file: doc.path.clone(),
-                index: i as u32,
-            };
-            match self.ids.get_mut(&n.id) {
-                None => {
-                    self.ids.insert(n.id.clone(), IdLocs::One(loc));
-                }
-                Some(entry) => {
-                    let mut all = match entry {
-                        IdLocs::One(l) => vec![l.clone()],
-                        IdLocs::Many(v) => v.as_ref().clone(),
-                    };
-                    all.push(loc);
-                    *entry = IdLocs::Many(Arc::new(all));
-                }
-            }
+        let pairs = |d: &FileDoc| -> std::collections::HashSet<(Arc<str>, u32)> {
+            d.nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.id.clone(), i as u32))
+                .collect()
+        };
+        let new_pairs = pairs(&doc);
+        let old_pairs = match self.files.get(&doc.path).cloned() {
+            Some(old) => pairs(&old),
+            None => Default::default(),
+        };
+        for (id, index) in old_pairs.difference(&new_pairs) {
+            self.remove_loc(id, |l| l.file == doc.path && l.index == *index);
+        }
+        for (id, index) in new_pairs.difference(&old_pairs) {
+            self.add_loc(
+                id.clone(),
+                Loc {
+                    file: doc.path.clone(),
+                    index: *index,
+                },
+            );
         }
         self.files.insert(doc.path.clone(), doc);
+    }
+
+    fn add_loc(&mut self, id: Arc<str>, loc: Loc) {
+        match self.ids.get_mut(&id) {
+            None => {
+                self.ids.insert(id, IdLocs::One(loc));
+            }
+            Some(entry) => {
+                let mut all: Vec<Loc> = entry.iter().cloned().collect();
+                all.push(loc);
+                // Keep a stable order (file, position) so `node` does not depend on the order
+                // files were ingested in.
+                all.sort_by(|a, b| (&a.file, a.index).cmp(&(&b.file, b.index)));
+                *entry = IdLocs::Many(Arc::new(all));
+            }
+        }
+    }
+
+    fn remove_loc(&mut self, id: &Arc<str>, gone: impl Fn(&Loc) -> bool) {
+        let Some(entry) = self.ids.get(id) else {
+            return;
+        };
+        let mut rest: Vec<Loc> = entry.iter().filter(|l| !gone(l)).cloned().collect();
+        match rest.len() {
+            0 => {
+                self.ids.remove(id);
+            }
+            1 => {
+                if let Some(l) = rest.pop() {
+                    self.ids.insert(id.clone(), IdLocs::One(l));
+                }
+            }
+            n if n == entry.len() => {}
+            _ => {
+                self.ids.insert(id.clone(), IdLocs::Many(Arc::new(rest)));
+            }
+        }
     }
 
     fn unlink_ids(&mut self, path: &Arc<str>) {
@@ -325,33 +368,7 @@ impl State {
             return;
         };
         for n in &old.nodes {
-            let remaining = match self.ids.get(&n.id) {
-                None => continue,
-                Some(IdLocs::One(l)) => {
-                    if &l.file == path {
-                        Some(Vec::new())
-                    } else {
-                        None
-                    }
-                }
-                Some(IdLocs::Many(v)) => {
-                    Some(v.iter().filter(|l| &l.file != path).cloned().collect())
-                }
-            };
-            match remaining {
-                None => {}
-                Some(mut v) if v.len() <= 1 => match v.pop() {
-                    Some(l) => {
-                        self.ids.insert(n.id.clone(), IdLocs::One(l));
-                    }
-                    None => {
-                        self.ids.remove(&n.id);
-                    }
-                },
-                Some(v) => {
-                    self.ids.insert(n.id.clone(), IdLocs::Many(Arc::new(v)));
-                }
-            }
+            self.remove_loc(&n.id, |l| &l.file == path);
         }
     }
 
@@ -814,33 +831,65 @@ impl Store {
     pub fn ingest_directories(
         &self,
         dirs: &[PathBuf],
-        mut progress: impl FnMut(usize, usize, &str),
-        cancelled: impl Fn() -> bool,
+        progress: impl FnMut(usize, usize, &str) + Send,
+        cancelled: impl Fn() -> bool + Sync,
     ) -> DirReport {
         let files = Store::org_files_under(dirs);
-        let mut report = DirReport {
+        let report = DirReport {
             files: files.len(),
             ..DirReport::default()
         };
-        for (i, f) in files.iter().enumerate() {
-            if cancelled() {
-                report.cancelled = true;
-                break;
-            }
-            let name = f.to_string_lossy();
-            match self.ingest_file(&name, false) {
-                Ok(r) if r.changed => {
-                    report.ingested += 1;
-                    report.nodes += r.nodes;
+        // Files are parsed in parallel (commits stay serialised by `commit_lock`), one
+        // thread per core: reading and parsing dominate a first ingest.
+        let workers = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 4)
+            .min(files.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let shared = Mutex::new((report, 0usize, progress));
+        std::thread::scope(|scope| {
+            let work = || {
+                crate::block_sigpipe();
+                loop {
+                    if cancelled() {
+                        shared.lock().0.cancelled = true;
+                        break;
+                    }
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(f) = files.get(i) else { break };
+                    let name = f.to_string_lossy();
+                    let result = self.ingest_file(&name, false);
+                    let mut guard = shared.lock();
+                    let (report, done, progress) = &mut *guard;
+                    match result {
+                        Ok(r) if r.changed => {
+                            report.ingested += 1;
+                            report.nodes += r.nodes;
+                        }
+                        Ok(r) => {
+                            report.unchanged += 1;
+                            report.nodes += r.nodes;
+                        }
+                        Err(e) => report.errors.push(e.to_string()),
+                    }
+                    *done += 1;
+                    progress(*done, files.len(), &name);
                 }
-                Ok(r) => {
-                    report.unchanged += 1;
-                    report.nodes += r.nodes;
+            };
+            for _ in 1..workers {
+                // Parsing recurses per headline level: the same stack as the runtime's workers.
+                let spawned = std::thread::Builder::new()
+                    .name("org-agent-ingest".into())
+                    .stack_size(16 << 20)
+                    .spawn_scoped(scope, work);
+                if spawned.is_err() {
+                    break;
                 }
-                Err(e) => report.errors.push(e.to_string()),
             }
-            progress(i + 1, files.len(), &name);
-        }
+            work();
+        });
+        let (mut report, _, _) = shared.into_inner();
         if !report.cancelled {
             let found: std::collections::HashSet<String> = files
                 .iter()
