@@ -439,7 +439,7 @@ Return a plist of the figures."
                        ;; The directory walk skips hidden directories (.git, .archive, ...):
                        ;; count the bytes of the files it ingests.
                        (dbytes (org-agent-bench--sum-sizes
-                                (seq-remove (lambda (f) (string-match-p "/[.#]" (file-relative-name f root)))
+                                (seq-remove (lambda (f) (string-match-p "\\(?:\\`\\|/\\)[.#]" (file-relative-name f root)))
                                             files)))
                        (drate (org-agent-bench--div (org-agent-bench--mb dbytes) dsecs)))
             (org-agent-bench--out "  module   org-agent-ingest-directory (worker threads, %d CPUs): %7.3f s  %8s MB/s  (%d files, %.2f MB, %d nodes)"

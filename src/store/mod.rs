@@ -306,11 +306,20 @@ impl State {
                 .map(|(i, n)| (n.id.clone(), i as u32))
                 .collect()
         };
-        let new_pairs = pairs(&doc);
-        let old_pairs = match self.files.get(&doc.path).cloned() {
-            Some(old) => pairs(&old),
-            None => Default::default(),
+        let Some(old) = self.files.get(&doc.path).cloned() else {
+            // A file seen for the first time (every file while loading): nothing to diff.
+            for (i, n) in doc.nodes.iter().enumerate() {
+                let loc = Loc {
+                    file: doc.path.clone(),
+                    index: i as u32,
+                };
+                self.add_loc(n.id.clone(), loc);
+            }
+            self.files.insert(doc.path.clone(), doc);
+            return;
         };
+        let new_pairs = pairs(&doc);
+        let old_pairs = pairs(&old);
         for (id, index) in old_pairs.difference(&new_pairs) {
             self.remove_loc(id, |l| l.file == doc.path && l.index == *index);
         }
@@ -655,7 +664,13 @@ impl Store {
         let _guard = self.commit_lock.lock();
         if let Some(w) = &self.writer {
             let recs = self.state().records(&self.archive.lock());
-            w.rewrite(persist::encode_batch(&recs));
+            // Many moderate batches rather than one huge one: loading decodes batches in
+            // parallel, and no batch comes near the size limit.
+            let mut bytes = Vec::new();
+            for chunk in recs.chunks(4096) {
+                bytes.extend(persist::encode_batch(chunk));
+            }
+            w.rewrite(bytes);
         }
     }
 

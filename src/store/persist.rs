@@ -122,24 +122,19 @@ pub fn load(path: &Path) -> Result<Loaded> {
         return Err(corrupt(path, "not an org-agent store (bad magic)"));
     }
     let mut pos = FILE_MAGIC.len();
-    let mut batches = Vec::new();
+    // First check every batch (cheap), then decode them (the costly part) in parallel.
+    let mut spans: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+    let mut torn_tail = false;
     while pos < bytes.len() {
         let rest = &bytes[pos..];
-        let torn = || Loaded {
-            batches: Vec::new(),
-            valid_len: pos as u64,
-            torn_tail: true,
-        };
         if rest.iter().all(|&b| b == 0) {
-            let mut l = torn();
-            l.batches = std::mem::take(&mut batches);
-            return Ok(l);
+            torn_tail = true;
+            break;
         }
         if rest.len() < HEADER_LEN {
             if BATCH_MAGIC.starts_with(&rest[..rest.len().min(4)]) {
-                let mut l = torn();
-                l.batches = std::mem::take(&mut batches);
-                return Ok(l);
+                torn_tail = true;
+                break;
             }
             return Err(corrupt(path, format!("garbage at byte {pos}")));
         }
@@ -159,9 +154,8 @@ pub fn load(path: &Path) -> Result<Loaded> {
         }
         let total = HEADER_LEN + len as usize + 4;
         if rest.len() < total {
-            let mut l = torn();
-            l.batches = std::mem::take(&mut batches);
-            return Ok(l);
+            torn_tail = true;
+            break;
         }
         let payload = &rest[HEADER_LEN..HEADER_LEN + len as usize];
         let crc_bytes = &rest[HEADER_LEN + len as usize..total];
@@ -171,25 +165,73 @@ pub fn load(path: &Path) -> Result<Loaded> {
             // reached the disk but its data did not (file systems extend files with zeros).
             // That is a torn write, not damage to what was committed.
             if pos + total == bytes.len() && crc == 0 {
-                let mut l = torn();
-                l.batches = std::mem::take(&mut batches);
-                return Ok(l);
+                torn_tail = true;
+                break;
             }
             return Err(corrupt(
                 path,
                 format!("checksum mismatch in batch at byte {pos}"),
             ));
         }
-        let records: Vec<Record> = postcard::from_bytes(payload)
-            .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))?;
-        batches.push(records);
+        spans.push((pos, pos + HEADER_LEN..pos + HEADER_LEN + len as usize));
         pos += total;
     }
+    let batches = decode_batches(path, &bytes, &spans)?;
     Ok(Loaded {
         batches,
         valid_len: pos as u64,
-        torn_tail: false,
+        torn_tail,
     })
+}
+
+/// Decode checked batches, on as many threads as there are cores.
+fn decode_batches(
+    path: &Path,
+    bytes: &[u8],
+    spans: &[(usize, std::ops::Range<usize>)],
+) -> Result<Vec<Vec<Record>>> {
+    let decode = |(pos, range): &(usize, std::ops::Range<usize>)| {
+        postcard::from_bytes::<Vec<Record>>(&bytes[range.clone()])
+            .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4);
+    if threads == 1 || spans.len() < 2 {
+        return spans.iter().map(decode).collect();
+    }
+    // Contiguous chunks of similar byte size, so batch order is kept by concatenation.
+    let total: usize = spans.iter().map(|(_, r)| r.len()).sum();
+    let mut chunks: Vec<&[(usize, std::ops::Range<usize>)]> = Vec::new();
+    let mut start = 0;
+    let mut acc = 0;
+    for (i, (_, r)) in spans.iter().enumerate() {
+        acc += r.len();
+        if acc * threads >= total * (chunks.len() + 1) && chunks.len() + 1 < threads {
+            chunks.push(&spans[start..=i]);
+            start = i + 1;
+        }
+    }
+    chunks.push(&spans[start..]);
+    let results: Vec<Result<Vec<Vec<Record>>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| scope.spawn(move || chunk.iter().map(decode).collect::<Result<Vec<_>>>()))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(corrupt(path, "a batch could not be decoded")))
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(spans.len());
+    for r in results {
+        out.extend(r?);
+    }
+    Ok(out)
 }
 
 enum Msg {
