@@ -556,6 +556,8 @@ Collect garbage between calls (untimed) every few calls instead."
                (gcs (/ (float (- gcs-done gcs0)) query-runs))
                (gc-ms (/ (* 1000 (- gc-elapsed gc-secs0)) query-runs))
                (nogc-run (org-agent-bench--repeat-no-gc query-runs (lambda () (apply #'org-agent-query plist))))
+               (ids-run (org-agent-bench--repeat query-runs
+                                                 (lambda () (apply #'org-agent-query (append plist '(:fields (:id)))))))
                (map-times nil) (map-count nil))
           (dotimes (_ 3)
             (garbage-collect)
@@ -583,6 +585,9 @@ Collect garbage between calls (untimed) every few calls instead."
                                   q-ms "ms" "<= 1 ms" (org-agent-bench--verdict q-ms #'<= 1.0))
             (org-agent-bench--row (format "3  org-agent-query %s, GC deferred, median" label)
                                   n-ms "ms" "<= 1 ms" (org-agent-bench--verdict n-ms #'<= 1.0))
+            (org-agent-bench--row (format "3  org-agent-query %s :fields (:id), median" label)
+                                  (* 1000 (org-agent-bench--median (car ids-run))) "ms" "<= 1 ms"
+                                  (org-agent-bench--verdict (* 1000 (org-agent-bench--median (car ids-run))) #'<= 1.0))
             (org-agent-bench--row (format "3  org-agent-count %s, median" label)
                                   c-ms "ms" "<= 1 ms" (org-agent-bench--verdict c-ms #'<= 1.0))
             (org-agent-bench--row (format "3  org-map-entries / org-agent-query, %s" label)
