@@ -37,6 +37,7 @@
 (defvar org-agent--wake-process)
 (defvar org-agent-module-directory)
 (defvar org-agent-state-directory)
+(defvar org-agent-directories)
 (declare-function org-agent--module-file "org-agent-build")
 (declare-function org-agent--buffer-text "org-agent-store")
 (declare-function org-agent--buffer-keywords "org-agent-store")

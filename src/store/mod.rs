@@ -291,7 +291,6 @@ impl State {
     ) {
         let old = self.files.get(&doc.path).cloned();
         archive.add(&doc, old.as_deref(), time, records);
-        records.push(Record::File(doc.record()));
         self.link_file(doc);
     }
 
@@ -421,6 +420,26 @@ impl State {
             out.push(Record::File(doc.record()));
         }
         out
+    }
+}
+
+/// A published state's records, waiting to be encoded and handed to the log writer.
+#[must_use = "a commit that is not written leaves its changes out of the log"]
+struct Commit<'s> {
+    ticket: Option<(&'s LogWriter, persist::Ticket<'s>)>,
+    records: Vec<Record>,
+}
+
+impl Commit<'_> {
+    fn write(self) {
+        if let Some((writer, ticket)) = self.ticket {
+            let bytes = if self.records.is_empty() {
+                Vec::new()
+            } else {
+                persist::encode_batch(&self.records)
+            };
+            writer.append(ticket, bytes);
+        }
     }
 }
 
@@ -652,10 +671,14 @@ impl Store {
         *self.config.lock() = config;
     }
 
-    fn publish(&self, state: State, records: Vec<Record>) {
+    /// Make `state` current and reserve its place in the log. Call with the commit lock
+    /// held; write the returned commit after releasing it, so encoding does not serialise
+    /// concurrent ingests.
+    fn publish(&self, state: State, records: Vec<Record>) -> Commit<'_> {
         *self.current.lock() = Arc::new(state);
-        if let (Some(w), false) = (&self.writer, records.is_empty()) {
-            w.append(persist::encode_batch(&records));
+        Commit {
+            ticket: self.writer.as_ref().map(|w| (w, w.ticket())),
+            records,
         }
     }
 
@@ -664,13 +687,14 @@ impl Store {
         let _guard = self.commit_lock.lock();
         if let Some(w) = &self.writer {
             let recs = self.state().records(&self.archive.lock());
+            let ticket = w.ticket();
             // Many moderate batches rather than one huge one: loading decodes batches in
             // parallel, and no batch comes near the size limit.
             let mut bytes = Vec::new();
             for chunk in recs.chunks(4096) {
                 bytes.extend(persist::encode_batch(chunk));
             }
-            w.rewrite(bytes);
+            w.rewrite(ticket, bytes);
         }
     }
 
@@ -736,7 +760,8 @@ impl Store {
             parsed.file_tags,
             parsed.nodes,
         ));
-        let _guard = self.commit_lock.lock();
+        let file_record = Record::File(doc.record());
+        let guard = self.commit_lock.lock();
         if !self.is_latest(file, generation) {
             return Ok(None);
         }
@@ -748,7 +773,10 @@ impl Store {
             state.set_file(doc.clone(), now(), &mut archive, &mut records);
             archive.versions.len() - before
         };
-        self.publish(state, records);
+        records.push(file_record);
+        let commit = self.publish(state, records);
+        drop(guard);
+        commit.write();
         Ok(Some(IngestReport {
             file: file.to_string(),
             nodes: doc.nodes.len(),
@@ -804,11 +832,13 @@ impl Store {
 
     /// Drop a file from the store. Returns whether it was there.
     pub fn remove_file(&self, file: &str) -> bool {
-        let _guard = self.commit_lock.lock();
+        let guard = self.commit_lock.lock();
         let mut state = (*self.state()).clone();
         let removed = state.remove_file(&Arc::from(file));
         if removed {
-            self.publish(state, vec![Record::RemoveFile(file.to_string())]);
+            let commit = self.publish(state, vec![Record::RemoveFile(file.to_string())]);
+            drop(guard);
+            commit.write();
         }
         removed
     }
@@ -982,7 +1012,7 @@ impl Store {
             .get(n)
             .cloned()
             .ok_or(StoreError::NoSnapshot(n))?;
-        let _guard = self.commit_lock.lock();
+        let guard = self.commit_lock.lock();
         let mut state = (*self.state()).clone();
         let mut records = Vec::new();
         let time = now();
@@ -1000,9 +1030,12 @@ impl Store {
             let same = state.files.get(p).is_some_and(|cur| Arc::ptr_eq(cur, doc));
             if !same {
                 state.set_file(doc.clone(), time, &mut self.archive.lock(), &mut records);
+                records.push(Record::File(doc.record()));
             }
         }
-        self.publish(state, records);
+        let commit = self.publish(state, records);
+        drop(guard);
+        commit.write();
         Ok(())
     }
 

@@ -10,9 +10,11 @@
 use super::error::{Result, StoreError};
 use super::node::{Hash, NodeContent};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -235,18 +237,41 @@ fn decode_batches(
 }
 
 enum Msg {
-    Append(Vec<u8>),
-    /// Replace the whole log with these batches (compaction).
-    Rewrite(Vec<u8>),
-    Flush(mpsc::SyncSender<Result<(), String>>),
+    /// Batch number `seq` (possibly empty: a commit that wrote nothing).
+    Append(u64, Vec<u8>),
+    /// Replace the whole log with these batches (compaction), as number `seq`.
+    Rewrite(u64, Vec<u8>),
+    /// Answer once every batch numbered below `upto` is on disk.
+    Flush(u64, mpsc::SyncSender<Result<(), String>>),
 }
 
 /// The writer thread's handle. Dropping it flushes and joins the thread.
+///
+/// Commits take a [`Ticket`] (a sequence number) while they hold the store's commit lock,
+/// then encode their batch after releasing it; the writer thread puts batches back in
+/// ticket order before writing, so the log always replays in commit order.
 pub struct LogWriter {
     tx: Option<mpsc::Sender<Msg>>,
     thread: Option<std::thread::JoinHandle<()>>,
     pub path: PathBuf,
     last_error: Arc<parking_lot::Mutex<Option<String>>>,
+    next_seq: AtomicU64,
+}
+
+/// A reserved place in the log. Send it with [`LogWriter::append`] or
+/// [`LogWriter::rewrite`]; one dropped unused sends an empty batch, so the writer never
+/// waits for a commit that will not come.
+pub struct Ticket<'w> {
+    writer: &'w LogWriter,
+    seq: Option<u64>,
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if let Some(seq) = self.seq.take() {
+            self.writer.send(Msg::Append(seq, Vec::new()));
+        }
+    }
 }
 
 impl LogWriter {
@@ -283,7 +308,17 @@ impl LogWriter {
             .name("org-agent-store-writer".into())
             .spawn(move || {
                 crate::block_sigpipe();
-                writer_loop(file, &thread_path, rx, &err_slot)
+                Writer {
+                    file,
+                    path: &thread_path,
+                    last_error: &err_slot,
+                    expected: 0,
+                    pending: BTreeMap::new(),
+                    flushes: Vec::new(),
+                    dirty: false,
+                    failed: None,
+                }
+                .run(rx)
             })
             .map_err(io)?;
         Ok(LogWriter {
@@ -291,28 +326,44 @@ impl LogWriter {
             thread: Some(thread),
             path: path.to_path_buf(),
             last_error,
+            next_seq: AtomicU64::new(0),
         })
     }
 
-    pub fn append(&self, batch: Vec<u8>) {
+    fn send(&self, msg: Msg) {
         if let Some(tx) = &self.tx {
-            let _ = tx.send(Msg::Append(batch));
+            let _ = tx.send(msg);
         }
     }
 
-    pub fn rewrite(&self, batches: Vec<u8>) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Msg::Rewrite(batches));
+    /// Reserve the next place in the log. Take it while holding the commit lock.
+    pub fn ticket(&self) -> Ticket<'_> {
+        Ticket {
+            writer: self,
+            seq: Some(self.next_seq.fetch_add(1, Ordering::SeqCst)),
         }
     }
 
-    /// Wait until everything sent so far is on disk.
+    pub fn append(&self, mut ticket: Ticket<'_>, batch: Vec<u8>) {
+        if let Some(seq) = ticket.seq.take() {
+            self.send(Msg::Append(seq, batch));
+        }
+    }
+
+    pub fn rewrite(&self, mut ticket: Ticket<'_>, batches: Vec<u8>) {
+        if let Some(seq) = ticket.seq.take() {
+            self.send(Msg::Rewrite(seq, batches));
+        }
+    }
+
+    /// Wait until every commit that took a ticket so far is on disk.
     pub fn flush(&self) -> Result<(), String> {
         let Some(tx) = &self.tx else {
             return Ok(());
         };
+        let upto = self.next_seq.load(Ordering::SeqCst);
         let (done_tx, done_rx) = mpsc::sync_channel(1);
-        tx.send(Msg::Flush(done_tx))
+        tx.send(Msg::Flush(upto, done_tx))
             .map_err(|_| "the store writer has stopped".to_string())?;
         done_rx
             .recv()
@@ -341,84 +392,105 @@ fn sync_dir(path: &Path) {
     }
 }
 
-fn writer_loop(
-    mut file: File,
-    path: &Path,
-    rx: mpsc::Receiver<Msg>,
-    last_error: &parking_lot::Mutex<Option<String>>,
-) {
-    let mut dirty = false;
-    let mut failed: Option<String> = None;
-    while let Ok(msg) = rx.recv() {
-        match msg {
-            Msg::Append(bytes) => {
-                if failed.is_some() {
-                    continue;
-                }
-                if let Err(e) = file.write_all(&bytes) {
-                    let msg = format!("writing {}: {e}", path.display());
-                    *last_error.lock() = Some(msg.clone());
-                    failed = Some(msg);
-                    continue;
-                }
-                dirty = true;
-                // Sync once the queue is drained, so a burst of commits costs one fsync.
-                while let Ok(next) = rx.try_recv() {
-                    handle_pending(&mut file, path, next, &mut dirty, &mut failed, last_error);
-                }
-                if dirty && failed.is_none() {
-                    if let Err(e) = file.sync_data() {
-                        *last_error.lock() = Some(format!("syncing {}: {e}", path.display()));
-                    }
-                    dirty = false;
-                }
-            }
-            other => handle_pending(&mut file, path, other, &mut dirty, &mut failed, last_error),
-        }
-    }
-    if dirty {
-        let _ = file.sync_data();
-    }
+enum Job {
+    Append(Vec<u8>),
+    Rewrite(Vec<u8>),
 }
 
-fn handle_pending(
-    file: &mut File,
-    path: &Path,
-    msg: Msg,
-    dirty: &mut bool,
-    failed: &mut Option<String>,
-    last_error: &parking_lot::Mutex<Option<String>>,
-) {
-    match msg {
-        Msg::Append(bytes) => {
-            if failed.is_none() {
-                if let Err(e) = file.write_all(&bytes) {
-                    let msg = format!("writing {}: {e}", path.display());
-                    *last_error.lock() = Some(msg.clone());
-                    *failed = Some(msg);
-                } else {
-                    *dirty = true;
+struct Writer<'a> {
+    file: File,
+    path: &'a Path,
+    last_error: &'a parking_lot::Mutex<Option<String>>,
+    /// The next batch number to write; later ones wait in `pending`.
+    expected: u64,
+    pending: BTreeMap<u64, Job>,
+    flushes: Vec<(u64, mpsc::SyncSender<Result<(), String>>)>,
+    dirty: bool,
+    failed: Option<String>,
+}
+
+impl Writer<'_> {
+    fn run(mut self, rx: mpsc::Receiver<Msg>) {
+        while let Ok(msg) = rx.recv() {
+            self.take(msg);
+            // Sync once the queue is drained, so a burst of commits costs one fsync.
+            while let Ok(next) = rx.try_recv() {
+                self.take(next);
+            }
+            self.sync();
+            self.answer_flushes();
+        }
+        self.sync();
+    }
+
+    fn take(&mut self, msg: Msg) {
+        match msg {
+            Msg::Append(seq, bytes) => {
+                self.pending.insert(seq, Job::Append(bytes));
+            }
+            Msg::Rewrite(seq, bytes) => {
+                self.pending.insert(seq, Job::Rewrite(bytes));
+            }
+            Msg::Flush(upto, done) => self.flushes.push((upto, done)),
+        }
+        while let Some(job) = self.pending.remove(&self.expected) {
+            self.expected += 1;
+            self.write(job);
+        }
+    }
+
+    fn write(&mut self, job: Job) {
+        match job {
+            Job::Append(bytes) if bytes.is_empty() => {}
+            Job::Append(bytes) => {
+                if self.failed.is_some() {
+                    return;
+                }
+                match self.file.write_all(&bytes) {
+                    Ok(()) => self.dirty = true,
+                    Err(e) => {
+                        let msg = format!("writing {}: {e}", self.path.display());
+                        *self.last_error.lock() = Some(msg.clone());
+                        self.failed = Some(msg);
+                    }
                 }
             }
+            Job::Rewrite(bytes) => match rewrite(self.path, &bytes) {
+                Ok(new_file) => {
+                    self.file = new_file;
+                    self.dirty = false;
+                    self.failed = None;
+                }
+                Err(e) => {
+                    *self.last_error.lock() =
+                        Some(format!("compacting {}: {e}", self.path.display()))
+                }
+            },
         }
-        Msg::Rewrite(bytes) => match rewrite(path, &bytes) {
-            Ok(new_file) => {
-                *file = new_file;
-                *dirty = false;
-                *failed = None;
+    }
+
+    fn sync(&mut self) {
+        if self.dirty && self.failed.is_none() {
+            if let Err(e) = self.file.sync_data() {
+                *self.last_error.lock() = Some(format!("syncing {}: {e}", self.path.display()));
             }
-            Err(e) => *last_error.lock() = Some(format!("compacting {}: {e}", path.display())),
-        },
-        Msg::Flush(done) => {
-            let res = match failed {
-                Some(e) => Err(e.clone()),
-                None => file
-                    .sync_data()
-                    .map_err(|e| format!("syncing {}: {e}", path.display())),
-            };
-            *dirty = false;
-            let _ = done.send(res);
         }
+        self.dirty = false;
+    }
+
+    fn answer_flushes(&mut self) {
+        let expected = self.expected;
+        let failed = self.failed.clone();
+        self.flushes.retain(|(upto, done)| {
+            if *upto > expected {
+                return true;
+            }
+            let _ = done.send(match &failed {
+                Some(e) => Err(e.clone()),
+                None => Ok(()),
+            });
+            false
+        });
     }
 }
 
