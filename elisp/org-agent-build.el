@@ -109,6 +109,7 @@ It is added to `load-path'."
 (defun org-agent-build-module-sync ()
   "Build and install the module synchronously; signal an error on failure."
   (let* ((default-directory org-agent--source-directory)
+         (process-environment (cons "CARGO_TERM_COLOR=never" process-environment))
          (cmd (org-agent--build-command))
          (buf (get-buffer-create "*org-agent-build*"))
          (status (progn
@@ -132,6 +133,7 @@ It is added to `load-path'."
   (interactive)
   (org-agent--check-emacs)
   (let ((default-directory org-agent--source-directory)
+        (process-environment (cons "CARGO_TERM_COLOR=never" process-environment))
         (cmd (org-agent--build-command)))
     (let ((buf (compilation-start (mapconcat #'shell-quote-argument cmd " ")
                                   nil (lambda (_) "*org-agent-build*"))))

@@ -62,6 +62,10 @@ thread only copies the text, a worker parses it."
   (when (and org-agent-mode (org-agent--start) (org-agent--directories))
     (org-agent-ingest-directory)))
 
+;; Headlines are found by any part of their outline path, not only its start.
+(add-to-list 'completion-category-defaults
+             '(org-agent-headline (styles substring basic)))
+
 ;;;###autoload
 (defun org-agent-find ()
   "Jump to a headline chosen from the store, by outline path, tags and TODO."
@@ -72,7 +76,13 @@ thread only copies the text, a worker parses it."
     (unless candidates
       (user-error "The org-agent store has no headlines yet; see `org-agent-ingest-directory'"))
     (dolist (c candidates) (puthash (car c) (cdr c) table))
-    (let* ((choice (completing-read "Headline: " table nil t))
+    (let* ((choice (completing-read
+                    "Headline: "
+                    (lambda (string pred action)
+                      (if (eq action 'metadata)
+                          '(metadata (category . org-agent-headline))
+                        (complete-with-action action table string pred)))
+                    nil t))
            (target (gethash choice table)))
       (org-agent--visit (nth 0 target) (nth 1 target)))))
 

@@ -257,9 +257,13 @@ The copy's directory is bound to `notes'."
     (org-agent-ingest-file (expand-file-name "projects.org" notes))
     (let (offered)
       (cl-letf (((symbol-function 'completing-read)
-                 (lambda (_prompt table &rest _)
-                   (setq offered (hash-table-keys table))
-                   (seq-find (lambda (k) (string-match-p "Write the export pipeline" k)) offered))))
+                 (lambda (_prompt collection &rest _)
+                   ;; What a user typing part of the title gets with the default
+                   ;; completion styles: the headline's category matches substrings.
+                   (let ((matches (completion-all-completions "export pipe" collection nil 11)))
+                     (setcdr (last matches) nil)
+                     (setq offered (all-completions "" collection))
+                     (car matches)))))
         (org-agent-find))
       (should (seq-find (lambda (k) (string-match-p "\\`NEXT Launch the field-notes website/Write the export pipeline  :work:project:code:" k))
                         offered))
