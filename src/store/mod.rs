@@ -23,8 +23,9 @@ pub use todo::TodoKeywords;
 
 use parking_lot::Mutex;
 use persist::{FileRecord, LogWriter, Placement, Record};
+use rustc_hash::FxHashMap as HashMap;
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -56,8 +57,8 @@ impl FileDoc {
         file_tags: Vec<String>,
         nodes: Vec<Node>,
     ) -> FileDoc {
-        let mut tag_index: HashMap<String, Vec<u32>> = HashMap::new();
-        let mut todo_index: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut tag_index: HashMap<String, Vec<u32>> = HashMap::default();
+        let mut todo_index: HashMap<String, Vec<u32>> = HashMap::default();
         for (i, n) in nodes.iter().enumerate() {
             let mut seen: Vec<&str> = Vec::new();
             for t in n.content.tags.iter().chain(n.inherited_tags.iter()) {
@@ -210,24 +211,27 @@ impl Archive {
         // What each (id, occurrence) was in this file before: a node's history grows only
         // when it changed here, so headlines sharing an :ID: do not push each other's
         // versions on every ingest.
-        let mut before: HashMap<(&str, u32), Hash> = HashMap::new();
+        let mut before: HashMap<(&str, u32), Hash> = HashMap::default();
         if let Some(old) = old {
-            let mut seen: HashMap<&str, u32> = HashMap::new();
+            let mut seen: HashMap<&str, u32> = HashMap::default();
             for n in &old.nodes {
                 let k = seen.entry(&n.id).or_insert(0);
                 before.insert((&n.id, *k), n.hash);
                 *k += 1;
             }
         }
-        let mut seen: HashMap<&str, u32> = HashMap::new();
+        let mut seen: HashMap<&str, u32> = HashMap::default();
+        let first_time = old.is_none();
         for n in &doc.nodes {
             if let std::collections::hash_map::Entry::Vacant(e) = self.versions.entry(n.hash) {
                 e.insert(n.content.clone());
                 records.push(Record::Version(n.hash, n.content.clone()));
             }
-            let k = seen.entry(&n.id).or_insert(0);
-            let changed_here = before.get(&(&*n.id, *k)) != Some(&n.hash);
-            *k += 1;
+            let changed_here = first_time || {
+                let k = seen.entry(&n.id).or_insert(0);
+                *k += 1;
+                before.get(&(&*n.id, *k - 1)) != Some(&n.hash)
+            };
             if !changed_here {
                 continue;
             }
@@ -265,7 +269,12 @@ impl Archive {
 #[derive(Clone, Default)]
 pub struct State {
     pub files: imbl::OrdMap<Arc<str>, Arc<FileDoc>>,
-    pub ids: imbl::HashMap<Arc<str>, IdLocs>,
+    pub ids: imbl::GenericHashMap<
+        Arc<str>,
+        IdLocs,
+        rustc_hash::FxBuildHasher,
+        imbl::shared_ptr::DefaultSharedPtr,
+    >,
 }
 
 impl State {
@@ -593,7 +602,7 @@ impl Store {
             snapshots: Mutex::new(VecDeque::new()),
             writer,
             config: Mutex::new(config),
-            generations: Mutex::new(HashMap::new()),
+            generations: Mutex::new(HashMap::default()),
             next_generation: std::sync::atomic::AtomicU64::new(1),
         }
     }
@@ -818,7 +827,7 @@ impl Store {
             file: path.to_path_buf(),
             source,
         })?;
-        let text = text::decode(&bytes);
+        let text = text::decode_owned(bytes);
         let gen = self.reserve_generation(file);
         Ok(self
             .ingest_text(file, &text, None, Some(meta), Some(gen))?

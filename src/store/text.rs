@@ -8,11 +8,21 @@ use std::borrow::Cow;
 /// end-of-line conversion for files whose every line ends in CR LF (DOS) or CR (old Mac).
 /// Files with mixed line ends keep their CRs, as in Emacs.
 pub fn decode(bytes: &[u8]) -> String {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text: Cow<str> = match std::str::from_utf8(bytes) {
-        Ok(s) => Cow::Borrowed(s),
-        Err(_) => Cow::Owned(bytes.iter().map(|&b| b as char).collect()),
+    decode_owned(bytes.to_vec())
+}
+
+/// [`decode`] without copying text that needs no change (the usual case: UTF-8, LF).
+pub fn decode_owned(mut bytes: Vec<u8>) -> String {
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => e.into_bytes().iter().map(|&b| b as char).collect(),
     };
+    if !text.contains('\r') {
+        return text;
+    }
     normalize_eol(&text).into_owned()
 }
 
@@ -32,6 +42,8 @@ fn normalize_eol(text: &str) -> Cow<'_, str> {
 /// Offsets must be asked for in increasing order, which is how ingest walks a file.
 pub struct PositionMap<'a> {
     text: &'a [u8],
+    /// Most Org files are pure ASCII: then a position is just the offset plus one.
+    ascii: bool,
     byte: usize,
     chars: usize,
 }
@@ -40,6 +52,7 @@ impl<'a> PositionMap<'a> {
     pub fn new(text: &'a str) -> Self {
         PositionMap {
             text: text.as_bytes(),
+            ascii: text.is_ascii(),
             byte: 0,
             chars: 0,
         }
@@ -47,6 +60,9 @@ impl<'a> PositionMap<'a> {
 
     pub fn position(&mut self, offset: usize) -> u32 {
         let offset = offset.min(self.text.len());
+        if self.ascii {
+            return (offset + 1) as u32;
+        }
         if offset < self.byte {
             // Out of order: count from the start again rather than give a wrong answer.
             self.byte = 0;
