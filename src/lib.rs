@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod emacs;
+pub mod sexp;
 pub mod store;
 
 /// The crate version; the Elisp package refuses a module whose version differs.

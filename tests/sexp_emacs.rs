@@ -1,0 +1,106 @@
+//! The printer's output, read by real Emacs: values come back equal, and symbols that need
+//! escaping come back with their names. Needs `emacs` on PATH (scripts/test installs it).
+
+use org_agent::sexp::{equal, print, read, Value};
+use std::io::Write;
+use std::process::Command;
+
+/// Have `emacs --batch` evaluate `form` on each line of `lines` (bound to `x` after `read`),
+/// printing one result per line with `prin1`.
+fn emacs_each(lines: &[String], form: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.el");
+    let mut f = std::fs::File::create(&input).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+    drop(f);
+    let program = format!(
+        "(with-temp-buffer
+           (insert-file-contents {path:?})
+           (let ((print-escape-newlines t) (print-escape-control-characters t)
+                 (coding-system-for-write 'utf-8))
+             (while (not (eobp))
+               (let ((x (car (read-from-string
+                               (buffer-substring (point) (line-end-position))))))
+                 (princ (prin1-to-string {form}))
+                 (terpri))
+               (forward-line 1))))",
+        path = input.display().to_string()
+    );
+    let out = Command::new("emacs")
+        .args(["-Q", "--batch", "--eval", &program])
+        .output()
+        .expect("emacs must be installed for this test (scripts/deps installs it)");
+    assert!(
+        out.status.success(),
+        "emacs failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn emacs_reads_printed_values_back_equal() {
+    let cases = [
+        "(:type :request :target :emacs :action :insert :buffer \"*org-agent-chat*\" :text \"line one\\nline \\\"two\\\"\\ttab\")",
+        "(1 -2 3.5 -0.25 1e300 2.5e-8 (a . b) [x y \"z\" [1 2]] nil t)",
+        "(\"ünïcødé ✓ 🎉\" \"\\u0001\\u007f\" \"back\\\\slash\")",
+        "((a b) (c (d (e . f))) :kw \"\")",
+        "(:priority ?A :ok t)",
+    ];
+    let values: Vec<_> = cases.iter().map(|c| read(c).unwrap()).collect();
+    let printed: Vec<String> = values.iter().map(|v| print(v.value())).collect();
+    let back = emacs_each(&printed, "x");
+    assert_eq!(back.len(), cases.len(), "{back:?}");
+    for ((v, p), b) in values.iter().zip(&printed).zip(&back) {
+        let again = read(b).unwrap_or_else(|e| panic!("reading Emacs' {b}: {e}"));
+        assert!(equal(v.value(), again.value()), "ours {p}\nEmacs {b}");
+    }
+}
+
+#[test]
+fn emacs_reads_escaped_symbols_with_their_names() {
+    let names = [
+        "plain",
+        "a b",
+        "1.5",
+        "-7",
+        "(paren)",
+        "quote'd",
+        ".dot",
+        "?q",
+        "semi;colon",
+        "back\\slash",
+        "hash#tag",
+        "",
+    ];
+    let printed: Vec<String> = names.iter().map(|n| print(&Value::symbol(*n))).collect();
+    let back = emacs_each(&printed, "(symbol-name x)");
+    assert_eq!(back.len(), names.len(), "{back:?}");
+    for ((name, p), b) in names.iter().zip(&printed).zip(&back) {
+        let got = read(b).unwrap();
+        assert!(
+            equal(got.value(), &Value::string(*name)),
+            "{name:?} printed as {p} read by Emacs as {b}"
+        );
+    }
+    // Keywords too.
+    let printed = vec![print(&Value::keyword("a b"))];
+    let back = emacs_each(&printed, "(list (keywordp x) (symbol-name x))");
+    assert_eq!(back, ["(t \":a b\")"]);
+}
+
+#[test]
+fn emacs_reads_special_floats() {
+    let printed: Vec<String> = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.1, -0.0]
+        .iter()
+        .map(|f| print(&Value::from(*f)))
+        .collect();
+    let back = emacs_each(&printed, "x");
+    assert_eq!(back, ["1.0e+INF", "-1.0e+INF", "0.0e+NaN", "0.1", "-0.0"]);
+}
