@@ -6,6 +6,7 @@
 //! snapshot) or hands the work to the runtime's workers.
 
 mod convert;
+mod lisp_sexp;
 
 use crate::agent::Runtime;
 use crate::store::{Dialect, TodoKeywords};
@@ -346,4 +347,23 @@ fn rollback(env: &Env, index: i64) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) => fail(env, e),
     }
+}
+
+/// Read TEXT as one S-expression with the guarded reader and return it as a Lisp value.
+/// Keywords are lowercased; `#' reader macros, nesting deeper than 64 levels, long runs of
+/// quotes and input over 1 MiB are errors that give the line and column.
+#[defun]
+fn read_sexp<'e>(env: &'e Env, text: String) -> Result<Value<'e>> {
+    match crate::sexp::read(&text) {
+        Ok(s) => lisp_sexp::to_lisp(env, s.value()),
+        Err(e) => fail(env, e),
+    }
+}
+
+/// Print the Lisp VALUE as the module prints S-expressions (for plain data: numbers,
+/// strings, symbols, keywords, lists, vectors).
+#[defun]
+fn print_sexp(env: &Env, value: Value) -> Result<String> {
+    let s = lisp_sexp::from_lisp(env, value)?;
+    Ok(crate::sexp::print(s.value()))
 }
