@@ -79,9 +79,17 @@ It is added to `load-path'."
               (list (format "cannot build the module: `%s' not found; install Rust (rustup) or set `org-agent-cargo-program'"
                             org-agent-cargo-program)))))
 
+(defun org-agent--target-directory ()
+  "Return cargo's target directory for the sources (honouring CARGO_TARGET_DIR)."
+  (let ((env (getenv "CARGO_TARGET_DIR")))
+    (file-name-as-directory
+     (if (and env (not (string-empty-p env)))
+         (expand-file-name env org-agent--source-directory)
+       (expand-file-name "target" org-agent--source-directory)))))
+
 (defun org-agent--built-library ()
   "Return the library cargo built, in the release target directory."
-  (let ((dir (expand-file-name "target/release/" org-agent--source-directory)))
+  (let ((dir (expand-file-name "release/" (org-agent--target-directory))))
     (seq-find #'file-exists-p
               (mapcar (lambda (name) (expand-file-name name dir))
                       '("liborg_agent.so" "liborg_agent.dylib" "org_agent.dll")))))
@@ -91,8 +99,8 @@ It is added to `load-path'."
   (let ((lib (org-agent--built-library)))
     (unless lib
       (signal 'org-agent-module-error
-              (list (format "cargo finished but no library is in %starget/release/"
-                            org-agent--source-directory))))
+              (list (format "cargo finished but no library is in %srelease/"
+                            (org-agent--target-directory)))))
     (make-directory org-agent-module-directory t)
     ;; Copy to a temporary name and rename, so a crash never leaves half a module.
     (let ((tmp (concat (org-agent--module-file) ".tmp")))

@@ -3,7 +3,7 @@
 ;;; Commentary:
 
 ;; Loads org-agent from this checkout with the module built from it
-;; (cargo build --release, installed into target/ert-module/), and
+;; (cargo build --release, installed into a temporary directory), and
 ;; gives each test a fresh state directory.
 
 ;;; Code:
@@ -20,8 +20,12 @@
   "The shared corpus of real Org files.")
 
 (add-to-list 'load-path (expand-file-name "elisp" org-agent-test-root))
-(setq org-agent-module-directory (expand-file-name "target/ert-module/" org-agent-test-root))
+(setq org-agent-module-directory (make-temp-file "org-agent-ert-module" t))
 (setq org-agent-state-directory (make-temp-file "org-agent-ert-state" t))
+(add-hook 'kill-emacs-hook
+          (lambda ()
+            (delete-directory org-agent-module-directory t)
+            (delete-directory org-agent-state-directory t)))
 (require 'org-agent)
 ;; Always install the module built from this checkout (cargo is a no-op when it is up to
 ;; date): a version stamp alone would keep a stale module between code changes.
