@@ -2,6 +2,7 @@
 //! and (in later work) the perceive → think → decide → act loop.
 
 pub mod event;
+pub mod message;
 pub mod runtime;
 
 pub use event::Event;

@@ -56,6 +56,12 @@ impl std::fmt::Debug for Sexp {
     }
 }
 
+impl Clone for Sexp {
+    fn clone(&self) -> Sexp {
+        Sexp::from(clone_value(self.value()))
+    }
+}
+
 impl PartialEq for Sexp {
     fn eq(&self, other: &Sexp) -> bool {
         equal(self.value(), other.value())
@@ -75,6 +81,28 @@ pub fn drop_iteratively(v: Value) {
             Value::Vector(items) => stack.extend(items.into_vec()),
             _ => {}
         }
+    }
+}
+
+/// A copy of `v` that walks lists iteratively (`lexpr`'s derived `clone` recurses along a
+/// list, one frame per element); only nesting recurses, and that is capped by the reader.
+pub fn clone_value(v: &Value) -> Value {
+    match v {
+        Value::Cons(_) => {
+            let mut items = Vec::new();
+            let mut cur = v;
+            while let Value::Cons(cell) = cur {
+                items.push(clone_value(cell.car()));
+                cur = cell.cdr();
+            }
+            if is_nil(cur) {
+                Value::list(items)
+            } else {
+                Value::append(items, clone_value(cur))
+            }
+        }
+        Value::Vector(items) => Value::vector(items.iter().map(clone_value).collect::<Vec<_>>()),
+        atom => atom.clone(),
     }
 }
 

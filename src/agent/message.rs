@@ -1,0 +1,772 @@
+//! Stimuli and actions: the plists that flow through the loop, as typed Rust values.
+//!
+//! Plists are converted here, at the edge, and nowhere else: an unknown `:type`, sensor,
+//! target or action, a missing argument or one of the wrong type is an error that says
+//! which, never a silently ignored message. Keys are lowercase (the reader normalises them).
+//!
+//! ```text
+//! (:type :event :payload (:sensor :chat-message :text "…") :meta (:session "s1") :depth 0)
+//! (:type :request :target :emacs :action :set-todo :id "abc" :state "DONE")
+//! (:type :request :target :tool :name "query" :args (:tag "work"))
+//! ```
+
+use crate::sexp::{self, plist_get, Sexp, SexpError, Value};
+
+/// What woke the agent up.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sensor {
+    /// The user sent a message in the chat.
+    ChatMessage { text: String },
+    /// An M-x command, with the node at point as focus (if any).
+    Command { name: String, focus: Option<String> },
+    /// An Org buffer was saved.
+    BufferSave { file: String },
+    /// A timer fired.
+    Timer { name: String },
+    /// A tool finished; `ok` is false when it failed.
+    ToolResult {
+        call: String,
+        ok: bool,
+        content: String,
+    },
+    /// The Elisp actuator ran an action.
+    ActuatorResult {
+        call: String,
+        ok: bool,
+        message: String,
+    },
+}
+
+/// A stimulus: a sensor reading, which conversation it belongs to, and how deep in the
+/// chain of actions it is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stimulus {
+    pub sensor: Sensor,
+    pub session: Option<String>,
+    pub depth: u32,
+}
+
+/// An edit or display action run on the main thread by the Elisp actuator.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EmacsAction {
+    Insert {
+        buffer: String,
+        text: String,
+    },
+    StreamAppend {
+        buffer: String,
+        text: String,
+    },
+    Message {
+        text: String,
+    },
+    AddHeadline {
+        /// Either a file (new top-level headline) or a parent node id.
+        file: Option<String>,
+        parent: Option<String>,
+        title: String,
+        todo: Option<String>,
+        tags: Vec<String>,
+        properties: Vec<(String, String)>,
+        body: Option<String>,
+    },
+    SetTodo {
+        id: String,
+        state: Option<String>,
+    },
+    SetProperty {
+        id: String,
+        key: String,
+        value: String,
+    },
+    DeleteProperty {
+        id: String,
+        key: String,
+    },
+    SetTags {
+        id: String,
+        tags: Vec<String>,
+    },
+    Schedule {
+        id: String,
+        date: Option<String>,
+    },
+    Deadline {
+        id: String,
+        date: Option<String>,
+    },
+    ReplaceBody {
+        id: String,
+        body: String,
+    },
+    AppendBody {
+        id: String,
+        text: String,
+    },
+    VisitNode {
+        id: String,
+    },
+}
+
+/// What the LLM proposes.
+#[derive(Debug, PartialEq)]
+pub enum Action {
+    Emacs(EmacsAction),
+    /// A tool call; `args` is the argument plist.
+    Tool {
+        name: String,
+        args: Sexp,
+    },
+}
+
+fn shape(msg: impl Into<String>) -> SexpError {
+    SexpError::Shape(msg.into())
+}
+
+/// Typed access to the values of one plist, with errors that name the key.
+struct Args<'v> {
+    plist: &'v Value,
+    what: &'static str,
+}
+
+impl<'v> Args<'v> {
+    fn new(plist: &'v Value, what: &'static str) -> Result<Args<'v>, SexpError> {
+        if !(sexp::is_nil(plist) || matches!(plist, Value::Cons(_))) {
+            return Err(shape(format!(
+                "{what}: expected a plist, got {}",
+                sexp::print(plist)
+            )));
+        }
+        Ok(Args { plist, what })
+    }
+
+    fn get(&self, key: &str) -> Option<&'v Value> {
+        plist_get(self.plist, key).filter(|v| !sexp::is_nil(v))
+    }
+
+    fn keyword(&self, key: &str) -> Result<&'v str, SexpError> {
+        match self.get(key) {
+            Some(Value::Keyword(k)) => Ok(k),
+            Some(other) => Err(shape(format!(
+                "{}: :{key} must be a keyword, got {}",
+                self.what,
+                sexp::print(other)
+            ))),
+            None => Err(shape(format!("{}: :{key} is missing", self.what))),
+        }
+    }
+
+    fn opt_string(&self, key: &str) -> Result<Option<String>, SexpError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.to_string())),
+            Some(Value::Symbol(s)) => Ok(Some(s.to_string())),
+            Some(other) => Err(shape(format!(
+                "{}: :{key} must be a string, got {}",
+                self.what,
+                sexp::print(other)
+            ))),
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<String, SexpError> {
+        self.opt_string(key)?
+            .ok_or_else(|| shape(format!("{}: :{key} is missing", self.what)))
+    }
+
+    fn strings(&self, key: &str) -> Result<Vec<String>, SexpError> {
+        let mut out = Vec::new();
+        let Some(list) = self.get(key) else {
+            return Ok(out);
+        };
+        let mut cur = list;
+        loop {
+            match cur {
+                Value::Cons(cell) => {
+                    match cell.car() {
+                        Value::String(s) | Value::Symbol(s) => out.push(s.to_string()),
+                        other => {
+                            return Err(shape(format!(
+                                "{}: :{key} must be a list of strings, found {}",
+                                self.what,
+                                sexp::print(other)
+                            )))
+                        }
+                    }
+                    cur = cell.cdr();
+                }
+                v if sexp::is_nil(v) => return Ok(out),
+                other => {
+                    return Err(shape(format!(
+                        "{}: :{key} must be a list of strings, got {}",
+                        self.what,
+                        sexp::print(other)
+                    )))
+                }
+            }
+        }
+    }
+
+    /// An alist `(("KEY" . "VALUE") …)` or a plist `(:key "value" …)`.
+    fn pairs(&self, key: &str) -> Result<Vec<(String, String)>, SexpError> {
+        let mut out = Vec::new();
+        let Some(list) = self.get(key) else {
+            return Ok(out);
+        };
+        let bad = |v: &Value| {
+            shape(format!(
+                "{}: :{key} must be an alist of strings or a plist, found {}",
+                self.what,
+                sexp::print(v)
+            ))
+        };
+        let text = |v: &Value| match v {
+            Value::String(s) | Value::Symbol(s) => Some(s.to_string()),
+            Value::Keyword(k) => Some(k.to_uppercase()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        let mut cur = list;
+        while let Value::Cons(cell) = cur {
+            match cell.car() {
+                Value::Cons(pair) => {
+                    let k = text(pair.car()).ok_or_else(|| bad(pair.car()))?;
+                    let v = match pair.cdr() {
+                        Value::Cons(rest) => text(rest.car()),
+                        other => text(other),
+                    }
+                    .ok_or_else(|| bad(pair.cdr()))?;
+                    out.push((k, v));
+                    cur = cell.cdr();
+                }
+                Value::Keyword(k) => {
+                    let Value::Cons(rest) = cell.cdr() else {
+                        return Err(bad(cell.car()));
+                    };
+                    let v = text(rest.car()).ok_or_else(|| bad(rest.car()))?;
+                    out.push((k.to_uppercase(), v));
+                    cur = rest.cdr();
+                }
+                other => return Err(bad(other)),
+            }
+        }
+        if !sexp::is_nil(cur) {
+            return Err(bad(cur));
+        }
+        Ok(out)
+    }
+
+    fn bool(&self, key: &str, default: bool) -> bool {
+        match plist_get(self.plist, key) {
+            None => default,
+            Some(v) => !sexp::is_nil(v),
+        }
+    }
+
+    fn depth(&self) -> Result<u32, SexpError> {
+        match self.get("depth") {
+            None => Ok(0),
+            Some(v) => v
+                .as_u64()
+                .and_then(|d| u32::try_from(d).ok())
+                .ok_or_else(|| {
+                    shape(format!(
+                        "{}: :depth must be a natural number, got {}",
+                        self.what,
+                        sexp::print(v)
+                    ))
+                }),
+        }
+    }
+}
+
+impl Stimulus {
+    pub fn from_sexp(v: &Value) -> Result<Stimulus, SexpError> {
+        let top = Args::new(v, "stimulus")?;
+        match top.keyword("type")? {
+            "event" => {}
+            other => return Err(shape(format!("stimulus: unknown :type :{other}"))),
+        }
+        let payload = Args::new(
+            top.get("payload")
+                .ok_or_else(|| shape("stimulus: :payload is missing"))?,
+            "stimulus payload",
+        )?;
+        let sensor = match payload.keyword("sensor")? {
+            "chat-message" => Sensor::ChatMessage {
+                text: payload.string("text")?,
+            },
+            "command" => Sensor::Command {
+                name: payload.string("name")?,
+                focus: payload.opt_string("focus")?,
+            },
+            "buffer-save" => Sensor::BufferSave {
+                file: payload.string("file")?,
+            },
+            "timer" => Sensor::Timer {
+                name: payload.string("name")?,
+            },
+            "tool-result" => Sensor::ToolResult {
+                call: payload.string("call")?,
+                ok: payload.bool("ok", true),
+                content: payload.string("content")?,
+            },
+            "actuator-result" => Sensor::ActuatorResult {
+                call: payload.string("call")?,
+                ok: match payload.get("status") {
+                    Some(Value::Keyword(k)) if &**k == "ok" => true,
+                    Some(Value::Keyword(k)) if &**k == "error" => false,
+                    _ => return Err(shape("actuator result: :status must be :ok or :error")),
+                },
+                message: payload.opt_string("message")?.unwrap_or_default(),
+            },
+            other => return Err(shape(format!("stimulus: unknown :sensor :{other}"))),
+        };
+        let session = match top.get("meta") {
+            Some(meta) => Args::new(meta, "stimulus meta")?.opt_string("session")?,
+            None => None,
+        };
+        Ok(Stimulus {
+            sensor,
+            session,
+            depth: top.depth()?,
+        })
+    }
+
+    pub fn to_sexp(&self) -> Sexp {
+        let s = |x: &str| Value::string(x);
+        let payload: Vec<Value> = match &self.sensor {
+            Sensor::ChatMessage { text } => {
+                vec![kw("sensor"), kw("chat-message"), kw("text"), s(text)]
+            }
+            Sensor::Command { name, focus } => {
+                let mut p = vec![kw("sensor"), kw("command"), kw("name"), s(name)];
+                if let Some(f) = focus {
+                    p.extend([kw("focus"), s(f)]);
+                }
+                p
+            }
+            Sensor::BufferSave { file } => {
+                vec![kw("sensor"), kw("buffer-save"), kw("file"), s(file)]
+            }
+            Sensor::Timer { name } => vec![kw("sensor"), kw("timer"), kw("name"), s(name)],
+            Sensor::ToolResult { call, ok, content } => vec![
+                kw("sensor"),
+                kw("tool-result"),
+                kw("call"),
+                s(call),
+                kw("ok"),
+                Value::Bool(*ok),
+                kw("content"),
+                s(content),
+            ],
+            Sensor::ActuatorResult { call, ok, message } => vec![
+                kw("sensor"),
+                kw("actuator-result"),
+                kw("call"),
+                s(call),
+                kw("status"),
+                kw(if *ok { "ok" } else { "error" }),
+                kw("message"),
+                s(message),
+            ],
+        };
+        let mut top = vec![kw("type"), kw("event"), kw("payload"), Value::list(payload)];
+        if let Some(session) = &self.session {
+            top.extend([kw("meta"), Value::list(vec![kw("session"), s(session)])]);
+        }
+        top.extend([kw("depth"), Value::from(self.depth as u64)]);
+        Sexp::from(Value::list(top))
+    }
+}
+
+fn kw(name: &str) -> Value {
+    Value::keyword(name)
+}
+
+impl Action {
+    pub fn from_sexp(v: &Value) -> Result<Action, SexpError> {
+        let a = Args::new(v, "action")?;
+        match a.keyword("type")? {
+            "request" => {}
+            other => return Err(shape(format!("action: unknown :type :{other}"))),
+        }
+        match a.keyword("target")? {
+            "tool" => {
+                let name = a.string("name")?;
+                let args = match plist_get(v, "args") {
+                    None => Value::Nil,
+                    Some(args) => {
+                        Args::new(args, "tool arguments")?;
+                        sexp::clone_value(args)
+                    }
+                };
+                Ok(Action::Tool {
+                    name,
+                    args: Sexp::from(args),
+                })
+            }
+            "emacs" => Ok(Action::Emacs(EmacsAction::from_args(&a)?)),
+            other => Err(shape(format!("action: unknown :target :{other}"))),
+        }
+    }
+}
+
+impl EmacsAction {
+    fn from_args(a: &Args) -> Result<EmacsAction, SexpError> {
+        Ok(match a.keyword("action")? {
+            "insert" => EmacsAction::Insert {
+                buffer: a.string("buffer")?,
+                text: a.string("text")?,
+            },
+            "stream-append" => EmacsAction::StreamAppend {
+                buffer: a.string("buffer")?,
+                text: a.string("text")?,
+            },
+            "message" => EmacsAction::Message {
+                text: a.string("text")?,
+            },
+            "add-headline" => {
+                let file = a.opt_string("file")?;
+                let parent = a.opt_string("parent")?;
+                if file.is_some() == parent.is_some() {
+                    return Err(shape("add-headline: give exactly one of :file and :parent"));
+                }
+                EmacsAction::AddHeadline {
+                    file,
+                    parent,
+                    title: a.string("title")?,
+                    todo: a.opt_string("todo")?,
+                    tags: a.strings("tags")?,
+                    properties: a.pairs("properties")?,
+                    body: a.opt_string("body")?,
+                }
+            }
+            "set-todo" => EmacsAction::SetTodo {
+                id: a.string("id")?,
+                state: a.opt_string("state")?,
+            },
+            "set-property" => EmacsAction::SetProperty {
+                id: a.string("id")?,
+                key: a.string("key")?,
+                value: a.string("value")?,
+            },
+            "delete-property" => EmacsAction::DeleteProperty {
+                id: a.string("id")?,
+                key: a.string("key")?,
+            },
+            "set-tags" => EmacsAction::SetTags {
+                id: a.string("id")?,
+                tags: a.strings("tags")?,
+            },
+            "schedule" => EmacsAction::Schedule {
+                id: a.string("id")?,
+                date: a.opt_string("date")?,
+            },
+            "deadline" => EmacsAction::Deadline {
+                id: a.string("id")?,
+                date: a.opt_string("date")?,
+            },
+            "replace-body" => EmacsAction::ReplaceBody {
+                id: a.string("id")?,
+                body: a.string("body")?,
+            },
+            "append-body" => EmacsAction::AppendBody {
+                id: a.string("id")?,
+                text: a.string("text")?,
+            },
+            "visit-node" => EmacsAction::VisitNode {
+                id: a.string("id")?,
+            },
+            other => return Err(shape(format!("action: unknown Emacs action :{other}"))),
+        })
+    }
+
+    /// Whether the action changes an Org file (gates ask before those).
+    pub fn edits_org(&self) -> bool {
+        !matches!(
+            self,
+            EmacsAction::Insert { .. }
+                | EmacsAction::StreamAppend { .. }
+                | EmacsAction::Message { .. }
+                | EmacsAction::VisitNode { .. }
+        )
+    }
+
+    /// The action as the plist the Elisp actuator receives.
+    pub fn to_sexp(&self) -> Sexp {
+        let s = |x: &str| Value::string(x);
+        let opt = |x: &Option<String>| x.as_deref().map(Value::string).unwrap_or(Value::Nil);
+        let strs = |xs: &[String]| Value::list(xs.iter().map(|x| s(x)).collect::<Vec<_>>());
+        let (name, args): (&str, Vec<(&str, Value)>) = match self {
+            EmacsAction::Insert { buffer, text } => {
+                ("insert", vec![("buffer", s(buffer)), ("text", s(text))])
+            }
+            EmacsAction::StreamAppend { buffer, text } => (
+                "stream-append",
+                vec![("buffer", s(buffer)), ("text", s(text))],
+            ),
+            EmacsAction::Message { text } => ("message", vec![("text", s(text))]),
+            EmacsAction::AddHeadline {
+                file,
+                parent,
+                title,
+                todo,
+                tags,
+                properties,
+                body,
+            } => (
+                "add-headline",
+                vec![
+                    ("file", opt(file)),
+                    ("parent", opt(parent)),
+                    ("title", s(title)),
+                    ("todo", opt(todo)),
+                    ("tags", strs(tags)),
+                    (
+                        "properties",
+                        Value::list(
+                            properties
+                                .iter()
+                                .map(|(k, v)| Value::cons(s(k), s(v)))
+                                .collect::<Vec<_>>(),
+                        ),
+                    ),
+                    ("body", opt(body)),
+                ],
+            ),
+            EmacsAction::SetTodo { id, state } => {
+                ("set-todo", vec![("id", s(id)), ("state", opt(state))])
+            }
+            EmacsAction::SetProperty { id, key, value } => (
+                "set-property",
+                vec![("id", s(id)), ("key", s(key)), ("value", s(value))],
+            ),
+            EmacsAction::DeleteProperty { id, key } => {
+                ("delete-property", vec![("id", s(id)), ("key", s(key))])
+            }
+            EmacsAction::SetTags { id, tags } => {
+                ("set-tags", vec![("id", s(id)), ("tags", strs(tags))])
+            }
+            EmacsAction::Schedule { id, date } => {
+                ("schedule", vec![("id", s(id)), ("date", opt(date))])
+            }
+            EmacsAction::Deadline { id, date } => {
+                ("deadline", vec![("id", s(id)), ("date", opt(date))])
+            }
+            EmacsAction::ReplaceBody { id, body } => {
+                ("replace-body", vec![("id", s(id)), ("body", s(body))])
+            }
+            EmacsAction::AppendBody { id, text } => {
+                ("append-body", vec![("id", s(id)), ("text", s(text))])
+            }
+            EmacsAction::VisitNode { id } => ("visit-node", vec![("id", s(id))]),
+        };
+        let mut items = vec![
+            kw("type"),
+            kw("request"),
+            kw("target"),
+            kw("emacs"),
+            kw("action"),
+            kw(name),
+        ];
+        for (k, v) in args {
+            items.push(kw(k));
+            items.push(v);
+        }
+        Sexp::from(Value::list(items))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sexp::{print, read};
+
+    fn action(text: &str) -> Result<Action, SexpError> {
+        Action::from_sexp(read(text).unwrap().value())
+    }
+
+    #[test]
+    fn stimuli_convert_both_ways() {
+        let text = "(:TYPE :event :payload (:sensor :chat-message :text \"What is due?\") :meta (:session \"s1\") :depth 2)";
+        let st = Stimulus::from_sexp(read(text).unwrap().value()).unwrap();
+        assert_eq!(
+            st,
+            Stimulus {
+                sensor: Sensor::ChatMessage {
+                    text: "What is due?".into()
+                },
+                session: Some("s1".into()),
+                depth: 2
+            }
+        );
+        let again = Stimulus::from_sexp(st.to_sexp().value()).unwrap();
+        assert_eq!(again, st);
+        for sensor in [
+            Sensor::Command {
+                name: "organize-subtree".into(),
+                focus: Some("id-1".into()),
+            },
+            Sensor::BufferSave {
+                file: "/org/a.org".into(),
+            },
+            Sensor::Timer {
+                name: "daily".into(),
+            },
+            Sensor::ToolResult {
+                call: "c1".into(),
+                ok: false,
+                content: "no such node".into(),
+            },
+            Sensor::ActuatorResult {
+                call: "c2".into(),
+                ok: true,
+                message: "done".into(),
+            },
+        ] {
+            let st = Stimulus {
+                sensor,
+                session: None,
+                depth: 0,
+            };
+            let printed = print(st.to_sexp().value());
+            let back = Stimulus::from_sexp(read(&printed).unwrap().value()).unwrap();
+            assert_eq!(back, st, "{printed}");
+        }
+    }
+
+    #[test]
+    fn unknown_shapes_are_errors_that_say_why() {
+        let cases = [
+            (
+                "(:type :event :payload (:sensor :telepathy))",
+                "unknown :sensor :telepathy",
+            ),
+            ("(:type :gossip)", "unknown :type :gossip"),
+            ("(:type :event)", ":payload is missing"),
+            (
+                "(:type :event :payload (:sensor :chat-message))",
+                ":text is missing",
+            ),
+            (
+                "(:type :event :payload (:sensor :chat-message :text 42))",
+                ":text must be a string",
+            ),
+            (
+                "(:type :event :payload (:sensor :timer :name \"t\") :depth -1)",
+                ":depth must be a natural number",
+            ),
+            ("\"just a string\"", "expected a plist"),
+        ];
+        for (text, want) in cases {
+            let err = Stimulus::from_sexp(read(text).unwrap().value()).unwrap_err();
+            assert!(err.to_string().contains(want), "{text}: {err}");
+        }
+        let cases = [
+            (
+                "(:type :request :target :emacs :action :launch-missiles)",
+                "unknown Emacs action :launch-missiles",
+            ),
+            (
+                "(:type :request :target :shell :cmd \"rm\")",
+                "unknown :target :shell",
+            ),
+            (
+                "(:type :request :target :emacs :action :set-todo)",
+                ":id is missing",
+            ),
+            (
+                "(:type :request :target :emacs :action :set-tags :id \"x\" :tags (1 2))",
+                "list of strings",
+            ),
+            (
+                "(:type :request :target :emacs :action :add-headline :title \"t\")",
+                "exactly one of :file and :parent",
+            ),
+            ("(:type :request :target :tool)", ":name is missing"),
+            (
+                "(:type :request :target :tool :name \"q\" :args 5)",
+                "expected a plist",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = action(text).unwrap_err();
+            assert!(err.to_string().contains(want), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn emacs_actions_convert_both_ways() {
+        let a = action(
+            "(:type :request :target :emacs :action :add-headline :parent \"p1\" :title \"Call Ana\" \
+             :todo \"TODO\" :tags (\"work\" call) :properties ((\"EFFORT\" . \"1h\") (:contact \"Ana\")) :body \"About the site.\")",
+        );
+        let a = a.unwrap_or_else(|e| panic!("{e}"));
+        let Action::Emacs(e) = &a else {
+            panic!("not an Emacs action")
+        };
+        assert_eq!(
+            e,
+            &EmacsAction::AddHeadline {
+                file: None,
+                parent: Some("p1".into()),
+                title: "Call Ana".into(),
+                todo: Some("TODO".into()),
+                tags: vec!["work".into(), "call".into()],
+                properties: vec![
+                    ("EFFORT".into(), "1h".into()),
+                    ("CONTACT".into(), "Ana".into())
+                ],
+                body: Some("About the site.".into()),
+            }
+        );
+        assert!(e.edits_org());
+        for e in [
+            e.clone(),
+            EmacsAction::Insert {
+                buffer: "*org-agent-chat*".into(),
+                text: "hi".into(),
+            },
+            EmacsAction::SetTodo {
+                id: "x".into(),
+                state: None,
+            },
+            EmacsAction::Schedule {
+                id: "x".into(),
+                date: Some("2026-12-01".into()),
+            },
+            EmacsAction::VisitNode { id: "x".into() },
+        ] {
+            let printed = print(e.to_sexp().value());
+            let back = action(&printed).unwrap_or_else(|err| panic!("{printed}: {err}"));
+            assert_eq!(back, Action::Emacs(e), "{printed}");
+        }
+    }
+
+    #[test]
+    fn long_tool_arguments_do_not_overflow() {
+        let text = format!(
+            "(:type :request :target :tool :name \"q\" :args (:ids ({})))",
+            "1 ".repeat(200_000)
+        );
+        let a = action(&text).unwrap();
+        let Action::Tool { args, .. } = &a else {
+            panic!("not a tool call")
+        };
+        let copy = args.clone();
+        assert_eq!(&copy, args);
+    }
+
+    #[test]
+    fn tool_calls_keep_their_argument_plist() {
+        let a =
+            action("(:type :request :target :tool :name \"query\" :args (:tag \"work\" :limit 5))")
+                .unwrap();
+        let Action::Tool { name, args } = a else {
+            panic!("not a tool call")
+        };
+        assert_eq!(name, "query");
+        assert_eq!(args.get("limit").and_then(Value::as_i64), Some(5));
+    }
+}
