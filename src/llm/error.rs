@@ -1,0 +1,97 @@
+//! Errors of the LLM layer: wire-format decoding, provider-reported errors, truncation.
+//!
+//! One enum for the whole `llm` module, so the agent loop handles every provider the same way.
+//! Everything in it comes from (or is about) untrusted network input, so every variant is data
+//! (`Clone`, `PartialEq`): messages are copied out as bounded strings instead of keeping
+//! `serde_json::Error` values, and an error can be sent across threads, compared in tests and
+//! shown to the user.
+
+use crate::llm::completion::Completion;
+use thiserror::Error;
+
+/// The longest provider message or JSON excerpt kept in an error, in bytes (cut on a character
+/// boundary). A provider's error text is for a human; a 16 MiB one would only hurt Emacs.
+pub const MAX_ERROR_TEXT: usize = 4096;
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum LlmError {
+    /// An SSE line grew past the decoder's limit without a line ending.
+    #[error("server-sent event line longer than {limit} bytes")]
+    LineTooLong { limit: usize },
+
+    /// The `data:` lines of one SSE event add up to more than the limit.
+    #[error("server-sent event data longer than {limit} bytes")]
+    EventTooLarge { limit: usize },
+
+    /// The response (accumulated text, reasoning and tool arguments, or a JSON body) is larger
+    /// than the limit.
+    #[error("response larger than {limit} bytes")]
+    ResponseTooLarge { limit: usize },
+
+    /// The model started more tool calls than the limit.
+    #[error("more than {limit} tool calls in one response")]
+    TooManyToolCalls { limit: usize },
+
+    /// A payload that should be JSON is not (or does not have the expected shape).
+    #[error("invalid JSON from the provider: {message} (payload starts: {excerpt:?})")]
+    InvalidJson { message: String, excerpt: String },
+
+    /// The response is valid JSON but not a usable response (e.g. no choices).
+    #[error("malformed response: {0}")]
+    Malformed(String),
+
+    /// The provider reported an error (an `{"error": …}` payload, possibly mid-stream under
+    /// HTTP 200). `message` is the provider's own text.
+    #[error("provider error: {message}")]
+    Provider {
+        message: String,
+        /// The provider's error type (`"invalid_request_error"`, …), if given.
+        kind: Option<String>,
+        /// The provider's error code (a string or a number on the wire), if given.
+        code: Option<String>,
+    },
+
+    /// A tool call's `arguments` did not parse as JSON once the response was complete.
+    #[error("tool call {name:?} (id {id:?}) has invalid JSON arguments: {message}")]
+    InvalidToolArguments {
+        /// Position of the tool call in the response (0-based).
+        index: usize,
+        id: String,
+        name: String,
+        message: String,
+    },
+
+    /// The stream ended without its end marker (`data: [DONE]`): the connection dropped or
+    /// the server gave up. `partial` is everything received until then; a tool call whose
+    /// arguments did not finish keeps its raw argument text as a JSON string there, and must
+    /// not be run.
+    #[error("the response stream was cut off before its end marker")]
+    Truncated { partial: Box<Completion> },
+}
+
+/// `s` cut to at most [`MAX_ERROR_TEXT`] bytes on a character boundary.
+pub(crate) fn bounded(s: &str) -> String {
+    if s.len() <= MAX_ERROR_TEXT {
+        return s.to_owned();
+    }
+    let mut end = MAX_ERROR_TEXT;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out = s.get(..end).unwrap_or_default().to_owned();
+    out.push('…');
+    out
+}
+
+/// An [`LlmError::InvalidJson`] for `payload` failing with `err`.
+pub(crate) fn invalid_json(err: &serde_json::Error, payload: &str) -> LlmError {
+    const EXCERPT: usize = 200;
+    let mut end = payload.len().min(EXCERPT);
+    while !payload.is_char_boundary(end) {
+        end -= 1;
+    }
+    LlmError::InvalidJson {
+        message: err.to_string(),
+        excerpt: payload.get(..end).unwrap_or_default().to_owned(),
+    }
+}

@@ -1,0 +1,862 @@
+//! The OpenAI Chat Completions wire format, response side: streaming (SSE `data:` chunks
+//! ending with `data: [DONE]`) and non-streaming JSON. Spoken by OpenAI and by every
+//! OpenAI-compatible server (llama.cpp, vLLM, Ollama `/v1`, OpenRouter, DeepSeek, Groq, …), so
+//! it tolerates their differences:
+//!
+//! * reasoning arrives as `reasoning_content` (DeepSeek, vLLM), `reasoning` (OpenRouter; when a
+//!   server sends both, `reasoning_content` wins and the other is not added twice) or as
+//!   `<think>…</think>` inside `content` (llama.cpp) — see [`crate::llm::think`];
+//! * tool calls are keyed by `index`, with `id` and `name` only in the first delta of each and
+//!   `arguments` a JSON *string* streamed in pieces, parsed once the response is complete. A
+//!   delta without `index` continues the call with its `id` (or the last call); a delta whose
+//!   `index` is taken by a call with a different `id` starts a new call (servers that number
+//!   every call 0); `arguments` sent as a JSON object instead of a string is accepted;
+//! * an `{"error": …}` payload (or vLLM's `{"object": "error", …}`) mid-stream, under HTTP 200,
+//!   is a [`LlmError::Provider`] with the provider's own message;
+//! * with several choices (`n > 1`) the answer is choice 0; the others are ignored;
+//! * usage comes in a final chunk with no choices (OpenAI), alongside a choice (OpenRouter), or
+//!   under `x_groq` (Groq).
+//!
+//! Layers: [`ChatStream`] accumulates SSE `data` payloads; [`OpenAiStream`] puts an
+//! [`SseDecoder`] in front of it and takes raw body bytes as HTTP delivers them (and copes with
+//! a server that answers a streaming request with a plain JSON body); [`parse_response`] reads
+//! a non-streaming response. All produce the same [`Completion`] for the same answer. Nothing
+//! here panics or recurses on network input beyond serde_json's own nesting limit (128), and
+//! sizes are capped ([`StreamOptions`]).
+
+use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
+use crate::llm::error::{bounded, invalid_json, LlmError};
+use crate::llm::sse::{SseDecoder, SseEvent, DEFAULT_MAX_LINE_LEN};
+use crate::llm::think::{ContentRouter, Span, ThinkTags};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Default cap on a whole response (text, reasoning, refusal and tool arguments together, or a
+/// JSON body): 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Default cap on the number of tool calls in one response.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 1024;
+
+/// Parsing options and limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Where `<think>` spans in `content` are recognised.
+    pub think_tags: ThinkTags,
+    /// Longest SSE line (and SSE event data), in bytes.
+    pub max_line_len: usize,
+    /// Largest response, in bytes (see [`DEFAULT_MAX_RESPONSE_BYTES`]).
+    pub max_response_bytes: usize,
+    /// Most tool calls in one response.
+    pub max_tool_calls: usize,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions {
+            think_tags: ThinkTags::default(),
+            max_line_len: DEFAULT_MAX_LINE_LEN,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wire types. Every field is optional and unknown fields are ignored: servers differ.
+
+#[derive(Deserialize)]
+struct WireChunk {
+    id: Option<String>,
+    model: Option<String>,
+    choices: Option<Vec<WireStreamChoice>>,
+    usage: Option<WireUsage>,
+    x_groq: Option<WireGroq>,
+}
+
+#[derive(Deserialize)]
+struct WireStreamChoice {
+    index: Option<u64>,
+    delta: Option<WireMessage>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    id: Option<String>,
+    model: Option<String>,
+    choices: Option<Vec<WireChoice>>,
+    usage: Option<WireUsage>,
+    x_groq: Option<WireGroq>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    index: Option<u64>,
+    message: Option<WireMessage>,
+    finish_reason: Option<String>,
+}
+
+/// A streamed `delta` or a complete `message`: same fields.
+#[derive(Deserialize)]
+struct WireMessage {
+    content: Option<WireContent>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+    refusal: Option<String>,
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+/// `content` is a string, or (some servers) an array of typed parts.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WireContent {
+    Text(String),
+    Parts(Vec<WirePart>),
+}
+
+#[derive(Deserialize)]
+struct WirePart {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    index: Option<u64>,
+    id: Option<String>,
+    function: Option<WireFunction>,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: Option<String>,
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    total_tokens: Option<u64>,
+    completion_tokens_details: Option<WireCompletionDetails>,
+    prompt_tokens_details: Option<WirePromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct WireCompletionDetails {
+    reasoning_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct WirePromptDetails {
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct WireGroq {
+    usage: Option<WireUsage>,
+}
+
+impl WireUsage {
+    fn to_usage(&self) -> Usage {
+        let prompt = self.prompt_tokens.unwrap_or(0);
+        let completion = self.completion_tokens.unwrap_or(0);
+        Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: self
+                .total_tokens
+                .unwrap_or_else(|| prompt.saturating_add(completion)),
+            reasoning_tokens: self
+                .completion_tokens_details
+                .as_ref()
+                .and_then(|d| d.reasoning_tokens),
+            cached_tokens: self
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|d| d.cached_tokens),
+        }
+    }
+}
+
+/// The provider error a payload carries, if it is one: `{"error": {"message", "type",
+/// "code"}}`, `{"error": "text"}`, or vLLM's `{"object": "error", "message", "type", "code"}`.
+fn provider_error(value: &Value) -> Option<LlmError> {
+    let obj = value.as_object()?;
+    if let Some(err) = obj.get("error").filter(|e| !e.is_null()) {
+        return Some(error_from(err));
+    }
+    if obj.get("object").and_then(Value::as_str) == Some("error") {
+        return Some(error_from(value));
+    }
+    None
+}
+
+fn error_from(err: &Value) -> LlmError {
+    let scalar = |v: Option<&Value>| -> Option<String> {
+        match v? {
+            Value::String(s) => Some(bounded(s)),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    };
+    match err {
+        Value::String(s) => LlmError::Provider {
+            message: bounded(s),
+            kind: None,
+            code: None,
+        },
+        Value::Object(obj) => LlmError::Provider {
+            message: match obj.get("message") {
+                Some(Value::String(s)) => bounded(s),
+                Some(other) if !other.is_null() => bounded(&other.to_string()),
+                _ => bounded(&err.to_string()),
+            },
+            kind: scalar(obj.get("type")),
+            code: scalar(obj.get("code")),
+        },
+        other => LlmError::Provider {
+            message: bounded(&other.to_string()),
+            kind: None,
+            code: None,
+        },
+    }
+}
+
+/// Parses `payload` as JSON, reporting a provider error payload as such.
+fn parse_payload<T: serde::de::DeserializeOwned>(payload: &str) -> Result<T, LlmError> {
+    let value: Value = serde_json::from_str(payload).map_err(|e| invalid_json(&e, payload))?;
+    if let Some(err) = provider_error(&value) {
+        return Err(err);
+    }
+    serde_json::from_value(value).map_err(|e| invalid_json(&e, payload))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The accumulator shared by the streaming and non-streaming paths.
+
+#[derive(Debug, Clone, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+#[derive(Debug)]
+struct Accumulator {
+    opts: StreamOptions,
+    router: ContentRouter,
+    id: Option<String>,
+    model: Option<String>,
+    text: String,
+    reasoning: String,
+    refusal: String,
+    calls: Vec<PartialCall>,
+    /// Wire `index` → position in `calls` of the latest call with that index.
+    by_wire_index: BTreeMap<u64, usize>,
+    usage: Option<Usage>,
+    finish_reason: Option<FinishReason>,
+    /// Bytes of text, reasoning, refusal and arguments received.
+    bytes: usize,
+}
+
+impl Accumulator {
+    fn new(opts: StreamOptions) -> Self {
+        Accumulator {
+            opts,
+            router: ContentRouter::new(opts.think_tags),
+            id: None,
+            model: None,
+            text: String::new(),
+            reasoning: String::new(),
+            refusal: String::new(),
+            calls: Vec::new(),
+            by_wire_index: BTreeMap::new(),
+            usage: None,
+            finish_reason: None,
+            bytes: 0,
+        }
+    }
+
+    fn count(&mut self, n: usize) -> Result<(), LlmError> {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > self.opts.max_response_bytes {
+            return Err(LlmError::ResponseTooLarge {
+                limit: self.opts.max_response_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    fn identity(&mut self, id: Option<String>, model: Option<String>) {
+        if self.id.is_none() {
+            self.id = id.filter(|s| !s.is_empty());
+        }
+        if self.model.is_none() {
+            self.model = model.filter(|s| !s.is_empty());
+        }
+    }
+
+    fn spans(&mut self, spans: Vec<Span>, out: &mut Vec<Delta>) {
+        for span in spans {
+            match span {
+                Span::Text(t) => {
+                    self.text.push_str(&t);
+                    out.push(Delta::Text(t));
+                }
+                Span::Reasoning(r) => {
+                    self.reasoning.push_str(&r);
+                    out.push(Delta::Reasoning(r));
+                }
+            }
+        }
+    }
+
+    /// One `delta` (streaming) or `message` (non-streaming, `complete`) of choice 0.
+    fn message(
+        &mut self,
+        msg: WireMessage,
+        complete: bool,
+        out: &mut Vec<Delta>,
+    ) -> Result<(), LlmError> {
+        let reasoning = msg
+            .reasoning_content
+            .filter(|s| !s.is_empty())
+            .or(msg.reasoning.filter(|s| !s.is_empty()));
+        if let Some(r) = reasoning {
+            self.count(r.len())?;
+            let mut spans = Vec::new();
+            self.router.reasoning(&r, &mut spans);
+            self.spans(spans, out);
+        }
+        let content = match msg.content {
+            Some(WireContent::Text(t)) => t,
+            Some(WireContent::Parts(parts)) => parts
+                .into_iter()
+                .filter(|p| p.kind.as_deref().is_none_or(|k| k == "text"))
+                .filter_map(|p| p.text)
+                .collect(),
+            None => String::new(),
+        };
+        if !content.is_empty() {
+            self.count(content.len())?;
+            let mut spans = Vec::new();
+            self.router.content(&content, &mut spans);
+            self.spans(spans, out);
+        }
+        if let Some(r) = msg.refusal.filter(|s| !s.is_empty()) {
+            self.count(r.len())?;
+            self.refusal.push_str(&r);
+            out.push(Delta::Refusal(r));
+        }
+        for (position, call) in msg.tool_calls.into_iter().flatten().enumerate() {
+            // In a complete message every entry is its own call, whatever its `index` says.
+            let wire_index = if complete {
+                Some(position as u64)
+            } else {
+                call.index
+            };
+            self.tool_call(wire_index, call, out)?;
+        }
+        Ok(())
+    }
+
+    fn tool_call(
+        &mut self,
+        wire_index: Option<u64>,
+        call: WireToolCall,
+        out: &mut Vec<Delta>,
+    ) -> Result<(), LlmError> {
+        let id = call.id.filter(|s| !s.is_empty());
+        let (name, arguments) = match call.function {
+            Some(f) => (f.name.filter(|s| !s.is_empty()), f.arguments),
+            None => (None, None),
+        };
+        let same_id = |c: &PartialCall| match &id {
+            Some(id) => c.id.is_empty() || c.id == *id,
+            None => true,
+        };
+        let existing = match wire_index {
+            Some(i) => self
+                .by_wire_index
+                .get(&i)
+                .copied()
+                .filter(|&p| self.calls.get(p).is_some_and(same_id)),
+            None => match &id {
+                Some(id) => self.calls.iter().rposition(|c| c.id == *id),
+                None => self.calls.len().checked_sub(1),
+            },
+        };
+        let position = match existing {
+            Some(p) => {
+                if let Some(c) = self.calls.get_mut(p) {
+                    if c.id.is_empty() {
+                        if let Some(id) = id {
+                            c.id = id;
+                        }
+                    }
+                    if c.name.is_empty() {
+                        if let Some(name) = name {
+                            c.name = name;
+                        }
+                    }
+                }
+                p
+            }
+            None => {
+                if self.calls.len() >= self.opts.max_tool_calls {
+                    return Err(LlmError::TooManyToolCalls {
+                        limit: self.opts.max_tool_calls,
+                    });
+                }
+                let call = PartialCall {
+                    id: id.unwrap_or_default(),
+                    name: name.unwrap_or_default(),
+                    arguments: String::new(),
+                };
+                self.count(call.id.len() + call.name.len())?;
+                let p = self.calls.len();
+                out.push(Delta::ToolCallStart {
+                    index: p,
+                    id: call_id(&call, p),
+                    name: call.name.clone(),
+                });
+                self.calls.push(call);
+                if let Some(i) = wire_index {
+                    self.by_wire_index.insert(i, p);
+                }
+                p
+            }
+        };
+        let fragment = match arguments {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s,
+            Some(other) => other.to_string(),
+        };
+        if !fragment.is_empty() {
+            self.count(fragment.len())?;
+            if let Some(c) = self.calls.get_mut(position) {
+                c.arguments.push_str(&fragment);
+            }
+            out.push(Delta::ToolCallArgs {
+                index: position,
+                fragment,
+            });
+        }
+        Ok(())
+    }
+
+    fn usage(&mut self, usage: Option<WireUsage>, groq: Option<WireGroq>, out: &mut Vec<Delta>) {
+        if let Some(u) = usage.or_else(|| groq.and_then(|g| g.usage)) {
+            let u = u.to_usage();
+            self.usage = Some(u);
+            out.push(Delta::Usage(u));
+        }
+    }
+
+    fn finish_reason(&mut self, reason: Option<String>, out: &mut Vec<Delta>) {
+        if let Some(r) = reason.filter(|s| !s.is_empty()) {
+            let r = FinishReason::from_wire(&r);
+            if self.finish_reason.as_ref() != Some(&r) {
+                self.finish_reason = Some(r.clone());
+                out.push(Delta::Finish(r));
+            }
+        }
+    }
+
+    /// End of the response: release held-back text.
+    fn flush(&mut self, out: &mut Vec<Delta>) {
+        let mut spans = Vec::new();
+        self.router.finish(&mut spans);
+        self.spans(spans, out);
+    }
+
+    fn base(&self) -> Completion {
+        Completion {
+            id: self.id.clone(),
+            model: self.model.clone(),
+            text: self.text.clone(),
+            reasoning: self.reasoning.clone(),
+            refusal: (!self.refusal.is_empty()).then(|| self.refusal.clone()),
+            tool_calls: Vec::new(),
+            usage: self.usage,
+            finish_reason: self.finish_reason.clone(),
+        }
+    }
+
+    /// The completion so far; arguments that do not parse are kept as a JSON string.
+    fn partial(&self) -> Completion {
+        let mut c = self.base();
+        c.tool_calls = self
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| ToolCall {
+                id: call_id(call, i),
+                name: call.name.clone(),
+                arguments: parse_arguments(&call.arguments)
+                    .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+            })
+            .collect();
+        c
+    }
+
+    /// The finished completion; arguments that do not parse are an error.
+    fn complete(&self) -> Result<Completion, LlmError> {
+        let mut c = self.base();
+        for (i, call) in self.calls.iter().enumerate() {
+            let arguments =
+                parse_arguments(&call.arguments).map_err(|e| LlmError::InvalidToolArguments {
+                    index: i,
+                    id: call_id(call, i),
+                    name: call.name.clone(),
+                    message: e.to_string(),
+                })?;
+            c.tool_calls.push(ToolCall {
+                id: call_id(call, i),
+                name: call.name.clone(),
+                arguments,
+            });
+        }
+        Ok(c)
+    }
+}
+
+fn call_id(call: &PartialCall, index: usize) -> String {
+    if call.id.is_empty() {
+        format!("call_{index}")
+    } else {
+        call.id.clone()
+    }
+}
+
+/// Tool arguments text → JSON; empty (a tool without parameters) → `{}`.
+fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_str(text)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming.
+
+/// Accumulates a Chat Completions stream from its SSE `data` payloads.
+#[derive(Debug)]
+pub struct ChatStream {
+    acc: Accumulator,
+    done: bool,
+    failed: Option<LlmError>,
+}
+
+impl Default for ChatStream {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ChatStream {
+    pub fn new() -> Self {
+        Self::with_options(StreamOptions::default())
+    }
+
+    pub fn with_options(opts: StreamOptions) -> Self {
+        ChatStream {
+            acc: Accumulator::new(opts),
+            done: false,
+            failed: None,
+        }
+    }
+
+    /// Takes one SSE event: an `error` event is a provider error, anything else goes to
+    /// [`ChatStream::push_data`].
+    pub fn push_event(&mut self, event: &SseEvent) -> Result<Vec<Delta>, LlmError> {
+        if event.event == "error" && !self.done {
+            let err = match serde_json::from_str::<Value>(&event.data) {
+                Ok(value) => provider_error(&value).unwrap_or_else(|| error_from(&value)),
+                Err(_) => error_from(&Value::String(event.data.clone())),
+            };
+            self.failed = Some(err.clone());
+            return Err(err);
+        }
+        self.push_data(&event.data)
+    }
+
+    /// Takes one SSE `data` payload (a JSON chunk or `[DONE]`) and returns the deltas it
+    /// produces. Empty payloads are ignored, and so is anything after `[DONE]`. After an
+    /// error the stream is over: it returns the same error again.
+    pub fn push_data(&mut self, data: &str) -> Result<Vec<Delta>, LlmError> {
+        if let Some(err) = &self.failed {
+            return Err(err.clone());
+        }
+        let mut out = Vec::new();
+        match self.push_inner(data, &mut out) {
+            Ok(()) => Ok(out),
+            Err(err) => {
+                self.failed = Some(err.clone());
+                Err(err)
+            }
+        }
+    }
+
+    fn push_inner(&mut self, data: &str, out: &mut Vec<Delta>) -> Result<(), LlmError> {
+        let data = data.trim();
+        if self.done || data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            self.acc.flush(out);
+            return Ok(());
+        }
+        let chunk: WireChunk = parse_payload(data)?;
+        self.acc.identity(chunk.id, chunk.model);
+        for choice in chunk.choices.into_iter().flatten() {
+            if choice.index.unwrap_or(0) != 0 {
+                continue;
+            }
+            if let Some(delta) = choice.delta {
+                self.acc.message(delta, false, out)?;
+            }
+            self.acc.finish_reason(choice.finish_reason, out);
+        }
+        self.acc.usage(chunk.usage, chunk.x_groq, out);
+        Ok(())
+    }
+
+    /// Whether `[DONE]` was received.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Everything received so far (tool arguments that do not parse yet are kept as a JSON
+    /// string). Text held back for a possible `<think>` tag is not included.
+    pub fn partial(&self) -> Completion {
+        self.acc.partial()
+    }
+
+    /// Ends the stream: the completion, or [`LlmError::Truncated`] (with the partial
+    /// completion) if `[DONE]` never came, or the error that stopped the stream.
+    pub fn finish(mut self) -> Result<Completion, LlmError> {
+        if let Some(err) = self.failed {
+            return Err(err);
+        }
+        if !self.done {
+            let mut ignored = Vec::new();
+            self.acc.flush(&mut ignored);
+            return Err(LlmError::Truncated {
+                partial: Box::new(self.acc.partial()),
+            });
+        }
+        self.acc.complete()
+    }
+}
+
+#[derive(Debug)]
+enum BodyKind {
+    /// Nothing but whitespace seen yet.
+    Undecided,
+    /// `text/event-stream`.
+    Sse,
+    /// A plain JSON body (the server ignored `"stream": true`, or sent an error object).
+    Json(Vec<u8>),
+}
+
+/// A Chat Completions response body, fed as raw bytes in whatever chunks HTTP delivers.
+/// The body may be an SSE stream or, from servers that ignore `"stream": true` or answer with
+/// an error object, one JSON document (told apart by its first non-blank byte, `{`); a JSON
+/// body yields its deltas at [`OpenAiStream::finish`].
+#[derive(Debug)]
+pub struct OpenAiStream {
+    opts: StreamOptions,
+    kind: BodyKind,
+    sse: SseDecoder,
+    chat: ChatStream,
+    failed: Option<LlmError>,
+}
+
+impl Default for OpenAiStream {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OpenAiStream {
+    pub fn new() -> Self {
+        Self::with_options(StreamOptions::default())
+    }
+
+    pub fn with_options(opts: StreamOptions) -> Self {
+        OpenAiStream {
+            opts,
+            kind: BodyKind::Undecided,
+            sse: SseDecoder::with_max_line_len(opts.max_line_len),
+            chat: ChatStream::with_options(opts),
+            failed: None,
+        }
+    }
+
+    /// Takes the next chunk of the body and returns the deltas it completes. After an error
+    /// the stream is over and returns the same error again.
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
+        if let Some(err) = &self.failed {
+            return Err(err.clone());
+        }
+        let result = self.feed_inner(bytes);
+        if let Err(err) = &result {
+            self.failed = Some(err.clone());
+        }
+        result
+    }
+
+    fn feed_inner(&mut self, mut bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
+        if let BodyKind::Undecided = self.kind {
+            let Some(start) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
+                return Ok(Vec::new());
+            };
+            bytes = bytes.get(start..).unwrap_or_default();
+            self.kind = if bytes.first() == Some(&b'{') {
+                BodyKind::Json(Vec::new())
+            } else {
+                BodyKind::Sse
+            };
+        }
+        match &mut self.kind {
+            BodyKind::Undecided => Ok(Vec::new()),
+            BodyKind::Json(body) => {
+                if body.len().saturating_add(bytes.len()) > self.opts.max_response_bytes {
+                    return Err(LlmError::ResponseTooLarge {
+                        limit: self.opts.max_response_bytes,
+                    });
+                }
+                body.extend_from_slice(bytes);
+                Ok(Vec::new())
+            }
+            BodyKind::Sse => {
+                let mut out = Vec::new();
+                for event in self.sse.feed(bytes)? {
+                    out.extend(self.chat.push_event(&event)?);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Everything received so far; see [`ChatStream::partial`]. Empty for a JSON body.
+    pub fn partial(&self) -> Completion {
+        self.chat.partial()
+    }
+
+    /// Ends the body: the last deltas (an SSE stream may end without its final blank line,
+    /// and a JSON body is parsed only now) and the completion. A stream without `[DONE]` (or
+    /// an empty body) is [`LlmError::Truncated`].
+    pub fn finish(mut self) -> Result<(Vec<Delta>, Completion), LlmError> {
+        if let Some(err) = self.failed {
+            return Err(err);
+        }
+        match self.kind {
+            BodyKind::Undecided => Err(LlmError::Truncated {
+                partial: Box::default(),
+            }),
+            BodyKind::Json(body) => response_with_deltas(&body, &self.opts),
+            BodyKind::Sse => {
+                let mut out = Vec::new();
+                if let Some(event) = self.sse.finish()? {
+                    out.extend(self.chat.push_event(&event)?);
+                }
+                let completion = self.chat.finish()?;
+                Ok((out, completion))
+            }
+        }
+    }
+}
+
+/// Reads a whole streamed body delivered as `chunks`, passing each delta to `on_delta`.
+/// A stream that ends without `[DONE]` is [`LlmError::Truncated`], carrying the partial
+/// completion.
+pub fn read_stream<I, B>(
+    chunks: I,
+    opts: StreamOptions,
+    mut on_delta: impl FnMut(Delta),
+) -> Result<Completion, LlmError>
+where
+    I: IntoIterator<Item = B>,
+    B: AsRef<[u8]>,
+{
+    let mut stream = OpenAiStream::with_options(opts);
+    for chunk in chunks {
+        stream
+            .feed(chunk.as_ref())?
+            .into_iter()
+            .for_each(&mut on_delta);
+    }
+    let (tail, completion) = stream.finish()?;
+    tail.into_iter().for_each(on_delta);
+    Ok(completion)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Non-streaming.
+
+/// Parses a non-streaming Chat Completions response body (`"object": "chat.completion"`).
+/// An `{"error": …}` body is a [`LlmError::Provider`]; a body whose JSON ends early is
+/// [`LlmError::Truncated`] (with an empty partial completion).
+pub fn parse_response(body: &[u8]) -> Result<Completion, LlmError> {
+    parse_response_with(body, &StreamOptions::default())
+}
+
+/// [`parse_response`] with explicit options.
+pub fn parse_response_with(body: &[u8], opts: &StreamOptions) -> Result<Completion, LlmError> {
+    response_with_deltas(body, opts).map(|(_, completion)| completion)
+}
+
+/// Parses a complete response, also returning the deltas a stream of it would have given.
+fn response_with_deltas(
+    body: &[u8],
+    opts: &StreamOptions,
+) -> Result<(Vec<Delta>, Completion), LlmError> {
+    if body.len() > opts.max_response_bytes {
+        return Err(LlmError::ResponseTooLarge {
+            limit: opts.max_response_bytes,
+        });
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    let response: WireResponse = match parse_payload(text) {
+        // A body cut short (the JSON ends early) is a truncated response, not garbage.
+        Err(LlmError::InvalidJson { .. })
+            if serde_json::from_str::<Value>(text).is_err_and(|e| e.is_eof()) =>
+        {
+            return Err(LlmError::Truncated {
+                partial: Box::default(),
+            })
+        }
+        other => other?,
+    };
+    let mut acc = Accumulator::new(*opts);
+    let mut out = Vec::new();
+    acc.identity(response.id, response.model);
+    let mut choices = response.choices.unwrap_or_default();
+    let zero = choices
+        .iter()
+        .enumerate()
+        .position(|(i, c)| c.index.unwrap_or(i as u64) == 0)
+        .unwrap_or(0);
+    if zero >= choices.len() {
+        return Err(LlmError::Malformed(
+            "the response has no choices".to_owned(),
+        ));
+    }
+    let choice = choices.swap_remove(zero);
+    if let Some(message) = choice.message {
+        acc.message(message, true, &mut out)?;
+    }
+    acc.flush(&mut out);
+    acc.finish_reason(choice.finish_reason, &mut out);
+    acc.usage(response.usage, response.x_groq, &mut out);
+    let completion = acc.complete()?;
+    Ok((out, completion))
+}
