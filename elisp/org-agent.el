@@ -27,6 +27,7 @@
 (require 'org)
 (require 'org-agent-build)
 (require 'org-agent-store)
+(require 'org-agent-actuator)
 
 (defgroup org-agent nil
   "An AI agent that lives inside Emacs and works in your Org notes."

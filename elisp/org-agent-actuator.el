@@ -1,0 +1,337 @@
+;;; org-agent-actuator.el --- Run the agent's Emacs actions -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The org-agent authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The actuator is the only place where the agent changes Emacs.  It
+;; runs a closed vocabulary of actions, each a plist such as
+;;
+;;   (:type :request :target :emacs :action :set-todo :id "abc" :state "DONE")
+;;
+;; validates its arguments, performs it through Org's own functions (so
+;; hooks, logging and undo behave as if the user had done it), makes
+;; each action one undo step, and answers with a result plist
+;; (:status :ok|:error :message STRING ...).  It never signals: every
+;; failure is an :error result the loop can hand back to the LLM.
+
+;;; Code:
+
+(require 'org)
+(require 'org-agent-store)
+(require 'subr-x)
+
+(defcustom org-agent-actuator-save-after-edit t
+  "When non-nil, save an Org buffer the agent edited, if it had no unsaved changes.
+A buffer with unsaved changes of the user's is never saved by the
+agent.  The store sees the edit either way, and the edit stays one
+undo step in the buffer."
+  :type 'boolean
+  :group 'org-agent)
+
+(define-error 'org-agent-action-error "org-agent action error")
+
+(defvar org-agent-actuator--actions (make-hash-table :test #'eq)
+  "Action keyword → (ARG-SPECS . FUNCTION).")
+
+(defmacro org-agent-actuator-define (action args doc &rest body)
+  "Define the Emacs ACTION (a keyword) with ARGS, documented by DOC, running BODY.
+ARGS is a list of (NAME TYPE [optional]) where TYPE is `string',
+`strings' (a list of strings) or `pairs' (an alist of strings); BODY
+sees each NAME bound to the validated value and returns a plist of
+extra result data (or nil)."
+  (declare (indent 2) (doc-string 3))
+  (let ((plist (make-symbol "plist")))
+    `(puthash ,action
+              (cons ',args
+                    (lambda (,plist)
+                      ,doc
+                      (let ,(mapcar (lambda (spec)
+                                      `(,(car spec)
+                                        (plist-get ,plist ,(intern (format ":%s" (car spec))))))
+                                    args)
+                        ,@body)))
+              org-agent-actuator--actions)))
+
+(defun org-agent-actuator--fail (format-string &rest args)
+  "Signal an action error with a message made from FORMAT-STRING and ARGS."
+  (signal 'org-agent-action-error (list (apply #'format format-string args))))
+
+(defun org-agent-actuator--check (action specs plist)
+  "Check PLIST's arguments against SPECS for ACTION; signal on the first problem."
+  (dolist (spec specs)
+    (pcase-let* ((`(,name ,type ,optional) spec)
+                 (key (intern (format ":%s" name)))
+                 (value (plist-get plist key)))
+      (cond
+       ((null value)
+        (unless optional (org-agent-actuator--fail "%s: %s is missing" action key)))
+       ((eq type 'string)
+        (unless (stringp value)
+          (org-agent-actuator--fail "%s: %s must be a string, not %S" action key value)))
+       ((eq type 'strings)
+        (unless (and (proper-list-p value) (seq-every-p #'stringp value))
+          (org-agent-actuator--fail "%s: %s must be a list of strings, not %S" action key value)))
+       ((eq type 'pairs)
+        (unless (and (proper-list-p value)
+                     (seq-every-p (lambda (p) (and (consp p) (stringp (car p)) (stringp (cdr p))))
+                                  value))
+          (org-agent-actuator--fail "%s: %s must be an alist of strings, not %S"
+                                    action key value)))))))
+
+(defun org-agent-actuator-run (action)
+  "Run the Emacs ACTION plist and return a result plist.
+The result has :status (:ok or :error) and :message, plus data the
+action returns.  Unknown actions and bad arguments are :error results."
+  (condition-case err
+      (progn
+        (unless (and (proper-list-p action) (eq (plist-get action :type) :request)
+                     (eq (plist-get action :target) :emacs))
+          (org-agent-actuator--fail "not an Emacs action request: %S" action))
+        (let* ((name (plist-get action :action))
+               (entry (gethash name org-agent-actuator--actions)))
+          (unless entry
+            (org-agent-actuator--fail "unknown Emacs action %S" name))
+          (org-agent-actuator--check name (car entry) action)
+          (let ((data (funcall (cdr entry) action)))
+            (append (list :status :ok :message (format "%s done" name)) data))))
+    (org-agent-action-error (list :status :error :message (cadr err)))
+    (error (list :status :error :message (error-message-string err)))))
+
+;;;; Finding nodes and editing safely
+
+(defun org-agent-actuator--node-buffer (node)
+  "Return the buffer of NODE's file, refusing one that changed on disk."
+  (let* ((file (plist-get node :file))
+         (buffer (or (get-file-buffer file)
+                     (and (file-exists-p file) (find-file-noselect file))
+                     (get-buffer file))))
+    (unless buffer
+      (org-agent-actuator--fail "the file of node %s is gone: %s" (plist-get node :id) file))
+    (with-current-buffer buffer
+      (when (and buffer-file-name (not (verify-visited-file-modtime buffer)))
+        (org-agent-actuator--fail
+         "%s changed on disk since it was visited; revert it before the agent edits it"
+         (buffer-name))))
+    buffer))
+
+(defun org-agent-actuator--goto (node)
+  "Move point to NODE's headline in the current buffer; signal if it is not found."
+  (widen)
+  (let ((id (plist-get node :id))
+        (title (plist-get node :title))
+        (props (plist-get node :properties)))
+    (goto-char (min (max (plist-get node :begin) (point-min)) (point-max)))
+    (unless (and (org-at-heading-p)
+                 (equal (org-get-heading t t t t) title))
+      ;; The buffer moved on since the store last saw it: find the headline again.
+      (goto-char (point-min))
+      (let ((pos (if (assoc "ID" props)
+                     (org-find-property "ID" id)
+                   (ignore-errors
+                     (org-find-olp (append (org-agent-outline-path id) (list title)) t)))))
+        (unless pos
+          (org-agent-actuator--fail "node %s (%s) is no longer in %s" id title (buffer-name)))
+        (goto-char pos)))))
+
+(defmacro org-agent-actuator--at-node (id &rest body)
+  "Run BODY at the headline of node ID as one undo step; return BODY's value."
+  (declare (indent 1) (debug t))
+  (let ((node (make-symbol "node")) (buffer (make-symbol "buffer"))
+        (group (make-symbol "group")) (done (make-symbol "done"))
+        (was-modified (make-symbol "was-modified")) (value (make-symbol "value")))
+    `(let* ((,node (or (org-agent-node ,id)
+                       (org-agent-actuator--fail "no node with id %s" ,id)))
+            (,buffer (org-agent-actuator--node-buffer ,node)))
+       (with-current-buffer ,buffer
+         (let ((,was-modified (buffer-modified-p))
+               (,group (prepare-change-group))
+               ,done ,value)
+           (save-excursion
+             (save-restriction
+               (unwind-protect
+                   (progn
+                     (activate-change-group ,group)
+                     (org-agent-actuator--goto ,node)
+                     (setq ,value (progn ,@body))
+                     (setq ,done t))
+                 (if ,done
+                     (progn (accept-change-group ,group)
+                            (undo-amalgamate-change-group ,group))
+                   (cancel-change-group ,group)))))
+           (when ,done (org-agent-actuator--after-edit ,was-modified))
+           ,value)))))
+
+(defun org-agent-actuator--body-region ()
+  "Return (BEG . END) of the body of the entry at point.
+The body starts after the planning line and drawers."
+  (save-excursion
+    (org-back-to-heading t)
+    (let ((end (save-excursion (outline-next-heading) (point))))
+      (org-end-of-meta-data t)
+      (cons (min (point) end) end))))
+
+(defun org-agent-actuator--after-edit (was-modified)
+  "Bring the store up to date after an edit of the current buffer.
+Save it first when `org-agent-actuator-save-after-edit' and it was
+not WAS-MODIFIED before the edit."
+  (when (and org-agent-actuator-save-after-edit (not was-modified) buffer-file-name)
+    (save-buffer))
+  (org-agent-ingest-buffer nil t))
+
+;;;; The vocabulary
+
+(org-agent-actuator-define :insert ((buffer string) (text string))
+  "Insert TEXT at the end of BUFFER (created if needed)."
+  (with-current-buffer (get-buffer-create buffer)
+    (save-excursion (goto-char (point-max)) (insert text)))
+  nil)
+
+(org-agent-actuator-define :stream-append ((buffer string) (text string))
+  "Append a streamed piece TEXT to BUFFER."
+  (with-current-buffer (get-buffer-create buffer)
+    (save-excursion (goto-char (point-max)) (insert text)))
+  nil)
+
+(org-agent-actuator-define :message ((text string))
+  "Show TEXT in the echo area."
+  (message "%s" text)
+  nil)
+
+(org-agent-actuator-define :set-todo ((id string) (state string optional))
+  "Set the TODO state of node ID to STATE (nil: no state), through `org-todo'."
+  (org-agent-actuator--at-node id
+    (when (and state (not (member state org-todo-keywords-1)))
+      (org-agent-actuator--fail "%S is not a TODO keyword of %s (those are %s)"
+                                state (buffer-name) (string-join org-todo-keywords-1 " ")))
+    (org-todo (or state 'none))
+    (list :id id :todo (org-get-todo-state))))
+
+(org-agent-actuator-define :set-property ((id string) (key string) (value string))
+  "Set property KEY of node ID to VALUE."
+  (org-agent-actuator--at-node id (org-set-property key value) (list :id id)))
+
+(org-agent-actuator-define :delete-property ((id string) (key string))
+  "Delete property KEY of node ID."
+  (org-agent-actuator--at-node id
+    (unless (org-entry-get nil key)
+      (org-agent-actuator--fail "node %s has no property %s" id key))
+    (org-delete-property key)
+    (list :id id)))
+
+(org-agent-actuator-define :set-tags ((id string) (tags strings optional))
+  "Set the tags of node ID to TAGS."
+  (org-agent-actuator--at-node id (org-set-tags tags) (list :id id :tags (org-get-tags nil t))))
+
+(defun org-agent-actuator--date (date)
+  "Check that DATE is something `org-schedule' understands; return it."
+  (when (and date (not (string-match-p "\\`[0-9]\\{4\\}-[0-9]\\{2\\}-[0-9]\\{2\\}" date)))
+    (org-agent-actuator--fail "date %S must start with YYYY-MM-DD" date))
+  date)
+
+(org-agent-actuator-define :schedule ((id string) (date string optional))
+  "Schedule node ID on DATE (nil: remove the schedule)."
+  (org-agent-actuator--date date)
+  (org-agent-actuator--at-node id
+    (if date (org-schedule nil date) (org-schedule '(4)))
+    (list :id id :scheduled (org-entry-get nil "SCHEDULED"))))
+
+(org-agent-actuator-define :deadline ((id string) (date string optional))
+  "Set the deadline of node ID to DATE (nil: remove it)."
+  (org-agent-actuator--date date)
+  (org-agent-actuator--at-node id
+    (if date (org-deadline nil date) (org-deadline '(4)))
+    (list :id id :deadline (org-entry-get nil "DEADLINE"))))
+
+(defun org-agent-actuator--text-block (text)
+  "TEXT ending in exactly one newline (empty text stays empty)."
+  (if (string-empty-p text) "" (concat (string-trim-right text "[\n]+") "\n")))
+
+(org-agent-actuator-define :replace-body ((id string) (body string))
+  "Replace the body of node ID (after its planning and drawers) with BODY."
+  (org-agent-actuator--at-node id
+    (pcase-let ((`(,beg . ,end) (org-agent-actuator--body-region)))
+      (delete-region beg end)
+      (goto-char beg)
+      (insert (org-agent-actuator--text-block body)))
+    (list :id id)))
+
+(org-agent-actuator-define :append-body ((id string) (text string))
+  "Append TEXT to the body of node ID."
+  (org-agent-actuator--at-node id
+    (pcase-let ((`(,_ . ,end) (org-agent-actuator--body-region)))
+      (goto-char end)
+      (unless (bolp) (insert "\n"))
+      (insert (org-agent-actuator--text-block text)))
+    (list :id id)))
+
+(defun org-agent-actuator--headline-text (level title todo tags)
+  "The headline line at LEVEL with TITLE, TODO keyword and TAGS."
+  (concat (make-string level ?*) " "
+          (if todo (concat todo " ") "")
+          title
+          (if tags (concat " :" (string-join tags ":") ":") "")
+          "\n"))
+
+(defun org-agent-actuator--fill-new-headline (properties body)
+  "At a new headline, set PROPERTIES and insert BODY."
+  (dolist (p properties) (org-set-property (car p) (cdr p)))
+  (when (and body (not (string-empty-p body)))
+    (pcase-let ((`(,_ . ,end) (org-agent-actuator--body-region)))
+      (goto-char end)
+      (unless (bolp) (insert "\n"))
+      (insert (org-agent-actuator--text-block body)))))
+
+(org-agent-actuator-define :add-headline ((title string) (file string optional)
+                                          (parent string optional) (todo string optional)
+                                          (tags strings optional) (properties pairs optional)
+                                          (body string optional))
+  "Add a headline TITLE under node PARENT, or at the end of FILE."
+  (when (eq (null file) (null parent))
+    (org-agent-actuator--fail "add-headline: give exactly one of :file and :parent"))
+  (when (string-match-p "\n" title)
+    (org-agent-actuator--fail "add-headline: a title is one line"))
+  (if parent
+      (org-agent-actuator--at-node parent
+        (let ((level (1+ (org-current-level))))
+          (org-end-of-subtree t t)
+          (unless (bolp) (insert "\n"))
+          (insert (org-agent-actuator--headline-text level title todo tags))
+          (forward-line -1)
+          (org-agent-actuator--fill-new-headline properties body)
+          (list :parent parent)))
+    (let ((buffer (find-file-noselect (expand-file-name file))))
+      (with-current-buffer buffer
+        (unless (derived-mode-p 'org-mode)
+          (org-agent-actuator--fail "%s is not an Org file" file))
+        (let ((was-modified (buffer-modified-p))
+              (group (prepare-change-group)) done)
+          (unwind-protect
+              (save-excursion
+                (save-restriction
+                  (activate-change-group group)
+                  (widen)
+                  (goto-char (point-max))
+                  (unless (bolp) (insert "\n"))
+                  (insert (org-agent-actuator--headline-text 1 title todo tags))
+                  (forward-line -1)
+                  (org-agent-actuator--fill-new-headline properties body)
+                  (setq done t)))
+            (if done
+                (progn (accept-change-group group) (undo-amalgamate-change-group group))
+              (cancel-change-group group)))
+          (org-agent-actuator--after-edit was-modified)
+          (list :file (buffer-file-name buffer)))))))
+
+(org-agent-actuator-define :visit-node ((id string))
+  "Show node ID to the user."
+  (let* ((node (or (org-agent-node id) (org-agent-actuator--fail "no node with id %s" id)))
+         (buffer (org-agent-actuator--node-buffer node)))
+    (pop-to-buffer buffer)
+    (org-agent-actuator--goto node)
+    (org-show-context 'link-search)
+    (list :id id)))
+
+(provide 'org-agent-actuator)
+;;; org-agent-actuator.el ends here

@@ -1,0 +1,145 @@
+;;; org-agent-actuator-test.el --- The actuator's Emacs actions in real Emacs -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Each action of the vocabulary on a real Org file: the edit goes
+;; through Org, is one undo step, answers a result plist; bad input is
+;; an :error result, never a signal.
+
+;;; Code:
+
+(require 'org-agent-test-setup)
+(require 'org-agent-actuator)
+
+(defmacro org-agent-actuator-test-with-file (text &rest body)
+  "Run BODY with a fresh store and an ingested Org file holding TEXT.
+The file name is bound to `file'."
+  (declare (indent 1) (debug t))
+  `(org-agent-test-with-store
+     (let ((file (make-temp-file "org-agent-actuator" nil ".org" ,text)))
+       (unwind-protect
+           (progn (org-agent-ingest-file file) ,@body)
+         (when-let ((b (get-file-buffer file)))
+           (with-current-buffer b (set-buffer-modified-p nil))
+           (kill-buffer b))
+         (delete-file file)))))
+
+(defconst org-agent-actuator-test-text
+  "#+TODO: TODO NEXT | DONE\n* TODO Write report\n:PROPERTIES:\n:ID:       rep\n:EFFORT:   2h\n:END:\nDraft due soon.\n** Sources\n:PROPERTIES:\n:ID:       src\n:END:\n* Other\n"
+  "The file the actuator tests edit.")
+
+(defun org-agent-actuator-test-do (&rest args)
+  "Run the Emacs action made of ARGS."
+  (org-agent-actuator-run (append '(:type :request :target :emacs) args)))
+
+(defun org-agent-actuator-test-file-text (file)
+  "Return FILE's text on disk."
+  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+
+(ert-deftest org-agent-actuator-set-todo-through-org ()
+  "Setting a TODO state edits the file through `org-todo', as one undo step."
+  (org-agent-actuator-test-with-file org-agent-actuator-test-text
+    (let ((org-log-done 'time))
+      (let ((result (org-agent-actuator-test-do :action :set-todo :id "rep" :state "DONE")))
+        (should (eq (plist-get result :status) :ok))
+        (should (equal (plist-get result :todo) "DONE"))))
+    (let ((text (org-agent-actuator-test-file-text file)))
+      (should (string-match-p "^\\* DONE Write report" text))
+      ;; org-log-done did its part, as if the user had pressed C-c C-t.
+      (should (string-match-p "CLOSED: \\[" text)))
+    (with-current-buffer (get-file-buffer file)
+      (undo-boundary)
+      (let ((last-command nil)) (undo))
+      (should (string-match-p "^\\* TODO Write report" (buffer-string)))
+      (should-not (string-match-p "CLOSED:" (buffer-string))))))
+
+(ert-deftest org-agent-actuator-properties-tags-planning ()
+  "Property, tag and planning actions edit the right headline."
+  (org-agent-actuator-test-with-file org-agent-actuator-test-text
+    (should (eq :ok (plist-get (org-agent-actuator-test-do :action :set-property :id "src" :key "URL" :value "https://example.org") :status)))
+    (should (eq :ok (plist-get (org-agent-actuator-test-do :action :delete-property :id "rep" :key "EFFORT") :status)))
+    (should (eq :ok (plist-get (org-agent-actuator-test-do :action :set-tags :id "rep" :tags '("work" "urgent")) :status)))
+    (should (eq :ok (plist-get (org-agent-actuator-test-do :action :schedule :id "rep" :date "2026-12-01") :status)))
+    (should (eq :ok (plist-get (org-agent-actuator-test-do :action :deadline :id "src" :date "2026-12-24") :status)))
+    (let ((text (org-agent-actuator-test-file-text file)))
+      (should (string-match-p ":URL: +https://example.org" text))
+      (should-not (string-match-p "EFFORT" text))
+      (should (string-match-p "^\\* TODO Write report +:work:urgent:" text))
+      (should (string-match-p "SCHEDULED: <2026-12-01" text))
+      (should (string-match-p "DEADLINE: <2026-12-24" text)))
+    ;; Saving re-ingested the file: the store sees the edits.
+    (should (org-agent-test-wait
+             (lambda () (equal (plist-get (org-agent-node "rep") :tags) '("work" "urgent")))))))
+
+(ert-deftest org-agent-actuator-bodies-and-new-headlines ()
+  "Body and headline actions keep the outline intact."
+  (org-agent-actuator-test-with-file org-agent-actuator-test-text
+    (should (eq :ok (plist-get (org-agent-actuator-test-do :action :replace-body :id "rep" :body "New body.") :status)))
+    (should (eq :ok (plist-get (org-agent-actuator-test-do :action :append-body :id "rep" :text "One more line.") :status)))
+    (should (eq :ok (plist-get (org-agent-actuator-test-do
+                                :action :add-headline :parent "rep" :title "Ask Ana"
+                                :todo "NEXT" :tags '("call") :properties '(("WHO" . "Ana"))
+                                :body "About the figures.")
+                               :status)))
+    (should (eq :ok (plist-get (org-agent-actuator-test-do :action :add-headline :file file :title "Inbox") :status)))
+    (let ((text (org-agent-actuator-test-file-text file)))
+      (should (string-match-p ":END:\nNew body.\nOne more line.\n\\*\\* Sources" text))
+      (should (string-match-p "\\*\\* NEXT Ask Ana +:call:\n:PROPERTIES:\n:WHO: +Ana\n:END:\nAbout the figures.\n\\* Other" text))
+      (should (string-match-p "\n\\* Inbox\n\\'" text)))))
+
+(ert-deftest org-agent-actuator-chat-and-messages ()
+  "Display actions insert into buffers and the echo area."
+  (let ((buffer (generate-new-buffer-name "*org-agent-test-chat*")))
+    (unwind-protect
+        (progn
+          (should (eq :ok (plist-get (org-agent-actuator-test-do :action :insert :buffer buffer :text "Hello") :status)))
+          (should (eq :ok (plist-get (org-agent-actuator-test-do :action :stream-append :buffer buffer :text ", world") :status)))
+          (should (equal (with-current-buffer buffer (buffer-string)) "Hello, world"))
+          (should (eq :ok (plist-get (org-agent-actuator-test-do :action :message :text "hi") :status))))
+      (kill-buffer buffer))))
+
+(ert-deftest org-agent-actuator-bad-input-is-an-error-result ()
+  "Unknown actions, bad arguments and missing nodes answer :error, never signal."
+  (org-agent-actuator-test-with-file org-agent-actuator-test-text
+    (dolist (case `((:action :launch-missiles)
+                    (:action :set-todo)
+                    (:action :set-todo :id 42)
+                    (:action :set-todo :id "rep" :state "MAYBE")
+                    (:action :set-tags :id "rep" :tags (1 2))
+                    (:action :schedule :id "rep" :date "next week")
+                    (:action :add-headline :title "x")
+                    (:action :set-property :id "nope" :key "A" :value "b")
+                    (:action :delete-property :id "rep" :key "ABSENT")))
+      (let ((result (apply #'org-agent-actuator-test-do case)))
+        (should (eq (plist-get result :status) :error))
+        (should (stringp (plist-get result :message)))))
+    (should (eq :error (plist-get (org-agent-actuator-run '(:type :request :target :tool :name "x")) :status)))
+    (should (eq :error (plist-get (org-agent-actuator-run "garbage") :status)))
+    ;; The file was not touched by any of them.
+    (should (equal (org-agent-actuator-test-file-text file) org-agent-actuator-test-text))))
+
+(ert-deftest org-agent-actuator-refuses-a-file-changed-on-disk ()
+  "A buffer whose file changed on disk is not edited blindly."
+  (org-agent-actuator-test-with-file org-agent-actuator-test-text
+    (find-file-noselect file)
+    (sleep-for 1.1)
+    (with-temp-file file (insert org-agent-actuator-test-text "* Added elsewhere\n"))
+    (let ((result (org-agent-actuator-test-do :action :set-todo :id "rep" :state "DONE")))
+      (should (eq (plist-get result :status) :error))
+      (should (string-match-p "changed on disk" (plist-get result :message))))
+    (should (string-match-p "Added elsewhere" (org-agent-actuator-test-file-text file)))))
+
+(ert-deftest org-agent-actuator-finds-a-moved-headline ()
+  "When the buffer changed since the store saw it, the node is found again."
+  (org-agent-actuator-test-with-file org-agent-actuator-test-text
+    (with-current-buffer (find-file-noselect file)
+      (goto-char (point-min))
+      (forward-line 1)
+      (insert "* A new first headline\nwith a body\n"))
+    (should (eq :ok (plist-get (org-agent-actuator-test-do :action :set-todo :id "rep" :state "NEXT") :status)))
+    (with-current-buffer (get-file-buffer file)
+      (should (string-match-p "^\\* NEXT Write report" (buffer-string)))
+      (should (string-match-p "^\\* A new first headline" (buffer-string))))))
+
+(provide 'org-agent-actuator-test)
+;;; org-agent-actuator-test.el ends here
