@@ -7,6 +7,7 @@ pub mod emacs;
 pub mod llm;
 pub mod sexp;
 pub mod store;
+pub mod tools;
 
 /// The crate version; the Elisp package refuses a module whose version differs.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,273 @@
+//! The built-in tools: query the store, read a node, search titles and bodies, list files.
+
+use super::{Args, Param, ParamType, Tool};
+use crate::store::{NodeKind, NodeRef, Query, Store, TodoType};
+
+/// Most results one call returns, whatever the LLM asks for.
+const MAX_RESULTS: i64 = 200;
+/// Longest body `read_node` returns, in characters.
+const MAX_BODY_CHARS: usize = 20_000;
+
+fn param(name: &'static str, kind: ParamType, description: &'static str, required: bool) -> Param {
+    Param {
+        name,
+        kind,
+        description,
+        required,
+    }
+}
+
+fn limit(args: &Args, default: i64) -> usize {
+    args.int("limit").unwrap_or(default).clamp(1, MAX_RESULTS) as usize
+}
+
+fn date(args: &Args, name: &str) -> Result<Option<String>, String> {
+    match args.str(name) {
+        None => Ok(None),
+        Some(d) if crate::store::query::timestamp_date(&format!("<{d}>")).is_some() => {
+            Ok(Some(d[..10].to_string()))
+        }
+        Some(d) => Err(format!("{name} must be a date YYYY-MM-DD, not {d:?}")),
+    }
+}
+
+/// One line describing a node: TODO keyword, title, tags, id and file.
+fn summary(r: &NodeRef) -> String {
+    let n = r.node();
+    let c = &n.content;
+    let mut line = String::from("- ");
+    if let Some(k) = &c.todo {
+        line.push_str(k);
+        line.push(' ');
+    }
+    if let Some(p) = c.priority {
+        line.push_str(&format!("[#{p}] "));
+    }
+    line.push_str(&c.title);
+    if !c.tags.is_empty() {
+        line.push_str(&format!(" :{}:", c.tags.join(":")));
+    }
+    for (label, ts) in [
+        ("SCHEDULED", &c.planning.scheduled),
+        ("DEADLINE", &c.planning.deadline),
+        ("CLOSED", &c.planning.closed),
+    ] {
+        if let Some(ts) = ts {
+            line.push_str(&format!(" {label}: {ts}"));
+        }
+    }
+    line.push_str(&format!(" (id: {}, file: {})", n.id, r.doc.path));
+    line
+}
+
+fn listing(hits: &[NodeRef], total: usize, what: &str) -> String {
+    if hits.is_empty() {
+        return format!("No {what}.");
+    }
+    let mut out = format!("{total} {what}");
+    if total > hits.len() {
+        out.push_str(&format!(", first {}", hits.len()));
+    }
+    out.push_str(":\n");
+    for h in hits {
+        out.push_str(&summary(h));
+        out.push('\n');
+    }
+    out
+}
+
+fn query_notes(store: &Store, args: &Args) -> Result<String, String> {
+    let todo_type = match args.str("todo_type") {
+        None => None,
+        Some("todo") => Some(TodoType::Todo),
+        Some("done") => Some(TodoType::Done),
+        Some(other) => return Err(format!("todo_type is \"todo\" or \"done\", not {other:?}")),
+    };
+    let property = match (args.str("property"), args.str("property_value")) {
+        (Some(k), v) => Some((k.to_string(), v.map(str::to_string))),
+        (None, Some(_)) => return Err("property_value needs property".into()),
+        (None, None) => None,
+    };
+    let q = Query {
+        kind: Some(NodeKind::Headline),
+        file: args.str("file").map(str::to_string),
+        tag: args.str("tag").map(str::to_string),
+        todo: args.str("todo").map(str::to_string),
+        todo_type,
+        property,
+        scheduled_before: date(args, "scheduled_before")?,
+        deadline_before: date(args, "deadline_before")?,
+        closed_since: date(args, "closed_since")?,
+        projects: args.bool("projects"),
+        ..Query::default()
+    };
+    let hits = store.query(&q);
+    let n = limit(args, 20);
+    Ok(listing(
+        &hits[..hits.len().min(n)],
+        hits.len(),
+        "matching headlines",
+    ))
+}
+
+fn read_node(store: &Store, args: &Args) -> Result<String, String> {
+    let id = args.str("id").unwrap_or_default();
+    let r = store
+        .node(id)
+        .ok_or_else(|| format!("no node with id {id:?}"))?;
+    let n = r.node();
+    let c = &n.content;
+    let mut out = String::new();
+    let path = r.outline_path();
+    if !path.is_empty() {
+        out.push_str(&format!("Outline path: {}\n", path.join(" / ")));
+    }
+    out.push_str(&format!("File: {}\n\n", r.doc.path));
+    if c.kind == NodeKind::Headline {
+        out.push_str(&"*".repeat(c.level as usize));
+        out.push(' ');
+        if let Some(k) = &c.todo {
+            out.push_str(k);
+            out.push(' ');
+        }
+        if let Some(p) = c.priority {
+            out.push_str(&format!("[#{p}] "));
+        }
+        out.push_str(&c.title);
+        if !c.tags.is_empty() {
+            out.push_str(&format!(" :{}:", c.tags.join(":")));
+        }
+        out.push('\n');
+    } else {
+        out.push_str(&format!("#+TITLE: {}\n", c.title));
+    }
+    let planning: Vec<String> = [
+        ("CLOSED", &c.planning.closed),
+        ("SCHEDULED", &c.planning.scheduled),
+        ("DEADLINE", &c.planning.deadline),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}: {v}")))
+    .collect();
+    if !planning.is_empty() {
+        out.push_str(&planning.join(" "));
+        out.push('\n');
+    }
+    if !c.properties.is_empty() {
+        out.push_str(":PROPERTIES:\n");
+        for (k, v) in &c.properties {
+            out.push_str(&format!(":{k}: {v}\n"));
+        }
+        out.push_str(":END:\n");
+    }
+    let body: String = c.body.chars().take(MAX_BODY_CHARS).collect();
+    out.push_str(&body);
+    if c.body.chars().count() > MAX_BODY_CHARS {
+        out.push_str("\n[… body cut here …]\n");
+    }
+    if !n.children.is_empty() {
+        out.push_str("\nChildren:\n");
+        for &i in &n.children {
+            out.push_str(&summary(&NodeRef {
+                doc: r.doc.clone(),
+                index: i,
+            }));
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+fn search_notes(store: &Store, args: &Args) -> Result<String, String> {
+    let text = args.str("text").unwrap_or_default().trim().to_lowercase();
+    if text.is_empty() {
+        return Err("text must not be empty".into());
+    }
+    let n = limit(args, 20);
+    let state = store.state();
+    let mut hits = Vec::new();
+    let mut total = 0;
+    for doc in state.files.values() {
+        for (i, node) in doc.nodes.iter().enumerate() {
+            let c = &node.content;
+            if c.kind != NodeKind::Headline {
+                continue;
+            }
+            if c.title.to_lowercase().contains(&text) || c.body.to_lowercase().contains(&text) {
+                total += 1;
+                if hits.len() < n {
+                    hits.push(NodeRef {
+                        doc: doc.clone(),
+                        index: i as u32,
+                    });
+                }
+            }
+        }
+    }
+    Ok(listing(&hits, total, "headlines mention it"))
+}
+
+fn list_files(store: &Store, _args: &Args) -> Result<String, String> {
+    let state = store.state();
+    if state.files.is_empty() {
+        return Ok("No files are in the store.".into());
+    }
+    let mut out = format!("{} Org files:\n", state.files.len());
+    for doc in state.files.values() {
+        out.push_str(&format!(
+            "- {} ({} headlines, title: {})\n",
+            doc.path,
+            doc.nodes.len().saturating_sub(1),
+            doc.nodes
+                .first()
+                .map(|n| n.content.title.as_str())
+                .unwrap_or("")
+        ));
+    }
+    Ok(out)
+}
+
+pub fn all() -> Vec<Tool> {
+    use ParamType::*;
+    vec![
+        Tool {
+            name: "query_notes",
+            description: "Find headlines in the user's Org notes by tag, TODO state, property or date. All given conditions must hold.",
+            params: vec![
+                param("tag", String, "a tag, own or inherited", false),
+                param("todo", String, "a TODO keyword such as TODO, NEXT or DONE", false),
+                param("todo_type", String, "\"todo\" (open) or \"done\" (finished)", false),
+                param("property", String, "a property the headline has", false),
+                param("property_value", String, "the value that property must have", false),
+                param("scheduled_before", String, "scheduled before this date (YYYY-MM-DD)", false),
+                param("deadline_before", String, "deadline before this date (YYYY-MM-DD)", false),
+                param("closed_since", String, "closed on or after this date (YYYY-MM-DD)", false),
+                param("projects", Boolean, "only active projects (tagged project, not done)", false),
+                param("file", String, "only this file (absolute path)", false),
+                param("limit", Integer, "at most this many results (default 20)", false),
+            ],
+            body: Box::new(query_notes),
+        },
+        Tool {
+            name: "read_node",
+            description: "Read one headline of the notes in full: its outline path, planning, properties, body and children.",
+            params: vec![param("id", String, "the node's id, as given by the other tools", true)],
+            body: Box::new(read_node),
+        },
+        Tool {
+            name: "search_notes",
+            description: "Search the titles and bodies of all headlines for a piece of text (case-insensitive).",
+            params: vec![
+                param("text", String, "the text to look for", true),
+                param("limit", Integer, "at most this many results (default 20)", false),
+            ],
+            body: Box::new(search_notes),
+        },
+        Tool {
+            name: "list_files",
+            description: "List the Org files in the user's notes with their titles and sizes.",
+            params: vec![],
+            body: Box::new(list_files),
+        },
+    ]
+}

@@ -1,0 +1,166 @@
+//! The built-in tools against a store holding the demo notes.
+
+use org_agent::store::{Config, Store};
+use org_agent::tools::{Registry, ToolError};
+use serde_json::json;
+
+fn demo_store() -> Store {
+    let store = Store::in_memory(Config {
+        snapshot_capacity: 20,
+        ..Config::default()
+    });
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/notes");
+    for name in ["projects.org", "tasks.org", "journal.org"] {
+        let path = dir.join(name);
+        store
+            .ingest_file(path.to_str().unwrap(), true)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    store
+}
+
+#[test]
+fn schemas_are_json_schema_functions() {
+    let r = Registry::with_builtins();
+    assert_eq!(
+        r.names(),
+        ["list_files", "query_notes", "read_node", "search_notes"]
+    );
+    for s in r.function_schemas() {
+        assert_eq!(s["type"], "function");
+        let f = &s["function"];
+        assert!(f["name"].is_string() && f["description"].as_str().unwrap().len() > 20);
+        assert_eq!(f["parameters"]["type"], "object");
+        assert!(f["parameters"]["properties"].is_object());
+        assert!(f["parameters"]["required"].is_array());
+    }
+    let read = &r.get("read_node").unwrap().schema();
+    assert_eq!(read["required"], json!(["id"]));
+    assert_eq!(read["properties"]["id"]["type"], "string");
+}
+
+#[test]
+fn query_notes_finds_headlines() {
+    let (store, r) = (demo_store(), Registry::with_builtins());
+    let out = r
+        .call(&store, "query_notes", &json!({"todo": "WAITING"}))
+        .unwrap();
+    assert!(out.starts_with("1 matching headlines:"), "{out}");
+    assert!(
+        out.contains("WAITING Domain name transfer :admin: DEADLINE: <2026-12-01 Tue -3d>"),
+        "{out}"
+    );
+    let out = r
+        .call(&store, "query_notes", &json!({"projects": true}))
+        .unwrap();
+    assert!(out.contains("Launch the field-notes website") && out.contains("Quarterly report"));
+    assert!(
+        !out.contains("Office move"),
+        "done projects are not active: {out}"
+    );
+    let out = r
+        .call(&store, "query_notes", &json!({"tag": "work", "limit": 2}))
+        .unwrap();
+    assert!(out.starts_with("8 matching headlines, first 2:"), "{out}");
+    let out = r
+        .call(
+            &store,
+            "query_notes",
+            &json!({"property": "PHONE", "property_value": "555-0142"}),
+        )
+        .unwrap();
+    assert!(out.contains("Call the plumber"), "{out}");
+    let out = r
+        .call(&store, "query_notes", &json!({"tag": "nonexistent"}))
+        .unwrap();
+    assert_eq!(out, "No matching headlines.");
+}
+
+#[test]
+fn read_node_renders_the_node_as_org() {
+    let (store, r) = (demo_store(), Registry::with_builtins());
+    let out = r
+        .call(
+            &store,
+            "read_node",
+            &json!({"id": "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a02"}),
+        )
+        .unwrap();
+    assert!(
+        out.starts_with("Outline path: Launch the field-notes website\n"),
+        "{out}"
+    );
+    assert!(out.contains("** NEXT Write the export pipeline :code:\nSCHEDULED: <2026-11-24 Tue>\n:PROPERTIES:\n:ID: 6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a02\n:END:\n- [ ] export on save"), "{out}");
+    let parent = r
+        .call(
+            &store,
+            "read_node",
+            &json!({"id": "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a01"}),
+        )
+        .unwrap();
+    assert!(
+        parent.contains("Children:\n- DONE Pick a static site generator"),
+        "{parent}"
+    );
+    let err = r
+        .call(&store, "read_node", &json!({"id": "nope"}))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::Failed {
+            tool: "read_node".into(),
+            message: "no node with id \"nope\"".into()
+        }
+    );
+}
+
+#[test]
+fn search_and_list() {
+    let (store, r) = (demo_store(), Registry::with_builtins());
+    let out = r
+        .call(&store, "search_notes", &json!({"text": "EXPORT PIPELINE"}))
+        .unwrap();
+    assert!(out.contains("Write the export pipeline"), "{out}");
+    // Bodies are searched too.
+    assert!(out.contains("2026-11-20 Friday"), "{out}");
+    let out = r.call(&store, "list_files", &json!({})).unwrap();
+    assert!(out.starts_with("3 Org files:"), "{out}");
+    assert!(
+        out.contains("projects.org (8 headlines, title: Projects)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_arguments_are_refused_before_the_body_runs() {
+    let (store, r) = (demo_store(), Registry::with_builtins());
+    let cases = [
+        ("read_node", json!({}), "argument \"id\" is required"),
+        ("read_node", json!({"id": 5}), "must be a String"),
+        (
+            "query_notes",
+            json!({"colour": "red"}),
+            "unknown argument \"colour\"",
+        ),
+        ("query_notes", json!([1, 2]), "arguments must be an object"),
+        (
+            "query_notes",
+            json!({"scheduled_before": "soon"}),
+            "must be a date",
+        ),
+        (
+            "query_notes",
+            json!({"todo_type": "maybe"}),
+            "\"todo\" or \"done\"",
+        ),
+        ("search_notes", json!({"text": "  "}), "must not be empty"),
+    ];
+    for (tool, args, want) in cases {
+        let err = r.call(&store, tool, &args).unwrap_err();
+        assert!(err.to_string().contains(want), "{tool} {args}: {err}");
+    }
+    assert_eq!(
+        r.call(&store, "rm_rf", &json!({})).unwrap_err(),
+        ToolError::Unknown("rm_rf".into())
+    );
+}
