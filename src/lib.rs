@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod emacs;
+pub mod gates;
 pub mod llm;
 pub mod sexp;
 pub mod store;

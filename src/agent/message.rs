@@ -412,6 +412,25 @@ impl Action {
     }
 }
 
+impl Action {
+    /// The action as a plist.
+    pub fn to_sexp(&self) -> Sexp {
+        match self {
+            Action::Emacs(e) => e.to_sexp(),
+            Action::Tool { name, args } => Sexp::from(Value::list(vec![
+                kw("type"),
+                kw("request"),
+                kw("target"),
+                kw("tool"),
+                kw("name"),
+                Value::string(name.as_str()),
+                kw("args"),
+                sexp::clone_value(args.value()),
+            ])),
+        }
+    }
+}
+
 impl EmacsAction {
     fn from_args(a: &Args) -> Result<EmacsAction, SexpError> {
         Ok(match a.keyword("action")? {

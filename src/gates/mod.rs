@@ -1,0 +1,240 @@
+//! The deterministic gates every proposed action passes before it runs.
+//!
+//! A [`Pipeline`] runs its gates in order. Each gate allows, asks the user, denies (with a
+//! reason) or transforms the action (later gates see the transformed one). Deny wins over
+//! ask, ask over allow; a gate that fails denies (fail closed). Every decision can be
+//! appended to the [audit log](audit).
+
+pub mod audit;
+
+use crate::agent::message::{Action, EmacsAction};
+use std::collections::HashSet;
+
+/// What one gate says about an action.
+#[derive(Debug, PartialEq)]
+pub enum Decision {
+    Allow,
+    Ask(String),
+    Deny(String),
+    /// Replace the action (for the gates after this one and for execution).
+    Transform(Action, String),
+}
+
+/// What a gate may know besides the action.
+#[derive(Debug, Default, Clone)]
+pub struct Context {
+    /// Action kinds (see [`action_kind`]) the user approved for this conversation.
+    pub approved: HashSet<String>,
+    /// Tools the agent has; calls to anything else are denied.
+    pub tools: HashSet<String>,
+    /// Tools that only read (their calls need no approval).
+    pub read_only_tools: HashSet<String>,
+}
+
+pub trait Gate: Send + Sync {
+    fn name(&self) -> &str;
+    /// An `Err` is a failure of the gate itself: the action is denied.
+    fn check(&self, action: &Action, ctx: &Context) -> Result<Decision, String>;
+}
+
+/// The final outcome for one action.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    Allow(Action),
+    Ask {
+        action: Action,
+        reasons: Vec<String>,
+    },
+    Deny {
+        reasons: Vec<String>,
+    },
+}
+
+/// One gate's part in a verdict, for the audit log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub gate: String,
+    pub decision: &'static str,
+    pub reason: String,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    pub steps: Vec<Step>,
+}
+
+/// A short name for the kind of an action: the Emacs action or `tool:NAME`.
+pub fn action_kind(action: &Action) -> String {
+    match action {
+        Action::Tool { name, .. } => format!("tool:{name}"),
+        Action::Emacs(e) => match e {
+            EmacsAction::Insert { .. } => "insert",
+            EmacsAction::StreamAppend { .. } => "stream-append",
+            EmacsAction::Message { .. } => "message",
+            EmacsAction::AddHeadline { .. } => "add-headline",
+            EmacsAction::SetTodo { .. } => "set-todo",
+            EmacsAction::SetProperty { .. } => "set-property",
+            EmacsAction::DeleteProperty { .. } => "delete-property",
+            EmacsAction::SetTags { .. } => "set-tags",
+            EmacsAction::Schedule { .. } => "schedule",
+            EmacsAction::Deadline { .. } => "deadline",
+            EmacsAction::ReplaceBody { .. } => "replace-body",
+            EmacsAction::AppendBody { .. } => "append-body",
+            EmacsAction::VisitNode { .. } => "visit-node",
+        }
+        .to_string(),
+    }
+}
+
+#[derive(Default)]
+pub struct Pipeline {
+    gates: Vec<Box<dyn Gate>>,
+}
+
+impl Pipeline {
+    pub fn new(gates: Vec<Box<dyn Gate>>) -> Pipeline {
+        Pipeline { gates }
+    }
+
+    /// The default policy: known tools only, read-only tools allowed, displays allowed, any
+    /// edit of an Org file asks (unless approved for the conversation). There is no shell
+    /// tool and no Elisp evaluation.
+    pub fn default_policy() -> Pipeline {
+        Pipeline::new(vec![
+            Box::new(KnownTools),
+            Box::new(ReadOnly),
+            Box::new(OrgEdits),
+        ])
+    }
+
+    pub fn decide(&self, action: Action, ctx: &Context) -> Verdict {
+        let mut action = action;
+        let mut steps = Vec::new();
+        let mut asks = Vec::new();
+        let mut denies = Vec::new();
+        for gate in &self.gates {
+            let name = gate.name().to_string();
+            // A panicking gate is a failing gate.
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gate.check(&action, ctx)))
+                    .unwrap_or_else(|_| Err("the gate panicked".to_string()));
+            match result {
+                Ok(Decision::Allow) => steps.push(Step {
+                    gate: name,
+                    decision: "allow",
+                    reason: String::new(),
+                }),
+                Ok(Decision::Ask(reason)) => {
+                    asks.push(reason.clone());
+                    steps.push(Step {
+                        gate: name,
+                        decision: "ask",
+                        reason,
+                    });
+                }
+                Ok(Decision::Deny(reason)) => {
+                    denies.push(reason.clone());
+                    steps.push(Step {
+                        gate: name,
+                        decision: "deny",
+                        reason,
+                    });
+                }
+                Ok(Decision::Transform(new, reason)) => {
+                    action = new;
+                    steps.push(Step {
+                        gate: name,
+                        decision: "transform",
+                        reason,
+                    });
+                }
+                Err(failure) => {
+                    let reason = format!("gate {name} failed: {failure}");
+                    denies.push(reason.clone());
+                    steps.push(Step {
+                        gate: name,
+                        decision: "deny",
+                        reason,
+                    });
+                }
+            }
+        }
+        let outcome = if !denies.is_empty() {
+            Outcome::Deny { reasons: denies }
+        } else if !asks.is_empty() {
+            Outcome::Ask {
+                action,
+                reasons: asks,
+            }
+        } else {
+            Outcome::Allow(action)
+        };
+        Verdict { outcome, steps }
+    }
+}
+
+/// Calls to tools the agent does not have are denied.
+pub struct KnownTools;
+
+impl Gate for KnownTools {
+    fn name(&self) -> &str {
+        "known-tools"
+    }
+
+    fn check(&self, action: &Action, ctx: &Context) -> Result<Decision, String> {
+        Ok(match action {
+            Action::Tool { name, .. } if !ctx.tools.contains(name) => {
+                let mut known: Vec<&str> = ctx.tools.iter().map(String::as_str).collect();
+                known.sort_unstable();
+                Decision::Deny(format!(
+                    "there is no tool named {name:?}; the tools are: {}",
+                    known.join(", ")
+                ))
+            }
+            _ => Decision::Allow,
+        })
+    }
+}
+
+/// Read-only tools run without asking; other tools ask unless approved.
+pub struct ReadOnly;
+
+impl Gate for ReadOnly {
+    fn name(&self) -> &str {
+        "read-only-tools"
+    }
+
+    fn check(&self, action: &Action, ctx: &Context) -> Result<Decision, String> {
+        Ok(match action {
+            Action::Tool { name, .. }
+                if !ctx.read_only_tools.contains(name)
+                    && !ctx.approved.contains(&action_kind(action)) =>
+            {
+                Decision::Ask(format!("tool {name} may change things"))
+            }
+            _ => Decision::Allow,
+        })
+    }
+}
+
+/// Any edit of an Org file asks, unless that kind of edit was approved for the conversation.
+pub struct OrgEdits;
+
+impl Gate for OrgEdits {
+    fn name(&self) -> &str {
+        "org-edits"
+    }
+
+    fn check(&self, action: &Action, ctx: &Context) -> Result<Decision, String> {
+        Ok(match action {
+            Action::Emacs(e) if e.edits_org() && !ctx.approved.contains(&action_kind(action)) => {
+                Decision::Ask(format!("{} edits an Org file", action_kind(action)))
+            }
+            _ => Decision::Allow,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
