@@ -1,7 +1,7 @@
 //! The built-in tools: query the store, read a node, search titles and bodies, list files.
 
 use super::{Args, Param, ParamType, Tool};
-use crate::store::{NodeKind, NodeRef, Query, Store, TodoType};
+use crate::store::{NodeContent, NodeKind, NodeRef, Query, Store, TodoType};
 
 /// Most results one call returns, whatever the LLM asks for.
 const MAX_RESULTS: i64 = 200;
@@ -31,11 +31,9 @@ fn date(args: &Args, name: &str) -> Result<Option<String>, String> {
     }
 }
 
-/// One line describing a node: TODO keyword, title, tags, id and file.
-fn summary(r: &NodeRef) -> String {
-    let n = r.node();
-    let c = &n.content;
-    let mut line = String::from("- ");
+/// "TODO [#A] Title :tags:" — a headline's words as Org writes them.
+fn headline_words(c: &NodeContent) -> String {
+    let mut line = String::new();
     if let Some(k) = &c.todo {
         line.push_str(k);
         line.push(' ');
@@ -47,6 +45,14 @@ fn summary(r: &NodeRef) -> String {
     if !c.tags.is_empty() {
         line.push_str(&format!(" :{}:", c.tags.join(":")));
     }
+    line
+}
+
+/// One line describing a node: TODO keyword, title, tags, planning, id and file.
+fn summary(r: &NodeRef) -> String {
+    let n = r.node();
+    let c = &n.content;
+    let mut line = format!("- {}", headline_words(c));
     for (label, ts) in [
         ("SCHEDULED", &c.planning.scheduled),
         ("DEADLINE", &c.planning.deadline),
@@ -124,20 +130,11 @@ fn read_node(store: &Store, args: &Args) -> Result<String, String> {
     }
     out.push_str(&format!("File: {}\n\n", r.doc.path));
     if c.kind == NodeKind::Headline {
-        out.push_str(&"*".repeat(c.level as usize));
-        out.push(' ');
-        if let Some(k) = &c.todo {
-            out.push_str(k);
-            out.push(' ');
-        }
-        if let Some(p) = c.priority {
-            out.push_str(&format!("[#{p}] "));
-        }
-        out.push_str(&c.title);
-        if !c.tags.is_empty() {
-            out.push_str(&format!(" :{}:", c.tags.join(":")));
-        }
-        out.push('\n');
+        out.push_str(&format!(
+            "{} {}\n",
+            "*".repeat(c.level as usize),
+            headline_words(c)
+        ));
     } else {
         out.push_str(&format!("#+TITLE: {}\n", c.title));
     }
