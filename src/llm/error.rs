@@ -7,6 +7,8 @@
 //! shown to the user.
 
 use crate::llm::completion::Completion;
+use std::fmt;
+use std::time::Duration;
 use thiserror::Error;
 
 /// The longest provider message or JSON excerpt kept in an error, in bytes (cut on a character
@@ -67,6 +69,94 @@ pub enum LlmError {
     /// not be run.
     #[error("the response stream was cut off before its end marker")]
     Truncated { partial: Box<Completion> },
+
+    /// The server answered with an HTTP error status. `message` is the provider's own text
+    /// (from an `{"error": {"message": …}}` body), else the start of the body, else the
+    /// status's reason phrase.
+    #[error("HTTP {status}: {message}")]
+    Http {
+        status: u16,
+        message: String,
+        /// The provider's error type, if its body gave one.
+        kind: Option<String>,
+        /// The provider's error code, if its body gave one.
+        code: Option<String>,
+        /// How long the server asked to wait (`retry-after-ms`, else `retry-after` in
+        /// seconds; an HTTP-date is ignored).
+        retry_after: Option<Duration>,
+    },
+
+    /// A timeout ran out (see [`TimeoutPhase`]); `after` is the configured limit.
+    #[error("timed out waiting for the {phase} after {after:?}")]
+    Timeout {
+        phase: TimeoutPhase,
+        after: Duration,
+    },
+
+    /// The request was cancelled by the caller.
+    #[error("the request was cancelled")]
+    Cancelled,
+
+    /// The connection could not be made or failed before a response (DNS, refused, TLS, …).
+    #[error("HTTP transport error: {0}")]
+    Transport(String),
+
+    /// The client configuration is unusable (a bad URL or header name). Never contains a
+    /// header value, which may be a secret.
+    #[error("invalid client configuration: {0}")]
+    Config(String),
+}
+
+/// Which wait of an HTTP request timed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutPhase {
+    /// Opening the connection (TCP and TLS).
+    Connect,
+    /// The response: its headers and the first byte of its body.
+    FirstByte,
+    /// The next chunk of the body, after the first.
+    Idle,
+    /// The whole request.
+    Total,
+}
+
+impl fmt::Display for TimeoutPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TimeoutPhase::Connect => "connection",
+            TimeoutPhase::FirstByte => "first byte of the response",
+            TimeoutPhase::Idle => "next chunk of the response",
+            TimeoutPhase::Total => "whole response",
+        })
+    }
+}
+
+impl LlmError {
+    /// The HTTP status, for [`LlmError::Http`].
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            LlmError::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// How long the server asked to wait before retrying, if it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// Whether trying again (later, or another backend) may help: HTTP 408, 409, 429, 5xx
+    /// (and Anthropic's 529), timeouts, transport failures and cut-off streams.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Http { status, .. } => matches!(status, 408 | 409 | 429 | 500..=599),
+            LlmError::Timeout { .. } | LlmError::Transport(_) | LlmError::Truncated { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 /// `s` cut to at most [`MAX_ERROR_TEXT`] bytes on a character boundary.

@@ -3,16 +3,18 @@
 //! Each provider's wire format gets one file that turns response bytes into the
 //! provider-neutral [`Delta`]s (for the UI, as they stream) and a final [`Completion`] (for the
 //! agent loop). Shared pieces: [`sse`] (Server-Sent Events decoding), [`think`] (separating
-//! reasoning from answer text), [`error`] (one error type for the module). HTTP lives on top of
-//! these parsers, so they are tested on recorded responses without a network.
+//! reasoning from answer text), [`error`] (one error type for the module). HTTP ([`http`]) lives on
+//! top of these parsers, so they are tested on recorded responses without a network.
 
 pub mod completion;
 pub mod error;
+pub mod http;
 pub mod openai;
 pub mod sse;
 pub mod think;
 
 pub use completion::{Completion, Delta, FinishReason, ToolCall, Usage};
-pub use error::LlmError;
+pub use error::{LlmError, TimeoutPhase};
+pub use http::{Backend, CancelToken, ChatClient, ChatRequest, Message};
 pub use sse::{SseDecoder, SseEvent};
 pub use think::ThinkTags;

@@ -1,0 +1,553 @@
+//! HTTP for OpenAI-compatible `/v1/chat/completions` servers (OpenAI, llama.cpp, vLLM, Ollama
+//! `/v1`, OpenRouter, Groq, DeepSeek, …).
+//!
+//! [`ChatClient::chat`] POSTs a [`ChatRequest`] as JSON and reads the body chunk by chunk into
+//! an [`OpenAiStream`], passing each [`Delta`] to the caller as it arrives, and returns the
+//! [`Completion`]. Everything that can go wrong is a typed [`LlmError`]:
+//!
+//! * an HTTP error status is [`LlmError::Http`] with the status, the provider's own message
+//!   (from `{"error": {"message": …}}`) and `retry-after-ms` / `retry-after`;
+//! * timeouts ([`Backend`]): connecting, the first byte (response headers and the first body
+//!   chunk, measured from the request), the gap between later chunks, and the whole request
+//!   are [`LlmError::Timeout`] naming the [`TimeoutPhase`];
+//! * a [`CancelToken`] stops the request at its next wait with [`LlmError::Cancelled`];
+//! * a connection that drops mid-stream is [`LlmError::Truncated`] with what arrived.
+//!
+//! The API key is sent as `Authorization: Bearer …` (marked sensitive for hyper), and never
+//! appears in `Debug` output or in an error, even if a server echoes it back.
+
+use crate::llm::completion::{Completion, Delta, ToolCall};
+use crate::llm::error::{bounded, LlmError, TimeoutPhase};
+use crate::llm::openai::{parse_response, OpenAiStream, StreamOptions};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION};
+use serde_json::{json, Map, Value};
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How much of an error response's body is read, in bytes.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Timeouts longer than this are treated as this (so deadlines never overflow).
+const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+// ---------------------------------------------------------------------------------------------
+// Configuration.
+
+/// One OpenAI-compatible server and how to talk to it.
+#[derive(Clone)]
+pub struct Backend {
+    /// The API root, including the version: `https://api.openai.com/v1`,
+    /// `http://127.0.0.1:8080/v1`. `/chat/completions` is appended.
+    pub base_url: String,
+    pub model: String,
+    /// Sent as `Authorization: Bearer <key>`. Never shown by `Debug` or in errors.
+    pub api_key: Option<String>,
+    /// Extra request headers (`HTTP-Referer`, `OpenAI-Organization`, …). Their values are
+    /// not shown by `Debug` either (some carry secrets).
+    pub headers: Vec<(String, String)>,
+    /// Opening the connection (TCP and TLS).
+    pub connect_timeout: Duration,
+    /// From sending the request to the first byte of the response body (covers the server's
+    /// prompt processing, which can be long for local models).
+    pub first_byte_timeout: Duration,
+    /// The longest gap between two body chunks after the first.
+    pub idle_timeout: Duration,
+    /// The whole request, start to end.
+    pub total_timeout: Duration,
+    /// Parsing options and limits for the response.
+    pub stream_options: StreamOptions,
+}
+
+impl Backend {
+    /// A backend with no key, no extra headers and default timeouts: connect 10 s, first byte
+    /// 120 s, idle 60 s, total 10 min.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Backend {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            headers: Vec::new(),
+            connect_timeout: Duration::from_secs(10),
+            first_byte_timeout: Duration::from_secs(120),
+            idle_timeout: Duration::from_secs(60),
+            total_timeout: Duration::from_secs(600),
+            stream_options: StreamOptions::default(),
+        }
+    }
+
+    /// The Chat Completions endpoint.
+    pub fn url(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+
+    /// `text` with the API key (if any) replaced, for error messages.
+    fn scrub(&self, text: String) -> String {
+        match self.api_key.as_deref() {
+            Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "[redacted]"),
+            _ => text,
+        }
+    }
+}
+
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("Backend")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("headers", &header_names)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("first_byte_timeout", &self.first_byte_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("total_timeout", &self.total_timeout)
+            .field("stream_options", &self.stream_options)
+            .finish()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests.
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    System(String),
+    User(String),
+    /// An earlier answer, with the tool calls it made (echoed back with their ids).
+    Assistant {
+        content: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of the tool call `tool_call_id`.
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+impl Message {
+    fn to_json(&self) -> Value {
+        match self {
+            Message::System(content) => json!({"role": "system", "content": content}),
+            Message::User(content) => json!({"role": "user", "content": content}),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut obj = Map::new();
+                obj.insert("role".into(), "assistant".into());
+                // OpenAI wants `null`, not `""`, for an answer that is only tool calls.
+                obj.insert(
+                    "content".into(),
+                    if content.is_empty() && !tool_calls.is_empty() {
+                        Value::Null
+                    } else {
+                        content.as_str().into()
+                    },
+                );
+                if !tool_calls.is_empty() {
+                    let calls = tool_calls
+                        .iter()
+                        .map(|call| {
+                            json!({
+                                "id": call.id,
+                                "type": "function",
+                                "function": {
+                                    "name": call.name,
+                                    // A JSON *string* on the wire.
+                                    "arguments": call.arguments.to_string(),
+                                },
+                            })
+                        })
+                        .collect();
+                    obj.insert("tool_calls".into(), Value::Array(calls));
+                }
+                Value::Object(obj)
+            }
+            Message::Tool {
+                tool_call_id,
+                content,
+            } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
+        }
+    }
+}
+
+/// A Chat Completions request (the model comes from the [`Backend`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    /// Function schemas, `{"name", "description", "parameters"}` (wrapped as
+    /// `{"type": "function", "function": …}`); a value that already has a `type` is sent as
+    /// is.
+    pub tools: Vec<Value>,
+    /// Ask for an SSE stream (with usage in the last chunk) instead of one JSON body.
+    pub stream: bool,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u64>,
+}
+
+impl ChatRequest {
+    /// The JSON body for `model`.
+    pub fn to_json(&self, model: &str) -> Value {
+        let mut body = Map::new();
+        body.insert("model".into(), model.into());
+        body.insert(
+            "messages".into(),
+            self.messages.iter().map(Message::to_json).collect(),
+        );
+        if !self.tools.is_empty() {
+            let tools = self
+                .tools
+                .iter()
+                .map(|tool| {
+                    if tool.get("type").is_some() {
+                        tool.clone()
+                    } else {
+                        json!({"type": "function", "function": tool})
+                    }
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        body.insert("stream".into(), self.stream.into());
+        if self.stream {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        if let Some(t) = self.temperature {
+            body.insert("temperature".into(), t.into());
+        }
+        if let Some(n) = self.max_tokens {
+            body.insert("max_tokens".into(), n.into());
+        }
+        Value::Object(body)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation.
+
+/// Cancels requests: clones share the state; [`CancelToken::cancel`] makes every request
+/// using the token (now or later) return [`LlmError::Cancelled`] at its next wait.
+#[derive(Clone, Debug)]
+pub struct CancelToken(Arc<watch::Sender<bool>>);
+
+impl Default for CancelToken {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CancelToken {
+    pub fn new() -> Self {
+        CancelToken(Arc::new(watch::channel(false).0))
+    }
+
+    pub fn cancel(&self) {
+        self.0.send_replace(true);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Resolves once the token is cancelled.
+    pub async fn cancelled(&self) {
+        let mut rx = self.0.subscribe();
+        // Only fails if the sender is gone, and `self` holds it.
+        let _ = rx.wait_for(|cancelled| *cancelled).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client.
+
+/// An HTTP client for one [`Backend`] (cheap to clone; connections are pooled).
+#[derive(Clone)]
+pub struct ChatClient {
+    backend: Arc<Backend>,
+    url: reqwest::Url,
+    http: reqwest::Client,
+}
+
+impl fmt::Debug for ChatClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChatClient")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChatClient {
+    /// A client for `backend`: fails with [`LlmError::Config`] on a bad URL or header.
+    pub fn new(backend: Backend) -> Result<Self, LlmError> {
+        let url = reqwest::Url::parse(&backend.url())
+            .map_err(|e| LlmError::Config(format!("the base URL does not parse: {e}")))?;
+        let mut headers = HeaderMap::new();
+        for (name, value) in &backend.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| LlmError::Config(format!("invalid header name {name:?}")))?;
+            let mut value = HeaderValue::from_str(value)
+                .map_err(|_| LlmError::Config(format!("invalid value for header {name}")))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        if let Some(key) = &backend.api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                LlmError::Config("the API key is not a valid header value".to_owned())
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(backend.connect_timeout.min(MAX_TIMEOUT))
+            .build()
+            .map_err(|e| LlmError::Transport(describe(&e)))?;
+        Ok(ChatClient {
+            backend: Arc::new(backend),
+            url,
+            http,
+        })
+    }
+
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// Sends `request` and reads the response, passing each delta to `on_delta` as it
+    /// arrives; returns the completion. A non-streaming request (`stream: false`) gives its
+    /// deltas at the end.
+    pub async fn chat(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancelToken,
+        mut on_delta: impl FnMut(Delta),
+    ) -> Result<Completion, LlmError> {
+        let b = &*self.backend;
+        let start = Instant::now();
+        let total = start + b.total_timeout.min(MAX_TIMEOUT);
+        let first_byte = start + b.first_byte_timeout.min(MAX_TIMEOUT);
+        let wait = Waits { b, cancel, total };
+
+        let send = self
+            .http
+            .post(self.url.clone())
+            .header(
+                ACCEPT,
+                if request.stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            )
+            .json(&request.to_json(&b.model))
+            .send();
+        let mut response = wait
+            .run(send, first_byte, TimeoutPhase::FirstByte)
+            .await?
+            .map_err(|e| self.transport(e))?;
+
+        let status = response.status();
+        if !status.is_success() {
+            return Err(self.http_error(response, &wait, first_byte).await);
+        }
+
+        let mut stream = OpenAiStream::with_options(b.stream_options);
+        let mut first = true;
+        loop {
+            let (until, phase) = if first {
+                (first_byte, TimeoutPhase::FirstByte)
+            } else {
+                (
+                    Instant::now() + b.idle_timeout.min(MAX_TIMEOUT),
+                    TimeoutPhase::Idle,
+                )
+            };
+            match wait.run(response.chunk(), until, phase).await? {
+                Ok(Some(bytes)) => {
+                    first = false;
+                    stream.feed(&bytes)?.into_iter().for_each(&mut on_delta);
+                }
+                Ok(None) => break,
+                // The connection dropped mid-body: `finish` tells a stream that had already
+                // ended from a truncated one.
+                Err(e) => {
+                    tracing::debug!(error = %self.backend.scrub(describe(&e)), "response body cut off");
+                    break;
+                }
+            }
+        }
+        let partial = stream.partial();
+        match stream.finish() {
+            Ok((tail, completion)) => {
+                tail.into_iter().for_each(on_delta);
+                Ok(completion)
+            }
+            // The body ended inside an SSE line (the connection dropped mid-event): the
+            // parser dispatches the unterminated last event, whose JSON ends early. That is
+            // a cut-off stream, not a malformed one.
+            Err(LlmError::InvalidJson { message, .. }) if message.starts_with("EOF while") => {
+                Err(LlmError::Truncated {
+                    partial: Box::new(partial),
+                })
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn transport(&self, e: reqwest::Error) -> LlmError {
+        if e.is_connect() && e.is_timeout() {
+            return LlmError::Timeout {
+                phase: TimeoutPhase::Connect,
+                after: self.backend.connect_timeout,
+            };
+        }
+        LlmError::Transport(self.backend.scrub(describe(&e)))
+    }
+
+    /// The error for a non-success `response`, reading (the start of) its body.
+    async fn http_error(
+        &self,
+        mut response: reqwest::Response,
+        wait: &Waits<'_>,
+        first_byte: Instant,
+    ) -> LlmError {
+        let status = response.status();
+        let retry_after = retry_after(response.headers());
+        let mut body = Vec::new();
+        let mut until = first_byte;
+        let mut phase = TimeoutPhase::FirstByte;
+        while body.len() < MAX_ERROR_BODY {
+            match wait.run(response.chunk(), until, phase).await {
+                Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
+                Ok(Ok(None)) | Ok(Err(_)) => break,
+                // A cancelled request stays cancelled; a slow error body is not worth waiting
+                // for, the status says enough.
+                Err(LlmError::Cancelled) => return LlmError::Cancelled,
+                Err(_) => break,
+            }
+            until = Instant::now() + self.backend.idle_timeout.min(MAX_TIMEOUT);
+            phase = TimeoutPhase::Idle;
+        }
+        body.truncate(MAX_ERROR_BODY);
+        let (message, kind, code) = match parse_response(&body) {
+            Err(LlmError::Provider {
+                message,
+                kind,
+                code,
+            }) => (message, kind, code),
+            _ => {
+                let text = String::from_utf8_lossy(&body);
+                let text = text.trim();
+                let message = if text.is_empty() {
+                    status.canonical_reason().unwrap_or("error").to_owned()
+                } else {
+                    bounded(text)
+                };
+                (message, None, None)
+            }
+        };
+        LlmError::Http {
+            status: status.as_u16(),
+            message: self.backend.scrub(message),
+            kind,
+            code,
+            retry_after,
+        }
+    }
+}
+
+/// Runs the waits of one request under its cancellation token and deadlines.
+struct Waits<'a> {
+    b: &'a Backend,
+    cancel: &'a CancelToken,
+    /// The end of the total timeout.
+    total: Instant,
+}
+
+impl Waits<'_> {
+    /// `fut`, unless the request is cancelled ([`LlmError::Cancelled`]) or `until` (or the
+    /// total deadline, if sooner) passes first ([`LlmError::Timeout`] for `phase`).
+    async fn run<F: Future>(
+        &self,
+        fut: F,
+        until: Instant,
+        phase: TimeoutPhase,
+    ) -> Result<F::Output, LlmError> {
+        if self.cancel.is_cancelled() {
+            return Err(LlmError::Cancelled);
+        }
+        let (until, phase, after) = if self.total <= until {
+            (self.total, TimeoutPhase::Total, self.b.total_timeout)
+        } else {
+            let after = match phase {
+                TimeoutPhase::Connect => self.b.connect_timeout,
+                TimeoutPhase::FirstByte => self.b.first_byte_timeout,
+                TimeoutPhase::Idle => self.b.idle_timeout,
+                TimeoutPhase::Total => self.b.total_timeout,
+            };
+            (until, phase, after)
+        };
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(LlmError::Cancelled),
+            result = tokio::time::timeout_at(until, fut) => {
+                result.map_err(|_| LlmError::Timeout { phase, after })
+            }
+        }
+    }
+}
+
+/// The wait the server asked for: `retry-after-ms` (milliseconds), else `retry-after`
+/// (seconds; an HTTP-date is not understood and ignored).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let number = |name: &str| -> Option<f64> {
+        let v: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
+        (v.is_finite() && v >= 0.0).then_some(v)
+    };
+    if let Some(ms) = number("retry-after-ms") {
+        return Duration::try_from_secs_f64(ms / 1000.0).ok();
+    }
+    Duration::try_from_secs_f64(number("retry-after")?).ok()
+}
+
+/// A reqwest error with its causes (reqwest's own message is often just "error sending
+/// request"), without the URL.
+fn describe(e: &reqwest::Error) -> String {
+    let mut out = String::new();
+    let mut cause: Option<&dyn std::error::Error> = Some(e);
+    let mut depth = 0;
+    while let Some(err) = cause {
+        if depth >= 8 {
+            break;
+        }
+        let text = if depth == 0 {
+            // Without the URL: a query string may hold a key.
+            let mut plain = String::new();
+            if e.is_connect() {
+                plain.push_str("cannot connect");
+            } else if e.is_body() || e.is_decode() {
+                plain.push_str("error reading the response body");
+            } else if e.is_request() {
+                plain.push_str("error sending the request");
+            } else {
+                plain.push_str("HTTP error");
+            }
+            plain
+        } else {
+            err.to_string()
+        };
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+        cause = err.source();
+        depth += 1;
+    }
+    bounded(&out)
+}

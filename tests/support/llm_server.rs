@@ -1,0 +1,386 @@
+//! A real HTTP/1.1 server on 127.0.0.1 (ephemeral port) that plays an LLM provider: it
+//! records every request and answers each with the next scripted [`Reply`] — a recorded
+//! response body written in seeded pseudo-random chunks (split anywhere, inside UTF-8
+//! characters too), optionally dripped slowly; an error status with a JSON body and
+//! `retry-after`; a body cut off mid-stream; or a stall after the headers.
+//!
+//! One request per connection (every response says `Connection: close`). The server stops
+//! (its connections too) when the [`LlmServer`] is dropped.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_BODY: usize = 16 * 1024 * 1024;
+/// No connection lives longer than this.
+const CONNECTION_LIMIT: Duration = Duration::from_secs(30);
+
+/// The OpenAI fixtures directory.
+pub fn openai_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/llm-fixtures/openai")
+}
+
+/// A recording's response body: recordings that start with `HTTP/` carry a status line and
+/// headers, skipped up to the first blank line.
+pub fn fixture_body(raw: &[u8]) -> Vec<u8> {
+    if raw.starts_with(b"HTTP/") {
+        for sep in [&b"\r\n\r\n"[..], &b"\n\n"[..]] {
+            if let Some(pos) = raw.windows(sep.len()).position(|w| w == sep) {
+                return raw[pos + sep.len()..].to_vec();
+            }
+        }
+    }
+    raw.to_vec()
+}
+
+/// The body of fixture `name` in [`openai_fixtures`].
+pub fn openai_fixture(name: &str) -> Vec<u8> {
+    let raw = std::fs::read(openai_fixtures().join(name))
+        .unwrap_or_else(|e| panic!("fixture {name}: {e}"));
+    fixture_body(&raw)
+}
+
+/// How the response body is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// `Transfer-Encoding: chunked`, one HTTP chunk per write.
+    Chunked,
+    /// No length: the body ends when the connection closes.
+    Close,
+}
+
+/// How a response ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The whole body, properly terminated.
+    Complete,
+    /// Only the first `n` bytes of the body, then the connection closes (no final chunk).
+    CutAt(usize),
+    /// The first `n` bytes of the body, then nothing until the client goes away.
+    StallAt(usize),
+}
+
+/// One scripted response.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub framing: Framing,
+    /// Seed of the chunk sizes (1..=64 bytes); `None` writes the body at once.
+    pub split_seed: Option<u64>,
+    /// Pause before each chunk after the first.
+    pub drip: Duration,
+    pub end: End,
+}
+
+impl Reply {
+    /// A 200 response with `body`, whole, chunked.
+    pub fn ok(content_type: &str, body: Vec<u8>) -> Self {
+        Reply {
+            status: 200,
+            headers: vec![("Content-Type".into(), content_type.into())],
+            body,
+            framing: Framing::Chunked,
+            split_seed: None,
+            drip: Duration::ZERO,
+            end: End::Complete,
+        }
+    }
+
+    /// An SSE response replaying fixture `name`.
+    pub fn sse_fixture(name: &str) -> Self {
+        Self::ok("text/event-stream", openai_fixture(name))
+    }
+
+    /// A JSON response replaying fixture `name`.
+    pub fn json_fixture(name: &str) -> Self {
+        Self::ok("application/json", openai_fixture(name))
+    }
+
+    /// An error status with an OpenAI-style JSON error body.
+    pub fn error(status: u16, message: &str, kind: &str) -> Self {
+        let body = serde_json::json!({
+            "error": {"message": message, "type": kind, "param": null, "code": null}
+        });
+        Reply {
+            status,
+            framing: Framing::Close,
+            ..Self::ok("application/json", body.to_string().into_bytes())
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Write the body in pseudo-random chunks from `seed`.
+    pub fn split(mut self, seed: u64) -> Self {
+        self.split_seed = Some(seed);
+        self
+    }
+
+    /// Pause `delay` between chunks.
+    pub fn drip(mut self, delay: Duration) -> Self {
+        self.drip = delay;
+        self
+    }
+
+    pub fn framing(mut self, framing: Framing) -> Self {
+        self.framing = framing;
+        self
+    }
+
+    pub fn end(mut self, end: End) -> Self {
+        self.end = end;
+        self
+    }
+}
+
+/// A request as the server received it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    /// Names lower-cased, in arrival order.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).expect("request body is JSON")
+    }
+}
+
+#[derive(Default)]
+struct State {
+    replies: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+}
+
+pub struct LlmServer {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for LlmServer {
+    fn drop(&mut self) {
+        // Dropping the accept loop drops its JoinSet, which aborts every connection.
+        self.task.abort();
+    }
+}
+
+impl LlmServer {
+    /// Starts a server on the current tokio runtime.
+    pub async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            let mut connections = JoinSet::new();
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    break;
+                };
+                let state = shared.clone();
+                connections.spawn(async move {
+                    let _ = tokio::time::timeout(CONNECTION_LIMIT, serve(socket, state)).await;
+                });
+                // Reap finished connections so the set stays small.
+                while connections.try_join_next().is_some() {}
+            }
+        });
+        LlmServer { addr, state, task }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Queues a reply for the next request.
+    pub fn push(&self, reply: Reply) {
+        self.state.lock().unwrap().replies.push_back(reply);
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().requests.clone()
+    }
+}
+
+async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
+    socket.set_nodelay(true)?;
+    let Some(request) = read_request(&mut socket).await? else {
+        return Ok(());
+    };
+    let reply = {
+        let mut state = state.lock().unwrap();
+        state.requests.push(request);
+        state.replies.pop_front()
+    }
+    .unwrap_or_else(|| Reply::error(500, "test server: no scripted reply left", "server_error"));
+    write_reply(&mut socket, &reply).await
+}
+
+/// Reads one request: head up to the blank line, then `Content-Length` bytes of body.
+async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded>> {
+    let mut buf = Vec::new();
+    let head_end = loop {
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos;
+        }
+        if buf.len() > MAX_HEAD {
+            return Ok(None);
+        }
+        let mut chunk = [0u8; 4096];
+        let n = socket.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut request_line = lines.next().unwrap_or_default().split(' ');
+    let method = request_line.next().unwrap_or_default().to_owned();
+    let path = request_line.next().unwrap_or_default().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    if length > MAX_BODY {
+        return Ok(None);
+    }
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        let mut chunk = vec![0u8; (length - body.len()).min(64 * 1024)];
+        let n = socket.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    body.truncate(length);
+    Ok(Some(Recorded {
+        method,
+        path,
+        headers,
+        body,
+    }))
+}
+
+/// Deterministic xorshift64 (a zero seed is replaced).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// `body` cut into pieces as `seed` says (1..=64 bytes each), or whole.
+fn pieces(body: &[u8], seed: Option<u64>) -> Vec<&[u8]> {
+    let Some(seed) = seed else {
+        // (An empty piece would be the terminating chunk.)
+        return if body.is_empty() { vec![] } else { vec![body] };
+    };
+    let mut rng = Rng(seed.max(1));
+    let mut out = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let n = (1 + rng.next() % 64).min(rest.len() as u64) as usize;
+        let (piece, tail) = rest.split_at(n);
+        out.push(piece);
+        rest = tail;
+    }
+    out
+}
+
+async fn write_reply(socket: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+    let reason = match reply.status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Status",
+    };
+    let mut head = format!("HTTP/1.1 {} {reason}\r\n", reply.status);
+    for (k, v) in &reply.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if reply.framing == Framing::Chunked {
+        head.push_str("Transfer-Encoding: chunked\r\n");
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    socket.write_all(head.as_bytes()).await?;
+    socket.flush().await?;
+
+    let sent = match reply.end {
+        End::Complete => reply.body.len(),
+        End::CutAt(n) | End::StallAt(n) => n.min(reply.body.len()),
+    };
+    for (i, piece) in pieces(&reply.body[..sent], reply.split_seed)
+        .into_iter()
+        .enumerate()
+    {
+        if i > 0 && !reply.drip.is_zero() {
+            tokio::time::sleep(reply.drip).await;
+        }
+        match reply.framing {
+            Framing::Chunked => {
+                socket
+                    .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                    .await?;
+                socket.write_all(piece).await?;
+                socket.write_all(b"\r\n").await?;
+            }
+            Framing::Close => socket.write_all(piece).await?,
+        }
+        socket.flush().await?;
+    }
+    match reply.end {
+        End::Complete => {
+            if reply.framing == Framing::Chunked {
+                socket.write_all(b"0\r\n\r\n").await?;
+            }
+        }
+        End::CutAt(_) => {}
+        End::StallAt(_) => {
+            // Wait for the client to hang up (bounded by CONNECTION_LIMIT).
+            let mut sink = [0u8; 1024];
+            while socket.read(&mut sink).await? > 0 {}
+        }
+    }
+    socket.shutdown().await
+}

@@ -1,0 +1,4 @@
+//! Test support: a local LLM provider over real HTTP.
+#![allow(dead_code)]
+
+pub mod llm_server;
