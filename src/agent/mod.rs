@@ -4,6 +4,7 @@
 pub mod event;
 pub mod message;
 pub mod runtime;
+pub mod turn;
 
 pub use event::Event;
 pub use runtime::Runtime;

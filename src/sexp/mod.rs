@@ -6,6 +6,7 @@
 //! list of ~32,000 elements. The [printer](printer) writes text Emacs `read`s back to the
 //! same value.
 
+pub mod json;
 pub mod printer;
 pub mod reader;
 

@@ -1,0 +1,320 @@
+//! The turn loop over real HTTP against the scripted test server: tool calls gated and run
+//! against the store with their results sent back, refusals fed back, the depth limit, LLM
+//! errors fed back at most twice, cancellation.
+
+mod support;
+
+use org_agent::agent::turn::{
+    run_turn, Approval, Conversation, Equipment, TurnConfig, TurnError, TurnEvent,
+};
+use org_agent::gates::Pipeline;
+use org_agent::llm::http::{Backend, CancelToken, ChatClient};
+use org_agent::store::{Config, Store};
+use org_agent::tools::Registry;
+use serde_json::json;
+use std::sync::Arc;
+use support::llm_server::{LlmServer, Reply};
+
+/// An SSE body in the OpenAI format: optional text, then tool calls (name, arguments JSON).
+fn sse(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {
+    let mut body = String::new();
+    let mut chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        let c = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "test",
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        body.push_str(&format!("data: {c}\n\n"));
+    };
+    chunk(json!({"role": "assistant", "content": ""}), None);
+    for piece in text.split_inclusive(' ') {
+        chunk(json!({"content": piece}), None);
+    }
+    for (i, (name, args)) in calls.iter().enumerate() {
+        chunk(
+            json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                                   "function": {"name": name, "arguments": ""}}]}),
+            None,
+        );
+        chunk(
+            json!({"tool_calls": [{"index": i, "function": {"arguments": args.to_string()}}]}),
+            None,
+        );
+    }
+    chunk(
+        json!({}),
+        Some(if calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        }),
+    );
+    body.push_str("data: [DONE]\n\n");
+    Reply::ok("text/event-stream", body.into_bytes()).split(7)
+}
+
+fn equipment(server: &LlmServer) -> Equipment {
+    let store = Store::in_memory(Config::default());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in ["projects.org", "tasks.org"] {
+        let p = root.join("demo/notes").join(name);
+        store.ingest_file(p.to_str().unwrap(), true).unwrap();
+    }
+    Equipment {
+        client: ChatClient::new(Backend::new(server.base_url(), "test")).unwrap(),
+        store: Arc::new(store),
+        tools: Arc::new(Registry::with_builtins()),
+        gates: Pipeline::default_policy(),
+    }
+}
+
+/// The `role: tool` messages of a recorded request body.
+fn tool_messages(body: &serde_json::Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_call_runs_and_its_result_reaches_the_llm() {
+    let server = LlmServer::start().await;
+    server.push(sse(
+        "Let me look. ",
+        &[("query_notes", json!({"todo": "WAITING"}))],
+    ));
+    server.push(sse("One thing waits: the domain name transfer.", &[]));
+    let eq = equipment(&server);
+    let mut conv = Conversation::default();
+    let mut events = Vec::new();
+    let answer = run_turn(
+        &eq,
+        &mut conv,
+        "What is waiting?",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |_, _| Approval::Deny,
+        |e| events.push(e),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "One thing waits: the domain name transfer.");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let first = requests[0].json();
+    assert_eq!(first["messages"][1]["content"], "What is waiting?");
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["list_files", "query_notes", "read_node", "search_notes"]
+    );
+    let results = tool_messages(&requests[1].json());
+    assert_eq!(results.len(), 1);
+    assert!(
+        results[0].contains("WAITING Domain name transfer"),
+        "{results:?}"
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        TurnEvent::Proposed {
+            decision: "allow",
+            ..
+        }
+    )));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_and_failing_calls_are_fed_back() {
+    let server = LlmServer::start().await;
+    server.push(sse(
+        "",
+        &[
+            ("shell", json!({"cmd": "rm -rf ~"})),
+            ("read_node", json!({"id": "no-such-id"})),
+        ],
+    ));
+    server.push(sse("I cannot do that.", &[]));
+    let eq = equipment(&server);
+    let mut conv = Conversation::default();
+    let answer = run_turn(
+        &eq,
+        &mut conv,
+        "Clean up.",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |_, _| Approval::Deny,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "I cannot do that.");
+    let results = tool_messages(&server.requests()[1].json());
+    assert!(
+        results[0].starts_with("denied: there is no tool named \"shell\""),
+        "{results:?}"
+    );
+    assert!(
+        results[1].contains("tool-error") && results[1].contains("no node with id"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_depth_limit_ends_a_runaway_turn() {
+    let server = LlmServer::start().await;
+    for _ in 0..3 {
+        server.push(sse("", &[("list_files", json!({}))]));
+    }
+    let eq = equipment(&server);
+    let cfg = TurnConfig {
+        max_depth: 3,
+        ..TurnConfig::default()
+    };
+    let err = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "Loop.",
+        &cfg,
+        &CancelToken::new(),
+        |_, _| Approval::Deny,
+        |_| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, TurnError::DepthLimit(3)), "{err}");
+    assert!(err.to_string().contains("depth limit"));
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_errors_are_fed_back_twice_then_reported() {
+    let server = LlmServer::start().await;
+    for _ in 0..3 {
+        server.push(Reply::error(
+            500,
+            "The model produced output that does not match the expected format",
+            "server_error",
+        ));
+    }
+    let eq = equipment(&server);
+    let mut events = Vec::new();
+    let err = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "Hi",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |_, _| Approval::Deny,
+        |e| events.push(e),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("does not match the expected format"),
+        "{err}"
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, TurnEvent::ErrorFedBack(_)))
+            .count(),
+        2
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    // The error reached the LLM in the next request.
+    let last = requests[2].json();
+    let fed = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains(":loop-error"))
+        })
+        .count();
+    assert_eq!(fed, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_stops_the_turn() {
+    let server = LlmServer::start().await;
+    let eq = equipment(&server);
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let err = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "Hi",
+        &TurnConfig::default(),
+        &cancel,
+        |_, _| Approval::Deny,
+        |_| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, TurnError::Cancelled));
+    assert!(server.requests().is_empty());
+}
+
+struct AskForSearch;
+
+impl org_agent::gates::Gate for AskForSearch {
+    fn name(&self) -> &str {
+        "ask-for-search"
+    }
+    fn check(
+        &self,
+        action: &org_agent::agent::message::Action,
+        ctx: &org_agent::gates::Context,
+    ) -> Result<org_agent::gates::Decision, String> {
+        let kind = org_agent::gates::action_kind(action);
+        Ok(
+            if kind == "tool:search_notes" && !ctx.approved.contains(&kind) {
+                org_agent::gates::Decision::Ask("searching needs a yes".into())
+            } else {
+                org_agent::gates::Decision::Allow
+            },
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asking_the_user_and_approving_for_the_conversation() {
+    let server = LlmServer::start().await;
+    server.push(sse("", &[("search_notes", json!({"text": "kettle"}))]));
+    server.push(sse("", &[("search_notes", json!({"text": "plumber"}))]));
+    server.push(sse("Found both.", &[]));
+    let mut eq = equipment(&server);
+    eq.gates = Pipeline::new(vec![Box::new(AskForSearch)]);
+    let mut conv = Conversation::default();
+    let mut asked = Vec::new();
+    let answer = run_turn(
+        &eq,
+        &mut conv,
+        "Find things.",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |_, reasons| {
+            asked.push(reasons.to_vec());
+            Approval::ForConversation
+        },
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "Found both.");
+    // Asked once; the second search ran on the approval for the conversation.
+    assert_eq!(asked, [vec!["searching needs a yes".to_string()]]);
+    assert!(conv.context.approved.contains("tool:search_notes"));
+    let requests = server.requests();
+    assert!(tool_messages(&requests[1].json())[0].contains("Buy a new kettle"));
+    assert!(tool_messages(&requests[2].json())[1].contains("Call the plumber"));
+}
