@@ -40,6 +40,11 @@ When nil, use `org-directory'."
 The plist has :type (`ingested', `superseded' or `failed'), :file,
 and for `ingested' :nodes and :changed.")
 
+(defvar org-agent-chat-functions nil
+  "Functions called with each chat event plist from the module.
+The plist has :request, :conversation and :kind (`text', `reasoning',
+`tool', `tool-result', `retrying', `usage', `done' or `error').")
+
 (declare-function org-agent--configure "org-agent-module")
 (declare-function org-agent--store-open "org-agent-module")
 (declare-function org-agent--store-close "org-agent-module")
@@ -173,7 +178,9 @@ Return non-nil when org-agent is running."
        (message "org-agent: %s" (plist-get event :message))
        (run-hook-with-args 'org-agent-ingest-functions event))
       ((or 'ingested 'superseded)
-       (run-hook-with-args 'org-agent-ingest-functions event)))
+       (run-hook-with-args 'org-agent-ingest-functions event))
+      ('chat
+       (run-hook-with-args 'org-agent-chat-functions event)))
     (when-let ((callback (and (memq (plist-get event :type)
                                     '(ingested superseded failed directory-done))
                               (gethash request org-agent--callbacks))))

@@ -28,6 +28,7 @@
 (require 'org-agent-build)
 (require 'org-agent-store)
 (require 'org-agent-actuator)
+(require 'org-agent-chat)
 
 (defgroup org-agent nil
   "An AI agent that lives inside Emacs and works in your Org notes."

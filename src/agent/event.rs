@@ -18,10 +18,46 @@ pub enum Event {
     },
     /// A directory ingest finished (or was cancelled).
     DirectoryDone { request: u64, report: DirReport },
+    /// Something happened in a chat turn (see [`ChatUpdate`]).
+    Chat {
+        request: u64,
+        conversation: String,
+        update: ChatUpdate,
+    },
     /// A request failed; `file` when it concerns one.
     Failed {
         request: u64,
         file: Option<String>,
         message: String,
     },
+}
+
+/// What a chat turn reports to the chat buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChatUpdate {
+    /// A piece of the answer.
+    Text(String),
+    /// A piece of the model's reasoning (shown folded).
+    Reasoning(String),
+    /// A tool call and what the gates decided.
+    Tool {
+        name: String,
+        arguments: String,
+        decision: String,
+        reasons: Vec<String>,
+    },
+    /// A tool's result as sent back to the LLM.
+    ToolResult {
+        name: String,
+        ok: bool,
+        content: String,
+    },
+    /// An error was fed back to the LLM.
+    Retrying(String),
+    /// Tokens used by the last request.
+    Usage { prompt: u64, completion: u64 },
+    /// The turn ended with this answer.
+    Done(String),
+    /// The turn ended with an error.
+    Error(String),
 }

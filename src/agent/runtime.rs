@@ -4,8 +4,14 @@
 //! non-empty, write one byte to the wake-up channel (a pipe process in Emacs, opened with
 //! `open_channel`), whose filter calls the module's drain function on the main thread.
 
-use super::event::Event;
+use super::event::{ChatUpdate, Event};
+use super::turn::{run_turn, Approval, Conversation, Equipment, TurnConfig, TurnEvent};
+use crate::gates::Pipeline;
+use crate::llm::completion::Delta;
+use crate::llm::http::{Backend, CancelToken, ChatClient};
 use crate::store::{Config, OpenReport, Store, StoreError, TodoKeywords};
+use crate::tools::Registry;
+use futures_util::FutureExt;
 use once_cell::sync::OnceCell;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, VecDeque};
@@ -25,6 +31,10 @@ pub struct Runtime {
     waker: Mutex<Option<Waker>>,
     next_request: AtomicU64,
     cancels: Mutex<HashMap<u64, Arc<AtomicBool>>>,
+    /// In-flight chat turns, by request id.
+    chat_cancels: Mutex<HashMap<u64, CancelToken>>,
+    /// Conversations by id; a turn holds its conversation's lock while it runs.
+    conversations: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Conversation>>>>,
 }
 
 static RUNTIME: OnceCell<Runtime> = OnceCell::new();
@@ -74,7 +84,7 @@ impl Runtime {
             // Parsing recurses per headline level; give it room.
             .thread_stack_size(16 << 20)
             .on_thread_start(crate::block_sigpipe)
-            .enable_time()
+            .enable_all()
             .build()?;
         let config = default_config();
         Ok(Runtime {
@@ -85,6 +95,8 @@ impl Runtime {
             waker: Mutex::new(None),
             next_request: AtomicU64::new(1),
             cancels: Mutex::new(HashMap::new()),
+            chat_cancels: Mutex::new(HashMap::new()),
+            conversations: Mutex::new(HashMap::new()),
         })
     }
 
@@ -230,6 +242,10 @@ impl Runtime {
 
     /// Ask a running request to stop. Returns whether it was running.
     pub fn cancel(&self, request: u64) -> bool {
+        if let Some(token) = self.chat_cancels.lock().get(&request) {
+            token.cancel();
+            return true;
+        }
         match self.cancels.lock().get(&request) {
             Some(flag) => {
                 flag.store(true, Ordering::Relaxed);
@@ -238,4 +254,113 @@ impl Runtime {
             None => false,
         }
     }
+
+    /// Cancel every chat turn in flight. Returns how many there were.
+    pub fn cancel_chats(&self) -> usize {
+        let tokens = self.chat_cancels.lock();
+        for t in tokens.values() {
+            t.cancel();
+        }
+        tokens.len()
+    }
+
+    /// Forget conversation `id` (its history).
+    pub fn forget_conversation(&self, id: &str) {
+        self.conversations.lock().remove(id);
+    }
+
+    /// Run one chat turn of conversation `id` for `text` on the workers; updates arrive as
+    /// [`Event::Chat`]. Returns the request id at once.
+    pub fn chat_async(
+        &'static self,
+        id: String,
+        text: String,
+        backend: Backend,
+        cfg: TurnConfig,
+    ) -> u64 {
+        let request = self.next_id();
+        let cancel = CancelToken::new();
+        self.chat_cancels.lock().insert(request, cancel.clone());
+        let conversation = self
+            .conversations
+            .lock()
+            .entry(id.clone())
+            .or_default()
+            .clone();
+        let store = self.store();
+        let send = move |update: ChatUpdate| {
+            self.push(Event::Chat {
+                request,
+                conversation: id.clone(),
+                update,
+            })
+        };
+        self.tokio.spawn(async move {
+            let outcome = AssertUnwindSafe(async {
+                let client = ChatClient::new(backend).map_err(|e| e.to_string())?;
+                let eq = Equipment {
+                    client,
+                    store,
+                    tools: Arc::new(Registry::with_builtins()),
+                    gates: Pipeline::default_policy(),
+                };
+                let mut conv = conversation.lock().await;
+                run_turn(
+                    &eq,
+                    &mut conv,
+                    &text,
+                    &cfg,
+                    &cancel,
+                    // Asking the user from the chat comes with Emacs actions; until then
+                    // nothing in the default policy asks, and anything that would is refused.
+                    |_, _| Approval::Deny,
+                    |e| {
+                        if let Some(u) = chat_update(e) {
+                            send(u)
+                        }
+                    },
+                )
+                .await
+                .map_err(|e| e.to_string())
+            })
+            .catch_unwind()
+            .await;
+            self.chat_cancels.lock().remove(&request);
+            send(match outcome {
+                Ok(Ok(answer)) => ChatUpdate::Done(answer),
+                Ok(Err(message)) => ChatUpdate::Error(message),
+                Err(p) => {
+                    ChatUpdate::Error(format!("internal error (panic): {}", panic_message(&*p)))
+                }
+            });
+        });
+        request
+    }
+}
+
+/// What of a turn event the chat buffer shows.
+fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
+    Some(match e {
+        TurnEvent::Delta(Delta::Text(t)) => ChatUpdate::Text(t),
+        TurnEvent::Delta(Delta::Reasoning(t)) => ChatUpdate::Reasoning(t),
+        TurnEvent::Delta(Delta::Usage(u)) => ChatUpdate::Usage {
+            prompt: u.prompt_tokens,
+            completion: u.completion_tokens,
+        },
+        TurnEvent::Delta(_) => return None,
+        TurnEvent::Proposed {
+            call,
+            decision,
+            reasons,
+        } => ChatUpdate::Tool {
+            name: call.name,
+            arguments: call.arguments.to_string(),
+            decision: decision.to_string(),
+            reasons,
+        },
+        TurnEvent::ToolResult {
+            name, ok, content, ..
+        } => ChatUpdate::ToolResult { name, ok, content },
+        TurnEvent::ErrorFedBack(m) => ChatUpdate::Retrying(m),
+    })
 }

@@ -1,6 +1,7 @@
 //! Lisp ⇄ Rust conversion for the store's data: node plists, events, query plists.
 
 use super::org_agent_error;
+use crate::agent::event::ChatUpdate;
 use crate::agent::Event;
 use crate::store::{FileDoc, NodeContent, NodeKind, NodeRef, Query, TodoType, Version};
 use ::emacs::{Env, IntoLisp, Result, Value};
@@ -402,6 +403,69 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
             (k(":errors")?, strings(env, &report.errors)?),
             (k(":cancelled")?, report.cancelled.into_lisp(env)?),
         ],
+        Event::Chat {
+            request,
+            conversation,
+            update,
+        } => {
+            let mut pairs = vec![
+                (k(":type")?, env.intern("chat")?),
+                (k(":request")?, (*request as i64).into_lisp(env)?),
+                (k(":conversation")?, conversation.as_str().into_lisp(env)?),
+            ];
+            let (kind, mut rest): (&str, Vec<(Value<'e>, Value<'e>)>) = match update {
+                ChatUpdate::Text(t) => ("text", vec![(k(":text")?, t.as_str().into_lisp(env)?)]),
+                ChatUpdate::Reasoning(t) => {
+                    ("reasoning", vec![(k(":text")?, t.as_str().into_lisp(env)?)])
+                }
+                ChatUpdate::Tool {
+                    name,
+                    arguments,
+                    decision,
+                    reasons,
+                } => (
+                    "tool",
+                    vec![
+                        (k(":name")?, name.as_str().into_lisp(env)?),
+                        (k(":arguments")?, arguments.as_str().into_lisp(env)?),
+                        (k(":decision")?, decision.as_str().into_lisp(env)?),
+                        (k(":reasons")?, strings(env, reasons)?),
+                    ],
+                ),
+                ChatUpdate::ToolResult { name, ok, content } => (
+                    "tool-result",
+                    vec![
+                        (k(":name")?, name.as_str().into_lisp(env)?),
+                        (k(":ok")?, ok.into_lisp(env)?),
+                        (k(":content")?, content.as_str().into_lisp(env)?),
+                    ],
+                ),
+                ChatUpdate::Retrying(m) => (
+                    "retrying",
+                    vec![(k(":message")?, m.as_str().into_lisp(env)?)],
+                ),
+                ChatUpdate::Usage { prompt, completion } => (
+                    "usage",
+                    vec![
+                        (k(":prompt-tokens")?, (*prompt as i64).into_lisp(env)?),
+                        (
+                            k(":completion-tokens")?,
+                            (*completion as i64).into_lisp(env)?,
+                        ),
+                    ],
+                ),
+                ChatUpdate::Done(answer) => (
+                    "done",
+                    vec![(k(":answer")?, answer.as_str().into_lisp(env)?)],
+                ),
+                ChatUpdate::Error(m) => {
+                    ("error", vec![(k(":message")?, m.as_str().into_lisp(env)?)])
+                }
+            };
+            pairs.push((k(":kind")?, env.intern(kind)?));
+            pairs.append(&mut rest);
+            pairs
+        }
         Event::Failed {
             request,
             file,

@@ -367,3 +367,88 @@ fn print_sexp(env: &Env, value: Value) -> Result<String> {
     let s = lisp_sexp::from_lisp(env, value)?;
     Ok(crate::sexp::print(s.value()))
 }
+
+/// A backend from its plist: (:url URL :model MODEL :key KEY :headers ((NAME . VALUE) ...)
+/// :connect-timeout S :first-byte-timeout S :idle-timeout S :total-timeout S).
+fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backend> {
+    let get = |key: &str| -> Result<Option<Value>> {
+        let v = env.call("plist-get", (plist, env.intern(key)?))?;
+        Ok(v.is_not_nil().then_some(v))
+    };
+    let Some(url) = get(":url")? else {
+        return fail(env, "the backend has no :url");
+    };
+    let model: String = match get(":model")? {
+        Some(m) => lisp_string(env, m)?,
+        None => "default".into(),
+    };
+    let mut b = crate::llm::http::Backend::new(lisp_string(env, url)?, model);
+    if let Some(key) = get(":key")? {
+        b.api_key = Some(key.into_rust()?);
+    }
+    if let Some(headers) = get(":headers")? {
+        for pair in list_items(env, headers)? {
+            b.headers.push((
+                lisp_string(env, pair.car()?)?,
+                lisp_string(env, pair.cdr()?)?,
+            ));
+        }
+    }
+    for (key, slot) in [
+        (":connect-timeout", &mut b.connect_timeout),
+        (":first-byte-timeout", &mut b.first_byte_timeout),
+        (":idle-timeout", &mut b.idle_timeout),
+        (":total-timeout", &mut b.total_timeout),
+    ] {
+        if let Some(v) = get(key)? {
+            let secs: f64 = env.call("float", [v])?.into_rust()?;
+            if secs.is_finite() && secs > 0.0 {
+                *slot = std::time::Duration::from_secs_f64(secs.min(86_400.0));
+            }
+        }
+    }
+    Ok(b)
+}
+
+/// Start a chat turn of conversation CONVERSATION for TEXT with BACKEND (a plist, see
+/// `org-agent-backends') and OPTIONS (:max-depth N :temperature T :system-prompt S
+/// :no-stream BOOL). Return the request id at once; updates arrive as `chat' events.
+#[defun]
+fn chat(
+    env: &Env,
+    conversation: String,
+    text: String,
+    backend: Value,
+    options: Value,
+) -> Result<i64> {
+    let backend = backend_from_plist(env, backend)?;
+    let get = |key: &str| -> Result<Value> { env.call("plist-get", (options, env.intern(key)?)) };
+    let mut cfg = crate::agent::turn::TurnConfig::default();
+    let depth = get(":max-depth")?;
+    if depth.is_not_nil() {
+        cfg.max_depth = depth.into_rust::<i64>()?.clamp(1, 100) as u32;
+    }
+    let temperature = get(":temperature")?;
+    if temperature.is_not_nil() {
+        cfg.temperature = Some(env.call("float", [temperature])?.into_rust()?);
+    }
+    let prompt = get(":system-prompt")?;
+    if prompt.is_not_nil() {
+        cfg.system_prompt = prompt.into_rust()?;
+    }
+    cfg.stream = !get(":no-stream")?.is_not_nil();
+    Ok(runtime(env)?.chat_async(conversation, text, backend, cfg) as i64)
+}
+
+/// Cancel every chat turn in flight; return how many there were.
+#[defun]
+fn chat_cancel_all(env: &Env) -> Result<i64> {
+    Ok(runtime(env)?.cancel_chats() as i64)
+}
+
+/// Forget the history of CONVERSATION.
+#[defun]
+fn chat_forget(env: &Env, conversation: String) -> Result<()> {
+    runtime(env)?.forget_conversation(&conversation);
+    Ok(())
+}

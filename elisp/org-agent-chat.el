@@ -1,0 +1,261 @@
+;;; org-agent-chat.el --- The org-agent chat buffer -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The org-agent authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; `org-agent-chat' opens an Org buffer in which you talk with the
+;; agent.  Type after the last "* You" heading and press C-c C-c: the
+;; answer streams in under "* Assistant" while Emacs stays usable; the
+;; agent may look things up in your notes with its tools, shown as
+;; subtrees.  C-c C-k interrupts.  The turn runs on the module's worker
+;; threads; this file only shows what they report.
+
+;;; Code:
+
+(require 'org)
+(require 'org-src)
+(require 'auth-source)
+(require 'url-parse)
+(require 'subr-x)
+(require 'org-agent-store)
+
+(defcustom org-agent-backends nil
+  "The LLM backends, a list of plists; the first one is used.
+Each is like (:name \"local\" :type openai :url \"http://127.0.0.1:8080/v1\"
+:model \"local\"): an OpenAI-compatible server (OpenAI, Ollama's /v1,
+llama.cpp, vLLM, OpenRouter, Groq, LM Studio, ...).  Optional keys:
+:key, a string or a function returning one (by default the key comes
+from `auth-source' for the URL's host, e.g. a line \"machine
+api.openai.com login apikey password sk-...\" in ~/.authinfo.gpg);
+:headers, an alist of extra HTTP headers; :connect-timeout,
+:first-byte-timeout, :idle-timeout and :total-timeout in seconds."
+  :type '(repeat (plist :key-type symbol :value-type sexp))
+  :group 'org-agent)
+
+(defcustom org-agent-max-depth 10
+  "How many steps (LLM requests) one chat turn may take."
+  :type 'natnum
+  :group 'org-agent)
+
+(defcustom org-agent-temperature nil
+  "Sampling temperature sent with chat requests, or nil for the server's default."
+  :type '(choice (const :tag "Server default" nil) number)
+  :group 'org-agent)
+
+(defcustom org-agent-chat-buffer-name "*org-agent-chat*"
+  "Name of the chat buffer."
+  :type 'string
+  :group 'org-agent)
+
+(defvar org-agent-turn-finished-functions nil
+  "Functions called with (CONVERSATION ANSWER) when a chat turn ends.
+ANSWER is nil when the turn ended with an error or was interrupted.")
+
+(defvar org-agent-chat--in-flight (make-hash-table)
+  "Request id → chat buffer, for the turns running now.")
+
+(defvar-local org-agent-chat--conversation nil
+  "The id of this buffer's conversation.")
+(defvar-local org-agent-chat--request nil
+  "The request id of the turn in flight, or nil.")
+(defvar-local org-agent-chat--marker nil
+  "Where the next piece of the answer goes.")
+(defvar-local org-agent-chat--state "idle"
+  "What the chat is doing, for the header line.")
+(defvar-local org-agent-chat--tokens 0
+  "Tokens used by this conversation.")
+(defvar-local org-agent-chat--backend-name nil
+  "Name and model of the backend in use, for the header line.")
+(defvar-local org-agent-chat--reasoning nil
+  "Reasoning of the current turn, shown folded when it ends.")
+
+(declare-function org-agent--chat "org-agent-module")
+(declare-function org-agent--cancel "org-agent-module")
+(declare-function org-agent--chat-cancel-all "org-agent-module")
+
+(defvar org-agent-chat-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "C-c C-c") #'org-agent-chat-send)
+    (define-key map (kbd "C-c C-k") #'org-agent-interrupt)
+    map)
+  "Keymap of `org-agent-chat-mode'.")
+
+(define-derived-mode org-agent-chat-mode org-mode "Agent-Chat"
+  "Major mode of the org-agent chat buffer.
+Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
+\\[org-agent-interrupt] interrupts."
+  (setq header-line-format '(:eval (org-agent-chat--header))))
+
+(defun org-agent-chat--header ()
+  "The header line: backend, state, tokens."
+  (format " org-agent  %s  %s  %d tokens"
+          (or org-agent-chat--backend-name "no backend")
+          org-agent-chat--state org-agent-chat--tokens))
+
+;;;###autoload
+(defun org-agent-chat ()
+  "Open the org-agent chat buffer."
+  (interactive)
+  (org-agent--require-started)
+  (let ((buffer (get-buffer-create org-agent-chat-buffer-name)))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'org-agent-chat-mode)
+        (org-agent-chat-mode)
+        (setq org-agent-chat--conversation
+              (format "chat-%s-%d" (format-time-string "%Y%m%dT%H%M%S") (random 100000)))
+        (insert "#+TITLE: org-agent chat\n\n* You\n")))
+    (pop-to-buffer buffer)
+    (goto-char (point-max))
+    buffer))
+
+(defun org-agent-chat--key (backend)
+  "The API key for BACKEND: its :key, or auth-source for its host, or nil."
+  (let ((key (plist-get backend :key)))
+    (cond
+     ((stringp key) key)
+     ((functionp key) (funcall key))
+     (t (let* ((host (url-host (url-generic-parse-url (plist-get backend :url))))
+               (found (car (auth-source-search :host host :max 1)))
+               (secret (plist-get found :secret)))
+          (if (functionp secret) (funcall secret) secret))))))
+
+(defun org-agent-chat--backend ()
+  "The backend plist to use, with its key resolved."
+  (let ((backend (car org-agent-backends)))
+    (unless backend
+      (user-error "Set `org-agent-backends' to an OpenAI-compatible server first"))
+    (unless (plist-get backend :url)
+      (user-error "The first of `org-agent-backends' has no :url"))
+    (let ((key (org-agent-chat--key backend)))
+      (plist-put (copy-sequence backend) :key key))))
+
+(defun org-agent-chat--prompt ()
+  "The text typed after the last \"* You\" heading, trimmed."
+  (save-excursion
+    (goto-char (point-max))
+    (if (re-search-backward "^\\* You[ \t]*$" nil t)
+        (string-trim (buffer-substring-no-properties (line-end-position) (point-max)))
+      "")))
+
+(defun org-agent-chat-send ()
+  "Send the text after the last \"* You\" heading to the agent."
+  (interactive)
+  (unless (derived-mode-p 'org-agent-chat-mode)
+    (user-error "Not in the org-agent chat buffer"))
+  (when org-agent-chat--request
+    (user-error "The agent is still answering; C-c C-k interrupts it"))
+  (let ((prompt (org-agent-chat--prompt))
+        (backend (org-agent-chat--backend)))
+    (when (string-empty-p prompt)
+      (user-error "Type your message after the last \"* You\" heading"))
+    (goto-char (point-max))
+    (unless (bolp) (insert "\n"))
+    (insert "* Assistant\n")
+    (setq org-agent-chat--marker (copy-marker (point) t)
+          org-agent-chat--reasoning nil
+          org-agent-chat--state "thinking…"
+          org-agent-chat--backend-name (format "%s (%s)"
+                                               (or (plist-get backend :name) "backend")
+                                               (or (plist-get backend :model) "?")))
+    (let ((request (org-agent--chat org-agent-chat--conversation prompt backend
+                                    (list :max-depth org-agent-max-depth
+                                          :temperature org-agent-temperature))))
+      (setq org-agent-chat--request request)
+      (puthash request (current-buffer) org-agent-chat--in-flight)
+      request)))
+
+;;;###autoload
+(defun org-agent-interrupt ()
+  "Stop every agent turn in flight."
+  (interactive)
+  (let ((n (if (fboundp 'org-agent--chat-cancel-all) (org-agent--chat-cancel-all) 0)))
+    (message "org-agent: %s" (if (> n 0) "interrupting" "nothing to interrupt"))))
+
+(defun org-agent-busy-p ()
+  "Whether an agent turn is in flight."
+  (> (hash-table-count org-agent-chat--in-flight) 0))
+
+(defun org-agent-chat--insert (text)
+  "Insert TEXT where the answer grows, keeping the user's point where it was."
+  (let ((follow (and (markerp org-agent-chat--marker)
+                     (= (point) org-agent-chat--marker))))
+    (save-excursion
+      (goto-char org-agent-chat--marker)
+      (insert text))
+    (when follow (goto-char org-agent-chat--marker))))
+
+(defun org-agent-chat--block (kind text)
+  "TEXT in an Org block of KIND, escaped so it cannot end the block early."
+  (format "#+begin_%s\n%s%s#+end_%s\n" kind
+          (org-escape-code-in-string text)
+          (if (string-suffix-p "\n" text) "" "\n")
+          kind))
+
+(defun org-agent-chat--finish (answer)
+  "End the current turn (ANSWER is nil on error) and open a new prompt."
+  (when org-agent-chat--reasoning
+    (org-agent-chat--insert
+     (concat "** Reasoning\n" (org-agent-chat--block "quote" org-agent-chat--reasoning))))
+  (let ((conversation org-agent-chat--conversation))
+    (remhash org-agent-chat--request org-agent-chat--in-flight)
+    (setq org-agent-chat--request nil
+          org-agent-chat--state "idle")
+    (save-excursion
+      (goto-char (point-max))
+      (unless (bolp) (insert "\n"))
+      (insert "* You\n"))
+    (goto-char (point-max))
+    ;; Show tool calls and reasoning folded.
+    (save-excursion
+      (goto-char (point-min))
+      (while (re-search-forward "^\\*\\* \\(Tool\\|Reasoning\\)" nil t)
+        (org-flag-subtree t)))
+    (force-mode-line-update)
+    (run-hook-with-args 'org-agent-turn-finished-functions conversation answer)))
+
+(defun org-agent-chat--handle (event)
+  "Show the chat EVENT in its buffer."
+  (let ((buffer (gethash (plist-get event :request) org-agent-chat--in-flight)))
+    (when (buffer-live-p buffer)
+      (with-current-buffer buffer
+        (pcase (plist-get event :kind)
+          ('text
+           (setq org-agent-chat--state "answering…")
+           (org-agent-chat--insert (plist-get event :text)))
+          ('reasoning
+           (setq org-agent-chat--reasoning
+                 (concat org-agent-chat--reasoning (plist-get event :text))))
+          ('tool
+           (setq org-agent-chat--state (format "tool %s…" (plist-get event :name)))
+           (org-agent-chat--insert
+            (format "\n** Tool: %s (%s)\n%s%s"
+                    (plist-get event :name) (plist-get event :decision)
+                    (mapconcat (lambda (r) (format "- %s\n" r)) (plist-get event :reasons) "")
+                    (org-agent-chat--block "src json" (plist-get event :arguments)))))
+          ('tool-result
+           (org-agent-chat--insert
+            (concat (format "*** Result%s\n" (if (plist-get event :ok) "" " (error)"))
+                    (org-agent-chat--block "example" (plist-get event :content)))))
+          ('retrying
+           (org-agent-chat--insert
+            (format "\n- /retrying after: %s/\n" (plist-get event :message))))
+          ('usage
+           (setq org-agent-chat--tokens
+                 (+ org-agent-chat--tokens
+                    (or (plist-get event :prompt-tokens) 0)
+                    (or (plist-get event :completion-tokens) 0))))
+          ('done
+           (org-agent-chat--finish (plist-get event :answer)))
+          ('error
+           (org-agent-chat--insert
+            (concat "\n" (org-agent-chat--block "example"
+                                                (concat "Error: " (plist-get event :message)))))
+           (org-agent-chat--finish nil)))
+        (force-mode-line-update)))))
+
+(add-hook 'org-agent-chat-functions #'org-agent-chat--handle)
+
+(provide 'org-agent-chat)
+;;; org-agent-chat.el ends here

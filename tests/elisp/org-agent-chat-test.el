@@ -1,0 +1,123 @@
+;;; org-agent-chat-test.el --- The chat buffer end to end in real Emacs -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The chat against a REAL model server (llama.cpp's server with
+;; SmolLM2, from PyPI, via scripts/local-llm), and against a dead port.
+;; Assertions on structure, never on wording.
+
+;;; Code:
+
+(require 'org-agent-test-setup)
+(require 'org-agent-chat)
+
+(defvar org-agent-chat-test--server nil "The model server process.")
+(defvar org-agent-chat-test--port nil "Its port.")
+
+(defun org-agent-chat-test--free-port ()
+  "A free TCP port on 127.0.0.1."
+  (let* ((p (make-network-process :name "port-probe" :server t :host "127.0.0.1"
+                                  :service t :noquery t))
+         (port (process-contact p :service)))
+    (delete-process p)
+    port))
+
+(defun org-agent-chat-test--server ()
+  "Start (once) a real model server; return its port."
+  (unless (process-live-p org-agent-chat-test--server)
+    (let ((port (org-agent-chat-test--free-port))
+          (ready nil))
+      (setq org-agent-chat-test--server
+            (make-process :name "local-llm" :buffer (get-buffer-create " *local-llm*")
+                          :command (list (expand-file-name "scripts/local-llm" org-agent-test-root)
+                                         "serve" "smollm2" (number-to-string port))
+                          :noquery t
+                          :filter (lambda (_ out) (when (string-match-p "ready" out) (setq ready t)))))
+      (add-hook 'kill-emacs-hook (lambda () (ignore-errors (interrupt-process org-agent-chat-test--server)
+                                                            (sleep-for 0.5)
+                                                            (delete-process org-agent-chat-test--server))))
+      (should (org-agent-test-wait (lambda () ready) 600))
+      (setq org-agent-chat-test--port port)))
+  org-agent-chat-test--port)
+
+(defun org-agent-chat-test--fresh-chat ()
+  "A new chat buffer."
+  (when (get-buffer org-agent-chat-buffer-name)
+    (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
+    (kill-buffer org-agent-chat-buffer-name))
+  (org-agent-chat))
+
+(ert-deftest org-agent-chat-streams-an-answer-from-a-real-model ()
+  "A chat message to a real model streams an answer into the buffer."
+  (let* ((port (org-agent-chat-test--server))
+         (org-agent-backends `((:name "local" :type openai :url ,(format "http://127.0.0.1:%d/v1" port)
+                                      :model "local" :first-byte-timeout 240)))
+         (org-agent-temperature 0)
+         (finished nil)
+         (org-agent-turn-finished-functions (list (lambda (conv answer) (setq finished (list conv answer))))))
+    (with-current-buffer (org-agent-chat-test--fresh-chat)
+      (insert "Say hello in one short sentence.")
+      (org-agent-chat-send)
+      (should (org-agent-busy-p))
+      (should (org-agent-test-wait (lambda () finished) 300))
+      (should-not (org-agent-busy-p))
+      (should (equal (car finished) org-agent-chat--conversation))
+      (should (stringp (cadr finished)))
+      (should (> (length (string-trim (cadr finished))) 0))
+      (let ((text (buffer-string)))
+        (should (string-match-p "^\\* You\nSay hello in one short sentence.\n\\* Assistant\n." text))
+        ;; A new prompt waits at the end.
+        (should (string-match-p "\n\\* You\n\\'" text))
+        (should (string-search (string-trim (cadr finished)) text)))
+      (should (equal org-agent-chat--state "idle"))
+      (should (> org-agent-chat--tokens 0)))))
+
+(ert-deftest org-agent-chat-reports-a-dead-backend-and-stays-usable ()
+  "A backend that is not there gives a clear error in the chat, which stays usable."
+  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-chat-test--free-port))
+                                      :model "x" :connect-timeout 5)))
+         (finished nil)
+         (org-agent-turn-finished-functions (list (lambda (_conv answer) (setq finished (list answer))))))
+    (with-current-buffer (org-agent-chat-test--fresh-chat)
+      (insert "Hello?")
+      (org-agent-chat-send)
+      (should (org-agent-test-wait (lambda () finished) 60))
+      (should (null (car finished)))
+      (should (string-match-p "Error: .*\\(transport\\|connect\\)" (buffer-string)))
+      (should-not (org-agent-busy-p))
+      ;; The chat takes the next message.
+      (setq finished nil)
+      (goto-char (point-max))
+      (insert "Again?")
+      (org-agent-chat-send)
+      (should (org-agent-test-wait (lambda () finished) 60)))))
+
+(ert-deftest org-agent-chat-needs-a-backend-and-a-message ()
+  "Sending without a backend or without text says what is missing."
+  (with-current-buffer (org-agent-chat-test--fresh-chat)
+    (let ((org-agent-backends nil))
+      (insert "Hi")
+      (should-error (org-agent-chat-send) :type 'user-error))
+    (let ((org-agent-backends '((:url "http://127.0.0.1:9/v1" :model "x"))))
+      (erase-buffer)
+      (insert "* You\n   ")
+      (should-error (org-agent-chat-send) :type 'user-error))))
+
+(ert-deftest org-agent-chat-interrupt-stops-a-turn ()
+  "C-c C-k stops a turn in flight and the chat says so."
+  (let* ((port (org-agent-chat-test--server))
+         (org-agent-backends `((:name "local" :url ,(format "http://127.0.0.1:%d/v1" port) :model "local")))
+         (finished nil)
+         (org-agent-turn-finished-functions (list (lambda (_c answer) (setq finished (list answer))))))
+    (with-current-buffer (org-agent-chat-test--fresh-chat)
+      (insert "Write a long story about a lighthouse keeper, at least ten paragraphs.")
+      (org-agent-chat-send)
+      (org-agent-test-wait (lambda () (string-match-p "\\* Assistant\n." (buffer-string))) 120)
+      (org-agent-interrupt)
+      (should (org-agent-test-wait (lambda () finished) 30))
+      (should (null (car finished)))
+      (should (string-match-p "Error: cancelled" (buffer-string)))
+      (should-not (org-agent-busy-p)))))
+
+(provide 'org-agent-chat-test)
+;;; org-agent-chat-test.el ends here
