@@ -184,6 +184,11 @@ compilation buffer.  Return non-nil when the module is loaded now."
     (org-agent--load-module)
     t)
    ((equal (org-agent--installed-module-version) org-agent-version)
+    ;; In a checkout, a library cargo built after the installed one replaces it (same
+    ;; version, newer code), so `scripts/run' and rebuilds by hand take effect.
+    (let ((built (org-agent--built-library)))
+      (when (and built (file-newer-than-file-p built (org-agent--module-file)))
+        (org-agent--install-built-module)))
     (org-agent--load-module)
     t)
    (noninteractive

@@ -159,12 +159,18 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
           org-agent-chat--backend-name (format "%s (%s)"
                                                (or (plist-get backend :name) "backend")
                                                (or (plist-get backend :model) "?")))
-    (let ((request (org-agent--chat org-agent-chat--conversation prompt backend
-                                    (list :max-depth org-agent-max-depth
-                                          :temperature org-agent-temperature))))
-      (setq org-agent-chat--request request)
-      (puthash request (current-buffer) org-agent-chat--in-flight)
-      request)))
+    (condition-case err
+        (let ((request (org-agent--chat org-agent-chat--conversation prompt backend
+                                        (list :max-depth org-agent-max-depth
+                                              :temperature org-agent-temperature))))
+          (setq org-agent-chat--request request)
+          (puthash request (current-buffer) org-agent-chat--in-flight)
+          request)
+      (error
+       (org-agent-chat--insert
+        (org-agent-chat--block "example" (concat "Error: " (error-message-string err))))
+       (org-agent-chat--finish nil)
+       nil))))
 
 ;;;###autoload
 (defun org-agent-interrupt ()

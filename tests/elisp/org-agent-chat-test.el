@@ -101,7 +101,16 @@
     (let ((org-agent-backends '((:url "http://127.0.0.1:9/v1" :model "x"))))
       (erase-buffer)
       (insert "* You\n   ")
-      (should-error (org-agent-chat-send) :type 'user-error))))
+      (should-error (org-agent-chat-send) :type 'user-error))
+    ;; A backend the module refuses: the error shows, the chat stays usable.
+    (let ((org-agent-backends '((:url "http://127.0.0.1:9/v1" :model "x" :headers ((1 . 2))))))
+      (goto-char (point-max))
+      (insert "Hi")
+      (org-agent-chat-send)
+      (should (string-match-p "Error: " (buffer-string)))
+      (should (equal org-agent-chat--state "idle"))
+      (should (string-match-p "\n\\* You\n\\'" (buffer-string)))
+      (should-not (org-agent-busy-p)))))
 
 (ert-deftest org-agent-chat-interrupt-stops-a-turn ()
   "C-c C-k stops a turn in flight and the chat says so."
