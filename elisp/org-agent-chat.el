@@ -197,7 +197,7 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
   (format "#+begin_%s\n%s%s#+end_%s\n" kind
           (org-escape-code-in-string text)
           (if (string-suffix-p "\n" text) "" "\n")
-          kind))
+          (car (split-string kind))))
 
 (defun org-agent-chat--finish (answer)
   "End the current turn (ANSWER is nil on error) and open a new prompt."

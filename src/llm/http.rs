@@ -306,6 +306,11 @@ impl ChatClient {
         let http = reqwest::Client::builder()
             .default_headers(headers)
             .connect_timeout(backend.connect_timeout.min(MAX_TIMEOUT))
+            // No idle connection is reused: local servers (llama.cpp) close them between
+            // requests, and a request on a closed pooled connection fails with "connection
+            // closed before message completed". A turn makes few requests; a fresh
+            // connection each costs little.
+            .pool_max_idle_per_host(0)
             .build()
             .map_err(|e| LlmError::Transport(describe(&e)))?;
         Ok(ChatClient {
