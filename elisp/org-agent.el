@@ -102,6 +102,70 @@ thread only copies the text, a worker parses it."
     (org-show-context 'link-search)
     (org-show-entry)))
 
+(declare-function org-agent--log "org-agent-module")
+(declare-function org-agent--telemetry "org-agent-module")
+
+;;;###autoload
+(defun org-agent-log ()
+  "Show what org-agent did recently (the last 500 events)."
+  (interactive)
+  (org-agent--require-started)
+  (let ((entries (org-agent--log)))
+    (with-current-buffer (get-buffer-create "*org-agent-log*")
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (org-mode)
+        (insert "#+TITLE: org-agent log\n\n")
+        (dolist (e entries)
+          (pcase-let ((`(,ms ,kind ,message) e))
+            (insert (format "- [%s] *%s* %s\n"
+                            (format-time-string "%F %T" (/ ms 1000.0))
+                            kind message))))
+        (goto-char (point-max))
+        (setq buffer-read-only t))
+      (pop-to-buffer (current-buffer)))))
+
+(defun org-agent--status-table (title rows)
+  "Insert an Org table titled TITLE with the telemetry ROWS."
+  (insert (format "* %s\n" title))
+  (if (null rows)
+      (insert "None yet.\n\n")
+    (insert "| name | calls | failures | total ms | prompt tokens | completion tokens |\n|-\n")
+    (dolist (r rows)
+      (let ((p (cdr r)))
+        (insert (format "| %s | %d | %d | %d | %d | %d |\n"
+                        (car r) (plist-get p :calls) (plist-get p :failures)
+                        (plist-get p :ms) (plist-get p :prompt-tokens)
+                        (plist-get p :completion-tokens)))))
+    (forward-line -1)
+    (org-table-align)
+    (goto-char (point-max))
+    (insert "\n")))
+
+;;;###autoload
+(defun org-agent-status ()
+  "Show the agent's telemetry per tool and backend, and the store statistics."
+  (interactive)
+  (org-agent--require-started)
+  (let ((telemetry (org-agent--telemetry))
+        (stats (org-agent-store-stats)))
+    (with-current-buffer (get-buffer-create "*org-agent-status*")
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (org-mode)
+        (insert "#+TITLE: org-agent status\n\n")
+        (org-agent--status-table "Backends" (plist-get telemetry :backends))
+        (org-agent--status-table "Tools" (plist-get telemetry :tools))
+        (insert "* Store\n")
+        (insert (format "- files :: %d\n- headlines :: %d\n- versions :: %d\n- on disk :: %s\n- turn in flight :: %s\n"
+                        (plist-get stats :files) (plist-get stats :headlines)
+                        (plist-get stats :versions)
+                        (file-size-human-readable (plist-get stats :bytes-on-disk))
+                        (if (org-agent-busy-p) "yes" "no")))
+        (goto-char (point-min))
+        (setq buffer-read-only t))
+      (pop-to-buffer (current-buffer)))))
+
 ;;;###autoload
 (defun org-agent-store-info ()
   "Show statistics of org-agent's object store."

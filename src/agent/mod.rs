@@ -4,6 +4,7 @@
 pub mod event;
 pub mod message;
 pub mod runtime;
+pub mod telemetry;
 pub mod turn;
 
 pub use event::Event;

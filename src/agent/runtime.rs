@@ -5,6 +5,7 @@
 //! `open_channel`), whose filter calls the module's drain function on the main thread.
 
 use super::event::{ChatUpdate, Event};
+use super::telemetry::Telemetry;
 use super::turn::{run_turn, Approval, Conversation, Equipment, TurnConfig, TurnEvent};
 use crate::gates::Pipeline;
 use crate::llm::completion::Delta;
@@ -31,6 +32,8 @@ pub struct Runtime {
     waker: Mutex<Option<Waker>>,
     next_request: AtomicU64,
     cancels: Mutex<HashMap<u64, Arc<AtomicBool>>>,
+    /// Recent log entries and counters per tool and backend.
+    telemetry: Mutex<Telemetry>,
     /// In-flight chat turns, by request id.
     chat_cancels: Mutex<HashMap<u64, CancelToken>>,
     /// Conversations by id; a turn holds its conversation's lock while it runs.
@@ -95,6 +98,7 @@ impl Runtime {
             waker: Mutex::new(None),
             next_request: AtomicU64::new(1),
             cancels: Mutex::new(HashMap::new()),
+            telemetry: Mutex::new(Telemetry::default()),
             chat_cancels: Mutex::new(HashMap::new()),
             conversations: Mutex::new(HashMap::new()),
         })
@@ -129,7 +133,69 @@ impl Runtime {
         *self.waker.lock() = waker;
     }
 
+    /// Run `f` on the telemetry (log ring and counters).
+    pub fn with_telemetry<R>(&self, f: impl FnOnce(&mut Telemetry) -> R) -> R {
+        f(&mut self.telemetry.lock())
+    }
+
+    fn log_event(&self, event: &Event) {
+        let line = match event {
+            Event::Ingested { report, .. } if report.changed => Some((
+                "ingest",
+                format!(
+                    "{} ({} nodes, {} new versions)",
+                    report.file, report.nodes, report.new_versions
+                ),
+            )),
+            Event::DirectoryDone { report, .. } => Some((
+                "ingest",
+                format!(
+                    "{} files: {} ingested, {} unchanged, {} removed, {} errors",
+                    report.files,
+                    report.ingested,
+                    report.unchanged,
+                    report.removed,
+                    report.errors.len()
+                ),
+            )),
+            Event::Failed { message, .. } => Some(("error", message.clone())),
+            Event::Chat {
+                update: ChatUpdate::Tool { name, decision, .. },
+                ..
+            } => Some(("gate", format!("{name}: {decision}"))),
+            Event::Chat {
+                update: ChatUpdate::Done(answer),
+                conversation,
+                ..
+            } => Some((
+                "chat",
+                format!(
+                    "{conversation}: answered ({} characters)",
+                    answer.chars().count()
+                ),
+            )),
+            Event::Chat {
+                update: ChatUpdate::Error(m),
+                conversation,
+                ..
+            } => Some(("chat", format!("{conversation}: error: {m}"))),
+            Event::Chat {
+                update: ChatUpdate::Retrying(m),
+                conversation,
+                ..
+            } => Some((
+                "chat",
+                format!("{conversation}: error fed back to the LLM: {m}"),
+            )),
+            _ => None,
+        };
+        if let Some((kind, message)) = line {
+            self.telemetry.lock().log(kind, message);
+        }
+    }
+
     pub fn push(&self, event: Event) {
+        self.log_event(&event);
         let was_empty = {
             let mut q = self.events.lock();
             let was_empty = q.is_empty();
@@ -288,6 +354,10 @@ impl Runtime {
             .or_default()
             .clone();
         let store = self.store();
+        let backend_name = format!("{} @ {}", backend.model, backend.base_url);
+        self.telemetry
+            .lock()
+            .log("chat", format!("{id}: turn started with {}", backend.url()));
         let send = move |update: ChatUpdate| {
             self.push(Event::Chat {
                 request,
@@ -315,6 +385,23 @@ impl Runtime {
                     // nothing in the default policy asks, and anything that would is refused.
                     |_, _| Approval::Deny,
                     |e| {
+                        match &e {
+                            TurnEvent::Request {
+                                took,
+                                prompt_tokens,
+                                completion_tokens,
+                                error,
+                            } => self.telemetry.lock().llm_request(
+                                &backend_name,
+                                error.is_none(),
+                                *took,
+                                (*prompt_tokens, *completion_tokens),
+                            ),
+                            TurnEvent::ToolResult { name, ok, took, .. } => {
+                                self.telemetry.lock().tool_call(name, *ok, *took)
+                            }
+                            _ => {}
+                        }
                         if let Some(u) = chat_update(e) {
                             send(u)
                         }
@@ -362,5 +449,6 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
             name, ok, content, ..
         } => ChatUpdate::ToolResult { name, ok, content },
         TurnEvent::ErrorFedBack(m) => ChatUpdate::Retrying(m),
+        TurnEvent::Request { .. } => return None,
     })
 }

@@ -62,12 +62,21 @@ pub enum TurnEvent {
         decision: &'static str,
         reasons: Vec<String>,
     },
-    /// A tool's result (or error, or refusal) as sent back to the LLM.
+    /// A tool's result (or error, or refusal) as sent back to the LLM; `took` is how long
+    /// the tool ran (zero when it did not).
     ToolResult {
         call_id: String,
         name: String,
         ok: bool,
         content: String,
+        took: std::time::Duration,
+    },
+    /// One request to the LLM ended: how long it took, the tokens it used, its error.
+    Request {
+        took: std::time::Duration,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+        error: Option<String>,
     },
     /// An error fed back to the LLM so it can correct itself.
     ErrorFedBack(String),
@@ -149,11 +158,24 @@ pub async fn run_turn(
             temperature: cfg.temperature,
             max_tokens: None,
         };
-        let completion: Completion = match eq
+        let started = std::time::Instant::now();
+        let result = eq
             .client
             .chat(&request, cancel, |d| emit(TurnEvent::Delta(d)))
-            .await
-        {
+            .await;
+        let usage = result
+            .as_ref()
+            .ok()
+            .and_then(|c| c.usage.as_ref())
+            .map(|u| (u.prompt_tokens, u.completion_tokens))
+            .unwrap_or((0, 0));
+        emit(TurnEvent::Request {
+            took: started.elapsed(),
+            prompt_tokens: usage.0,
+            completion_tokens: usage.1,
+            error: result.as_ref().err().map(|e| e.to_string()),
+        });
+        let completion: Completion = match result {
             Ok(c) => c,
             Err(LlmError::Cancelled) => return Err(TurnError::Cancelled),
             Err(e) if errors_fed_back < cfg.max_error_feedback && feedable(&e) => {
@@ -202,6 +224,7 @@ pub async fn run_turn(
                 decision,
                 reasons: reasons.clone(),
             });
+            let started = std::time::Instant::now();
             let (ok, content) = if run {
                 run_tool(eq, call).await
             } else {
@@ -219,6 +242,11 @@ pub async fn run_turn(
                 name: call.name.clone(),
                 ok,
                 content: content.clone(),
+                took: if run {
+                    started.elapsed()
+                } else {
+                    std::time::Duration::ZERO
+                },
             });
             conversation.messages.push(Message::Tool {
                 tool_call_id: call.id.clone(),

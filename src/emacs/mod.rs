@@ -452,3 +452,57 @@ fn chat_forget(env: &Env, conversation: String) -> Result<()> {
     runtime(env)?.forget_conversation(&conversation);
     Ok(())
 }
+
+/// Return the recent log, oldest first: a list of (TIME-MS KIND MESSAGE).
+#[defun]
+fn log<'e>(env: &'e Env) -> Result<Value<'e>> {
+    let entries = runtime(env)?.with_telemetry(|t| t.entries());
+    let mut out = Vec::with_capacity(entries.len());
+    for e in &entries {
+        out.push(list(
+            env,
+            vec![
+                e.time_ms.into_lisp(env)?,
+                e.kind.as_str().into_lisp(env)?,
+                e.message.as_str().into_lisp(env)?,
+            ],
+        )?);
+    }
+    list(env, out)
+}
+
+/// Return counters per tool and per backend: (:tools ROWS :backends ROWS), each row
+/// (NAME :calls N :failures N :ms N :prompt-tokens N :completion-tokens N).
+#[defun]
+fn telemetry<'e>(env: &'e Env) -> Result<Value<'e>> {
+    let (tools, backends) = runtime(env)?.with_telemetry(|t| (t.tools.clone(), t.backends.clone()));
+    let rows = |map: &std::collections::BTreeMap<String, crate::agent::telemetry::Counters>| -> Result<Value<'e>> {
+        let mut out = Vec::new();
+        for (name, c) in map {
+            out.push(list(
+                env,
+                vec![
+                    name.as_str().into_lisp(env)?,
+                    kw(env, ":calls")?,
+                    (c.calls as i64).into_lisp(env)?,
+                    kw(env, ":failures")?,
+                    (c.failures as i64).into_lisp(env)?,
+                    kw(env, ":ms")?,
+                    (c.total.as_millis() as i64).into_lisp(env)?,
+                    kw(env, ":prompt-tokens")?,
+                    (c.prompt_tokens as i64).into_lisp(env)?,
+                    kw(env, ":completion-tokens")?,
+                    (c.completion_tokens as i64).into_lisp(env)?,
+                ],
+            )?);
+        }
+        list(env, out)
+    };
+    plist(
+        env,
+        vec![
+            (kw(env, ":tools")?, rows(&tools)?),
+            (kw(env, ":backends")?, rows(&backends)?),
+        ],
+    )
+}

@@ -90,7 +90,19 @@
       (goto-char (point-max))
       (insert "Again?")
       (org-agent-chat-send)
-      (should (org-agent-test-wait (lambda () finished) 60)))))
+      (should (org-agent-test-wait (lambda () finished) 60))
+      ;; The failures are counted and logged.
+      (let* ((backends (plist-get (org-agent--telemetry) :backends))
+             (dead (seq-find (lambda (r) (string-prefix-p "x @ " (car r))) backends)))
+        (should dead)
+        (should (>= (plist-get (cdr dead) :failures) 2)))
+      (org-agent-log)
+      (with-current-buffer "*org-agent-log*"
+        (should (string-match-p "\\*chat\\* .*error: .*transport" (buffer-string))))
+      (org-agent-status)
+      (with-current-buffer "*org-agent-status*"
+        (should (string-match-p "^\\* Backends\n| name +| calls" (buffer-string)))
+        (should (string-match-p "| x @ http://127.0.0.1:[0-9]+/v1 +| +[0-9]+ | +[0-9]+ |" (buffer-string)))))))
 
 (ert-deftest org-agent-chat-needs-a-backend-and-a-message ()
   "Sending without a backend or without text says what is missing."
