@@ -173,6 +173,21 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
        nil))))
 
 ;;;###autoload
+(defun org-agent-ask (question)
+  "Ask the agent QUESTION from the minibuffer; the answer comes in the chat."
+  (interactive (list (read-string "Ask org-agent: ")))
+  (when (string-empty-p (string-trim question))
+    (user-error "Nothing to ask"))
+  (with-current-buffer (org-agent-chat)
+    (when org-agent-chat--request
+      (user-error "The agent is still answering; C-c C-k interrupts it"))
+    (unless (string-empty-p (org-agent-chat--prompt))
+      (user-error "The chat has an unsent message; send or clear it first"))
+    (goto-char (point-max))
+    (insert question)
+    (org-agent-chat-send)))
+
+;;;###autoload
 (defun org-agent-interrupt ()
   "Stop every agent turn in flight."
   (interactive)

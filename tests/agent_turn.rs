@@ -318,3 +318,107 @@ async fn asking_the_user_and_approving_for_the_conversation() {
     assert!(tool_messages(&requests[1].json())[0].contains("Buy a new kettle"));
     assert!(tool_messages(&requests[2].json())[1].contains("Call the plumber"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_without_tool_calling_can_act_with_a_plist() {
+    let server = LlmServer::start().await;
+    server.push(sse(
+        "```lisp\n(:type :request :target :tool :name \"query_notes\" :args (:todo \"WAITING\"))\n```",
+        &[],
+    ));
+    // A plist that does not read is fed back, not taken as the answer.
+    server.push(sse(
+        "(:type :request :target :tool :name \"read_node\" :args (:id \"x\"",
+        &[],
+    ));
+    server.push(sse("The domain name transfer is waiting.", &[]));
+    let eq = equipment(&server);
+    let mut conv = Conversation::default();
+    let mut events = Vec::new();
+    let answer = run_turn(
+        &eq,
+        &mut conv,
+        "What is waiting?",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |_, _| Approval::Deny,
+        |e| events.push(e),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "The domain name transfer is waiting.");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    // The result went back as a tool-result stimulus plist, read by the same reader.
+    let second = requests[1].json();
+    let last = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    let text = last["content"].as_str().unwrap();
+    let stimulus = org_agent::agent::message::Stimulus::from_sexp(
+        org_agent::sexp::read(text).unwrap().value(),
+    )
+    .unwrap();
+    match stimulus.sensor {
+        org_agent::agent::message::Sensor::ToolResult { call, ok, content } => {
+            assert_eq!(call, "sexp-1");
+            assert!(ok);
+            assert!(
+                content.contains("WAITING Domain name transfer"),
+                "{content}"
+            );
+        }
+        other => panic!("not a tool result: {other:?}"),
+    }
+    let third = requests[2].json();
+    let fed = third["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        fed.contains(":loop-error") && fed.contains("does not read"),
+        "{fed}"
+    );
+    assert!(events.iter().any(|e| matches!(e, TurnEvent::Proposed { call, decision: "allow", .. } if call.name == "query_notes")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plist_edits_of_org_files_pass_the_gates_too() {
+    let server = LlmServer::start().await;
+    server.push(sse(
+        "(:type :request :target :emacs :action :set-todo :id \"x\" :state \"DONE\")",
+        &[],
+    ));
+    server.push(sse("I may not change it without you.", &[]));
+    let eq = equipment(&server);
+    let mut asked = 0;
+    let answer = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "Mark x done.",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |_, _| {
+            asked += 1;
+            Approval::Deny
+        },
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "I may not change it without you.");
+    assert_eq!(asked, 1, "an Org edit asks the user");
+    let second = server.requests()[1].json();
+    let last = second["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        last.contains("denied: set-todo edits an Org file"),
+        "{last}"
+    );
+}

@@ -109,7 +109,7 @@ pub enum EmacsAction {
 }
 
 /// What the LLM proposes.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Action {
     Emacs(EmacsAction),
     /// A tool call; `args` is the argument plist.

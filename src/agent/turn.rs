@@ -7,7 +7,7 @@
 //! refusals at most `max_denials` times; then the turn ends with a clear error. Nothing here
 //! panics the loop: a panicking tool is a tool error.
 
-use super::message::Action;
+use super::message::{Action, Sensor, Stimulus};
 use crate::gates::{self, Context, Outcome, Pipeline};
 use crate::llm::completion::{Completion, Delta, ToolCall};
 use crate::llm::error::LlmError;
@@ -145,6 +145,7 @@ pub async fn run_turn(
         .push(Message::User(user_text.to_string()));
     let mut errors_fed_back = 0u32;
     let mut denials = 0u32;
+    let mut sexp_calls = 0u32;
     for _step in 0..cfg.max_depth {
         if cancel.is_cancelled() {
             return Err(TurnError::Cancelled);
@@ -190,20 +191,57 @@ pub async fn run_turn(
             }
             Err(e) => return Err(TurnError::Llm(e)),
         };
-        if completion.tool_calls.is_empty() {
-            conversation.messages.push(Message::Assistant {
-                content: completion.text.clone(),
-                tool_calls: vec![],
-            });
-            return Ok(completion.text);
-        }
+        // What the LLM proposes: native tool calls, or (for models without tool calling) an
+        // action written as an S-expression plist.
+        let native = !completion.tool_calls.is_empty();
+        let proposals: Vec<(ToolCall, Action)> = if native {
+            completion
+                .tool_calls
+                .iter()
+                .map(|c| (c.clone(), tool_action(c)))
+                .collect()
+        } else {
+            match sexp_action(&completion.text) {
+                None => {
+                    conversation.messages.push(Message::Assistant {
+                        content: completion.text.clone(),
+                        tool_calls: vec![],
+                    });
+                    return Ok(completion.text);
+                }
+                Some(Err(problem)) => {
+                    conversation.messages.push(Message::Assistant {
+                        content: completion.text.clone(),
+                        tool_calls: vec![],
+                    });
+                    if errors_fed_back >= cfg.max_error_feedback {
+                        return Err(TurnError::Llm(LlmError::Malformed(problem)));
+                    }
+                    errors_fed_back += 1;
+                    emit(TurnEvent::ErrorFedBack(problem.clone()));
+                    conversation.messages.push(Message::User(format!(
+                        "(:loop-error \"{}\") Write the action again as one plist.",
+                        problem.replace('"', "'")
+                    )));
+                    continue;
+                }
+                Some(Ok(action)) => {
+                    sexp_calls += 1;
+                    vec![(sexp_call(&action, sexp_calls), action)]
+                }
+            }
+        };
         conversation.messages.push(Message::Assistant {
             content: completion.text.clone(),
-            tool_calls: completion.tool_calls.clone(),
+            tool_calls: if native {
+                completion.tool_calls.clone()
+            } else {
+                vec![]
+            },
         });
         let ctx = eq.context(conversation);
-        for call in &completion.tool_calls {
-            let verdict = eq.gates.decide(tool_action(call), &ctx);
+        for (call, action) in &proposals {
+            let verdict = eq.gates.decide(action.clone(), &ctx);
             let (decision, reasons, run) = match verdict.outcome {
                 Outcome::Allow(_) => ("allow", vec![], true),
                 Outcome::Ask { action, reasons } => match ask(&action, &reasons) {
@@ -226,7 +264,16 @@ pub async fn run_turn(
             });
             let started = std::time::Instant::now();
             let (ok, content) = if run {
-                run_tool(eq, call).await
+                match action {
+                    Action::Tool { .. } => run_tool(eq, call).await,
+                    // Only a policy that allows Emacs actions gets here; the actuator is not
+                    // connected to chat turns yet, so say so instead of pretending.
+                    Action::Emacs(_) => (
+                        false,
+                        "(:tool-error \"Emacs actions cannot run from this conversation yet\")"
+                            .to_string(),
+                    ),
+                }
             } else {
                 denials += 1;
                 if denials > cfg.max_denials {
@@ -248,13 +295,62 @@ pub async fn run_turn(
                     std::time::Duration::ZERO
                 },
             });
-            conversation.messages.push(Message::Tool {
-                tool_call_id: call.id.clone(),
-                content,
-            });
+            if native {
+                conversation.messages.push(Message::Tool {
+                    tool_call_id: call.id.clone(),
+                    content,
+                });
+            } else {
+                let result = Stimulus {
+                    sensor: Sensor::ToolResult {
+                        call: call.id.clone(),
+                        ok,
+                        content,
+                    },
+                    session: None,
+                    depth: 0,
+                };
+                conversation
+                    .messages
+                    .push(Message::User(sexp::print(result.to_sexp().value())));
+            }
         }
     }
     Err(TurnError::DepthLimit(cfg.max_depth))
+}
+
+/// An action the LLM wrote as a plist (optionally in a code fence), if its reply is one:
+/// `None` for prose, an error for a plist that does not read or is not an action.
+fn sexp_action(text: &str) -> Option<Result<Action, String>> {
+    let mut t = text.trim();
+    if let Some(rest) = t.strip_prefix("```") {
+        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '-');
+        t = rest.trim().trim_end_matches("```").trim();
+    }
+    if !t.starts_with("(:type") {
+        return None;
+    }
+    Some(
+        sexp::read(t)
+            .map_err(|e| format!("the action does not read: {e}"))
+            .and_then(|v| Action::from_sexp(v.value()).map_err(|e| format!("not an action: {e}"))),
+    )
+}
+
+/// The tool call standing for an S-expression action (tools get JSON arguments).
+fn sexp_call(action: &Action, n: u32) -> ToolCall {
+    let (name, arguments) = match action {
+        Action::Tool { name, args } => (name.clone(), sexp::json::to_json(args.value())),
+        Action::Emacs(_) => (
+            gates::action_kind(action),
+            sexp::json::to_json(action.to_sexp().value()),
+        ),
+    };
+    ToolCall {
+        id: format!("sexp-{n}"),
+        name,
+        arguments,
+    }
 }
 
 /// Errors of the LLM's own making, worth telling it about (as opposed to a dead server).

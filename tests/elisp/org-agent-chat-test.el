@@ -104,6 +104,19 @@
         (should (string-match-p "^\\* Backends\n| name +| calls" (buffer-string)))
         (should (string-match-p "| x @ http://127.0.0.1:[0-9]+/v1 +| +[0-9]+ | +[0-9]+ |" (buffer-string)))))))
 
+(ert-deftest org-agent-ask-puts-the-question-in-the-chat ()
+  "`org-agent-ask' sends one question from the minibuffer through the chat."
+  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-chat-test--free-port))
+                                      :model "x")))
+         (finished nil)
+         (org-agent-turn-finished-functions (list (lambda (_c answer) (setq finished (list answer))))))
+    (org-agent-chat-test--fresh-chat)
+    (org-agent-ask "What is due this week?")
+    (should (org-agent-test-wait (lambda () finished) 60))
+    (with-current-buffer org-agent-chat-buffer-name
+      (should (string-search "* You\nWhat is due this week?\n* Assistant\n" (buffer-string))))
+    (should-error (org-agent-ask "   ") :type 'user-error)))
+
 (ert-deftest org-agent-chat-needs-a-backend-and-a-message ()
   "Sending without a backend or without text says what is missing."
   (with-current-buffer (org-agent-chat-test--fresh-chat)
