@@ -72,6 +72,7 @@ ANSWER is nil when the turn ended with an error or was interrupted.")
   "Reasoning of the current turn, shown folded when it ends.")
 
 (declare-function org-agent--chat "org-agent-module")
+(declare-function org-agent--chat-restore "org-agent-module")
 (declare-function org-agent--cancel "org-agent-module")
 (declare-function org-agent--chat-cancel-all "org-agent-module")
 
@@ -95,17 +96,102 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
           org-agent-chat--state org-agent-chat--tokens))
 
 ;;;###autoload
-(defun org-agent-chat ()
-  "Open the org-agent chat buffer."
-  (interactive)
+(defun org-agent-chat (&optional earlier)
+  "Open the org-agent chat buffer.
+With a prefix argument EARLIER, pick a conversation saved earlier and
+continue it with its history."
+  (interactive "P")
   (org-agent--require-started)
-  (let ((buffer (get-buffer-create org-agent-chat-buffer-name)))
+  (if earlier
+      (org-agent-chat--continue (org-agent-chat--pick-saved))
+    (let ((buffer (get-buffer-create org-agent-chat-buffer-name)))
+      (with-current-buffer buffer
+        (unless (derived-mode-p 'org-agent-chat-mode)
+          (org-agent-chat-mode)
+          (setq org-agent-chat--conversation
+                (format "chat-%s-%d" (format-time-string "%Y%m%dT%H%M%S") (random 100000)))
+          (insert (format "#+TITLE: org-agent chat\n#+CONVERSATION: %s\n\n* You\n"
+                          org-agent-chat--conversation))))
+      (pop-to-buffer buffer)
+      (goto-char (point-max))
+      buffer)))
+
+(defun org-agent-chat--directory ()
+  "Where conversations are saved."
+  (expand-file-name "chats" org-agent-state-directory))
+
+(defun org-agent-chat--save ()
+  "Save the current chat buffer as an Org file in the state directory."
+  (when org-agent-chat--conversation
+    (let ((dir (org-agent-chat--directory)))
+      (make-directory dir t)
+      (save-restriction
+        (widen)
+        (let ((coding-system-for-write 'utf-8-unix))
+          (write-region nil nil (expand-file-name (concat org-agent-chat--conversation ".org") dir)
+                        nil 'silent))))))
+
+(defun org-agent-chat--pick-saved ()
+  "Ask for a saved conversation, newest first; return its file."
+  (let* ((files (sort (directory-files (org-agent-chat--directory) t "\\.org\\'")
+                      (lambda (a b) (time-less-p (file-attribute-modification-time (file-attributes b))
+                                                 (file-attribute-modification-time (file-attributes a))))))
+         (table (mapcar (lambda (f) (cons (org-agent-chat--describe f) f)) files)))
+    (unless files
+      (user-error "No saved conversations in %s" (org-agent-chat--directory)))
+    (cdr (assoc (completing-read "Continue conversation: " table nil t) table))))
+
+(defun org-agent-chat--describe (file)
+  "A line describing the saved conversation FILE: its date and first question."
+  (with-temp-buffer
+    (insert-file-contents file nil 0 4000)
+    (goto-char (point-min))
+    (format "%s  %s"
+            (format-time-string "%F %R" (file-attribute-modification-time (file-attributes file)))
+            (if (re-search-forward "^\\* You[ \t]*\n\\(.*\\)" nil t)
+                (match-string 1)
+              (file-name-base file)))))
+
+(defun org-agent-chat--history ()
+  "The exchanges of the current chat as ((user . TEXT) (assistant . TEXT) ...).
+Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
+  (let (messages)
+    (save-excursion
+      (goto-char (point-min))
+      (while (re-search-forward "^\\* \\(You\\|Assistant\\)[ \t]*$" nil t)
+        (let* ((role (if (equal (match-string 1) "You") 'user 'assistant))
+               (beg (min (1+ (line-end-position)) (point-max)))
+               (end (save-excursion (if (re-search-forward "^\\* " nil t) (line-beginning-position) (point-max))))
+               (body (buffer-substring-no-properties beg end)))
+          ;; Only the answer itself: stop at the first tool or reasoning subtree.
+          (when (string-match "^\\*\\* " body)
+            (setq body (substring body 0 (match-beginning 0))))
+          (setq body (string-trim (replace-regexp-in-string
+                                   "#\\+begin_example\nError: \\(?:.\\|\n\\)*?#\\+end_example\n?" "" body)))
+          (unless (string-empty-p body)
+            (push (cons role body) messages)))))
+    ;; The trailing prompt is not part of the history.
+    (let ((history (nreverse messages)))
+      (if (and history (eq (car (car (last history))) 'user)
+               (not (string-empty-p (org-agent-chat--prompt))))
+          (butlast history)
+        history))))
+
+(defun org-agent-chat--continue (file)
+  "Open the conversation saved in FILE and restore its history in the module."
+  (let ((buffer (generate-new-buffer org-agent-chat-buffer-name)))
     (with-current-buffer buffer
-      (unless (derived-mode-p 'org-agent-chat-mode)
-        (org-agent-chat-mode)
-        (setq org-agent-chat--conversation
-              (format "chat-%s-%d" (format-time-string "%Y%m%dT%H%M%S") (random 100000)))
-        (insert "#+TITLE: org-agent chat\n\n* You\n")))
+      (insert-file-contents file)
+      (org-agent-chat-mode)
+      (goto-char (point-min))
+      (setq org-agent-chat--conversation
+            (if (re-search-forward "^#\\+CONVERSATION: *\\(.+\\)$" nil t)
+                (match-string 1)
+              (file-name-base file)))
+      (org-agent--chat-restore org-agent-chat--conversation (org-agent-chat--history))
+      (goto-char (point-max))
+      (unless (save-excursion (re-search-backward "^\\* You[ \t]*$" nil t))
+        (insert "\n* You\n")))
     (pop-to-buffer buffer)
     (goto-char (point-max))
     buffer))
@@ -234,6 +320,7 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
       (while (re-search-forward "^\\*\\* \\(Tool\\|Reasoning\\)" nil t)
         (org-flag-subtree t)))
     (force-mode-line-update)
+    (org-agent-chat--save)
     (run-hook-with-args 'org-agent-turn-finished-functions conversation answer)))
 
 (defun org-agent-chat--handle (event)

@@ -330,6 +330,25 @@ impl Runtime {
         tokens.len()
     }
 
+    /// Set the history of conversation `id` (to continue one saved earlier).
+    pub fn restore_conversation(&self, id: String, messages: Vec<crate::llm::http::Message>) {
+        let conversation = Conversation {
+            messages,
+            ..Conversation::default()
+        };
+        self.conversations
+            .lock()
+            .insert(id, Arc::new(tokio::sync::Mutex::new(conversation)));
+    }
+
+    /// The messages of conversation `id`, or `None` while a turn of it runs (or if there
+    /// is no such conversation). Never waits.
+    pub fn conversation_messages(&self, id: &str) -> Option<Vec<crate::llm::http::Message>> {
+        let conversation = self.conversations.lock().get(id)?.clone();
+        let guard = conversation.try_lock().ok()?;
+        Some(guard.messages.clone())
+    }
+
     /// Forget conversation `id` (its history).
     pub fn forget_conversation(&self, id: &str) {
         self.conversations.lock().remove(id);

@@ -506,3 +506,44 @@ fn telemetry<'e>(env: &'e Env) -> Result<Value<'e>> {
         ],
     )
 }
+
+/// Replace the history of CONVERSATION with MESSAGES, a list of (ROLE . TEXT) where ROLE is
+/// `user' or `assistant' (to continue a conversation saved earlier).
+#[defun]
+fn chat_restore(env: &Env, conversation: String, messages: Value) -> Result<()> {
+    let mut history = Vec::new();
+    for item in list_items(env, messages)? {
+        let role = lisp_string(env, item.car()?)?;
+        let text: String = item.cdr::<Value>()?.into_rust()?;
+        history.push(match role.as_str() {
+            "user" => crate::llm::http::Message::User(text),
+            "assistant" => crate::llm::http::Message::Assistant {
+                content: text,
+                tool_calls: vec![],
+            },
+            other => return fail(env, format!("unknown role {other} in a saved conversation")),
+        });
+    }
+    runtime(env)?.restore_conversation(conversation, history);
+    Ok(())
+}
+
+/// Return the history of CONVERSATION as a list of (ROLE . TEXT), ROLE one of `user',
+/// `assistant' and `tool' (nil while a turn of it is running).
+#[defun]
+fn chat_history<'e>(env: &'e Env, conversation: String) -> Result<Value<'e>> {
+    let Some(messages) = runtime(env)?.conversation_messages(&conversation) else {
+        return ().into_lisp(env);
+    };
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        let (role, text) = match m {
+            crate::llm::http::Message::System(t) => ("system", t),
+            crate::llm::http::Message::User(t) => ("user", t),
+            crate::llm::http::Message::Assistant { content, .. } => ("assistant", content),
+            crate::llm::http::Message::Tool { content, .. } => ("tool", content),
+        };
+        out.push(env.cons(env.intern(role)?, text)?);
+    }
+    list(env, out)
+}

@@ -74,8 +74,8 @@
 
 (ert-deftest org-agent-chat-reports-a-dead-backend-and-stays-usable ()
   "A backend that is not there gives a clear error in the chat, which stays usable."
-  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-chat-test--free-port))
-                                      :model "x" :connect-timeout 5)))
+  (let* ((url (format "http://127.0.0.1:%d/v1" (org-agent-chat-test--free-port)))
+         (org-agent-backends `((:name "dead" :url ,url :model "x" :connect-timeout 5)))
          (finished nil)
          (org-agent-turn-finished-functions (list (lambda (_conv answer) (setq finished (list answer))))))
     (with-current-buffer (org-agent-chat-test--fresh-chat)
@@ -93,7 +93,7 @@
       (should (org-agent-test-wait (lambda () finished) 60))
       ;; The failures are counted and logged.
       (let* ((backends (plist-get (org-agent--telemetry) :backends))
-             (dead (seq-find (lambda (r) (string-prefix-p "x @ " (car r))) backends)))
+             (dead (assoc (concat "x @ " url) backends)))
         (should dead)
         (should (>= (plist-get (cdr dead) :failures) 2)))
       (org-agent-log)
@@ -102,7 +102,8 @@
       (org-agent-status)
       (with-current-buffer "*org-agent-status*"
         (should (string-match-p "^\\* Backends\n| name +| calls" (buffer-string)))
-        (should (string-match-p "| x @ http://127.0.0.1:[0-9]+/v1 +| +[0-9]+ | +[0-9]+ |" (buffer-string)))))))
+        (should (string-match-p (concat "| x @ " (regexp-quote url) " +| +[0-9]+ | +[0-9]+ |")
+                                (buffer-string)))))))
 
 (ert-deftest org-agent-ask-puts-the-question-in-the-chat ()
   "`org-agent-ask' sends one question from the minibuffer through the chat."
@@ -116,6 +117,40 @@
     (with-current-buffer org-agent-chat-buffer-name
       (should (string-search "* You\nWhat is due this week?\n* Assistant\n" (buffer-string))))
     (should-error (org-agent-ask "   ") :type 'user-error)))
+
+(ert-deftest org-agent-chat-saves-and-continues-conversations ()
+  "Every turn saves the chat as an Org file; C-u org-agent-chat continues one with its history."
+  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-chat-test--free-port))
+                                      :model "x")))
+         (finished nil)
+         (org-agent-turn-finished-functions (list (lambda (c _answer) (setq finished c)))))
+    (with-current-buffer (org-agent-chat-test--fresh-chat)
+      (insert "Hello?")
+      (org-agent-chat-send)
+      (should (org-agent-test-wait (lambda () finished) 60))
+      (let ((saved (expand-file-name (concat finished ".org") (org-agent-chat--directory))))
+        (should (file-exists-p saved))
+        (with-temp-buffer
+          (insert-file-contents saved)
+          (should (string-search (concat "#+CONVERSATION: " finished) (buffer-string)))
+          (should (string-search "* You\nHello?\n* Assistant\n" (buffer-string)))))))
+  (let ((file (expand-file-name "chat-test-continue.org" (org-agent-chat--directory))))
+    (with-temp-file file
+      (insert "#+TITLE: org-agent chat\n#+CONVERSATION: chat-test-continue\n\n"
+              "* You\nWhat is due?\n* Assistant\nThe quarterly report.\n"
+              "** Tool: query_notes (allow)\n#+begin_src json\n{}\n#+end_src\n"
+              "* You\nThanks!\n* Assistant\n#+begin_example\nError: timed out\n#+end_example\n* You\n"))
+    (cl-letf (((symbol-function 'completing-read)
+               (lambda (_prompt table &rest _)
+                 (car (seq-find (lambda (c) (string-match-p "What is due" (car c))) table)))))
+      (with-current-buffer (org-agent-chat '(4))
+        (should (equal org-agent-chat--conversation "chat-test-continue"))
+        (should (string-search "The quarterly report." (buffer-string)))
+        (should (equal (org-agent--chat-history "chat-test-continue")
+                       '((user . "What is due?") (assistant . "The quarterly report.")
+                         (user . "Thanks!"))))
+        (set-buffer-modified-p nil)
+        (kill-buffer)))))
 
 (ert-deftest org-agent-chat-needs-a-backend-and-a-message ()
   "Sending without a backend or without text says what is missing."
