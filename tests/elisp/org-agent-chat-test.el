@@ -152,10 +152,27 @@
         (set-buffer-modified-p nil)
         (kill-buffer)))))
 
+(ert-deftest org-agent-chat-without-backends-starts-a-local-model ()
+  "With no backend configured, the chat brings up a real local model and answers."
+  (let ((org-agent-backends nil)
+        (org-agent-local-model 'smollm2)
+        (org-agent-temperature 0)
+        (finished nil))
+    (let ((org-agent-turn-finished-functions (list (lambda (_c answer) (setq finished (list answer))))))
+      (unwind-protect
+          (with-current-buffer (org-agent-chat-test--fresh-chat)
+            (insert "Say hello in one short sentence.")
+            (org-agent-chat-send)
+            (should (equal org-agent-chat--state "starting the local model…"))
+            (should (org-agent-test-wait (lambda () finished) 600))
+            (should (stringp (car finished)))
+            (should (string-match-p "local smollm2" org-agent-chat--backend-name)))
+        (org-agent-chat--stop-local)))))
+
 (ert-deftest org-agent-chat-needs-a-backend-and-a-message ()
   "Sending without a backend or without text says what is missing."
   (with-current-buffer (org-agent-chat-test--fresh-chat)
-    (let ((org-agent-backends nil))
+    (let ((org-agent-backends nil) (org-agent-local-model nil))
       (insert "Hi")
       (should-error (org-agent-chat-send) :type 'user-error))
     (let ((org-agent-backends '((:url "http://127.0.0.1:9/v1" :model "x"))))
