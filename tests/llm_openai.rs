@@ -4,12 +4,15 @@
 //! streams for what recordings do not show: mid-stream errors, truncation, invalid tool
 //! arguments, split UTF-8 and tags, over-long lines, odd servers.
 
+mod support;
+
 use org_agent::llm::openai::{
     parse_response, read_stream, ChatStream, OpenAiStream, StreamOptions,
 };
 use org_agent::llm::{Completion, Delta, FinishReason, LlmError, ThinkTags, Usage};
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use support::Rng;
 
 type Outcome = Result<(Vec<Delta>, Completion), LlmError>;
 
@@ -46,17 +49,6 @@ fn run_chunks(chunks: &[&[u8]], opts: StreamOptions) -> Outcome {
 
 fn run(body: &[u8]) -> Outcome {
     run_chunks(&[body], StreamOptions::default())
-}
-
-/// Deterministic xorshift64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 /// Cuts `input` into chunks of 1..=`max` bytes.

@@ -8,6 +8,7 @@
 //! (its connections too) when the [`LlmServer`] is dropped.
 #![allow(dead_code)]
 
+use super::Rng;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -293,18 +294,6 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded
         headers,
         body,
     }))
-}
-
-/// Deterministic xorshift64 (a zero seed is replaced).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 /// `body` cut into pieces as `seed` says (1..=64 bytes each), or whole.
