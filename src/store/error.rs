@@ -31,8 +31,6 @@ pub enum StoreError {
     },
     #[error("no snapshot number {0}")]
     NoSnapshot(usize),
-    #[error("the store is not open")]
-    NotOpen,
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
