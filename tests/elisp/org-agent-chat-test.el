@@ -14,18 +14,10 @@
 (defvar org-agent-chat-test--server nil "The model server process.")
 (defvar org-agent-chat-test--port nil "Its port.")
 
-(defun org-agent-chat-test--free-port ()
-  "A free TCP port on 127.0.0.1."
-  (let* ((p (make-network-process :name "port-probe" :server t :host "127.0.0.1"
-                                  :service t :noquery t))
-         (port (process-contact p :service)))
-    (delete-process p)
-    port))
-
 (defun org-agent-chat-test--server ()
   "Start (once) a real model server; return its port."
   (unless (process-live-p org-agent-chat-test--server)
-    (let ((port (org-agent-chat-test--free-port))
+    (let ((port (org-agent-chat--free-port))
           (ready nil))
       (setq org-agent-chat-test--server
             (make-process :name "local-llm" :buffer (get-buffer-create " *local-llm*")
@@ -74,7 +66,7 @@
 
 (ert-deftest org-agent-chat-reports-a-dead-backend-and-stays-usable ()
   "A backend that is not there gives a clear error in the chat, which stays usable."
-  (let* ((url (format "http://127.0.0.1:%d/v1" (org-agent-chat-test--free-port)))
+  (let* ((url (format "http://127.0.0.1:%d/v1" (org-agent-chat--free-port)))
          (org-agent-backends `((:name "dead" :url ,url :model "x" :connect-timeout 5)))
          (finished nil)
          (org-agent-turn-finished-functions (list (lambda (_conv answer) (setq finished (list answer))))))
@@ -107,7 +99,7 @@
 
 (ert-deftest org-agent-ask-puts-the-question-in-the-chat ()
   "`org-agent-ask' sends one question from the minibuffer through the chat."
-  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-chat-test--free-port))
+  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-chat--free-port))
                                       :model "x")))
          (finished nil)
          (org-agent-turn-finished-functions (list (lambda (_c answer) (setq finished (list answer))))))
@@ -120,7 +112,7 @@
 
 (ert-deftest org-agent-chat-saves-and-continues-conversations ()
   "Every turn saves the chat as an Org file; C-u org-agent-chat continues one with its history."
-  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-chat-test--free-port))
+  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-chat--free-port))
                                       :model "x")))
          (finished nil)
          (org-agent-turn-finished-functions (list (lambda (c _answer) (setq finished c)))))
