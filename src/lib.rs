@@ -3,6 +3,7 @@
 //! core (`store`, …) is tested with `cargo test` without Emacs.
 
 pub mod agent;
+pub mod context;
 pub mod emacs;
 pub mod gates;
 pub mod llm;

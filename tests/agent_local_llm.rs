@@ -3,15 +3,11 @@
 //! against the store and whose result goes back to the model. Temperature 0, generous
 //! timeouts, assertions on structure, never on wording.
 
-use org_agent::agent::turn::{
-    run_turn, Approval, Conversation, Equipment, TurnConfig, TurnError, TurnEvent,
-};
-use org_agent::gates::Pipeline;
+use org_agent::agent::turn::{run_turn, Conversation, Equipment, TurnConfig, TurnError, TurnEvent};
 use org_agent::llm::completion::Delta;
 use org_agent::llm::error::LlmError;
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
 use org_agent::store::{Config, Store};
-use org_agent::tools::Registry;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -115,12 +111,7 @@ fn equipment(port: u16) -> Equipment {
         let p = root().join("demo/notes").join(name);
         store.ingest_file(p.to_str().unwrap(), true).unwrap();
     }
-    Equipment {
-        client: ChatClient::new(backend).unwrap(),
-        store: Arc::new(store),
-        tools: Arc::new(Registry::with_builtins()),
-        gates: Pipeline::default_policy(),
-    }
+    Equipment::new(ChatClient::new(backend).unwrap(), Arc::new(store))
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -148,7 +139,6 @@ fn real_model_streams_an_answer() {
             "Say hello in one short sentence.",
             &cfg,
             &CancelToken::new(),
-            |_, _| Approval::Deny,
             |e| {
                 if let TurnEvent::Delta(Delta::Text(_)) = e {
                     pieces += 1;
@@ -180,7 +170,6 @@ fn real_model_tool_call_is_gated_run_and_sent_back() {
         "Which of my notes are tagged work? Use the tool.",
         &cfg,
         &CancelToken::new(),
-        |_, _| Approval::Deny,
         |e| events.push(e),
     ));
     let proposed: Vec<_> = events

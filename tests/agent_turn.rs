@@ -4,15 +4,20 @@
 
 mod support;
 
+use org_agent::agent::message::{Action, EmacsAction};
 use org_agent::agent::turn::{
-    run_turn, Approval, Conversation, Equipment, TurnConfig, TurnError, TurnEvent,
+    run_turn, Approval, BoxFuture, Conversation, Equipment, Operator, TurnConfig, TurnError,
+    TurnEvent,
 };
 use org_agent::gates::Pipeline;
+use org_agent::llm::completion::ToolCall;
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
+use org_agent::sexp::Sexp;
 use org_agent::store::{Config, Store};
-use org_agent::tools::Registry;
+use org_agent::tools::emacs::ElispTool;
 use serde_json::json;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use support::llm_server::{LlmServer, Reply};
 
 /// An SSE body in the OpenAI format: optional text, then tool calls (name, arguments JSON).
@@ -57,11 +62,65 @@ fn equipment(server: &LlmServer) -> Equipment {
         let p = root.join("demo/notes").join(name);
         store.ingest_file(p.to_str().unwrap(), true).unwrap();
     }
-    Equipment {
-        client: ChatClient::new(Backend::new(server.base_url(), "test")).unwrap(),
-        store: Arc::new(store),
-        tools: Arc::new(Registry::with_builtins()),
-        gates: Pipeline::default_policy(),
+    Equipment::new(
+        ChatClient::new(Backend::new(server.base_url(), "test")).unwrap(),
+        Arc::new(store),
+    )
+}
+
+/// A user who answers from a script and an Emacs that records the actions it is given
+/// and answers each with `(:status :ok :message "done")` or the scripted result.
+#[derive(Default)]
+struct Scripted {
+    answers: Mutex<VecDeque<Approval>>,
+    asked: Mutex<Vec<Vec<String>>>,
+    actuated: Mutex<Vec<String>>,
+    results: Mutex<VecDeque<Result<&'static str, &'static str>>>,
+    /// Never answer (to test cancellation while waiting).
+    silent: bool,
+}
+
+impl Scripted {
+    fn answering(answers: &[Approval]) -> Arc<Scripted> {
+        Arc::new(Scripted {
+            answers: Mutex::new(answers.iter().copied().collect()),
+            ..Scripted::default()
+        })
+    }
+}
+
+impl Operator for Scripted {
+    fn ask(&self, _: &ToolCall, _: &Action, reasons: &[String]) -> BoxFuture<Approval> {
+        self.asked.lock().unwrap().push(reasons.to_vec());
+        if self.silent {
+            return Box::pin(std::future::pending());
+        }
+        let a = self
+            .answers
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(Approval::Deny);
+        Box::pin(async move { a })
+    }
+
+    fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>> {
+        self.actuated
+            .lock()
+            .unwrap()
+            .push(org_agent::sexp::print(action.to_sexp().value()));
+        let r = self
+            .results
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(Ok("(:status :ok :message \"done\")"));
+        Box::pin(async move {
+            match r {
+                Ok(text) => Ok(org_agent::sexp::read(text).unwrap()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
     }
 }
 
@@ -93,7 +152,6 @@ async fn tool_call_runs_and_its_result_reaches_the_llm() {
         "What is waiting?",
         &TurnConfig::default(),
         &CancelToken::new(),
-        |_, _| Approval::Deny,
         |e| events.push(e),
     )
     .await
@@ -147,7 +205,6 @@ async fn refused_and_failing_calls_are_fed_back() {
         "Clean up.",
         &TurnConfig::default(),
         &CancelToken::new(),
-        |_, _| Approval::Deny,
         |_| {},
     )
     .await
@@ -181,7 +238,6 @@ async fn the_depth_limit_ends_a_runaway_turn() {
         "Loop.",
         &cfg,
         &CancelToken::new(),
-        |_, _| Approval::Deny,
         |_| {},
     )
     .await
@@ -209,7 +265,6 @@ async fn llm_errors_are_fed_back_twice_then_reported() {
         "Hi",
         &TurnConfig::default(),
         &CancelToken::new(),
-        |_, _| Approval::Deny,
         |e| events.push(e),
     )
     .await
@@ -255,7 +310,6 @@ async fn cancelling_stops_the_turn() {
         "Hi",
         &TurnConfig::default(),
         &cancel,
-        |_, _| Approval::Deny,
         |_| {},
     )
     .await
@@ -295,24 +349,24 @@ async fn asking_the_user_and_approving_for_the_conversation() {
     let mut eq = equipment(&server);
     eq.gates = Pipeline::new(vec![Box::new(AskForSearch)]);
     let mut conv = Conversation::default();
-    let mut asked = Vec::new();
+    let operator = Scripted::answering(&[Approval::ForConversation]);
+    eq.operator = operator.clone();
     let answer = run_turn(
         &eq,
         &mut conv,
         "Find things.",
         &TurnConfig::default(),
         &CancelToken::new(),
-        |_, reasons| {
-            asked.push(reasons.to_vec());
-            Approval::ForConversation
-        },
         |_| {},
     )
     .await
     .unwrap();
     assert_eq!(answer, "Found both.");
     // Asked once; the second search ran on the approval for the conversation.
-    assert_eq!(asked, [vec!["searching needs a yes".to_string()]]);
+    assert_eq!(
+        *operator.asked.lock().unwrap(),
+        [vec!["searching needs a yes".to_string()]]
+    );
     assert!(conv.context.approved.contains("tool:search_notes"));
     let requests = server.requests();
     assert!(tool_messages(&requests[1].json())[0].contains("Buy a new kettle"));
@@ -341,7 +395,6 @@ async fn a_model_without_tool_calling_can_act_with_a_plist() {
         "What is waiting?",
         &TurnConfig::default(),
         &CancelToken::new(),
-        |_, _| Approval::Deny,
         |e| events.push(e),
     )
     .await
@@ -394,31 +447,306 @@ async fn plist_edits_of_org_files_pass_the_gates_too() {
         &[],
     ));
     server.push(sse("I may not change it without you.", &[]));
-    let eq = equipment(&server);
-    let mut asked = 0;
+    let mut eq = equipment(&server);
+    let operator = Scripted::answering(&[Approval::Deny]);
+    eq.operator = operator.clone();
     let answer = run_turn(
         &eq,
         &mut Conversation::default(),
         "Mark x done.",
         &TurnConfig::default(),
         &CancelToken::new(),
-        |_, _| {
-            asked += 1;
-            Approval::Deny
-        },
         |_| {},
     )
     .await
     .unwrap();
     assert_eq!(answer, "I may not change it without you.");
-    assert_eq!(asked, 1, "an Org edit asks the user");
+    assert_eq!(
+        operator.asked.lock().unwrap().len(),
+        1,
+        "an Org edit asks the user"
+    );
+    assert!(operator.actuated.lock().unwrap().is_empty());
     let second = server.requests()[1].json();
     let last = second["messages"].as_array().unwrap().last().unwrap()["content"]
         .as_str()
         .unwrap()
         .to_string();
     assert!(
-        last.contains("denied: set-todo edits an Org file"),
+        last.contains("denied: the user denied it (set-todo edits an Org file)"),
         "{last}"
     );
+}
+
+/// The id of the headline titled `title` in the equipment's store.
+fn id_of(eq: &Equipment, title: &str) -> String {
+    eq.store
+        .query(&org_agent::store::Query::default())
+        .into_iter()
+        .find(|r| r.node().content.title == title)
+        .map(|r| r.node().id.to_string())
+        .unwrap_or_else(|| panic!("no headline {title:?}"))
+}
+
+/// The tool names offered in a recorded request.
+fn offered_tools(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_tool_asks_runs_in_emacs_and_its_result_reaches_the_llm() {
+    let server = LlmServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut eq = equipment(&server);
+    let plumber = id_of(&eq, "Call the plumber about the leak");
+    server.push(sse(
+        "I will mark it done. ",
+        &[("set_todo", json!({"id": plumber, "state": "DONE"}))],
+    ));
+    server.push(sse("Done.", &[]));
+    let operator = Scripted::answering(&[Approval::Once]);
+    operator.results.lock().unwrap().push_back(Ok(
+        "(:status :ok :message \"set-todo done\" :todo \"DONE\")",
+    ));
+    eq.operator = operator.clone();
+    eq.edit_tools = true;
+    eq.audit = Some(org_agent::gates::audit::AuditLog::new(
+        dir.path().join("audit.org"),
+    ));
+    let mut events = Vec::new();
+    let answer = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "The plumber came.",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |e| events.push(e),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "Done.");
+    let requests = server.requests();
+    let tools = offered_tools(&requests[0].json());
+    for edit in ["set_todo", "add_headline", "replace_body", "schedule"] {
+        assert!(
+            tools.iter().any(|t| t == edit),
+            "{edit} not offered: {tools:?}"
+        );
+    }
+    assert_eq!(
+        *operator.asked.lock().unwrap(),
+        [vec!["set-todo edits an Org file".to_string()]]
+    );
+    assert_eq!(
+        *operator.actuated.lock().unwrap(),
+        [format!(
+            "(:type :request :target :emacs :action :set-todo :id \"{plumber}\" :state \"DONE\")"
+        )]
+    );
+    let results = tool_messages(&requests[1].json());
+    assert_eq!(
+        results,
+        ["(:status :ok :message \"set-todo done\" :todo \"DONE\")"]
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        TurnEvent::Proposed {
+            decision: "ask: approved",
+            ..
+        }
+    )));
+    let audit = std::fs::read_to_string(dir.path().join("audit.org")).unwrap();
+    assert!(audit.contains(" ask set-todo\n"), "{audit}");
+    assert!(audit.contains(" user approved once set-todo\n"), "{audit}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_actuator_error_and_bad_edit_arguments_reach_the_llm() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let plumber = id_of(&eq, "Call the plumber about the leak");
+    server.push(sse("", &[("set_todo", json!({"state": "DONE"}))]));
+    server.push(sse(
+        "",
+        &[("set_todo", json!({"id": plumber, "state": "MAYBE"}))],
+    ));
+    server.push(sse("It cannot be done.", &[]));
+    let operator = Scripted::answering(&[Approval::Once]);
+    operator.results.lock().unwrap().push_back(Ok(
+        "(:status :error :message \"\\\"MAYBE\\\" is not a TODO keyword\")",
+    ));
+    eq.operator = operator.clone();
+    eq.edit_tools = true;
+    let answer = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "Mark it.",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "It cannot be done.");
+    let requests = server.requests();
+    let first = tool_messages(&requests[1].json());
+    assert_eq!(
+        first,
+        ["(:tool-error \"set_todo: argument 'id' is required\")"]
+    );
+    // The bad call was not asked about; the second was, and Emacs said no.
+    assert_eq!(operator.asked.lock().unwrap().len(), 1);
+    let second = tool_messages(&requests[2].json());
+    assert!(
+        second[1].contains(":status :error") && second[1].contains("MAYBE"),
+        "{second:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elisp_tools_run_in_emacs_and_confirm_when_they_say_so() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let params = json!({"type": "object", "properties": {"city": {"type": "string"}},
+                        "required": ["city"]});
+    eq.elisp_tools = vec![
+        ElispTool {
+            name: "weather".into(),
+            description: "The weather in a city.".into(),
+            parameters: params.clone(),
+            confirm: false,
+        },
+        ElispTool {
+            name: "send_mail".into(),
+            description: "Send a mail.".into(),
+            parameters: params,
+            confirm: true,
+        },
+        // A name taken by a built-in stays the built-in's.
+        ElispTool {
+            name: "list_files".into(),
+            description: "Shadow.".into(),
+            parameters: json!({"type": "object"}),
+            confirm: false,
+        },
+    ];
+    server.push(sse(
+        "",
+        &[
+            ("weather", json!({"city": "Oslo"})),
+            ("send_mail", json!({"city": "Oslo"})),
+        ],
+    ));
+    server.push(sse("Rainy; mail not sent.", &[]));
+    let operator = Scripted::answering(&[Approval::Deny]);
+    operator.results.lock().unwrap().push_back(Ok(
+        "(:status :ok :message \"weather done\" :result \"rain\")",
+    ));
+    eq.operator = operator.clone();
+    let answer = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "Weather?",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "Rainy; mail not sent.");
+    let requests = server.requests();
+    let tools = offered_tools(&requests[0].json());
+    assert!(tools.contains(&"weather".to_string()) && tools.contains(&"send_mail".to_string()));
+    assert_eq!(tools.iter().filter(|t| *t == "list_files").count(), 1);
+    assert_eq!(
+        *operator.actuated.lock().unwrap(),
+        ["(:type :request :target :emacs :action :call-tool :name \"weather\" :args (:city \"Oslo\"))"]
+    );
+    assert_eq!(
+        operator.asked.lock().unwrap().len(),
+        1,
+        "only send_mail asks"
+    );
+    let results = tool_messages(&requests[1].json());
+    assert!(results[0].contains("rain"), "{results:?}");
+    assert!(results[1].contains("the user denied it"), "{results:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupting_while_the_user_is_asked_ends_the_turn() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let plumber = id_of(&eq, "Call the plumber about the leak");
+    server.push(sse(
+        "",
+        &[("set_todo", json!({"id": plumber, "state": "DONE"}))],
+    ));
+    eq.operator = Arc::new(Scripted {
+        silent: true,
+        ..Scripted::default()
+    });
+    eq.edit_tools = true;
+    let cancel = CancelToken::new();
+    let later = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        later.cancel();
+    });
+    let result = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "Mark it.",
+        &TurnConfig::default(),
+        &cancel,
+        |_| {},
+    )
+    .await;
+    assert!(matches!(result, Err(TurnError::Cancelled)), "{result:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_focus_node_and_active_projects_are_in_the_prompt() {
+    let server = LlmServer::start().await;
+    let eq = equipment(&server);
+    let plumber = id_of(&eq, "Call the plumber about the leak");
+    server.push(sse("Noted.", &[]));
+    let cfg = TurnConfig {
+        focus: Some(plumber.clone()),
+        ..TurnConfig::default()
+    };
+    run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "What about this one?",
+        &cfg,
+        &CancelToken::new(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    let body = server.requests()[0].json();
+    let system = body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("* The node the user is on"), "{system}");
+    assert!(system.contains(&format!("Id: {plumber}")), "{system}");
+    assert!(system.contains("Outline path: Errands"), "{system}");
+    assert!(system.contains(":PHONE: 555-0142"), "{system}");
+    assert!(system.contains("* Active projects (2)"), "{system}");
+    assert!(
+        system.contains("TODO Launch the field-notes website"),
+        "{system}"
+    );
+    assert!(!system.contains("DONE Office move"), "{system}");
 }

@@ -1,9 +1,10 @@
 //! What workers report back to Emacs. Plain data: the Emacs layer turns each into a plist
 //! when the main thread drains the queue.
 
+use crate::sexp::Sexp;
 use crate::store::{DirReport, IngestReport};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// A buffer or file was ingested (or found unchanged).
     Ingested { request: u64, report: IngestReport },
@@ -24,6 +25,13 @@ pub enum Event {
         conversation: String,
         update: ChatUpdate,
     },
+    /// Run `action` (an Emacs action plist) with the actuator and send its result back
+    /// with `org-agent--actuated` and `reply`.
+    Actuate {
+        request: u64,
+        reply: u64,
+        action: Sexp,
+    },
     /// A request failed; `file` when it concerns one.
     Failed {
         request: u64,
@@ -33,7 +41,7 @@ pub enum Event {
 }
 
 /// What a chat turn reports to the chat buffer.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ChatUpdate {
     /// A piece of the answer.
     Text(String),
@@ -51,6 +59,15 @@ pub enum ChatUpdate {
         name: String,
         ok: bool,
         content: String,
+    },
+    /// The gates ask the user about an action; the answer goes back with
+    /// `org-agent--answer` and `reply`.
+    Ask {
+        reply: u64,
+        name: String,
+        arguments: String,
+        action: Sexp,
+        reasons: Vec<String>,
     },
     /// An error was fed back to the LLM.
     Retrying(String),

@@ -106,6 +106,11 @@ pub enum EmacsAction {
     VisitNode {
         id: String,
     },
+    /// Call a tool defined in Elisp (`org-agent-define-tool`) with an argument plist.
+    CallTool {
+        name: String,
+        args: Sexp,
+    },
 }
 
 /// What the LLM proposes.
@@ -497,11 +502,23 @@ impl EmacsAction {
             "visit-node" => EmacsAction::VisitNode {
                 id: a.string("id")?,
             },
+            "call-tool" => EmacsAction::CallTool {
+                name: a.string("name")?,
+                args: Sexp::from(match a.get("args") {
+                    None => Value::Nil,
+                    Some(args) => {
+                        Args::new(args, "tool arguments")?;
+                        sexp::clone_value(args)
+                    }
+                }),
+            },
             other => return Err(shape(format!("action: unknown Emacs action :{other}"))),
         })
     }
 
-    /// Whether the action changes an Org file (gates ask before those).
+    /// Whether the action may change an Org file (gates ask before those). An Elisp tool
+    /// may do anything, so a direct `:call-tool` counts; the loop itself gates Elisp tool
+    /// calls as tools, by their `:confirm`.
     pub fn edits_org(&self) -> bool {
         !matches!(
             self,
@@ -580,6 +597,10 @@ impl EmacsAction {
                 ("append-body", vec![("id", s(id)), ("text", s(text))])
             }
             EmacsAction::VisitNode { id } => ("visit-node", vec![("id", s(id))]),
+            EmacsAction::CallTool { name, args } => (
+                "call-tool",
+                vec![("name", s(name)), ("args", sexp::clone_value(args.value()))],
+            ),
         };
         let mut items = vec![
             kw("type"),

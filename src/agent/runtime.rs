@@ -5,13 +5,17 @@
 //! `open_channel`), whose filter calls the module's drain function on the main thread.
 
 use super::event::{ChatUpdate, Event};
+use super::message::{Action, EmacsAction};
 use super::telemetry::Telemetry;
-use super::turn::{run_turn, Approval, Conversation, Equipment, TurnConfig, TurnEvent};
-use crate::gates::Pipeline;
-use crate::llm::completion::Delta;
+use super::turn::{
+    run_turn, Approval, BoxFuture, Conversation, Equipment, Operator, TurnConfig, TurnEvent,
+};
+use crate::gates::audit::AuditLog;
+use crate::llm::completion::{Delta, ToolCall};
 use crate::llm::http::{Backend, CancelToken, ChatClient};
+use crate::sexp::Sexp;
 use crate::store::{Config, OpenReport, Store, StoreError, TodoKeywords};
-use crate::tools::Registry;
+use crate::tools::emacs::ElispTool;
 use futures_util::FutureExt;
 use once_cell::sync::OnceCell;
 use parking_lot::{Mutex, RwLock};
@@ -21,6 +25,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use tokio::sync::oneshot;
 
 pub type Waker = Box<dyn Write + Send>;
 
@@ -38,6 +43,80 @@ pub struct Runtime {
     chat_cancels: Mutex<HashMap<u64, CancelToken>>,
     /// Conversations by id; a turn holds its conversation's lock while it runs.
     conversations: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Conversation>>>>,
+    /// Turns waiting for the main thread (an answer from the user, an actuator result),
+    /// by reply id, with the request they belong to.
+    replies: Mutex<HashMap<u64, (u64, Pending)>>,
+}
+
+/// What a turn waits for from the main thread.
+enum Pending {
+    Answer(oneshot::Sender<Approval>),
+    Result(oneshot::Sender<Result<Sexp, String>>),
+}
+
+/// What a chat turn is equipped with besides its backend and configuration.
+#[derive(Default)]
+pub struct ChatSetup {
+    pub elisp_tools: Vec<ElispTool>,
+    /// Where gate decisions are appended (none: not audited).
+    pub audit_file: Option<PathBuf>,
+    /// Whether the user may be asked (false in batch Emacs: asking means deny).
+    pub interactive: bool,
+}
+
+/// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
+/// actions to the actuator, as events; the answers come back through [`Runtime::answer`]
+/// and [`Runtime::actuated`].
+struct EmacsOperator {
+    rt: &'static Runtime,
+    request: u64,
+    conversation: String,
+    interactive: bool,
+}
+
+impl Operator for EmacsOperator {
+    fn ask(&self, call: &ToolCall, action: &Action, reasons: &[String]) -> BoxFuture<Approval> {
+        if !self.interactive {
+            return Box::pin(async { Approval::Deny });
+        }
+        let (tx, rx) = oneshot::channel();
+        let reply = self.rt.next_id();
+        self.rt
+            .replies
+            .lock()
+            .insert(reply, (self.request, Pending::Answer(tx)));
+        self.rt.push(Event::Chat {
+            request: self.request,
+            conversation: self.conversation.clone(),
+            update: ChatUpdate::Ask {
+                reply,
+                name: call.name.clone(),
+                arguments: call.arguments.to_string(),
+                action: action.to_sexp(),
+                reasons: reasons.to_vec(),
+            },
+        });
+        // A question nobody answers (the buffer was killed) is a refusal.
+        Box::pin(async move { rx.await.unwrap_or(Approval::Deny) })
+    }
+
+    fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>> {
+        let (tx, rx) = oneshot::channel();
+        let reply = self.rt.next_id();
+        self.rt
+            .replies
+            .lock()
+            .insert(reply, (self.request, Pending::Result(tx)));
+        self.rt.push(Event::Actuate {
+            request: self.request,
+            reply,
+            action: action.to_sexp(),
+        });
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Err("Emacs dropped the action without running it".into()))
+        })
+    }
 }
 
 static RUNTIME: OnceCell<Runtime> = OnceCell::new();
@@ -101,6 +180,7 @@ impl Runtime {
             telemetry: Mutex::new(Telemetry::default()),
             chat_cancels: Mutex::new(HashMap::new()),
             conversations: Mutex::new(HashMap::new()),
+            replies: Mutex::new(HashMap::new()),
         })
     }
 
@@ -198,6 +278,26 @@ impl Runtime {
         self.log_event(&event);
         let was_empty = {
             let mut q = self.events.lock();
+            // Pieces of an answer that Emacs has not drained yet become one piece: one
+            // insertion, one redisplay.
+            if let (
+                Some(Event::Chat {
+                    request: queued,
+                    update: ChatUpdate::Text(text),
+                    ..
+                }),
+                Event::Chat {
+                    request,
+                    update: ChatUpdate::Text(more),
+                    ..
+                },
+            ) = (q.back_mut(), &event)
+            {
+                if queued == request {
+                    text.push_str(more);
+                    return;
+                }
+            }
             let was_empty = q.is_empty();
             q.push_back(event);
             was_empty
@@ -330,6 +430,42 @@ impl Runtime {
         tokens.len()
     }
 
+    /// The user's answer to question `reply`. Returns whether a turn was waiting for it.
+    pub fn answer(&self, reply: u64, approval: Approval) -> bool {
+        match self.replies.lock().remove(&reply) {
+            Some((_, Pending::Answer(tx))) => tx.send(approval).is_ok(),
+            Some((request, other)) => {
+                self.replies.lock().insert(reply, (request, other));
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// The actuator's result for action `reply`. Returns whether a turn was waiting for it.
+    pub fn actuated(&self, reply: u64, result: Result<Sexp, String>) -> bool {
+        let mut replies = self.replies.lock();
+        match replies.remove(&reply) {
+            Some((_, Pending::Result(tx))) => tx.send(result).is_ok(),
+            Some(other) => {
+                replies.insert(reply, other);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a turn still waits for `reply` (an interrupted turn's actions are dropped).
+    pub fn reply_pending(&self, reply: u64) -> bool {
+        self.replies
+            .lock()
+            .get(&reply)
+            .is_some_and(|(_, p)| match p {
+                Pending::Answer(tx) => !tx.is_closed(),
+                Pending::Result(tx) => !tx.is_closed(),
+            })
+    }
+
     /// Set the history of conversation `id` (to continue one saved earlier).
     pub fn restore_conversation(&self, id: String, messages: Vec<crate::llm::http::Message>) {
         let conversation = Conversation {
@@ -362,6 +498,7 @@ impl Runtime {
         text: String,
         backend: Backend,
         cfg: TurnConfig,
+        setup: ChatSetup,
     ) -> u64 {
         let request = self.next_id();
         let cancel = CancelToken::new();
@@ -377,6 +514,12 @@ impl Runtime {
         self.telemetry
             .lock()
             .log("chat", format!("{id}: turn started with {}", backend.url()));
+        let operator = Arc::new(EmacsOperator {
+            rt: self,
+            request,
+            conversation: id.clone(),
+            interactive: setup.interactive,
+        });
         let send = move |update: ChatUpdate| {
             self.push(Event::Chat {
                 request,
@@ -388,50 +531,44 @@ impl Runtime {
             let outcome = AssertUnwindSafe(async {
                 let client = ChatClient::new(backend).map_err(|e| e.to_string())?;
                 let eq = Equipment {
-                    client,
-                    store,
-                    tools: Arc::new(Registry::with_builtins()),
-                    gates: Pipeline::default_policy(),
+                    operator,
+                    edit_tools: true,
+                    elisp_tools: setup.elisp_tools,
+                    audit: setup.audit_file.map(AuditLog::new),
+                    ..Equipment::new(client, store)
                 };
                 let mut conv = conversation.lock().await;
-                run_turn(
-                    &eq,
-                    &mut conv,
-                    &text,
-                    &cfg,
-                    &cancel,
-                    // Asking the user from the chat comes with Emacs actions; until then
-                    // nothing in the default policy asks, and anything that would is refused.
-                    |_, _| Approval::Deny,
-                    |e| {
-                        match &e {
-                            TurnEvent::Request {
-                                took,
-                                prompt_tokens,
-                                completion_tokens,
-                                error,
-                            } => self.telemetry.lock().llm_request(
-                                &backend_name,
-                                error.is_none(),
-                                *took,
-                                (*prompt_tokens, *completion_tokens),
-                            ),
-                            TurnEvent::ToolResult { name, ok, took, .. } => {
-                                self.telemetry.lock().tool_call(name, *ok, *took)
-                            }
-                            _ => {}
+                run_turn(&eq, &mut conv, &text, &cfg, &cancel, |e| {
+                    match &e {
+                        TurnEvent::Request {
+                            took,
+                            prompt_tokens,
+                            completion_tokens,
+                            error,
+                        } => self.telemetry.lock().llm_request(
+                            &backend_name,
+                            error.is_none(),
+                            *took,
+                            (*prompt_tokens, *completion_tokens),
+                        ),
+                        TurnEvent::ToolResult { name, ok, took, .. } => {
+                            self.telemetry.lock().tool_call(name, *ok, *took)
                         }
-                        if let Some(u) = chat_update(e) {
-                            send(u)
-                        }
-                    },
-                )
+                        TurnEvent::Warning(m) => self.telemetry.lock().log("warning", m.clone()),
+                        _ => {}
+                    }
+                    if let Some(u) = chat_update(e) {
+                        send(u)
+                    }
+                })
                 .await
                 .map_err(|e| e.to_string())
             })
             .catch_unwind()
             .await;
             self.chat_cancels.lock().remove(&request);
+            // Whatever this turn still waited for from Emacs is dropped.
+            self.replies.lock().retain(|_, (r, _)| *r != request);
             send(match outcome {
                 Ok(Ok(answer)) => ChatUpdate::Done(answer),
                 Ok(Err(message)) => ChatUpdate::Error(message),
@@ -468,6 +605,6 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
             name, ok, content, ..
         } => ChatUpdate::ToolResult { name, ok, content },
         TurnEvent::ErrorFedBack(m) => ChatUpdate::Retrying(m),
-        TurnEvent::Request { .. } => return None,
+        TurnEvent::Request { .. } | TurnEvent::Warning(_) => return None,
     })
 }

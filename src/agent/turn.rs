@@ -7,14 +7,18 @@
 //! refusals at most `max_denials` times; then the turn ends with a clear error. Nothing here
 //! panics the loop: a panicking tool is a tool error.
 
-use super::message::{Action, Sensor, Stimulus};
+use super::message::{Action, EmacsAction, Sensor, Stimulus};
+use crate::gates::audit::AuditLog;
 use crate::gates::{self, Context, Outcome, Pipeline};
 use crate::llm::completion::{Completion, Delta, ToolCall};
 use crate::llm::error::LlmError;
 use crate::llm::http::{CancelToken, ChatClient, ChatRequest, Message};
-use crate::sexp::{self, Sexp};
+use crate::sexp::{self, Sexp, Value};
 use crate::store::Store;
+use crate::tools::emacs::{self as emacs_tools, ElispTool};
 use crate::tools::Registry;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -26,6 +30,8 @@ pub struct TurnConfig {
     pub max_denials: u32,
     pub temperature: Option<f64>,
     pub stream: bool,
+    /// The node the user was on when they invoked the agent (shown in full each step).
+    pub focus: Option<String>,
 }
 
 impl Default for TurnConfig {
@@ -33,13 +39,16 @@ impl Default for TurnConfig {
         TurnConfig {
             system_prompt: "You are org-agent, an assistant inside Emacs that works in the \
                             user's Org notes. Use the tools to look things up before you \
-                            answer; answer briefly, in Org markup."
+                            answer; answer briefly, in Org markup. To change the notes, call \
+                            the edit tools with node ids from the tools or the context below; \
+                            the user approves each edit."
                 .into(),
             max_depth: 10,
             max_error_feedback: 2,
             max_denials: 3,
             temperature: None,
             stream: true,
+            focus: None,
         }
     }
 }
@@ -80,6 +89,8 @@ pub enum TurnEvent {
     },
     /// An error fed back to the LLM so it can correct itself.
     ErrorFedBack(String),
+    /// Something went wrong beside the turn (the audit log could not be written).
+    Warning(String),
 }
 
 #[derive(Debug, Error)]
@@ -101,24 +112,131 @@ pub struct Conversation {
     pub context: Context,
 }
 
+/// A future the [`Operator`] hands back.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The user and Emacs, as the loop sees them: both live on the main thread, so the loop
+/// asks and waits (without blocking a worker).
+pub trait Operator: Send + Sync {
+    /// Ask the user about `action` (the LLM's `call`), which the gates asked about for
+    /// `reasons`.
+    fn ask(&self, call: &ToolCall, action: &Action, reasons: &[String]) -> BoxFuture<Approval>;
+    /// Run `action` through the Elisp actuator: its result plist, or why it did not run.
+    fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>>;
+}
+
+/// No user and no Emacs (scripts, tests): asking means deny, Emacs actions do not run.
+pub struct Unattended;
+
+impl Operator for Unattended {
+    fn ask(&self, _: &ToolCall, _: &Action, _: &[String]) -> BoxFuture<Approval> {
+        Box::pin(async { Approval::Deny })
+    }
+
+    fn actuate(&self, _: &EmacsAction) -> BoxFuture<Result<Sexp, String>> {
+        Box::pin(async { Err("there is no Emacs to run this action".to_string()) })
+    }
+}
+
 /// The agent's equipment for a turn.
 pub struct Equipment {
     pub client: ChatClient,
     pub store: Arc<Store>,
     pub tools: Arc<Registry>,
     pub gates: Pipeline,
+    pub operator: Arc<dyn Operator>,
+    /// Offer the edit tools (the actuator's vocabulary); needs an operator that actuates.
+    pub edit_tools: bool,
+    /// Tools defined in Elisp, run by the operator.
+    pub elisp_tools: Vec<ElispTool>,
+    /// Where every gate decision and user answer is appended.
+    pub audit: Option<AuditLog>,
 }
 
 impl Equipment {
+    /// The built-in tools under the default policy, with no Emacs and no audit log.
+    pub fn new(client: ChatClient, store: Arc<Store>) -> Equipment {
+        Equipment {
+            client,
+            store,
+            tools: Arc::new(Registry::with_builtins()),
+            gates: Pipeline::default_policy(),
+            operator: Arc::new(Unattended),
+            edit_tools: false,
+            elisp_tools: Vec::new(),
+            audit: None,
+        }
+    }
+
+    /// The Elisp tool called `name`, unless a built-in or edit tool has that name.
+    fn elisp_tool(&self, name: &str) -> Option<&ElispTool> {
+        if self.tools.get(name).is_some() || (self.edit_tools && emacs_tools::is_edit(name)) {
+            return None;
+        }
+        self.elisp_tools.iter().find(|t| t.name == name)
+    }
+
+    /// Every tool's declaration, for the request.
+    fn schemas(&self) -> Vec<serde_json::Value> {
+        let mut all = self.tools.function_schemas();
+        if self.edit_tools {
+            all.extend(emacs_tools::edit_schemas());
+        }
+        for t in &self.elisp_tools {
+            if self.elisp_tool(&t.name).is_some() {
+                all.push(t.function_schema());
+            }
+        }
+        all
+    }
+
     /// The gate context for `conversation`: the registry's tools, all read-only (the
-    /// built-ins only read), plus what the user approved.
+    /// built-ins only read), Elisp tools (read-only unless they ask to confirm), plus what
+    /// the user approved.
     fn context(&self, conversation: &Conversation) -> Context {
         let mut ctx = conversation.context.clone();
         for name in self.tools.names() {
             ctx.tools.insert(name.to_string());
             ctx.read_only_tools.insert(name.to_string());
         }
+        for t in &self.elisp_tools {
+            if self.elisp_tool(&t.name).is_some() {
+                ctx.tools.insert(t.name.clone());
+                if !t.confirm {
+                    ctx.read_only_tools.insert(t.name.clone());
+                }
+            }
+        }
         ctx
+    }
+
+    /// The action the LLM's `call` stands for, or why its arguments are wrong.
+    fn action(&self, call: &ToolCall) -> Result<Action, String> {
+        if self.edit_tools {
+            if let Some(edit) = emacs_tools::edit_action(&call.name, &call.arguments) {
+                return edit.map(Action::Emacs);
+            }
+        }
+        Ok(tool_action(call))
+    }
+
+    fn audit(
+        &self,
+        emit: &mut impl FnMut(TurnEvent),
+        write: impl FnOnce(&AuditLog, i64) -> std::io::Result<()>,
+    ) {
+        if let Some(log) = &self.audit {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0);
+            if let Err(e) = write(log, now) {
+                emit(TurnEvent::Warning(format!(
+                    "could not write the audit log {}: {e}",
+                    log.path().display()
+                )));
+            }
+        }
     }
 }
 
@@ -137,7 +255,6 @@ pub async fn run_turn(
     user_text: &str,
     cfg: &TurnConfig,
     cancel: &CancelToken,
-    mut ask: impl FnMut(&Action, &[String]) -> Approval,
     mut emit: impl FnMut(TurnEvent),
 ) -> Result<String, TurnError> {
     conversation
@@ -150,11 +267,17 @@ pub async fn run_turn(
         if cancel.is_cancelled() {
             return Err(TurnError::Cancelled);
         }
-        let mut messages = vec![Message::System(cfg.system_prompt.clone())];
+        let mut system = cfg.system_prompt.clone();
+        let context = crate::context::render(&eq.store, cfg.focus.as_deref());
+        if !context.is_empty() {
+            system.push_str("\n\n");
+            system.push_str(&context);
+        }
+        let mut messages = vec![Message::System(system)];
         messages.extend(conversation.messages.iter().cloned());
         let request = ChatRequest {
             messages,
-            tools: eq.tools.function_schemas(),
+            tools: eq.schemas(),
             stream: cfg.stream,
             temperature: cfg.temperature,
             max_tokens: None,
@@ -194,11 +317,11 @@ pub async fn run_turn(
         // What the LLM proposes: native tool calls, or (for models without tool calling) an
         // action written as an S-expression plist.
         let native = !completion.tool_calls.is_empty();
-        let proposals: Vec<(ToolCall, Action)> = if native {
+        let proposals: Vec<(ToolCall, Result<Action, String>)> = if native {
             completion
                 .tool_calls
                 .iter()
-                .map(|c| (c.clone(), tool_action(c)))
+                .map(|c| (c.clone(), eq.action(c)))
                 .collect()
         } else {
             match sexp_action(&completion.text) {
@@ -227,7 +350,7 @@ pub async fn run_turn(
                 }
                 Some(Ok(action)) => {
                     sexp_calls += 1;
-                    vec![(sexp_call(&action, sexp_calls), action)]
+                    vec![(sexp_call(&action, sexp_calls), Ok(action))]
                 }
             }
         };
@@ -240,22 +363,65 @@ pub async fn run_turn(
             },
         });
         let ctx = eq.context(conversation);
-        for (call, action) in &proposals {
+        for (call, proposed) in &proposals {
+            let action = match proposed {
+                Ok(a) => a.clone(),
+                Err(problem) => {
+                    // Wrong arguments: nothing to gate or run; the LLM sees why.
+                    emit(TurnEvent::Proposed {
+                        call: call.clone(),
+                        decision: "invalid",
+                        reasons: vec![problem.clone()],
+                    });
+                    let content = format!("(:tool-error \"{}\")", problem.replace('"', "'"));
+                    emit(TurnEvent::ToolResult {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        ok: false,
+                        content: content.clone(),
+                        took: std::time::Duration::ZERO,
+                    });
+                    push_result(conversation, native, call, false, content);
+                    continue;
+                }
+            };
             let verdict = eq.gates.decide(action.clone(), &ctx);
-            let (decision, reasons, run) = match verdict.outcome {
-                Outcome::Allow(_) => ("allow", vec![], true),
-                Outcome::Ask { action, reasons } => match ask(&action, &reasons) {
-                    Approval::Once => ("ask: approved", reasons, true),
-                    Approval::ForConversation => {
-                        conversation
-                            .context
-                            .approved
-                            .insert(gates::action_kind(&action));
-                        ("ask: approved for the conversation", reasons, true)
+            eq.audit(&mut emit, |log, now| log.append(&action, &verdict, now));
+            let (decision, reasons, approved) = match verdict.outcome {
+                Outcome::Allow(a) => ("allow", vec![], Some(a)),
+                Outcome::Ask { action, reasons } => {
+                    emit(TurnEvent::Proposed {
+                        call: call.clone(),
+                        decision: "ask",
+                        reasons: reasons.clone(),
+                    });
+                    let answer = tokio::select! {
+                        a = eq.operator.ask(call, &action, &reasons) => a,
+                        _ = cancel.cancelled() => return Err(TurnError::Cancelled),
+                    };
+                    let label = match answer {
+                        Approval::Once => "approved once",
+                        Approval::ForConversation => "approved for the conversation",
+                        Approval::Deny => "denied",
+                    };
+                    eq.audit(&mut emit, |log, now| log.append_answer(&action, label, now));
+                    match answer {
+                        Approval::Once => ("ask: approved", reasons, Some(action)),
+                        Approval::ForConversation => {
+                            conversation
+                                .context
+                                .approved
+                                .insert(gates::action_kind(&action));
+                            ("ask: approved for the conversation", reasons, Some(action))
+                        }
+                        Approval::Deny => (
+                            "ask: denied",
+                            vec![format!("the user denied it ({})", reasons.join("; "))],
+                            None,
+                        ),
                     }
-                    Approval::Deny => ("ask: denied", reasons, false),
-                },
-                Outcome::Deny { reasons } => ("deny", reasons, false),
+                }
+                Outcome::Deny { reasons } => ("deny", reasons, None),
             };
             emit(TurnEvent::Proposed {
                 call: call.clone(),
@@ -263,17 +429,26 @@ pub async fn run_turn(
                 reasons: reasons.clone(),
             });
             let started = std::time::Instant::now();
-            let (ok, content) = if run {
-                match action {
-                    Action::Tool { .. } => run_tool(eq, call).await,
-                    // Only a policy that allows Emacs actions gets here; the actuator is not
-                    // connected to chat turns yet, so say so instead of pretending.
-                    Action::Emacs(_) => (
-                        false,
-                        "(:tool-error \"Emacs actions cannot run from this conversation yet\")"
-                            .to_string(),
-                    ),
-                }
+            let run = approved.is_some();
+            let (ok, content) = if let Some(action) = approved {
+                let outcome = match &action {
+                    Action::Tool { name, args } if eq.elisp_tool(name).is_some() => {
+                        actuate(
+                            eq,
+                            &EmacsAction::CallTool {
+                                name: name.clone(),
+                                args: Sexp::from(sexp::clone_value(args.value())),
+                            },
+                            cancel,
+                        )
+                        .await
+                    }
+                    Action::Tool { name, args } => {
+                        Some(run_tool(eq, name, sexp::json::to_json(args.value())).await)
+                    }
+                    Action::Emacs(e) => actuate(eq, e, cancel).await,
+                };
+                outcome.ok_or(TurnError::Cancelled)?
             } else {
                 denials += 1;
                 if denials > cfg.max_denials {
@@ -295,25 +470,7 @@ pub async fn run_turn(
                     std::time::Duration::ZERO
                 },
             });
-            if native {
-                conversation.messages.push(Message::Tool {
-                    tool_call_id: call.id.clone(),
-                    content,
-                });
-            } else {
-                let result = Stimulus {
-                    sensor: Sensor::ToolResult {
-                        call: call.id.clone(),
-                        ok,
-                        content,
-                    },
-                    session: None,
-                    depth: 0,
-                };
-                conversation
-                    .messages
-                    .push(Message::User(sexp::print(result.to_sexp().value())));
-            }
+            push_result(conversation, native, call, ok, content);
         }
     }
     Err(TurnError::DepthLimit(cfg.max_depth))
@@ -364,21 +521,68 @@ fn feedable(e: &LlmError) -> bool {
     ) || matches!(e, LlmError::Http { status, .. } if *status == 500 || *status == 400)
 }
 
-/// Run a tool on a blocking worker; a failure or panic is a result the LLM sees.
-async fn run_tool(eq: &Equipment, call: &ToolCall) -> (bool, String) {
+/// Add a tool's result to the conversation: as a `tool` message for native calls, as a
+/// `:tool-result` stimulus plist for actions the LLM wrote as S-expressions.
+fn push_result(
+    conversation: &mut Conversation,
+    native: bool,
+    call: &ToolCall,
+    ok: bool,
+    content: String,
+) {
+    if native {
+        conversation.messages.push(Message::Tool {
+            tool_call_id: call.id.clone(),
+            content,
+        });
+    } else {
+        let result = Stimulus {
+            sensor: Sensor::ToolResult {
+                call: call.id.clone(),
+                ok,
+                content,
+            },
+            session: None,
+            depth: 0,
+        };
+        conversation
+            .messages
+            .push(Message::User(sexp::print(result.to_sexp().value())));
+    }
+}
+
+/// Run a built-in tool on a blocking worker; a failure or panic is a result the LLM sees.
+async fn run_tool(eq: &Equipment, name: &str, args: serde_json::Value) -> (bool, String) {
     let tools = eq.tools.clone();
     let store = eq.store.clone();
-    let name = call.name.clone();
-    let args = call.arguments.clone();
+    let name = name.to_string();
     match tokio::task::spawn_blocking(move || tools.call(&store, &name, &args)).await {
         Ok(Ok(text)) => (true, text),
-        Ok(Err(e)) => (
-            false,
-            format!("(:tool-error \"{}\")", e.to_string().replace('"', "'")),
-        ),
-        Err(_) => (
-            false,
-            "(:tool-error \"the tool failed unexpectedly\")".to_string(),
-        ),
+        Ok(Err(e)) => (false, tool_error(&e.to_string())),
+        Err(_) => (false, tool_error("the tool failed unexpectedly")),
     }
+}
+
+/// Run an Emacs action through the operator: `(ok, the result plist as text)`, or `None`
+/// when the turn was cancelled while it waited.
+async fn actuate(
+    eq: &Equipment,
+    action: &EmacsAction,
+    cancel: &CancelToken,
+) -> Option<(bool, String)> {
+    let result = tokio::select! {
+        r = eq.operator.actuate(action) => r,
+        _ = cancel.cancelled() => return None,
+    };
+    Some(match result {
+        Ok(plist) => {
+            let ok = matches!(sexp::plist_get(plist.value(), "status"), Some(Value::Keyword(k)) if &**k == "ok");
+            (ok, sexp::print(plist.value()))
+        }
+        Err(message) => (false, tool_error(&message)),
+    })
+}
+
+fn tool_error(message: &str) -> String {
+    format!("(:tool-error \"{}\")", message.replace('"', "'"))
 }

@@ -440,6 +440,25 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
                         (k(":content")?, content.as_str().into_lisp(env)?),
                     ],
                 ),
+                ChatUpdate::Ask {
+                    reply,
+                    name,
+                    arguments,
+                    action,
+                    reasons,
+                } => (
+                    "ask",
+                    vec![
+                        (k(":reply")?, (*reply as i64).into_lisp(env)?),
+                        (k(":name")?, name.as_str().into_lisp(env)?),
+                        (k(":arguments")?, arguments.as_str().into_lisp(env)?),
+                        (
+                            k(":action")?,
+                            super::lisp_sexp::to_lisp(env, action.value())?,
+                        ),
+                        (k(":reasons")?, strings(env, reasons)?),
+                    ],
+                ),
                 ChatUpdate::Retrying(m) => (
                     "retrying",
                     vec![(k(":message")?, m.as_str().into_lisp(env)?)],
@@ -466,6 +485,19 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
             pairs.append(&mut rest);
             pairs
         }
+        Event::Actuate {
+            request,
+            reply,
+            action,
+        } => vec![
+            (k(":type")?, env.intern("actuate")?),
+            (k(":request")?, (*request as i64).into_lisp(env)?),
+            (k(":reply")?, (*reply as i64).into_lisp(env)?),
+            (
+                k(":action")?,
+                super::lisp_sexp::to_lisp(env, action.value())?,
+            ),
+        ],
         Event::Failed {
             request,
             file,

@@ -437,7 +437,90 @@ fn chat(
         cfg.system_prompt = prompt.into_rust()?;
     }
     cfg.stream = !get(":no-stream")?.is_not_nil();
-    Ok(runtime(env)?.chat_async(conversation, text, backend, cfg) as i64)
+    let focus = get(":focus")?;
+    if focus.is_not_nil() {
+        cfg.focus = Some(focus.into_rust()?);
+    }
+    let mut setup = crate::agent::runtime::ChatSetup {
+        interactive: get(":interactive")?.is_not_nil(),
+        ..Default::default()
+    };
+    let audit = get(":audit-file")?;
+    if audit.is_not_nil() {
+        setup.audit_file = Some(PathBuf::from(audit.into_rust::<String>()?));
+    }
+    for spec in list_items(env, get(":tools")?)? {
+        let field =
+            |key: &str| -> Result<Value> { env.call("plist-get", (spec, env.intern(key)?)) };
+        let parameters: String = field(":parameters")?.into_rust()?;
+        let parameters = match serde_json::from_str(&parameters) {
+            Ok(p) => p,
+            Err(e) => return fail(env, format!("tool parameters are not JSON: {e}")),
+        };
+        setup.elisp_tools.push(crate::tools::emacs::ElispTool {
+            name: field(":name")?.into_rust()?,
+            description: field(":description")?.into_rust()?,
+            parameters,
+            confirm: field(":confirm")?.is_not_nil(),
+        });
+    }
+    Ok(runtime(env)?.chat_async(conversation, text, backend, cfg, setup) as i64)
+}
+
+/// Answer question REPLY of a chat turn: ANSWER is `once', `conversation' or `deny'.
+/// Return whether a turn was waiting for it.
+#[defun]
+fn answer(env: &Env, reply: i64, answer: Value) -> Result<bool> {
+    use crate::agent::turn::Approval;
+    let name: String = env.call("symbol-name", [answer])?.into_rust()?;
+    let approval = match name.as_str() {
+        "once" => Approval::Once,
+        "conversation" => Approval::ForConversation,
+        "deny" => Approval::Deny,
+        other => {
+            return fail(
+                env,
+                format!("an answer is once, conversation or deny, not {other}"),
+            )
+        }
+    };
+    Ok(runtime(env)?.answer(reply as u64, approval))
+}
+
+/// Hand the actuator's RESULT plist for action REPLY back to its turn.  A RESULT that
+/// cannot be converted reaches the turn as an error.  Return whether a turn was waiting.
+#[defun]
+fn actuated(env: &Env, reply: i64, result: Value) -> Result<bool> {
+    let rt = runtime(env)?;
+    match lisp_sexp::from_lisp(env, result) {
+        Ok(result) => Ok(rt.actuated(reply as u64, Ok(result))),
+        Err(e) => {
+            rt.actuated(
+                reply as u64,
+                Err("the actuator's result could not be converted".into()),
+            );
+            Err(e)
+        }
+    }
+}
+
+/// Whether a turn still waits for REPLY (an interrupted turn's actions are not run).
+#[defun]
+fn reply_pending_p(env: &Env, reply: i64) -> Result<bool> {
+    Ok(runtime(env)?.reply_pending(reply as u64))
+}
+
+/// Return the id of the innermost node of FILE holding buffer position POS (as of the
+/// file's last ingest), or nil if FILE is not in the store.
+#[defun]
+fn node_at<'e>(env: &'e Env, file: String, pos: i64) -> Result<Value<'e>> {
+    match runtime(env)?
+        .store()
+        .node_at(&file, pos.clamp(0, u32::MAX as i64) as u32)
+    {
+        Some(r) => r.node().id.as_ref().into_lisp(env),
+        None => ().into_lisp(env),
+    }
 }
 
 /// Cancel every chat turn in flight; return how many there were.

@@ -80,6 +80,20 @@ impl AuditLog {
             }
             entry.push('\n');
         }
+        self.write(entry)
+    }
+
+    /// Append what the user answered when the gates asked about `action`.
+    pub fn append_answer(&self, action: &Action, answer: &str, time: i64) -> std::io::Result<()> {
+        self.write(format!(
+            "* {} user {answer} {}\n:PROPERTIES:\n:ACTION:   {}\n:DECISION: user {answer}\n:END:\n",
+            org_timestamp(time),
+            action_kind(action),
+            one_line(&crate::sexp::print(action.to_sexp().value())),
+        ))
+    }
+
+    fn write(&self, mut entry: String) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }

@@ -82,6 +82,7 @@ pub fn action_kind(action: &Action) -> String {
             EmacsAction::ReplaceBody { .. } => "replace-body",
             EmacsAction::AppendBody { .. } => "append-body",
             EmacsAction::VisitNode { .. } => "visit-node",
+            EmacsAction::CallTool { .. } => "call-tool",
         }
         .to_string(),
     }

@@ -970,6 +970,24 @@ impl Store {
         self.state().node(id)
     }
 
+    /// The innermost node of `file` whose subtree holds buffer position `pos` (as of the
+    /// file's last ingest): the headline at or above point, or the file node before the
+    /// first headline.
+    pub fn node_at(&self, file: &str, pos: u32) -> Option<NodeRef> {
+        let doc = self.state().files.get(file)?.clone();
+        // Nodes are in document order, so the last one starting at or before `pos` whose
+        // subtree reaches past it is the innermost.
+        let index = doc
+            .nodes
+            .iter()
+            .rposition(|n| n.begin_pos <= pos && pos <= n.end_pos)
+            .or_else(|| (!doc.nodes.is_empty()).then_some(0))?;
+        Some(NodeRef {
+            doc,
+            index: index as u32,
+        })
+    }
+
     /// Every version a node id has had, oldest first.
     pub fn history(&self, id: &str) -> Vec<Version> {
         let archive = self.archive.lock();

@@ -49,7 +49,7 @@ fn headline_words(c: &NodeContent) -> String {
 }
 
 /// One line describing a node: TODO keyword, title, tags, planning, id and file.
-fn summary(r: &NodeRef) -> String {
+pub(crate) fn summary(r: &NodeRef) -> String {
     let n = r.node();
     let c = &n.content;
     let mut line = format!("- {}", headline_words(c));
@@ -121,6 +121,12 @@ fn read_node(store: &Store, args: &Args) -> Result<String, String> {
     let r = store
         .node(id)
         .ok_or_else(|| format!("no node with id {id:?}"))?;
+    Ok(render_node(&r))
+}
+
+/// A node as Org text: outline path, file, headline, planning, properties, body (up to
+/// [`MAX_BODY_CHARS`]) and one line per child.
+pub(crate) fn render_node(r: &NodeRef) -> String {
     let n = r.node();
     let c = &n.content;
     let mut out = String::new();
@@ -128,7 +134,7 @@ fn read_node(store: &Store, args: &Args) -> Result<String, String> {
     if !path.is_empty() {
         out.push_str(&format!("Outline path: {}\n", path.join(" / ")));
     }
-    out.push_str(&format!("File: {}\n\n", r.doc.path));
+    out.push_str(&format!("File: {}\nId: {}\n\n", r.doc.path, n.id));
     if c.kind == NodeKind::Headline {
         out.push_str(&format!(
             "{} {}\n",
@@ -172,7 +178,7 @@ fn read_node(store: &Store, args: &Args) -> Result<String, String> {
             out.push('\n');
         }
     }
-    Ok(out)
+    out
 }
 
 fn search_notes(store: &Store, args: &Args) -> Result<String, String> {

@@ -5,7 +5,8 @@
 //! are Org text, the language the rest of the prompt is in. Arguments come from the LLM and
 //! are checked against the schema's names and types before a body sees them.
 
-mod builtin;
+pub(crate) mod builtin;
+pub mod emacs;
 
 use crate::store::Store;
 use serde_json::{json, Map, Value};

@@ -1,0 +1,400 @@
+//! Tools whose bodies run in Emacs, on the main thread, through the actuator: the edit
+//! vocabulary (set a TODO state, a property, tags, planning; replace or append to a body;
+//! add a headline; show a node) and tools defined in Elisp with `org-agent-define-tool`.
+//!
+//! The LLM calls them like any tool; a call becomes an [`EmacsAction`] (typed, checked
+//! here, so a bad argument is an error the LLM sees before anything is asked or run).
+
+use crate::agent::message::EmacsAction;
+use serde_json::{json, Map, Value};
+
+/// A tool defined in Elisp: its declaration and whether its calls ask the user first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElispTool {
+    pub name: String,
+    pub description: String,
+    /// The JSON schema of the parameters (an object schema).
+    pub parameters: Value,
+    /// `:confirm` in `org-agent-define-tool`: ask before each call.
+    pub confirm: bool,
+}
+
+impl ElispTool {
+    pub fn function_schema(&self) -> Value {
+        json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            }
+        })
+    }
+}
+
+struct Edit {
+    name: &'static str,
+    description: &'static str,
+    /// (name, JSON type, description, required)
+    params: &'static [(&'static str, &'static str, &'static str, bool)],
+}
+
+const ID: (&str, &str, &str, bool) = (
+    "id",
+    "string",
+    "the node's id (from query_notes, search_notes or read_node)",
+    true,
+);
+
+const EDITS: &[Edit] = &[
+    Edit {
+        name: "set_todo",
+        description: "Set the TODO state of a headline (the user approves edits first).",
+        params: &[
+            ID,
+            (
+                "state",
+                "string",
+                "a TODO keyword of the node's file, e.g. TODO or DONE; omit to remove the state",
+                false,
+            ),
+        ],
+    },
+    Edit {
+        name: "set_property",
+        description: "Set a property of a headline (in its property drawer).",
+        params: &[
+            ID,
+            ("key", "string", "the property name", true),
+            ("value", "string", "the property value", true),
+        ],
+    },
+    Edit {
+        name: "delete_property",
+        description: "Delete a property of a headline.",
+        params: &[ID, ("key", "string", "the property name", true)],
+    },
+    Edit {
+        name: "set_tags",
+        description: "Set the tags of a headline (replacing its own tags).",
+        params: &[
+            ID,
+            (
+                "tags",
+                "array",
+                "the new tags, without colons; an empty list removes them",
+                true,
+            ),
+        ],
+    },
+    Edit {
+        name: "schedule",
+        description: "Schedule a headline on a date, or remove its schedule.",
+        params: &[
+            ID,
+            (
+                "date",
+                "string",
+                "YYYY-MM-DD, optionally followed by a time HH:MM; omit to unschedule",
+                false,
+            ),
+        ],
+    },
+    Edit {
+        name: "deadline",
+        description: "Set a headline's deadline, or remove it.",
+        params: &[
+            ID,
+            (
+                "date",
+                "string",
+                "YYYY-MM-DD, optionally followed by a time HH:MM; omit to remove",
+                false,
+            ),
+        ],
+    },
+    Edit {
+        name: "replace_body",
+        description: "Replace the body text of a headline (after its planning and \
+                      property drawer; its children stay).",
+        params: &[ID, ("body", "string", "the new body, in Org markup", true)],
+    },
+    Edit {
+        name: "append_body",
+        description: "Append text to the body of a headline.",
+        params: &[
+            ID,
+            ("text", "string", "the text to add, in Org markup", true),
+        ],
+    },
+    Edit {
+        name: "add_headline",
+        description: "Add a headline as the last child of a node (parent) or at the end of \
+                      a file (file); give exactly one of them.",
+        params: &[
+            (
+                "parent",
+                "string",
+                "id of the parent node (from the tools)",
+                false,
+            ),
+            (
+                "file",
+                "string",
+                "an Org file (from list_files), for a top-level headline",
+                false,
+            ),
+            ("title", "string", "the headline's title, one line", true),
+            ("todo", "string", "a TODO keyword, e.g. TODO", false),
+            ("tags", "array", "tags, without colons", false),
+            (
+                "properties",
+                "object",
+                "properties as an object of strings, e.g. {\"EFFORT\": \"1:00\"}",
+                false,
+            ),
+            ("body", "string", "body text, in Org markup", false),
+        ],
+    },
+    Edit {
+        name: "visit_node",
+        description: "Show a node to the user in its file.",
+        params: &[ID],
+    },
+];
+
+/// The edit tools as OpenAI-style function declarations.
+pub fn edit_schemas() -> Vec<Value> {
+    EDITS
+        .iter()
+        .map(|e| {
+            let mut props = Map::new();
+            for (name, kind, description, _) in e.params {
+                let mut p = json!({"type": kind, "description": description});
+                if *kind == "array" {
+                    p["items"] = json!({"type": "string"});
+                }
+                if *kind == "object" {
+                    p["additionalProperties"] = json!({"type": "string"});
+                }
+                props.insert(name.to_string(), p);
+            }
+            let required: Vec<&str> = e.params.iter().filter(|p| p.3).map(|p| p.0).collect();
+            json!({
+                "type": "function",
+                "function": {
+                    "name": e.name,
+                    "description": e.description,
+                    "parameters": {
+                        "type": "object",
+                        "properties": props,
+                        "required": required,
+                        "additionalProperties": false,
+                    },
+                }
+            })
+        })
+        .collect()
+}
+
+/// Whether `name` is one of the edit tools.
+pub fn is_edit(name: &str) -> bool {
+    EDITS.iter().any(|e| e.name == name)
+}
+
+/// The Emacs action for a call of edit tool `name` with JSON `args`, or why it is wrong.
+/// `None` when `name` is not an edit tool.
+pub fn edit_action(name: &str, args: &Value) -> Option<Result<EmacsAction, String>> {
+    let edit = EDITS.iter().find(|e| e.name == name)?;
+    Some(build(edit, args))
+}
+
+fn build(edit: &Edit, args: &Value) -> Result<EmacsAction, String> {
+    let empty = Map::new();
+    let map = match args {
+        Value::Object(m) => m,
+        Value::Null => &empty,
+        other => {
+            return Err(format!(
+                "{}: arguments must be an object, not {other}",
+                edit.name
+            ))
+        }
+    };
+    for key in map.keys() {
+        if !edit.params.iter().any(|p| p.0 == key) {
+            let known: Vec<&str> = edit.params.iter().map(|p| p.0).collect();
+            return Err(format!(
+                "{}: unknown argument {key:?} (known: {})",
+                edit.name,
+                known.join(", ")
+            ));
+        }
+    }
+    let opt = |key: &str| -> Result<Option<String>, String> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!(
+                "{}: argument {key:?} must be a string, not {other}",
+                edit.name
+            )),
+        }
+    };
+    let req = |key: &str| -> Result<String, String> {
+        opt(key)?.ok_or_else(|| format!("{}: argument {key:?} is required", edit.name))
+    };
+    let strings = |key: &str| -> Result<Vec<String>, String> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(vec![]),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s.trim_matches(':').to_string()),
+                    other => Err(format!(
+                        "{}: {key:?} must be a list of strings, found {other}",
+                        edit.name
+                    )),
+                })
+                .collect(),
+            // A single tag given as a string is taken as one tag or "a:b" as several.
+            Some(Value::String(s)) => Ok(s
+                .split(|c: char| c == ':' || c.is_whitespace())
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect()),
+            Some(other) => Err(format!(
+                "{}: {key:?} must be a list of strings, not {other}",
+                edit.name
+            )),
+        }
+    };
+    Ok(match edit.name {
+        "set_todo" => EmacsAction::SetTodo {
+            id: req("id")?,
+            state: opt("state")?.filter(|s| !s.is_empty()),
+        },
+        "set_property" => EmacsAction::SetProperty {
+            id: req("id")?,
+            key: req("key")?,
+            value: req("value")?,
+        },
+        "delete_property" => EmacsAction::DeleteProperty {
+            id: req("id")?,
+            key: req("key")?,
+        },
+        "set_tags" => EmacsAction::SetTags {
+            id: req("id")?,
+            tags: strings("tags")?,
+        },
+        "schedule" => EmacsAction::Schedule {
+            id: req("id")?,
+            date: opt("date")?.filter(|s| !s.is_empty()),
+        },
+        "deadline" => EmacsAction::Deadline {
+            id: req("id")?,
+            date: opt("date")?.filter(|s| !s.is_empty()),
+        },
+        "replace_body" => EmacsAction::ReplaceBody {
+            id: req("id")?,
+            body: req("body")?,
+        },
+        "append_body" => EmacsAction::AppendBody {
+            id: req("id")?,
+            text: req("text")?,
+        },
+        "add_headline" => {
+            let file = opt("file")?;
+            let parent = opt("parent")?;
+            if file.is_some() == parent.is_some() {
+                return Err("add_headline: give exactly one of parent and file".into());
+            }
+            let properties = match map.get("properties") {
+                None | Some(Value::Null) => vec![],
+                Some(Value::Object(props)) => props
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Value::String(s) => Ok((k.clone(), s.clone())),
+                        Value::Number(n) => Ok((k.clone(), n.to_string())),
+                        other => Err(format!(
+                            "add_headline: property {k:?} must be a string, not {other}"
+                        )),
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(other) => {
+                    return Err(format!(
+                        "add_headline: properties must be an object of strings, not {other}"
+                    ))
+                }
+            };
+            EmacsAction::AddHeadline {
+                file,
+                parent,
+                title: req("title")?,
+                todo: opt("todo")?.filter(|s| !s.is_empty()),
+                tags: strings("tags")?,
+                properties,
+                body: opt("body")?,
+            }
+        }
+        "visit_node" => EmacsAction::VisitNode { id: req("id")? },
+        other => return Err(format!("{other}: not an edit tool")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_edit_tool_has_a_schema_and_builds_its_action() {
+        let schemas = edit_schemas();
+        assert_eq!(schemas.len(), EDITS.len());
+        for s in &schemas {
+            let name = s["function"]["name"].as_str().unwrap();
+            assert!(is_edit(name));
+            assert_eq!(s["function"]["parameters"]["type"], "object");
+        }
+        let a = edit_action("set_todo", &json!({"id": "x", "state": "DONE"}))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            a,
+            EmacsAction::SetTodo {
+                id: "x".into(),
+                state: Some("DONE".into())
+            }
+        );
+        let a = edit_action(
+            "add_headline",
+            &json!({"parent": "p", "title": "T", "tags": ["a", ":b:"],
+                    "properties": {"EFFORT": "1:00"}}),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            a,
+            EmacsAction::AddHeadline {
+                file: None,
+                parent: Some("p".into()),
+                title: "T".into(),
+                todo: None,
+                tags: vec!["a".into(), "b".into()],
+                properties: vec![("EFFORT".into(), "1:00".into())],
+                body: None
+            }
+        );
+        assert!(edit_action("query_notes", &json!({})).is_none());
+    }
+
+    #[test]
+    fn bad_arguments_say_what_is_wrong() {
+        let err = |name: &str, args: Value| edit_action(name, &args).unwrap().unwrap_err();
+        assert!(err("set_todo", json!({"state": "DONE"})).contains("\"id\" is required"));
+        assert!(err("set_todo", json!({"id": 3})).contains("must be a string"));
+        assert!(err("set_tags", json!({"id": "x", "tags": [1]})).contains("list of strings"));
+        assert!(err("schedule", json!({"id": "x", "when": "now"})).contains("unknown argument"));
+        assert!(err("add_headline", json!({"title": "T"})).contains("exactly one"));
+        assert!(err("append_body", json!([1])).contains("must be an object"));
+    }
+}
