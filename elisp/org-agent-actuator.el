@@ -21,6 +21,7 @@
 (require 'org)
 (require 'org-agent-store)
 (require 'subr-x)
+(require 'cl-lib)
 
 (defcustom org-agent-actuator-save-after-edit t
   "When non-nil, save an Org buffer the agent edited, if it had no unsaved changes.
@@ -38,7 +39,8 @@ undo step in the buffer."
 (defmacro org-agent-actuator-define (action args doc &rest body)
   "Define the Emacs ACTION (a keyword) with ARGS, documented by DOC, running BODY.
 ARGS is a list of (NAME TYPE [optional]) where TYPE is `string',
-`strings' (a list of strings) or `pairs' (an alist of strings); BODY
+`strings' (a list of strings), `pairs' (an alist of strings) or
+`plist'; BODY
 sees each NAME bound to the validated value and returns a plist of
 extra result data (or nil)."
   (declare (indent 2) (doc-string 3))
@@ -73,6 +75,9 @@ extra result data (or nil)."
        ((eq type 'strings)
         (unless (and (proper-list-p value) (seq-every-p #'stringp value))
           (org-agent-actuator--fail "%s: %s must be a list of strings, not %S" action key value)))
+       ((eq type 'plist)
+        (unless (and (proper-list-p value) (cl-evenp (length value)))
+          (org-agent-actuator--fail "%s: %s must be a plist, not %S" action key value)))
        ((eq type 'pairs)
         (unless (and (proper-list-p value)
                      (seq-every-p (lambda (p) (and (consp p) (stringp (car p)) (stringp (cdr p))))
@@ -95,11 +100,31 @@ action returns.  Unknown actions and bad arguments are :error results."
             (org-agent-actuator--fail "unknown Emacs action %S" name))
           (org-agent-actuator--check name (car entry) action)
           (let ((data (funcall (cdr entry) action)))
-            (append (list :status :ok :message (format "%s done" name)) data))))
+            (append (list :status :ok :message (format "%s done" (string-remove-prefix ":" (symbol-name name)))) data))))
     (org-agent-action-error (list :status :error :message (cadr err)))
     (error (list :status :error :message (error-message-string err)))))
 
 ;;;; Finding nodes and editing safely
+
+(defvar org-agent-actuator--preview nil
+  "During a preview: a cons (ORIGINAL . COPY) once an edit picked its buffer.
+The edit then happens in COPY, a scratch copy of ORIGINAL, which is
+what `org-agent-actuator-preview' compares.")
+
+(defun org-agent-actuator--edit-buffer (buffer)
+  "BUFFER, or during a preview a scratch copy of it to edit instead."
+  (if (not org-agent-actuator--preview)
+      buffer
+    (let ((text (with-current-buffer buffer (org-agent--buffer-text)))
+          (copy (generate-new-buffer " *org-agent-preview*")))
+      (with-current-buffer copy
+        (insert text)
+        ;; Org's own setup (#+TODO lines and all) without the user's mode hooks.
+        (delay-mode-hooks (org-mode))
+        (goto-char (point-min))
+        (set-buffer-modified-p nil))
+      (setq org-agent-actuator--preview (cons buffer copy))
+      copy)))
 
 (defun org-agent-actuator--node-buffer (node)
   "Return the buffer of NODE's file, refusing one that changed on disk."
@@ -114,7 +139,7 @@ action returns.  Unknown actions and bad arguments are :error results."
         (org-agent-actuator--fail
          "%s changed on disk since it was visited; revert it before the agent edits it"
          (buffer-name))))
-    buffer))
+    (org-agent-actuator--edit-buffer buffer)))
 
 (defun org-agent-actuator--goto (node)
   "Move point to NODE's headline in the current buffer; signal if it is not found."
@@ -152,13 +177,16 @@ action returns.  Unknown actions and bad arguments are :error results."
              (save-restriction
                (unwind-protect
                    (progn
+                     ;; Its own undo step: apart from the user's last edit and the next.
+                     (undo-boundary)
                      (activate-change-group ,group)
                      (org-agent-actuator--goto ,node)
                      (setq ,value (progn ,@body))
                      (setq ,done t))
                  (if ,done
                      (progn (accept-change-group ,group)
-                            (undo-amalgamate-change-group ,group))
+                            (undo-amalgamate-change-group ,group)
+                            (undo-boundary))
                    (cancel-change-group ,group)))))
            (when ,done (org-agent-actuator--after-edit ,was-modified))
            ,value)))))
@@ -175,10 +203,11 @@ The body starts after the planning line and drawers."
 (defun org-agent-actuator--after-edit (was-modified)
   "Bring the store up to date after an edit of the current buffer.
 Save it first when `org-agent-actuator-save-after-edit' and it was
-not WAS-MODIFIED before the edit."
-  (when (and org-agent-actuator-save-after-edit (not was-modified) buffer-file-name)
-    (save-buffer))
-  (org-agent-ingest-buffer nil t))
+not WAS-MODIFIED before the edit.  A preview's copy stays as it is."
+  (unless org-agent-actuator--preview
+    (when (and org-agent-actuator-save-after-edit (not was-modified) buffer-file-name)
+      (save-buffer))
+    (org-agent-ingest-buffer nil t)))
 
 ;;;; The vocabulary
 
@@ -301,7 +330,7 @@ not WAS-MODIFIED before the edit."
           (forward-line -1)
           (org-agent-actuator--fill-new-headline properties body)
           (list :parent parent)))
-    (let ((buffer (find-file-noselect (expand-file-name file))))
+    (let ((buffer (org-agent-actuator--edit-buffer (find-file-noselect (expand-file-name file)))))
       (with-current-buffer buffer
         (unless (derived-mode-p 'org-mode)
           (org-agent-actuator--fail "%s is not an Org file" file))
@@ -310,6 +339,7 @@ not WAS-MODIFIED before the edit."
           (unwind-protect
               (save-excursion
                 (save-restriction
+                  (undo-boundary)
                   (activate-change-group group)
                   (widen)
                   (goto-char (point-max))
@@ -319,19 +349,97 @@ not WAS-MODIFIED before the edit."
                   (org-agent-actuator--fill-new-headline properties body)
                   (setq done t)))
             (if done
-                (progn (accept-change-group group) (undo-amalgamate-change-group group))
+                (progn (accept-change-group group) (undo-amalgamate-change-group group)
+                       (undo-boundary))
               (cancel-change-group group)))
           (org-agent-actuator--after-edit was-modified)
-          (list :file (buffer-file-name buffer)))))))
+          (list :file (expand-file-name file)))))))
 
 (org-agent-actuator-define :visit-node ((id string))
   "Show node ID to the user."
   (let* ((node (or (org-agent-node id) (org-agent-actuator--fail "no node with id %s" id)))
          (buffer (org-agent-actuator--node-buffer node)))
-    (pop-to-buffer buffer)
+    (unless org-agent-actuator--preview (pop-to-buffer buffer))
     (org-agent-actuator--goto node)
     (org-show-context 'link-search)
     (list :id id)))
+
+;;;; Previews
+
+(defun org-agent-actuator--diff (name old new)
+  "A unified diff of the texts OLD and NEW of file NAME.
+One hunk, with 2 lines of context."
+  (let* ((a (vconcat (split-string old "\n")))
+         (b (vconcat (split-string new "\n")))
+         (la (length a)) (lb (length b))
+         (pre 0) (suf 0))
+    (while (and (< pre la) (< pre lb) (equal (aref a pre) (aref b pre)))
+      (setq pre (1+ pre)))
+    (while (and (< suf (- la pre)) (< suf (- lb pre))
+                (equal (aref a (- la suf 1)) (aref b (- lb suf 1))))
+      (setq suf (1+ suf)))
+    (if (and (= pre la) (= pre lb))
+        ""
+      (let* ((from (max 0 (- pre 2)))
+             (to-a (min la (+ (- la suf) 2)))
+             (to-b (min lb (+ (- lb suf) 2)))
+             (lines (list (format "@@ -%d,%d +%d,%d @@" (1+ from) (- to-a from)
+                                  (1+ from) (- to-b from))
+                          (format "+++ %s" name) (format "--- %s" name))))
+        (cl-loop for i from from below pre do (push (concat " " (aref a i)) lines))
+        (cl-loop for i from pre below (- la suf) do (push (concat "-" (aref a i)) lines))
+        (cl-loop for i from pre below (- lb suf) do (push (concat "+" (aref b i)) lines))
+        (cl-loop for i from (- la suf) below to-a do (push (concat " " (aref a i)) lines))
+        (mapconcat #'identity (nreverse lines) "\n")))))
+
+(defun org-agent-actuator-preview (action)
+  "What the Emacs ACTION would change, without changing anything.
+Return (:diff TEXT) with a unified diff of the Org file it edits,
+\(:diff \"\") when it edits nothing, or (:error MESSAGE) when it
+could not run.  The action runs on a scratch copy of the buffer, with
+Org's own functions, so the preview shows what running it would do."
+  (let* ((org-agent-actuator--preview t)
+         (org-inhibit-logging 'note)
+         (result (unwind-protect
+                     (org-agent-actuator-run action)
+                   (when (consp org-agent-actuator--preview)
+                     (setq org-agent-actuator--preview
+                           (list (car org-agent-actuator--preview)
+                                 (with-current-buffer (cdr org-agent-actuator--preview)
+                                   (prog1 (buffer-string)
+                                     (kill-buffer)))))))))
+    (cond
+     ((eq (plist-get result :status) :error)
+      (list :error (plist-get result :message)))
+     ((consp org-agent-actuator--preview)
+      (pcase-let ((`(,buffer ,new) org-agent-actuator--preview))
+        (list :diff (org-agent-actuator--diff
+                     (or (buffer-file-name buffer) (buffer-name buffer))
+                     (with-current-buffer buffer (org-agent--buffer-text))
+                     new))))
+     (t (list :diff "")))))
+
+;;;; Requests from the loop
+
+(declare-function org-agent--actuated "org-agent-module")
+(declare-function org-agent--reply-pending-p "org-agent-module")
+
+(defun org-agent-actuator--handle (event)
+  "Run the action of the module's EVENT and send its result back.
+An action whose turn was interrupted meanwhile is not run."
+  (let ((reply (plist-get event :reply)))
+    (when (org-agent--reply-pending-p reply)
+      (let ((result (org-agent-actuator-run (plist-get event :action))))
+        (condition-case err
+            (org-agent--actuated reply result)
+          (error
+           (org-agent--actuated
+            reply (list :status (plist-get result :status)
+                        :message (format "%s (its data could not be sent back: %s)"
+                                         (plist-get result :message)
+                                         (error-message-string err))))))))))
+
+(add-hook 'org-agent-actuate-functions #'org-agent-actuator--handle)
 
 (provide 'org-agent-actuator)
 ;;; org-agent-actuator.el ends here

@@ -20,6 +20,8 @@
 (require 'url-parse)
 (require 'subr-x)
 (require 'org-agent-store)
+(require 'org-agent-actuator)
+(require 'org-agent-tools)
 
 (defcustom org-agent-backends nil
   "The LLM backends, a list of plists; the first one is used.
@@ -58,6 +60,28 @@ The value nil never starts one."
   :type 'string
   :group 'org-agent)
 
+(defcustom org-agent-audit-file nil
+  "The Org file every gate decision and answer is appended to.
+nil means \"audit.org\" in `org-agent-state-directory'."
+  :type '(choice (const :tag "audit.org in the state directory" nil) file)
+  :group 'org-agent)
+
+(defcustom org-agent-chat-redisplay-interval 0.1
+  "Seconds between insertions of a streaming answer into the chat.
+Pieces arriving meanwhile are inserted together, so a fast stream
+costs a few redisplays a second, not one per token."
+  :type 'number
+  :group 'org-agent)
+
+(defcustom org-agent-summarize-max-chars 60000
+  "Most characters of a buffer `org-agent-summarize-buffer' sends."
+  :type 'natnum
+  :group 'org-agent)
+
+(defvar org-agent-chat-ask-in-batch nil
+  "Non-nil means ask the user in batch Emacs too (for tests).
+Otherwise, in batch Emacs, any action the gates ask about is denied.")
+
 (defvar org-agent-turn-finished-functions nil
   "Functions called with (CONVERSATION ANSWER) when a chat turn ends.
 ANSWER is nil when the turn ended with an error or was interrupted.")
@@ -79,11 +103,25 @@ ANSWER is nil when the turn ended with an error or was interrupted.")
   "Name and model of the backend in use, for the header line.")
 (defvar-local org-agent-chat--reasoning nil
   "Reasoning of the current turn, shown folded when it ends.")
+(defvar-local org-agent-chat--pending-text ""
+  "Answer text received but not inserted yet.")
+(defvar-local org-agent-chat--flush-timer nil
+  "The timer that inserts `org-agent-chat--pending-text'.")
+(defvar-local org-agent-chat--focus nil
+  "Store id of the node the user was on when they last invoked the agent.")
+(defvar-local org-agent-chat--focus-title nil
+  "Title of the focus node, for the header line.")
+(defvar-local org-agent-chat--after-tool nil
+  "Non-nil when the last thing shown was a tool subtree.
+More answer text then needs a heading of its own.")
+(defvar-local org-agent-chat--question nil
+  "The question waiting for the user: (REPLY . MARKER) or nil.")
 
 (declare-function org-agent--chat "org-agent-module")
 (declare-function org-agent--chat-restore "org-agent-module")
 (declare-function org-agent--cancel "org-agent-module")
 (declare-function org-agent--chat-cancel-all "org-agent-module")
+(declare-function org-agent--answer "org-agent-module")
 
 (defvar org-agent-chat-mode-map
   (let ((map (make-sparse-keymap)))
@@ -99,10 +137,19 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
   (setq header-line-format '(:eval (org-agent-chat--header))))
 
 (defun org-agent-chat--header ()
-  "The header line: backend, state, tokens."
-  (format " org-agent  %s  %s  %d tokens"
+  "The header line: backend, state, tokens, focus."
+  (format " org-agent  %s  %s  %d tokens%s"
           (or org-agent-chat--backend-name "no backend")
-          org-agent-chat--state org-agent-chat--tokens))
+          org-agent-chat--state org-agent-chat--tokens
+          (if org-agent-chat--focus-title
+              (format "  focus: %s" org-agent-chat--focus-title)
+            "")))
+
+(defun org-agent-chat--focus-here ()
+  "The store id and title of the node at point, or nil (in the chat, or not Org)."
+  (unless (derived-mode-p 'org-agent-chat-mode)
+    (when-let ((id (ignore-errors (org-agent-node-at-point))))
+      (cons id (plist-get (org-agent-node id) :title)))))
 
 ;;;###autoload
 (defun org-agent-chat (&optional earlier)
@@ -111,19 +158,23 @@ With a prefix argument EARLIER, pick a conversation saved earlier and
 continue it with its history."
   (interactive "P")
   (org-agent--require-started)
-  (if earlier
-      (org-agent-chat--continue (org-agent-chat--pick-saved))
-    (let ((buffer (get-buffer-create org-agent-chat-buffer-name)))
-      (with-current-buffer buffer
-        (unless (derived-mode-p 'org-agent-chat-mode)
-          (org-agent-chat-mode)
-          (setq org-agent-chat--conversation
-                (format "chat-%s-%d" (format-time-string "%Y%m%dT%H%M%S") (random 100000)))
-          (insert (format "#+TITLE: org-agent chat\n#+CONVERSATION: %s\n\n* You\n"
-                          org-agent-chat--conversation))))
-      (pop-to-buffer buffer)
-      (goto-char (point-max))
-      buffer)))
+  (let ((focus (org-agent-chat--focus-here))
+        (buffer (if earlier
+                    (org-agent-chat--continue (org-agent-chat--pick-saved))
+                  (get-buffer-create org-agent-chat-buffer-name))))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'org-agent-chat-mode)
+        (org-agent-chat-mode)
+        (setq org-agent-chat--conversation
+              (format "chat-%s-%d" (format-time-string "%Y%m%dT%H%M%S") (random 100000)))
+        (insert (format "#+TITLE: org-agent chat\n#+CONVERSATION: %s\n\n* You\n"
+                        org-agent-chat--conversation)))
+      (when focus
+        (setq org-agent-chat--focus (car focus)
+              org-agent-chat--focus-title (cdr focus))))
+    (pop-to-buffer buffer)
+    (goto-char (point-max))
+    buffer))
 
 (defun org-agent-chat--directory ()
   "Where conversations are saved."
@@ -172,9 +223,21 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
                (beg (min (1+ (line-end-position)) (point-max)))
                (end (save-excursion (if (re-search-forward "^\\* " nil t) (line-beginning-position) (point-max))))
                (body (buffer-substring-no-properties beg end)))
-          ;; Only the answer itself: stop at the first tool or reasoning subtree.
+          ;; Only the answer itself: the text before the first subtree (tools, reasoning)
+          ;; and that of the "** Answer" subtrees after tools.
           (when (string-match "^\\*\\* " body)
-            (setq body (substring body 0 (match-beginning 0))))
+            (let ((answers (substring body (match-beginning 0)))
+                  (parts (list (substring body 0 (match-beginning 0)))))
+              (with-temp-buffer
+                (insert answers)
+                (goto-char (point-min))
+                (while (re-search-forward "^\\*\\* Answer[ \t]*\n" nil t)
+                  (push (buffer-substring-no-properties
+                         (point) (if (re-search-forward "^\\*\\*+ " nil t)
+                                     (progn (goto-char (match-beginning 0)) (point))
+                                   (point-max)))
+                        parts)))
+              (setq body (mapconcat #'identity (nreverse parts) "\n"))))
           (setq body (string-trim (replace-regexp-in-string
                                    "#\\+begin_example\nError: \\(?:.\\|\n\\)*?#\\+end_example\n?" "" body)))
           (unless (string-empty-p body)
@@ -201,8 +264,6 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
       (goto-char (point-max))
       (unless (save-excursion (re-search-backward "^\\* You[ \t]*$" nil t))
         (insert "\n* You\n")))
-    (pop-to-buffer buffer)
-    (goto-char (point-max))
     buffer))
 
 (defun org-agent-chat--key (backend)
@@ -312,20 +373,34 @@ The model is `org-agent-local-model'."
   (let ((prompt (org-agent-chat--prompt)))
     (when (string-empty-p prompt)
       (user-error "Type your message after the last \"* You\" heading"))
-    (if (and (null org-agent-backends) org-agent-local-model
-             (not (org-agent-chat--local-backend)))
-        ;; No backend configured: bring up the local model, then send.
-        (let ((buffer (current-buffer)))
-          (setq org-agent-chat--state "starting the local model…")
-          (unless org-agent-chat--local
-            (org-agent-chat--start-local
-             (lambda ()
-               (when (buffer-live-p buffer)
-                 (with-current-buffer buffer
-                   (org-agent-chat--send-prompt prompt (org-agent-chat--backend)))))))
-          (force-mode-line-update)
-          nil)
-      (org-agent-chat--send-prompt prompt (org-agent-chat--backend)))))
+    (org-agent-chat--dispatch prompt)))
+
+(defun org-agent-chat--dispatch (prompt)
+  "Send PROMPT, starting the local model first if it is the backend and not up."
+  (if (and (null org-agent-backends) org-agent-local-model
+           (not (org-agent-chat--local-backend)))
+      ;; No backend configured: bring up the local model, then send.
+      (let ((buffer (current-buffer)))
+        (setq org-agent-chat--state "starting the local model…")
+        (unless org-agent-chat--local
+          (org-agent-chat--start-local
+           (lambda ()
+             (when (buffer-live-p buffer)
+               (with-current-buffer buffer
+                 (org-agent-chat--send-prompt prompt (org-agent-chat--backend)))))))
+        (force-mode-line-update)
+        nil)
+    (org-agent-chat--send-prompt prompt (org-agent-chat--backend))))
+
+(defun org-agent-chat--options ()
+  "The options of the next turn for the module."
+  (list :max-depth org-agent-max-depth
+        :temperature org-agent-temperature
+        :focus org-agent-chat--focus
+        :tools (org-agent-tools--specs)
+        :audit-file (expand-file-name (or org-agent-audit-file
+                                          (expand-file-name "audit.org" org-agent-state-directory)))
+        :interactive (or (not noninteractive) org-agent-chat-ask-in-batch)))
 
 (defun org-agent-chat--send-prompt (prompt backend)
   "Send PROMPT (already in the buffer) to BACKEND and show the answer as it comes."
@@ -334,14 +409,14 @@ The model is `org-agent-local-model'."
   (insert "* Assistant\n")
   (setq org-agent-chat--marker (copy-marker (point) t)
         org-agent-chat--reasoning nil
+        org-agent-chat--after-tool nil
         org-agent-chat--state "thinking…"
         org-agent-chat--backend-name (format "%s (%s)"
                                              (or (plist-get backend :name) "backend")
                                              (or (plist-get backend :model) "?")))
   (condition-case err
       (let ((request (org-agent--chat org-agent-chat--conversation prompt backend
-                                      (list :max-depth org-agent-max-depth
-                                            :temperature org-agent-temperature))))
+                                      (org-agent-chat--options))))
         (setq org-agent-chat--request request)
         (puthash request (current-buffer) org-agent-chat--in-flight)
         request)
@@ -353,18 +428,69 @@ The model is `org-agent-local-model'."
 
 ;;;###autoload
 (defun org-agent-ask (question)
-  "Ask the agent QUESTION from the minibuffer; the answer comes in the chat."
+  "Ask the agent QUESTION from the minibuffer; the answer comes in the chat.
+The node at point, if any, is the focus of the question."
   (interactive (list (read-string "Ask org-agent: ")))
   (when (string-empty-p (string-trim question))
     (user-error "Nothing to ask"))
+  (org-agent-chat--command question question))
+
+(defun org-agent-chat--command (shown sent)
+  "Open the chat (focused on the node at point) and send a message.
+SHOWN is what the chat shows of it after \"* You\"; SENT is the text
+the agent receives."
   (with-current-buffer (org-agent-chat)
     (when org-agent-chat--request
       (user-error "The agent is still answering; C-c C-k interrupts it"))
     (unless (string-empty-p (org-agent-chat--prompt))
       (user-error "The chat has an unsent message; send or clear it first"))
     (goto-char (point-max))
-    (insert question)
-    (org-agent-chat-send)))
+    (insert shown)
+    (org-agent-chat--dispatch sent)))
+
+;;;###autoload
+(defun org-agent-summarize-buffer ()
+  "Ask the agent to summarize the current buffer; the summary comes in the chat.
+The buffer's text goes with the question (up to
+`org-agent-summarize-max-chars'); in an Org buffer the node at point
+is the focus."
+  (interactive)
+  (let* ((name (if buffer-file-name (abbreviate-file-name buffer-file-name) (buffer-name)))
+         (text (org-agent--buffer-text))
+         (cut (> (length text) org-agent-summarize-max-chars))
+         (shown (format "Summarize the buffer %s." name)))
+    (org-agent-chat--command
+     shown
+     (format "%s\n\nIts text%s:\n\n#+begin_example\n%s\n#+end_example"
+             shown
+             (if cut (format " (the first %d characters of %d)"
+                             org-agent-summarize-max-chars (length text))
+               "")
+             (org-escape-code-in-string
+              (if cut (substring text 0 org-agent-summarize-max-chars) text))))))
+
+;;;###autoload
+(defun org-agent-organize-subtree ()
+  "Ask the agent to organize the Org subtree at point.
+The agent sees the subtree (the node at point is the focus) and
+proposes edits — TODO states, tags, schedules, new child headlines,
+clearer bodies — each shown in the chat for you to approve or deny."
+  (interactive)
+  (unless (derived-mode-p 'org-mode)
+    (user-error "Not in an Org buffer"))
+  (when (org-before-first-heading-p)
+    (user-error "Point is not in a subtree"))
+  (let* ((id (or (org-agent-node-at-point)
+                 (user-error "This buffer is not in the store; save it first")))
+         (title (plist-get (org-agent-node id) :title)))
+    (org-agent-chat--command
+     (format "Organize the subtree \"%s\"." title)
+     (format "Organize the subtree \"%s\" (id %s), shown above with its children. \
+Read its children with read_node where you need their bodies. Then propose \
+the edits that would make it clearer and more actionable: TODO states, tags, \
+schedules or deadlines, child headlines for next steps, a clearer body. Make \
+each edit with the edit tools (I approve each one), then say briefly what you \
+changed and why." title id))))
 
 ;;;###autoload
 (defun org-agent-interrupt ()
@@ -378,13 +504,134 @@ The model is `org-agent-local-model'."
   (> (hash-table-count org-agent-chat--in-flight) 0))
 
 (defun org-agent-chat--insert (text)
-  "Insert TEXT where the answer grows, keeping the user's point where it was."
-  (let ((follow (and (markerp org-agent-chat--marker)
-                     (= (point) org-agent-chat--marker))))
-    (save-excursion
-      (goto-char org-agent-chat--marker)
-      (insert text))
-    (when follow (goto-char org-agent-chat--marker))))
+  "Insert TEXT where the answer grows, keeping the user's point where it was.
+Text still pending from the stream goes first."
+  (let ((pending org-agent-chat--pending-text))
+    (setq org-agent-chat--pending-text "")
+    (when org-agent-chat--flush-timer
+      (cancel-timer org-agent-chat--flush-timer)
+      (setq org-agent-chat--flush-timer nil))
+    (let ((text (concat pending text)))
+      (unless (string-empty-p text)
+        (let* ((windows (seq-filter (lambda (w) (= (window-point w) org-agent-chat--marker))
+                                    (get-buffer-window-list nil nil t)))
+               (follow (= (point) org-agent-chat--marker)))
+          (save-excursion
+            (goto-char org-agent-chat--marker)
+            (insert text))
+          (when follow (goto-char org-agent-chat--marker))
+          ;; Windows whose point followed the answer keep following it; the others
+          ;; stay where the user put them.
+          (dolist (w windows) (set-window-point w org-agent-chat--marker)))))))
+
+(defun org-agent-chat--stream (text)
+  "Queue streamed TEXT for insertion.
+Insertions happen at most every `org-agent-chat-redisplay-interval'."
+  (when org-agent-chat--after-tool
+    ;; The answer goes on after tool subtrees: give it a heading of its own, or folding
+    ;; the last tool subtree would hide it.
+    (setq org-agent-chat--after-tool nil)
+    (org-agent-chat--insert "** Answer\n"))
+  (setq org-agent-chat--pending-text (concat org-agent-chat--pending-text text))
+  (unless org-agent-chat--flush-timer
+    (let ((buffer (current-buffer)))
+      (setq org-agent-chat--flush-timer
+            (run-at-time org-agent-chat-redisplay-interval nil
+                         (lambda ()
+                           (when (buffer-live-p buffer)
+                             (with-current-buffer buffer
+                               (setq org-agent-chat--flush-timer nil)
+                               (org-agent-chat--insert "")))))))))
+
+;;;; Questions
+
+(defvar org-agent-chat-question-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "y" #'org-agent-chat-approve)
+    (define-key map "a" #'org-agent-chat-approve-for-conversation)
+    (define-key map "n" #'org-agent-chat-deny)
+    map)
+  "Keys on a question of the agent in the chat.")
+
+(defun org-agent-chat--ask (event)
+  "Show the question of EVENT: the proposed action, its diff, and the keys."
+  (let* ((action (plist-get event :action))
+         (preview (and (eq (plist-get action :target) :emacs)
+                       (org-agent-actuator-preview action)))
+         (start nil))
+    (org-agent-chat--insert
+     (concat
+      (format "\n** Approve? %s\n" (plist-get event :name))
+      (mapconcat (lambda (r) (format "- %s\n" r)) (plist-get event :reasons) "")
+      (cond
+       ((plist-get preview :error)
+        (format "- it would fail: %s\n" (plist-get preview :error)))
+       ((and preview (not (string-empty-p (plist-get preview :diff))))
+        (org-agent-chat--block "src diff" (plist-get preview :diff)))
+       (t (org-agent-chat--block "src json" (plist-get event :arguments))))))
+    (setq start (marker-position org-agent-chat--marker))
+    (org-agent-chat--insert
+     (propertize "[y] approve once  [a] approve for this conversation  [n] deny\n"
+                 'face 'org-warning))
+    (let ((line (copy-marker start)))
+      (add-text-properties start org-agent-chat--marker
+                           (list 'keymap org-agent-chat-question-map
+                                 'org-agent-reply (plist-get event :reply)
+                                 'rear-nonsticky t))
+      (setq org-agent-chat--question (cons (plist-get event :reply) line)
+            org-agent-chat--state "waiting for your answer")
+      (let ((window (display-buffer (current-buffer))))
+        (when (window-live-p window)
+          (set-window-point window line)))
+      (goto-char line)
+      (message "org-agent asks to run %s: y approve, a approve for the conversation, n deny (in %s)"
+               (plist-get event :name) (buffer-name)))))
+
+(defun org-agent-chat--settle (answer label)
+  "Send ANSWER to the pending question of this chat and show LABEL in its place."
+  (unless org-agent-chat--question
+    (user-error "The agent is not asking anything"))
+  (pcase-let ((`(,reply . ,line) org-agent-chat--question))
+    (setq org-agent-chat--question nil
+          org-agent-chat--state "thinking…")
+    (let ((inhibit-read-only t))
+      (save-excursion
+        (goto-char line)
+        (delete-region line (line-beginning-position 2))
+        (insert (format "- /%s/\n" label))
+        (remove-text-properties (point-min) (point-max)
+                                '(keymap nil org-agent-reply nil read-only nil))))
+    (set-marker line nil)
+    (org-agent--answer reply answer)
+    (force-mode-line-update)))
+
+(defun org-agent-chat--question-buffer ()
+  "The chat buffer whose question to answer: this one, or any that asks."
+  (if (and (derived-mode-p 'org-agent-chat-mode) org-agent-chat--question)
+      (current-buffer)
+    (or (seq-find (lambda (b) (buffer-local-value 'org-agent-chat--question b))
+                  (seq-filter (lambda (b) (with-current-buffer b
+                                            (derived-mode-p 'org-agent-chat-mode)))
+                              (buffer-list)))
+        (user-error "The agent is not asking anything"))))
+
+(defun org-agent-chat-approve ()
+  "Approve the action the agent asks about, this once."
+  (interactive)
+  (with-current-buffer (org-agent-chat--question-buffer)
+    (org-agent-chat--settle 'once "approved once")))
+
+(defun org-agent-chat-approve-for-conversation ()
+  "Approve the action the agent asks about, and its kind for this conversation."
+  (interactive)
+  (with-current-buffer (org-agent-chat--question-buffer)
+    (org-agent-chat--settle 'conversation "approved for this conversation")))
+
+(defun org-agent-chat-deny ()
+  "Deny the action the agent asks about; the agent is told so."
+  (interactive)
+  (with-current-buffer (org-agent-chat--question-buffer)
+    (org-agent-chat--settle 'deny "denied")))
 
 (defun org-agent-chat--block (kind text)
   "TEXT in an Org block of KIND, escaped so it cannot end the block early."
@@ -395,6 +642,18 @@ The model is `org-agent-local-model'."
 
 (defun org-agent-chat--finish (answer)
   "End the current turn (ANSWER is nil on error) and open a new prompt."
+  (org-agent-chat--insert "")
+  (when org-agent-chat--question
+    (pcase-let ((`(,_ . ,line) org-agent-chat--question))
+      (let ((inhibit-read-only t))
+        (save-excursion
+          (goto-char line)
+          (delete-region line (line-beginning-position 2))
+          (insert "- /not answered: the turn ended/\n")
+          (remove-text-properties (point-min) (point-max)
+                                  '(keymap nil org-agent-reply nil read-only nil))))
+      (set-marker line nil)
+      (setq org-agent-chat--question nil)))
   (when org-agent-chat--reasoning
     (org-agent-chat--insert
      (concat "** Reasoning\n" (org-agent-chat--block "quote" org-agent-chat--reasoning))))
@@ -410,7 +669,7 @@ The model is `org-agent-local-model'."
     ;; Show tool calls and reasoning folded.
     (save-excursion
       (goto-char (point-min))
-      (while (re-search-forward "^\\*\\* \\(Tool\\|Reasoning\\)" nil t)
+      (while (re-search-forward "^\\*\\* \\(Tool\\|Reasoning\\|Approve\\)" nil t)
         (org-flag-subtree t)))
     (force-mode-line-update)
     (org-agent-chat--save)
@@ -424,12 +683,16 @@ The model is `org-agent-local-model'."
         (pcase (plist-get event :kind)
           ('text
            (setq org-agent-chat--state "answering…")
-           (org-agent-chat--insert (plist-get event :text)))
+           (org-agent-chat--stream (plist-get event :text)))
+          ('ask
+           (setq org-agent-chat--after-tool t)
+           (org-agent-chat--ask event))
           ('reasoning
            (setq org-agent-chat--reasoning
                  (concat org-agent-chat--reasoning (plist-get event :text))))
           ('tool
-           (setq org-agent-chat--state (format "tool %s…" (plist-get event :name)))
+           (setq org-agent-chat--state (format "tool %s…" (plist-get event :name))
+                 org-agent-chat--after-tool t)
            (org-agent-chat--insert
             (format "\n** Tool: %s (%s)\n%s%s"
                     (plist-get event :name) (plist-get event :decision)

@@ -43,7 +43,12 @@ and for `ingested' :nodes and :changed.")
 (defvar org-agent-chat-functions nil
   "Functions called with each chat event plist from the module.
 The plist has :request, :conversation and :kind (`text', `reasoning',
-`tool', `tool-result', `retrying', `usage', `done' or `error').")
+`tool', `ask', `tool-result', `retrying', `usage', `done' or `error').")
+
+(defvar org-agent-actuate-functions nil
+  "Functions called with each request of the module to run an Emacs action.
+The plist has :request, :reply and :action; the actuator answers
+with `org-agent--actuated'.")
 
 (declare-function org-agent--configure "org-agent-module")
 (declare-function org-agent--store-open "org-agent-module")
@@ -62,6 +67,7 @@ The plist has :request, :conversation and :kind (`text', `reasoning',
 (declare-function org-agent--node "org-agent-module")
 (declare-function org-agent--node-history "org-agent-module")
 (declare-function org-agent--outline-path "org-agent-module")
+(declare-function org-agent--node-at "org-agent-module")
 (declare-function org-agent--stats "org-agent-module")
 (declare-function org-agent--snapshot "org-agent-module")
 (declare-function org-agent--snapshots "org-agent-module")
@@ -180,7 +186,9 @@ Return non-nil when org-agent is running."
       ((or 'ingested 'superseded)
        (run-hook-with-args 'org-agent-ingest-functions event))
       ('chat
-       (run-hook-with-args 'org-agent-chat-functions event)))
+       (run-hook-with-args 'org-agent-chat-functions event))
+      ('actuate
+       (run-hook-with-args 'org-agent-actuate-functions event)))
     (when-let ((callback (and (memq (plist-get event :type)
                                     '(ingested superseded failed directory-done))
                               (gethash request org-agent--callbacks))))
@@ -328,6 +336,28 @@ Each node plist has :id :kind :title :todo :todo-type :priority
   "Return the titles of the ancestors of node ID, outermost first."
   (org-agent--require-started)
   (org-agent--outline-path id))
+
+(defun org-agent-node-at-point ()
+  "Return the id of the store node at point, or nil.
+That is the headline point is in, or the file node before the first
+headline, of an Org buffer visiting a file.  A buffer with unsaved
+changes, or whose file the store does not have yet, is ingested
+first, so the store knows the text the user sees."
+  (org-agent--require-started)
+  (when (and (derived-mode-p 'org-mode) buffer-file-name)
+    (let ((file (expand-file-name buffer-file-name))
+          (pos (save-excursion
+                 (save-restriction
+                   (widen)
+                   (if (org-before-first-heading-p)
+                       (point-min)
+                     (org-back-to-heading t)
+                     (point))))))
+      (when (buffer-modified-p)
+        (org-agent-ingest-buffer))
+      (or (org-agent--node-at file pos)
+          (progn (org-agent-ingest-buffer)
+                 (org-agent--node-at file pos))))))
 
 (defun org-agent-store-stats ()
   "Return store statistics as a plist.

@@ -28,6 +28,7 @@
 (require 'org-agent-build)
 (require 'org-agent-store)
 (require 'org-agent-actuator)
+(require 'org-agent-tools)
 (require 'org-agent-chat)
 
 (defgroup org-agent nil

@@ -167,7 +167,7 @@ fn real_model_tool_call_is_gated_run_and_sent_back() {
     let result = runtime().block_on(run_turn(
         &eq,
         &mut conv,
-        "Which of my notes are tagged work? Use the tool.",
+        "Which of my notes are tagged work? Call query_notes with the tag work.",
         &cfg,
         &CancelToken::new(),
         |e| events.push(e),

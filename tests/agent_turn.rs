@@ -20,39 +20,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use support::llm_server::{LlmServer, Reply};
 
-/// An SSE body in the OpenAI format: optional text, then tool calls (name, arguments JSON).
+/// A streamed answer in the OpenAI format, written in pseudo-random chunks.
 fn sse(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {
-    let mut body = String::new();
-    let mut chunk = |delta: serde_json::Value, finish: Option<&str>| {
-        let c = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "test",
-                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-        body.push_str(&format!("data: {c}\n\n"));
-    };
-    chunk(json!({"role": "assistant", "content": ""}), None);
-    for piece in text.split_inclusive(' ') {
-        chunk(json!({"content": piece}), None);
-    }
-    for (i, (name, args)) in calls.iter().enumerate() {
-        chunk(
-            json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
-                                   "function": {"name": name, "arguments": ""}}]}),
-            None,
-        );
-        chunk(
-            json!({"tool_calls": [{"index": i, "function": {"arguments": args.to_string()}}]}),
-            None,
-        );
-    }
-    chunk(
-        json!({}),
-        Some(if calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        }),
-    );
-    body.push_str("data: [DONE]\n\n");
-    Reply::ok("text/event-stream", body.into_bytes()).split(7)
+    Reply::chat_sse(text, calls).split(7)
 }
 
 fn equipment(server: &LlmServer) -> Equipment {

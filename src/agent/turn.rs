@@ -22,6 +22,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use thiserror::Error;
 
+/// Added to the system prompt when the edit tools are offered.
+const EDITING_NOTE: &str = " To change the notes, call the edit tools with node ids from \
+                            the tools or the context below; the user approves each edit.";
+
 #[derive(Clone, Debug)]
 pub struct TurnConfig {
     pub system_prompt: String,
@@ -39,9 +43,7 @@ impl Default for TurnConfig {
         TurnConfig {
             system_prompt: "You are org-agent, an assistant inside Emacs that works in the \
                             user's Org notes. Use the tools to look things up before you \
-                            answer; answer briefly, in Org markup. To change the notes, call \
-                            the edit tools with node ids from the tools or the context below; \
-                            the user approves each edit."
+                            answer; answer briefly, in Org markup."
                 .into(),
             max_depth: 10,
             max_error_feedback: 2,
@@ -268,6 +270,9 @@ pub async fn run_turn(
             return Err(TurnError::Cancelled);
         }
         let mut system = cfg.system_prompt.clone();
+        if eq.edit_tools {
+            system.push_str(EDITING_NOTE);
+        }
         let context = crate::context::render(&eq.store, cfg.focus.as_deref());
         if !context.is_empty() {
             system.push_str("\n\n");
@@ -390,11 +395,6 @@ pub async fn run_turn(
             let (decision, reasons, approved) = match verdict.outcome {
                 Outcome::Allow(a) => ("allow", vec![], Some(a)),
                 Outcome::Ask { action, reasons } => {
-                    emit(TurnEvent::Proposed {
-                        call: call.clone(),
-                        decision: "ask",
-                        reasons: reasons.clone(),
-                    });
                     let answer = tokio::select! {
                         a = eq.operator.ask(call, &action, &reasons) => a,
                         _ = cancel.cancelled() => return Err(TurnError::Cancelled),

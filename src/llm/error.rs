@@ -73,7 +73,7 @@ pub enum LlmError {
     /// The server answered with an HTTP error status. `message` is the provider's own text
     /// (from an `{"error": {"message": …}}` body), else the start of the body, else the
     /// status's reason phrase.
-    #[error("HTTP {status}: {message}")]
+    #[error("HTTP {status}: {message}{}", retry_note(retry_after))]
     Http {
         status: u16,
         message: String,
@@ -183,5 +183,14 @@ pub(crate) fn invalid_json(err: &serde_json::Error, payload: &str) -> LlmError {
     LlmError::InvalidJson {
         message: err.to_string(),
         excerpt: payload.get(..end).unwrap_or_default().to_owned(),
+    }
+}
+
+/// " (retry after 20 s)" when the server said when to come back.
+fn retry_note(after: &Option<Duration>) -> String {
+    match after {
+        Some(d) if d.subsec_millis() == 0 => format!(" (retry after {} s)", d.as_secs()),
+        Some(d) => format!(" (retry after {:.1} s)", d.as_secs_f64()),
+        None => String::new(),
     }
 }

@@ -81,6 +81,8 @@ pub struct Reply {
     /// Pause before each chunk after the first.
     pub drip: Duration,
     pub end: End,
+    /// Write each SSE event (up to its blank line) as its own chunk (overrides the split).
+    pub per_event: bool,
 }
 
 impl Reply {
@@ -94,7 +96,57 @@ impl Reply {
             split_seed: None,
             drip: Duration::ZERO,
             end: End::Complete,
+            per_event: false,
         }
+    }
+
+    /// A streamed Chat Completions answer: `text` (in word-sized deltas), then tool calls
+    /// (name, arguments), each as the deltas a real server sends.
+    pub fn chat_sse(text: &str, calls: &[(&str, Value)]) -> Self {
+        let mut body = String::new();
+        let mut chunk = |delta: Value, finish: Option<&str>| {
+            let c = serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk",
+                                       "model": "test",
+                                       "choices": [{"index": 0, "delta": delta,
+                                                    "finish_reason": finish}]});
+            body.push_str(&format!("data: {c}\n\n"));
+        };
+        chunk(
+            serde_json::json!({"role": "assistant", "content": ""}),
+            None,
+        );
+        for piece in text.split_inclusive(' ') {
+            chunk(serde_json::json!({"content": piece}), None);
+        }
+        for (i, (name, args)) in calls.iter().enumerate() {
+            chunk(
+                serde_json::json!({"tool_calls": [{"index": i, "id": format!("call_{i}"),
+                                                   "type": "function",
+                                                   "function": {"name": name, "arguments": ""}}]}),
+                None,
+            );
+            chunk(
+                serde_json::json!({"tool_calls": [{"index": i,
+                                                   "function": {"arguments": args.to_string()}}]}),
+                None,
+            );
+        }
+        chunk(
+            serde_json::json!({}),
+            Some(if calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            }),
+        );
+        body.push_str("data: [DONE]\n\n");
+        Self::ok("text/event-stream", body.into_bytes())
+    }
+
+    /// Send each SSE event as its own chunk.
+    pub fn per_event(mut self) -> Self {
+        self.per_event = true;
+        self
     }
 
     /// An SSE response replaying fixture `name`.
@@ -297,6 +349,21 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded
 }
 
 /// `body` cut into pieces as `seed` says (1..=64 bytes each), or whole.
+/// The body cut after each blank line (one SSE event a piece).
+fn events(body: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while let Some(end) = rest.windows(2).position(|w| w == b"\n\n") {
+        let (piece, tail) = rest.split_at(end + 2);
+        out.push(piece);
+        rest = tail;
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
 fn pieces(body: &[u8], seed: Option<u64>) -> Vec<&[u8]> {
     let Some(seed) = seed else {
         // (An empty piece would be the terminating chunk.)
@@ -339,10 +406,13 @@ async fn write_reply(socket: &mut TcpStream, reply: &Reply) -> std::io::Result<(
         End::Complete => reply.body.len(),
         End::CutAt(n) | End::StallAt(n) => n.min(reply.body.len()),
     };
-    for (i, piece) in pieces(&reply.body[..sent], reply.split_seed)
-        .into_iter()
-        .enumerate()
-    {
+    let body = &reply.body[..sent];
+    let pieces = if reply.per_event {
+        events(body)
+    } else {
+        pieces(body, reply.split_seed)
+    };
+    for (i, piece) in pieces.into_iter().enumerate() {
         if i > 0 && !reply.drip.is_zero() {
             tokio::time::sleep(reply.drip).await;
         }

@@ -1,0 +1,132 @@
+;;; org-agent-tools.el --- Tools for the agent, written in Elisp -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The org-agent authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; `org-agent-define-tool' gives the agent a tool whose body is an
+;; Elisp function.  The shape follows gptel's `gptel-make-tool':
+;;
+;;   (org-agent-define-tool
+;;    :name "word_count"
+;;    :description "Count the words of a file."
+;;    :args (list '(:name "file" :type string :description "a file name"))
+;;    :function (lambda (file) ...)
+;;    :confirm nil)
+;;
+;; The LLM sees the tool with the built-in ones.  When it calls it, the
+;; loop gates the call (a tool defined with :confirm asks the user
+;; first) and the actuator runs FUNCTION on the main thread with the
+;; arguments in the order of :args; its value (a string, or anything
+;; printed with `prin1') goes back to the LLM.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'json)
+(require 'seq)
+(require 'subr-x)
+(require 'org-agent-actuator)
+
+(defvar org-agent-tools--table (make-hash-table :test #'equal)
+  "Tool name → its definition plist, for the tools defined in Elisp.")
+
+(defconst org-agent-tools--types
+  '(string number integer boolean array object null)
+  "The JSON schema types an argument may have.")
+
+(defun org-agent-tools--schema (spec)
+  "The JSON schema (an alist for `json-encode') of the argument SPEC plist."
+  (let ((type (plist-get spec :type)))
+    (when (stringp type) (setq type (intern type)))
+    (unless (memq type org-agent-tools--types)
+      (error "Argument %S: :type must be one of %s, not %S"
+             (plist-get spec :name) org-agent-tools--types type))
+    (append
+     `((type . ,(symbol-name type)))
+     (when-let ((d (plist-get spec :description))) `((description . ,d)))
+     (when-let ((e (plist-get spec :enum))) `((enum . ,(vconcat e))))
+     (when-let ((items (plist-get spec :items)))
+       `((items . ,(org-agent-tools--schema items))))
+     (when-let ((props (plist-get spec :properties)))
+       `((properties . ,(mapcar (lambda (p)
+                                  (cons (intern (plist-get p :name)) (org-agent-tools--schema p)))
+                                props)))))))
+
+(defun org-agent-tools--parameters (args)
+  "The JSON text of the object schema for the argument plists ARGS."
+  (let ((json-encoding-pretty-print nil))
+    (json-encode
+     `((type . "object")
+       (properties . ,(if args
+                          (mapcar (lambda (a) (cons (intern (plist-get a :name))
+                                                    (org-agent-tools--schema a)))
+                                  args)
+                        ;; An empty object, not null.
+                        (make-hash-table)))
+       (required . ,(vconcat (delq nil (mapcar (lambda (a)
+                                                  (unless (plist-get a :optional)
+                                                    (plist-get a :name)))
+                                                args))))))))
+
+;;;###autoload
+(cl-defun org-agent-define-tool (&key name function description args confirm category)
+  "Define the agent tool NAME whose body is the Elisp FUNCTION.
+DESCRIPTION tells the LLM what it is for.  ARGS is a list of
+argument plists, each (:name NAME :type TYPE :description TEXT), with
+optional :enum (allowed values), :items (the schema of array
+elements), :properties (of an object) and :optional; TYPE is one of
+`string', `number', `integer', `boolean', `array', `object'.
+FUNCTION is called with the arguments in that order (nil for one the
+LLM left out) and returns a string or a value to print.  With CONFIRM
+non-nil the user is asked before each call.  CATEGORY is a free label.
+Defining a tool again replaces it.  Return NAME."
+  (unless (and (stringp name) (string-match-p "\\`[A-Za-z0-9_-]\\{1,64\\}\\'" name))
+    (error "A tool name is 1 to 64 letters, digits, _ or -, not %S" name))
+  (unless (functionp function)
+    (error "Tool %s: :function must be a function" name))
+  (unless (and (stringp description) (not (string-empty-p description)))
+    (error "Tool %s: :description must be a non-empty string" name))
+  (dolist (a args)
+    (unless (and (plist-get a :name) (stringp (plist-get a :name)))
+      (error "Tool %s: every argument needs a :name string, not %S" name a)))
+  (let ((parameters (org-agent-tools--parameters args)))
+    (puthash name (list :name name :function function :description description
+                        :args args :confirm (and confirm t) :category category
+                        :parameters parameters)
+             org-agent-tools--table))
+  name)
+
+(defun org-agent-remove-tool (name)
+  "Remove the agent tool NAME defined with `org-agent-define-tool'."
+  (remhash name org-agent-tools--table))
+
+(defun org-agent-tools ()
+  "The tools defined in Elisp, as plists, sorted by name."
+  (sort (hash-table-values org-agent-tools--table)
+        (lambda (a b) (string< (plist-get a :name) (plist-get b :name)))))
+
+(defun org-agent-tools--specs ()
+  "The declarations the module sends to the LLM, one plist per tool."
+  (mapcar (lambda (tool)
+            (list :name (plist-get tool :name)
+                  :description (plist-get tool :description)
+                  :parameters (plist-get tool :parameters)
+                  :confirm (plist-get tool :confirm)))
+          (org-agent-tools)))
+
+(org-agent-actuator-define :call-tool ((name string) (args plist optional))
+  "Call the Elisp tool NAME with the argument plist ARGS."
+  (let ((tool (or (gethash name org-agent-tools--table)
+                  (org-agent-actuator--fail "no Elisp tool named %s" name))))
+    ;; The arguments arrive as a plist with lowercase keyword keys.
+    (let* ((given args)
+           (values (mapcar (lambda (a)
+                             (plist-get given (intern (concat ":" (downcase (plist-get a :name))))))
+                           (plist-get tool :args)))
+           (value (apply (plist-get tool :function) values)))
+      (list :result (if (stringp value) value (prin1-to-string value))))))
+
+(provide 'org-agent-tools)
+;;; org-agent-tools.el ends here
