@@ -17,7 +17,10 @@
 ;;      and a 4 MB Org buffer;
 ;;   3. tag and TODO query latency at 100k headlines vs `org-map-entries';
 ;;   4. time to open the persisted 100k-headline store;
-;;   5. resident memory of the loaded 100k-headline store.
+;;   5. resident memory of the loaded 100k-headline store;
+;;   6. the chat against the test LLM server (tests/support/server.rs):
+;;      C-c C-c to the request leaving, main-thread stalls and share
+;;      while a 2,000-token answer streams at 100 tokens/s, interrupt.
 ;;
 ;; MB means 10^6 bytes throughout.  The report goes to stdout, progress
 ;; to stderr.  Environment knobs (defaults in parentheses):
@@ -26,6 +29,8 @@
 ;;   ORG_AGENT_BENCH_EVERY      org-element times every Nth file (4)
 ;;   ORG_AGENT_BENCH_CORPUS     corpus directory (../shared/corpus)
 ;;   ORG_AGENT_BENCH_KEEP       non-empty: keep the temporary directory
+;;   ORG_AGENT_BENCH_ONLY       "chat": only section 6 (on the memex)
+;;   ORG_AGENT_BENCH_LLM_SERVER the test server executable (built if unset)
 
 ;;; Code:
 
@@ -797,6 +802,130 @@ HEADLINES is how many headlines it holds."
   (org-agent-bench--save-one "1MB" (org-agent-bench--save-text memex-files 1000000) 7)
   (org-agent-bench--save-one "4MB" (org-agent-bench--save-text memex-files 4000000) 7))
 
+;;;; 6. Streaming into the chat
+
+(defvar org-agent-bench--main-depth 0 "Nesting of measured main-thread work.")
+(defvar org-agent-bench--main-secs 0.0 "Main-thread seconds spent on chat events.")
+
+(defun org-agent-bench--count-main (fn &rest args)
+  "Call FN with ARGS, adding the time of outermost calls to the main-thread total."
+  (if (> org-agent-bench--main-depth 0)
+      (apply fn args)
+    (let ((t0 (float-time))
+          (org-agent-bench--main-depth 1))
+      (unwind-protect (apply fn args)
+        (cl-incf org-agent-bench--main-secs (- (float-time) t0))))))
+
+(defun org-agent-bench--wait-for (predicate seconds)
+  "Let Emacs run (timers, process output) until PREDICATE or SECONDS pass."
+  (let ((deadline (+ (float-time) seconds)))
+    (while (and (not (funcall predicate)) (< (float-time) deadline))
+      (accept-process-output nil 0.005))
+    (funcall predicate)))
+
+(defun org-agent-bench-chat (headlines)
+  "Section 6: streaming an answer into the chat, with HEADLINES in the store."
+  (require 'org-agent-test-server
+           (expand-file-name "tests/elisp/org-agent-test-server.el" org-agent-bench-root))
+  (org-agent-bench--out "\n== 6. The chat: streaming an answer, C-c C-c to request (store: %d headlines)"
+                        headlines)
+  (let* ((binary (or (getenv "ORG_AGENT_BENCH_LLM_SERVER")
+                     (org-agent-test-server-binary org-agent-bench-root t)))
+         (port (org-agent-test-server-start binary))
+         (org-agent-backends `((:name "bench" :url ,(format "http://127.0.0.1:%d/v1" port)
+                                      :model "bench" :key "none")))
+         (finished nil)
+         (org-agent-turn-finished-functions (list (lambda (_c answer) (setq finished (list answer)))))
+         (memex-file (car (org-agent-query :type 'file :limit 1 :fields '(:file))))
+         (chat nil))
+    (advice-add 'org-agent-process-events :around #'org-agent-bench--count-main)
+    (advice-add 'org-agent-chat--insert :around #'org-agent-bench--count-main)
+    (unwind-protect
+        (progn
+          ;; Open the chat from a headline of the memex: that node is the focus.
+          (with-current-buffer (find-file-noselect (plist-get memex-file :file))
+            (goto-char (point-min))
+            (re-search-forward "^\\*\\* " nil t)
+            (setq chat (org-agent-chat)))
+          (with-current-buffer chat
+            ;; 6a. C-c C-c → the request reaches the server.
+            (let (send-ms arrive-ms)
+              (dotimes (i 21)
+                (org-agent-test-server-push :text "ok")
+                (setq finished nil)
+                (goto-char (point-max))
+                (insert (format "Question %d?" i))
+                (let* ((t0 (float-time)))
+                  (org-agent-chat-send)
+                  (let ((t1 (float-time)))
+                    (org-agent-bench--wait-for (lambda () finished) 30)
+                    (let ((arrived (car (last (org-agent-test-server-times)))))
+                      ;; The first turn warms the connection pool and the code paths.
+                      (when (> i 0)
+                        (push (* 1000 (- t1 t0)) send-ms)
+                        (push (* 1000 (- arrived t0)) arrive-ms)))))
+                (org-agent-chat--save))
+              (let ((arrive (org-agent-bench--median arrive-ms)))
+                (org-agent-bench--out "  C-c C-c returns (main thread):       median %s ms, max %s ms (20 turns)"
+                                      (org-agent-bench--fmt (org-agent-bench--median send-ms))
+                                      (org-agent-bench--fmt (apply #'max send-ms)))
+                (org-agent-bench--out "  C-c C-c → request at the server:     median %s ms, max %s ms (context: focus node + %d active projects)"
+                                      (org-agent-bench--fmt arrive)
+                                      (org-agent-bench--fmt (apply #'max arrive-ms))
+                                      (org-agent-count :projects t))
+                (org-agent-bench--row "6 C-c C-c to request leaving, median" arrive "ms" "<= 20"
+                                      (org-agent-bench--verdict arrive #'<= 20))))
+            ;; 6b. A 2,000-token answer at 100 tokens/s, with a 5 ms timer watching stalls.
+            (org-agent-test-server-push :tokens 2000 :text "word " :drip_ms 10)
+            (setq finished nil org-agent-bench--main-secs 0.0)
+            (goto-char (point-max))
+            (insert "Tell me a long story.")
+            (let* ((last (float-time)) (worst 0.0) (ticks 0)
+                   (timer (run-at-time 0 0.005
+                                       (lambda ()
+                                         (let ((now (float-time)))
+                                           (setq worst (max worst (- now last 0.005))
+                                                 last now
+                                                 ticks (1+ ticks))))))
+                   (t0 (float-time)))
+              (unwind-protect
+                  (progn
+                    (org-agent-chat-send)
+                    (org-agent-bench--wait-for (lambda () finished) 120))
+                (cancel-timer timer))
+              (let* ((wall (- (float-time) t0))
+                     (share (* 100 (/ org-agent-bench--main-secs wall)))
+                     (words (how-many "word" (save-excursion (re-search-backward "^\\* Assistant")) (point-max))))
+                (org-agent-bench--out "  streamed %d tokens in %.1f s; %d timer ticks" words wall ticks)
+                (org-agent-bench--out "  worst main-thread stall (5 ms timer lateness): %s ms"
+                                      (org-agent-bench--fmt (* 1000 worst)))
+                (org-agent-bench--out "  main thread on the turn (event handling + insertion): %s ms = %s%% of %.1f s"
+                                      (org-agent-bench--fmt (* 1000 org-agent-bench--main-secs))
+                                      (org-agent-bench--fmt share) wall)
+                (org-agent-bench--out "  (batch Emacs: no redisplay; an interactive Emacs adds one redisplay per insertion, at most every %s s)"
+                                      org-agent-chat-redisplay-interval)
+                (org-agent-bench--row "6 worst main-thread stall while streaming" (* 1000 worst) "ms" "<= 16"
+                                      (org-agent-bench--verdict (* 1000 worst) #'<= 16))
+                (org-agent-bench--row "6 main-thread share of the streaming turn" share "%" "<= 5"
+                                      (org-agent-bench--verdict share #'<= 5))))
+            ;; 6c. Interrupt mid-stream: until the turn has ended.
+            (org-agent-test-server-push :tokens 2000 :text "word " :drip_ms 10)
+            (setq finished nil)
+            (goto-char (point-max))
+            (insert "Another long story.")
+            (org-agent-chat-send)
+            (org-agent-bench--wait-for (lambda () nil) 1.0)
+            (let ((t0 (float-time)))
+              (org-agent-interrupt)
+              (org-agent-bench--wait-for (lambda () finished) 10)
+              (let ((ms (* 1000 (- (float-time) t0))))
+                (org-agent-bench--out "  C-c C-k mid-stream → turn ended in the chat: %s ms" (org-agent-bench--fmt ms))
+                (org-agent-bench--row "6 interrupt to turn ended" ms "ms" "<= 100"
+                                      (org-agent-bench--verdict ms #'<= 100))))))
+      (advice-remove 'org-agent-process-events #'org-agent-bench--count-main)
+      (advice-remove 'org-agent-chat--insert #'org-agent-bench--count-main)
+      (org-agent-test-server-stop))))
+
 ;;;; Driver
 
 (defun org-agent-bench--header ()
@@ -837,12 +966,13 @@ HEADLINES is how many headlines it holds."
 
 (defun org-agent-bench-run ()
   "Run the whole benchmark and print the report."
-  (let ((start (current-time)))
+  (let ((start (current-time))
+        (only-chat (equal (getenv "ORG_AGENT_BENCH_ONLY") "chat")))
     (org-agent-bench--setup)
     (unwind-protect
         (progn
           (org-agent-bench--header)
-          (org-agent-bench-ingest-corpus)
+          (unless only-chat (org-agent-bench-ingest-corpus))
           (org-agent-bench--progress "generating the memex (%d x %d headlines)..."
                                      org-agent-bench-files org-agent-bench-per-file)
           (let* ((files nil)
@@ -852,13 +982,18 @@ HEADLINES is how many headlines it holds."
                                           org-agent-bench-files org-agent-bench-per-file))))
                  (memex (progn
                           (org-agent-bench--progress "memex generated in %.1f s" gen-secs)
-                          (org-agent-bench-ingest-memex files)))
+                          (if only-chat
+                              (org-agent-bench--dir-ingest
+                               (expand-file-name "memex/" org-agent-bench--tmp) "state-chat")
+                            (org-agent-bench-ingest-memex files))))
                  (dir (plist-get memex :dir))
                  (headlines (plist-get memex :headlines)))
-            (org-agent-bench-queries files headlines)
-            (org-agent-bench-store-open dir (plist-get (org-agent-store-stats) :nodes))
-            (org-agent-bench-memory dir headlines)
-            (org-agent-bench-save files))
+            (unless only-chat
+              (org-agent-bench-queries files headlines)
+              (org-agent-bench-store-open dir (plist-get (org-agent-store-stats) :nodes))
+              (org-agent-bench-memory dir headlines)
+              (org-agent-bench-save files))
+            (org-agent-bench-chat (plist-get (org-agent-store-stats) :headlines)))
           (org-agent-bench--summary)
           (org-agent-bench--out "\n  total run time %.0f s" (float-time (time-since start))))
       (ignore-errors (org-agent-flush))

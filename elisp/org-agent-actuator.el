@@ -392,12 +392,24 @@ One hunk, with 2 lines of context."
         (cl-loop for i from (- la suf) below to-a do (push (concat " " (aref a i)) lines))
         (mapconcat #'identity (nreverse lines) "\n")))))
 
+(defconst org-agent-actuator--edits
+  '(:set-todo :set-property :delete-property :set-tags :schedule :deadline
+              :replace-body :append-body :add-headline)
+  "The actions that edit Org files.")
+
 (defun org-agent-actuator-preview (action)
   "What the Emacs ACTION would change, without changing anything.
 Return (:diff TEXT) with a unified diff of the Org file it edits,
 \(:diff \"\") when it edits nothing, or (:error MESSAGE) when it
 could not run.  The action runs on a scratch copy of the buffer, with
-Org's own functions, so the preview shows what running it would do."
+Org's own functions, so the preview shows what running it would do.
+Only the edit actions have previews; for others, return nil (an Elisp
+tool, in particular, is never run to preview it)."
+  (when (memq (plist-get action :action) org-agent-actuator--edits)
+    (org-agent-actuator--preview-edit action)))
+
+(defun org-agent-actuator--preview-edit (action)
+  "Run the edit ACTION on a scratch copy; see `org-agent-actuator-preview'."
   (let* ((org-agent-actuator--preview t)
          (org-inhibit-logging 'note)
          (result (unwind-protect

@@ -244,6 +244,14 @@ impl Runtime {
                 ..
             } => Some(("gate", format!("{name}: {decision}"))),
             Event::Chat {
+                update: ChatUpdate::Ask { name, .. },
+                ..
+            } => Some(("gate", format!("{name}: asking the user"))),
+            Event::Actuate { action, .. } => {
+                let text = crate::sexp::print(action.value());
+                Some(("actuate", text.chars().take(200).collect()))
+            }
+            Event::Chat {
                 update: ChatUpdate::Done(answer),
                 conversation,
                 ..

@@ -13,65 +13,7 @@
 
 (require 'org-agent-test-setup)
 (require 'org-agent-chat)
-(require 'json)
-
-(defvar org-agent-loop-test--server nil "The test server process.")
-(defvar org-agent-loop-test--port nil "Its port.")
-(defvar org-agent-loop-test--lines nil "Lines it printed, newest first.")
-
-(defun org-agent-loop-test--binary ()
-  "The test server executable, built if missing."
-  (let* ((target (or (getenv "CARGO_TARGET_DIR") (expand-file-name "target" org-agent-test-root)))
-         (binary (expand-file-name "debug/examples/llm-test-server" target)))
-    (unless (file-executable-p binary)
-      (let ((default-directory org-agent-test-root))
-        (should (zerop (call-process "cargo" nil nil nil "build" "-j2" "--example"
-                                     "llm-test-server")))))
-    binary))
-
-(defun org-agent-loop-test--server ()
-  "Start the test server (once per Emacs); return its port."
-  (unless (process-live-p org-agent-loop-test--server)
-    (setq org-agent-loop-test--lines nil
-          org-agent-loop-test--port nil)
-    (let ((partial ""))
-      (setq org-agent-loop-test--server
-            (make-process
-             :name "llm-test-server" :command (list (org-agent-loop-test--binary))
-             :connection-type 'pipe :noquery t
-             :filter (lambda (_ out)
-                       (setq partial (concat partial out))
-                       (while (string-match "\n" partial)
-                         (let ((line (substring partial 0 (match-beginning 0))))
-                           (setq partial (substring partial (match-end 0)))
-                           (if (string-match "\\`port \\([0-9]+\\)" line)
-                               (setq org-agent-loop-test--port (string-to-number (match-string 1 line)))
-                             (push line org-agent-loop-test--lines))))))))
-    (should (org-agent-test-wait (lambda () org-agent-loop-test--port) 30)))
-  org-agent-loop-test--port)
-
-(defun org-agent-loop-test--command (command)
-  "Send COMMAND (an alist for `json-encode') to the server; return its answer line."
-  (let ((before (length org-agent-loop-test--lines)))
-    (process-send-string org-agent-loop-test--server (concat (json-encode command) "\n"))
-    (should (org-agent-test-wait (lambda () (> (length org-agent-loop-test--lines) before)) 30))
-    (car org-agent-loop-test--lines)))
-
-(defun org-agent-loop-test--push (&rest reply)
-  "Queue REPLY (a plist turned into the server's JSON) for the next request."
-  (let ((alist nil))
-    (while reply
-      (push (cons (substring (symbol-name (pop reply)) 1) (pop reply)) alist))
-    (should (equal (org-agent-loop-test--command `((push . ,(nreverse alist)))) "ok"))))
-
-(defun org-agent-loop-test--requests ()
-  "The request bodies the server received so far, as parsed JSON (alists, lists)."
-  (let ((line (org-agent-loop-test--command '((requests . t))))
-        (json-array-type 'list)
-        (json-object-type 'alist)
-        (json-key-type 'string))
-    (should (string-prefix-p "requests " line))
-    (json-read-from-string (substring line 9))))
+(require 'org-agent-test-server)
 
 (defun org-agent-loop-test--tool-messages (body)
   "The contents of the `tool' messages in the request BODY."
@@ -85,11 +27,10 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
 \(CONVERSATION ANSWER) once a turn ends."
   (declare (indent 0) (debug t))
   `(progn
-     (when (process-live-p org-agent-loop-test--server)
-       (delete-process org-agent-loop-test--server))
      (org-agent-test-with-store
        (let* ((notes (make-temp-file "org-agent-notes" t))
-              (port (org-agent-loop-test--server))
+              (port (org-agent-test-server-start
+                     (org-agent-test-server-binary org-agent-test-root)))
               (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
                                            :model "test" :key "sk-test" :idle-timeout 2)))
               (org-agent-chat-redisplay-interval 0.05)
@@ -128,8 +69,8 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
 (ert-deftest org-agent-loop-a-tool-call-runs-and-its-result-reaches-the-llm ()
   "A tool call is gated, runs on a worker, shows in the chat, and its result is sent back."
   (org-agent-loop-test--with-chat
-    (org-agent-loop-test--push :text "Let me look. " :calls [("search_notes" ((text . "kettle")))])
-    (org-agent-loop-test--push :text "You bought a new kettle.")
+    (org-agent-test-server-push :text "Let me look. " :calls [("search_notes" ((text . "kettle")))])
+    (org-agent-test-server-push :text "You bought a new kettle.")
     (org-agent-loop-test--send "Did I buy a kettle?")
     (should (org-agent-test-wait (lambda () finished) 60))
     (should (equal (cadr finished) "You bought a new kettle."))
@@ -139,7 +80,7 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
       ;; The answer after the tool goes under its own heading, so folding the tool
       ;; subtree does not hide it.
       (should (string-match-p "^#\\+end_example\n\\*\\* Answer\nYou bought a new kettle.\n\\* You\n\\'" text)))
-    (let ((requests (org-agent-loop-test--requests)))
+    (let ((requests (org-agent-test-server-requests)))
       (should (= (length requests) 2))
       (should (string-match-p "Buy a new kettle"
                               (car (org-agent-loop-test--tool-messages (nth 1 requests)))))
@@ -155,8 +96,8 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
            (before (with-current-buffer tasks (buffer-string)))
            (id (org-agent-loop-test--id "Call the plumber about the leak")))
       (should id)
-      (org-agent-loop-test--push :text "" :calls `[("set_todo" ((id . ,id) (state . "DONE")))])
-      (org-agent-loop-test--push :text "Marked it done.")
+      (org-agent-test-server-push :text "" :calls `[("set_todo" ((id . ,id) (state . "DONE")))])
+      (org-agent-test-server-push :text "Marked it done.")
       (org-agent-loop-test--send "The plumber came.")
       (should (org-agent-test-wait (lambda () org-agent-chat--question) 60))
       (should (org-agent-busy-p))
@@ -183,7 +124,7 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
       (with-temp-buffer
         (insert-file-contents file)
         (should (string-match-p "^\\*\\* DONE Call the plumber" (buffer-string))))
-      (let ((results (org-agent-loop-test--tool-messages (nth 1 (org-agent-loop-test--requests)))))
+      (let ((results (org-agent-loop-test--tool-messages (nth 1 (org-agent-test-server-requests)))))
         (should (string-match-p "\\`(:status :ok :message \"set-todo done\"" (car results))))
       (with-temp-buffer
         (insert-file-contents (expand-file-name "audit.org" org-agent-state-directory))
@@ -195,8 +136,8 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
   (org-agent-loop-test--with-chat
     (let ((id (org-agent-loop-test--id "Renew the library card"))
           (org-agent-chat-ask-in-batch t))
-      (org-agent-loop-test--push :text "" :calls `[("schedule" ((id . ,id) (date . "2026-12-01")))])
-      (org-agent-loop-test--push :text "I left it.")
+      (org-agent-test-server-push :text "" :calls `[("schedule" ((id . ,id) (date . "2026-12-01")))])
+      (org-agent-test-server-push :text "I left it.")
       (org-agent-loop-test--send "Move the library card to December.")
       (should (org-agent-test-wait (lambda () org-agent-chat--question) 60))
       (org-agent-chat-deny)
@@ -204,21 +145,21 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
       (should (string-match-p "^- /denied/" (buffer-string)))
       (should (string-match-p "denied: the user denied it (schedule edits an Org file)"
                               (car (org-agent-loop-test--tool-messages
-                                    (nth 1 (org-agent-loop-test--requests))))))
+                                    (nth 1 (org-agent-test-server-requests))))))
       (with-temp-buffer
         (insert-file-contents (expand-file-name "tasks.org" notes))
         (should (string-match-p "SCHEDULED: <2026-11-23 Mon .\\+1w>" (buffer-string)))))
     ;; In batch Emacs, asking means deny, with no question shown.
     (setq finished nil)
     (let ((id (org-agent-loop-test--id "Renew the library card")))
-      (org-agent-loop-test--push :text "" :calls `[("set_todo" ((id . ,id) (state . "DONE")))])
-      (org-agent-loop-test--push :text "Not allowed.")
+      (org-agent-test-server-push :text "" :calls `[("set_todo" ((id . ,id) (state . "DONE")))])
+      (org-agent-test-server-push :text "Not allowed.")
       (org-agent-loop-test--send "Mark it done.")
       (should (org-agent-test-wait (lambda () finished) 60))
       (should-not (string-match-p "^\\*\\* Approve\\? set_todo" (buffer-string)))
       (should (string-match-p "denied: the user denied it"
                               (car (org-agent-loop-test--tool-messages
-                                    (nth 3 (org-agent-loop-test--requests)))))))))
+                                    (nth 3 (org-agent-test-server-requests)))))))))
 
 (ert-deftest org-agent-loop-an-elisp-tool-runs-on-the-main-thread ()
   "A tool defined with `org-agent-define-tool' is offered, runs, and its value goes back."
@@ -231,12 +172,12 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
                    (upcase word)))
       (unwind-protect
           (progn
-            (org-agent-loop-test--push :text "" :calls [("shout" ((word . "hello")))])
-            (org-agent-loop-test--push :text "It says HELLO.")
+            (org-agent-test-server-push :text "" :calls [("shout" ((word . "hello")))])
+            (org-agent-test-server-push :text "It says HELLO.")
             (org-agent-loop-test--send "Shout hello.")
             (should (org-agent-test-wait (lambda () finished) 60))
             (should (equal called '("hello" t)))
-            (let* ((requests (org-agent-loop-test--requests))
+            (let* ((requests (org-agent-test-server-requests))
                    (tools (mapcar (lambda (tool) (cdr (assoc "name" (cdr (assoc "function" tool)))))
                                   (cdr (assoc "tools" (car requests))))))
               (should (member "shout" tools))
@@ -248,7 +189,7 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
 (ert-deftest org-agent-loop-interrupt-mid-stream ()
   "C-c C-k stops a streaming answer; the chat says so and takes the next message."
   (org-agent-loop-test--with-chat
-    (org-agent-loop-test--push :tokens 500 :text "word " :drip_ms 20)
+    (org-agent-test-server-push :tokens 500 :text "word " :drip_ms 20)
     (org-agent-loop-test--send "Talk for a while.")
     (should (org-agent-test-wait (lambda () (string-search "word word" (buffer-string))) 60))
     (org-agent-interrupt)
@@ -259,7 +200,7 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
     ;; The rest of the stream did not arrive.
     (should (< (how-many "word" (point-min) (point-max)) 500))
     (setq finished nil)
-    (org-agent-loop-test--push :text "Back.")
+    (org-agent-test-server-push :text "Back.")
     (org-agent-loop-test--send "Still there?")
     (should (org-agent-test-wait (lambda () finished) 60))
     (should (equal (cadr finished) "Back."))))
@@ -269,13 +210,13 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
   (org-agent-loop-test--with-chat
     (let ((org-agent-max-depth 2))
       (dotimes (_ 3)
-        (org-agent-loop-test--push :text "" :calls [("list_files" nil)]))
+        (org-agent-test-server-push :text "" :calls [("list_files" nil)]))
       (org-agent-loop-test--send "Loop.")
       (should (org-agent-test-wait (lambda () finished) 60))
       (should (null (cadr finished)))
       (should (string-match-p "Error: stopped after 2 steps without an answer (the depth limit)"
                               (buffer-string)))
-      (should (= (length (org-agent-loop-test--requests)) 2)))))
+      (should (= (length (org-agent-test-server-requests)) 2)))))
 
 (ert-deftest org-agent-loop-faults-give-clear-messages-and-the-chat-stays-usable ()
   "Wrong key, rate limit, a cut stream and a stalled one each end the turn with a clear message."
@@ -292,14 +233,14 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
                      ((:text "This answer stalls" :stall_at 200)
                       "Error: .*\\(idle\\|timed out\\|timeout\\)")))
       (setq finished nil)
-      (apply #'org-agent-loop-test--push reply)
+      (apply #'org-agent-test-server-push reply)
       (org-agent-loop-test--send "Hello?")
       (should (org-agent-test-wait (lambda () finished) 60))
       (should (null (cadr finished)))
       (should (string-match-p expected (buffer-string)))
       (should-not (org-agent-busy-p)))
     (setq finished nil)
-    (org-agent-loop-test--push :text "All good now.")
+    (org-agent-test-server-push :text "All good now.")
     (org-agent-loop-test--send "And now?")
     (should (org-agent-test-wait (lambda () finished) 60))
     (should (equal (cadr finished) "All good now."))))
@@ -308,14 +249,14 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
   "`org-agent-organize-subtree' sends the subtree at point as the focus."
   (org-agent-loop-test--with-chat
     (let ((tasks (find-file-noselect (expand-file-name "tasks.org" notes))))
-      (org-agent-loop-test--push :text "It is organized.")
+      (org-agent-test-server-push :text "It is organized.")
       (with-current-buffer tasks
         (goto-char (point-min))
         (re-search-forward "^\\*\\* TODO Call the plumber")
         (forward-line 2)
         (org-agent-organize-subtree))
       (should (org-agent-test-wait (lambda () finished) 60))
-      (let* ((body (car (org-agent-loop-test--requests)))
+      (let* ((body (car (org-agent-test-server-requests)))
              (messages (cdr (assoc "messages" body)))
              (system (cdr (assoc "content" (car messages))))
              (user (cdr (assoc "content" (cadr messages)))))

@@ -207,6 +207,8 @@ pub struct Recorded {
     /// Names lower-cased, in arrival order.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// When the whole request had arrived.
+    pub received: std::time::SystemTime,
 }
 
 impl Recorded {
@@ -345,6 +347,7 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded
         path,
         headers,
         body,
+        received: std::time::SystemTime::now(),
     }))
 }
 

@@ -11,6 +11,7 @@
 //!   the default for "tokens"), `"split"` (seed of random chunk sizes), `"cut_at"` /
 //!   `"stall_at"` (byte offset where the body stops or stalls).
 //! - `{"requests": true}` answers `requests JSON` with the bodies received so far.
+//! - `{"times": true}` answers `times JSON`: when each request had arrived (Unix seconds).
 //!
 //! The server exits when standard input closes.
 
@@ -100,6 +101,19 @@ fn main() {
                     .map(|r| serde_json::from_slice(&r.body).unwrap_or(Value::Null))
                     .collect();
                 format!("requests {}", Value::Array(bodies))
+            }
+            Ok(cmd) if cmd.get("times").is_some() => {
+                let times: Vec<f64> = server
+                    .requests()
+                    .iter()
+                    .map(|r| {
+                        r.received
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.as_secs_f64())
+                            .unwrap_or(0.0)
+                    })
+                    .collect();
+                format!("times {}", serde_json::json!(times))
             }
             Ok(_) => "error unknown command".to_string(),
         };
