@@ -823,6 +823,17 @@ HEADLINES is how many headlines it holds."
       (accept-process-output nil 0.005))
     (funcall predicate)))
 
+(defun org-agent-bench--consed ()
+  "Bytes of Lisp data allocated so far (approximately, from `memory-use-counts')."
+  (pcase-let ((`(,conses ,floats ,vector-cells ,_symbols ,string-chars ,intervals ,strings)
+               (memory-use-counts)))
+    (+ (* 16 conses) (* 16 floats) (* 8 vector-cells) string-chars (* 56 intervals)
+       (* 32 strings))))
+
+(defun org-agent-bench--repeat-times (n fn)
+  "Call FN N times; return the list of per-call seconds."
+  (car (org-agent-bench--repeat n fn)))
+
 (defun org-agent-bench-chat (headlines)
   "Section 6: streaming an answer into the chat, with HEADLINES in the store."
   (require 'org-agent-test-server
@@ -880,25 +891,54 @@ HEADLINES is how many headlines it holds."
             (setq finished nil org-agent-bench--main-secs 0.0)
             (goto-char (point-max))
             (insert "Tell me a long story.")
-            (let* ((last (float-time)) (worst 0.0) (ticks 0)
+            (let* ((gc-ms (progn (garbage-collect)
+                                 (* 1000 (org-agent-bench--median
+                                          (org-agent-bench--repeat-times 3 #'garbage-collect)))))
+                   (last (float-time)) (worst 0.0) (worst-no-gc 0.0) (ticks 0) (stalls nil)
+                   (gcs gcs-done) (gc-secs gc-elapsed) (seen-gcs gcs-done)
                    (timer (run-at-time 0 0.005
                                        (lambda ()
-                                         (let ((now (float-time)))
-                                           (setq worst (max worst (- now last 0.005))
-                                                 last now
+                                         (let* ((now (float-time))
+                                                (late (- now last 0.005)))
+                                           (when (> late 0.010)
+                                             (push (list late now (- gcs-done gcs)) stalls))
+                                           (setq worst (max worst late))
+                                           (when (= gcs-done seen-gcs)
+                                             (setq worst-no-gc (max worst-no-gc late)))
+                                           (setq last now seen-gcs gcs-done
                                                  ticks (1+ ticks))))))
+                   (idle-consed (let ((c0 (org-agent-bench--consed)))
+                                  ;; The same timer and wait loop for 3 s without a turn.
+                                  (org-agent-bench--wait-for #'ignore 3.0)
+                                  (/ (- (org-agent-bench--consed) c0) 3.0)))
+                   (consed (org-agent-bench--consed))
                    (t0 (float-time)))
               (unwind-protect
                   (progn
                     (org-agent-chat-send)
                     (org-agent-bench--wait-for (lambda () finished) 120))
                 (cancel-timer timer))
+              (setq consed (- (org-agent-bench--consed) consed))
               (let* ((wall (- (float-time) t0))
                      (share (* 100 (/ org-agent-bench--main-secs wall)))
                      (words (how-many "word" (save-excursion (re-search-backward "^\\* Assistant")) (point-max))))
                 (org-agent-bench--out "  streamed %d tokens in %.1f s; %d timer ticks" words wall ticks)
                 (org-agent-bench--out "  worst main-thread stall (5 ms timer lateness): %s ms"
                                       (org-agent-bench--fmt (* 1000 worst)))
+                (org-agent-bench--out "  worst stall in ticks without a garbage collection: %s ms"
+                                      (org-agent-bench--fmt (* 1000 worst-no-gc)))
+                (org-agent-bench--out "  garbage collections during the turn: %d, %s ms in all (a full GC of this Emacs alone: %s ms)"
+                                      (- gcs-done gcs)
+                                      (org-agent-bench--fmt (* 1000 (- gc-elapsed gc-secs)))
+                                      (org-agent-bench--fmt gc-ms))
+                (org-agent-bench--out "  Lisp data allocated during the turn: %s KB/s (the measuring loop alone, idle: %s KB/s; GC every %s KB)"
+                                      (org-agent-bench--fmt (/ consed wall 1000.0))
+                                      (org-agent-bench--fmt (/ idle-consed 1000.0))
+                                      (/ gc-cons-threshold 1000))
+                (dolist (st (seq-take (sort stalls (lambda (a b) (> (car a) (car b)))) 5))
+                  (org-agent-bench--out "    stall %s ms at %.2f s (GCs so far: %d)"
+                                        (org-agent-bench--fmt (* 1000 (nth 0 st)))
+                                        (- (nth 1 st) t0) (nth 2 st)))
                 (org-agent-bench--out "  main thread on the turn (event handling + insertion): %s ms = %s%% of %.1f s"
                                       (org-agent-bench--fmt (* 1000 org-agent-bench--main-secs))
                                       (org-agent-bench--fmt share) wall)
@@ -906,6 +946,8 @@ HEADLINES is how many headlines it holds."
                                       org-agent-chat-redisplay-interval)
                 (org-agent-bench--row "6 worst main-thread stall while streaming" (* 1000 worst) "ms" "<= 16"
                                       (org-agent-bench--verdict (* 1000 worst) #'<= 16))
+                (org-agent-bench--row "6 worst stall outside garbage collections" (* 1000 worst-no-gc)
+                                      "ms" "<= 16" (org-agent-bench--verdict (* 1000 worst-no-gc) #'<= 16))
                 (org-agent-bench--row "6 main-thread share of the streaming turn" share "%" "<= 5"
                                       (org-agent-bench--verdict share #'<= 5))))
             ;; 6c. Interrupt mid-stream: until the turn has ended.
