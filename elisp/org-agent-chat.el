@@ -115,7 +115,8 @@ ANSWER is nil when the turn ended with an error or was interrupted.")
   "Non-nil when the last thing shown was a tool subtree.
 More answer text then needs a heading of its own.")
 (defvar-local org-agent-chat--question nil
-  "The question waiting for the user: (REPLY . MARKER) or nil.")
+  "The question waiting for the user: (REPLY MARKER OVERLAY) or nil.
+MARKER is where its keys line starts; OVERLAY carries the keys.")
 
 (declare-function org-agent--chat "org-agent-module")
 (declare-function org-agent--chat-restore "org-agent-module")
@@ -558,28 +559,27 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
   (let* ((action (plist-get event :action))
          (preview (and (eq (plist-get action :target) :emacs)
                        (org-agent-actuator-preview action)))
-         (start nil))
+         (start (progn (org-agent-chat--insert "") (marker-position org-agent-chat--marker))))
     (org-agent-chat--insert
      (concat
       (format "\n** Approve? %s\n" (plist-get event :name))
       (mapconcat (lambda (r) (format "- %s\n" r)) (plist-get event :reasons) "")
+      (format "- arguments: =%s=\n" (plist-get event :arguments))
       (cond
        ((plist-get preview :error)
         (format "- it would fail: %s\n" (plist-get preview :error)))
        ((and preview (not (string-empty-p (plist-get preview :diff))))
-        (org-agent-chat--block "src diff" (plist-get preview :diff)))
-       (t (org-agent-chat--block "src json" (plist-get event :arguments))))))
-    (setq start (marker-position org-agent-chat--marker))
-    (org-agent-chat--insert
-     (propertize "[y] approve once  [a] approve for this conversation  [n] deny\n"
-                 'face 'org-warning))
-    (let ((line (copy-marker start)))
-      (add-text-properties start org-agent-chat--marker
-                           (list 'keymap org-agent-chat-question-map
-                                 'org-agent-reply (plist-get event :reply)
-                                 'rear-nonsticky t))
-      (setq org-agent-chat--question (cons (plist-get event :reply) line)
-            org-agent-chat--state "waiting for your answer")
+        (org-agent-chat--block "src diff" (plist-get preview :diff))))))
+    (let ((line (copy-marker (marker-position org-agent-chat--marker))))
+      (org-agent-chat--insert
+       (propertize "[y] approve once  [a] approve for this conversation  [n] deny\n"
+                   'face 'org-warning))
+      ;; The keys work anywhere on the question.
+      (let ((overlay (make-overlay (1+ start) org-agent-chat--marker)))
+        (overlay-put overlay 'keymap org-agent-chat-question-map)
+        (overlay-put overlay 'evaporate t)
+        (setq org-agent-chat--question (list (plist-get event :reply) line overlay)
+              org-agent-chat--state "waiting for your answer"))
       (let ((window (display-buffer (current-buffer))))
         (when (window-live-p window)
           (set-window-point window line)))
@@ -587,21 +587,24 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
       (message "org-agent asks to run %s: y approve, a approve for the conversation, n deny (in %s)"
                (plist-get event :name) (buffer-name)))))
 
+(defun org-agent-chat--close-question (label)
+  "Replace the keys line of the pending question with LABEL; return its reply id."
+  (pcase-let ((`(,reply ,line ,overlay) org-agent-chat--question))
+    (setq org-agent-chat--question nil)
+    (delete-overlay overlay)
+    (save-excursion
+      (goto-char line)
+      (delete-region line (line-beginning-position 2))
+      (insert (format "- /%s/\n" label)))
+    (set-marker line nil)
+    reply))
+
 (defun org-agent-chat--settle (answer label)
   "Send ANSWER to the pending question of this chat and show LABEL in its place."
   (unless org-agent-chat--question
     (user-error "The agent is not asking anything"))
-  (pcase-let ((`(,reply . ,line) org-agent-chat--question))
-    (setq org-agent-chat--question nil
-          org-agent-chat--state "thinking…")
-    (let ((inhibit-read-only t))
-      (save-excursion
-        (goto-char line)
-        (delete-region line (line-beginning-position 2))
-        (insert (format "- /%s/\n" label))
-        (remove-text-properties (point-min) (point-max)
-                                '(keymap nil org-agent-reply nil read-only nil))))
-    (set-marker line nil)
+  (let ((reply (org-agent-chat--close-question label)))
+    (setq org-agent-chat--state "thinking…")
     (org-agent--answer reply answer)
     (force-mode-line-update)))
 
@@ -644,16 +647,7 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
   "End the current turn (ANSWER is nil on error) and open a new prompt."
   (org-agent-chat--insert "")
   (when org-agent-chat--question
-    (pcase-let ((`(,_ . ,line) org-agent-chat--question))
-      (let ((inhibit-read-only t))
-        (save-excursion
-          (goto-char line)
-          (delete-region line (line-beginning-position 2))
-          (insert "- /not answered: the turn ended/\n")
-          (remove-text-properties (point-min) (point-max)
-                                  '(keymap nil org-agent-reply nil read-only nil))))
-      (set-marker line nil)
-      (setq org-agent-chat--question nil)))
+    (org-agent-chat--close-question "not answered: the turn ended"))
   (when org-agent-chat--reasoning
     (org-agent-chat--insert
      (concat "** Reasoning\n" (org-agent-chat--block "quote" org-agent-chat--reasoning))))

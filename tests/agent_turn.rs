@@ -720,3 +720,32 @@ async fn the_focus_node_and_active_projects_are_in_the_prompt() {
     );
     assert!(!system.contains("DONE Office move"), "{system}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_repeated_word_for_word_is_answered_without_running_again() {
+    let server = LlmServer::start().await;
+    let eq = equipment(&server);
+    server.push(sse("", &[("query_notes", json!({"todo": "WAITING"}))]));
+    server.push(sse("", &[("query_notes", json!({"todo": "WAITING"}))]));
+    server.push(sse("", &[("query_notes", json!({"todo": "TODO"}))]));
+    server.push(sse("Done looking.", &[]));
+    let mut events = Vec::new();
+    let answer = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "What waits?",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |e| events.push(e),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "Done looking.");
+    let results = tool_messages(&server.requests()[3].json());
+    assert!(results[0].contains("Domain name transfer"), "{results:?}");
+    assert!(
+        results[1].contains("already called with these arguments"),
+        "{results:?}"
+    );
+    assert!(results[2].contains("matching headlines"), "{results:?}");
+}

@@ -265,6 +265,9 @@ pub async fn run_turn(
     let mut errors_fed_back = 0u32;
     let mut denials = 0u32;
     let mut sexp_calls = 0u32;
+    // Built-in tool calls made since the last edit: small models repeat a call word for
+    // word; its answer would be the same, so they are told so instead of burning a step.
+    let mut asked_before: std::collections::HashSet<(String, String)> = Default::default();
     for _step in 0..cfg.max_depth {
         if cancel.is_cancelled() {
             return Err(TurnError::Cancelled);
@@ -444,9 +447,23 @@ pub async fn run_turn(
                         .await
                     }
                     Action::Tool { name, args } => {
-                        Some(run_tool(eq, name, sexp::json::to_json(args.value())).await)
+                        let args = sexp::json::to_json(args.value());
+                        if asked_before.insert((name.clone(), args.to_string())) {
+                            Some(run_tool(eq, name, args).await)
+                        } else {
+                            Some((
+                                false,
+                                tool_error(&format!(
+                                    "{name} was already called with these arguments in this \
+                                     turn and its result is above; use it, or answer"
+                                )),
+                            ))
+                        }
                     }
-                    Action::Emacs(e) => actuate(eq, e, cancel).await,
+                    Action::Emacs(e) => {
+                        asked_before.clear();
+                        actuate(eq, e, cancel).await
+                    }
                 };
                 outcome.ok_or(TurnError::Cancelled)?
             } else {

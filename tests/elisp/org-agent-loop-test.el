@@ -102,13 +102,14 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
       (should (org-agent-test-wait (lambda () org-agent-chat--question) 60))
       (should (org-agent-busy-p))
       (let ((text (buffer-string)))
-        (should (string-match-p "^\\*\\* Approve\\? set_todo\n- set-todo edits an Org file\n#\\+begin_src diff\n" text))
+        (should (string-match-p "^\\*\\* Approve\\? set_todo\n- set-todo edits an Org file\n- arguments: ={\"id\":\"oa-[0-9a-f]+\",\"state\":\"DONE\"}=\n#\\+begin_src diff\n" text))
         (should (string-match-p "^-\\*\\* TODO Call the plumber about the leak" text))
         (should (string-match-p "^\\+\\*\\* DONE Call the plumber about the leak" text)))
       ;; The preview changed nothing.
       (should (equal (with-current-buffer tasks (buffer-string)) before))
-      (should (equal (get-text-property (point) 'keymap) org-agent-chat-question-map))
-      (org-agent-chat-approve)
+      ;; The user presses y on the question.
+      (should (eq (key-binding "y") #'org-agent-chat-approve))
+      (call-interactively (key-binding "y"))
       (should (org-agent-test-wait (lambda () finished) 60))
       (should (equal (cadr finished) "Marked it done."))
       (should (string-match-p "^- /approved once/" (buffer-string)))
@@ -140,7 +141,8 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
       (org-agent-test-server-push :text "I left it.")
       (org-agent-loop-test--send "Move the library card to December.")
       (should (org-agent-test-wait (lambda () org-agent-chat--question) 60))
-      (org-agent-chat-deny)
+      (should (eq (key-binding "n") #'org-agent-chat-deny))
+      (call-interactively (key-binding "n"))
       (should (org-agent-test-wait (lambda () finished) 60))
       (should (string-match-p "^- /denied/" (buffer-string)))
       (should (string-match-p "denied: the user denied it (schedule edits an Org file)"
