@@ -118,7 +118,7 @@ More answer text then needs a heading of its own.")
   "The question waiting for the user: (REPLY MARKER OVERLAY) or nil.
 MARKER is where its keys line starts; OVERLAY carries the keys.")
 
-(declare-function org-agent--chat "org-agent-module")
+(declare-function org-agent--stimulus "org-agent-module")
 (declare-function org-agent--chat-restore "org-agent-module")
 (declare-function org-agent--cancel "org-agent-module")
 (declare-function org-agent--chat-cancel-all "org-agent-module")
@@ -416,8 +416,12 @@ The model is `org-agent-local-model'."
                                              (or (plist-get backend :name) "backend")
                                              (or (plist-get backend :model) "?")))
   (condition-case err
-      (let ((request (org-agent--chat org-agent-chat--conversation prompt backend
-                                      (org-agent-chat--options))))
+      (let ((request (org-agent--stimulus
+                      (list :type :event
+                            :payload (list :sensor :chat-message :text prompt)
+                            :meta (list :session org-agent-chat--conversation)
+                            :depth 0)
+                      backend (org-agent-chat--options))))
         (setq org-agent-chat--request request)
         (puthash request (current-buffer) org-agent-chat--in-flight)
         request)

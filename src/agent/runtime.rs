@@ -425,6 +425,23 @@ impl Runtime {
     }
 
     /// Ingest every Org file under `dirs` off the main thread, with progress events.
+    /// Ingest `file` from disk on a worker (a saved buffer); returns the request id.
+    pub fn ingest_file_async(&'static self, file: String) -> u64 {
+        let request = self.next_id();
+        let store = self.store();
+        self.spawn(request, Some(file.clone()), move || {
+            self.push(match store.ingest_file(&file, false) {
+                Ok(report) => Event::Ingested { request, report },
+                Err(e) => Event::Failed {
+                    request,
+                    file: Some(file),
+                    message: e.to_string(),
+                },
+            });
+        });
+        request
+    }
+
     pub fn ingest_directories_async(&'static self, dirs: Vec<PathBuf>) -> u64 {
         let request = self.next_id();
         let cancel = Arc::new(AtomicBool::new(false));

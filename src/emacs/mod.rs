@@ -410,16 +410,52 @@ fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backe
     Ok(b)
 }
 
-/// Start a chat turn of conversation CONVERSATION for TEXT with BACKEND (a plist, see
-/// `org-agent-backends') and OPTIONS (:max-depth N :temperature T :system-prompt S
-/// :no-stream BOOL). Return the request id at once; updates arrive as `chat' events.
+/// Hand STIMULUS, a plist such as (:type :event :payload (:sensor :chat-message :text
+/// "…") :meta (:session "s1") :depth 0), to the agent and return a request id at once.
+/// A chat message (or a command, with :focus) starts a turn of conversation :session with
+/// BACKEND (:url :model :key :headers and timeouts) and OPTIONS (:max-depth :temperature
+/// :system-prompt :no-stream :focus :tools :audit-file :interactive); updates come as
+/// `chat' events.  A buffer save re-ingests the file on a worker.  Other sensors (tool and
+/// actuator results) come from the loop itself and are refused, as are unknown shapes.
 #[defun]
+fn stimulus(env: &Env, stimulus: Value, backend: Value, options: Value) -> Result<i64> {
+    use crate::agent::message::{Sensor, Stimulus};
+    let plist = lisp_sexp::from_lisp(env, stimulus)?;
+    let stimulus = match Stimulus::from_sexp(plist.value()) {
+        Ok(s) => s,
+        Err(e) => return fail(env, format!("not a stimulus: {e}")),
+    };
+    let conversation = stimulus.session.unwrap_or_else(|| "default".to_string());
+    match stimulus.sensor {
+        Sensor::ChatMessage { text } => chat(env, conversation, text, backend, options, None),
+        Sensor::Command { name, focus } => chat(
+            env,
+            conversation,
+            format!("Run the command {name} on the node I am on."),
+            backend,
+            options,
+            focus,
+        ),
+        Sensor::BufferSave { file } => Ok(runtime(env)?.ingest_file_async(file) as i64),
+        Sensor::Timer { name } => fail(
+            env,
+            format!("no skill handles timer stimuli yet (timer {name})"),
+        ),
+        Sensor::ToolResult { .. } | Sensor::ActuatorResult { .. } => fail(
+            env,
+            "tool and actuator results are produced by the loop, not sent to it",
+        ),
+    }
+}
+
+/// Start a chat turn of CONVERSATION for TEXT (see `stimulus`).
 fn chat(
     env: &Env,
     conversation: String,
     text: String,
     backend: Value,
     options: Value,
+    focus: Option<String>,
 ) -> Result<i64> {
     let backend = backend_from_plist(env, backend)?;
     let get = |key: &str| -> Result<Value> { env.call("plist-get", (options, env.intern(key)?)) };
@@ -437,10 +473,12 @@ fn chat(
         cfg.system_prompt = prompt.into_rust()?;
     }
     cfg.stream = !get(":no-stream")?.is_not_nil();
-    let focus = get(":focus")?;
-    if focus.is_not_nil() {
-        cfg.focus = Some(focus.into_rust()?);
-    }
+    let focus_option = get(":focus")?;
+    cfg.focus = if focus_option.is_not_nil() {
+        Some(focus_option.into_rust()?)
+    } else {
+        focus
+    };
     let mut setup = crate::agent::runtime::ChatSetup {
         interactive: get(":interactive")?.is_not_nil(),
         ..Default::default()

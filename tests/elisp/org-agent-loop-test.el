@@ -272,5 +272,34 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
                               (buffer-string)))
       (should (string-match-p "focus: Call the plumber" (org-agent-chat--header))))))
 
+(ert-deftest org-agent-loop-stimuli-are-typed-at-the-edge ()
+  "`org-agent--stimulus' takes what it knows and says what is wrong with the rest."
+  (org-agent-test-with-store
+    (let* ((file (make-temp-file "org-agent-save" nil ".org" "* TODO Saved headline\n"))
+           (done nil)
+           (org-agent-ingest-functions (list (lambda (e) (setq done e)))))
+      (unwind-protect
+          (progn
+            (let ((request (org-agent--stimulus
+                            `(:type :event :payload (:sensor :buffer-save :file ,file)) nil nil)))
+              (should (integerp request))
+              (should (org-agent-test-wait (lambda () done) 30))
+              (should (eq (plist-get done :type) 'ingested))
+              (should (equal (plist-get done :request) request)))
+            (should (equal (mapcar (lambda (n) (plist-get n :title)) (org-agent-query :file file :type 'headline))
+                           '("Saved headline")))
+            (pcase-dolist (`(,stimulus ,message)
+                           '(((:type :event :payload (:sensor :timer :name "daily"))
+                              "no skill handles timer stimuli yet")
+                             ((:type :event :payload (:sensor :tool-result :call "c" :ok t :content "x"))
+                              "produced by the loop")
+                             ((:type :event :payload (:sensor :smell :text "x"))
+                              "not a stimulus: .*unknown :sensor :smell")
+                             ((:type :event :payload (:sensor :chat-message))
+                              "not a stimulus: .*:text is missing")))
+              (let ((err (should-error (org-agent--stimulus stimulus nil nil))))
+                (should (string-match-p message (error-message-string err))))))
+        (delete-file file)))))
+
 (provide 'org-agent-loop-test)
 ;;; org-agent-loop-test.el ends here
