@@ -51,8 +51,8 @@ pub struct Runtime {
     wake_scheduled: AtomicBool,
 }
 
-/// Streamed text wakes Emacs at most this often.
-const TEXT_WAKE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+/// Streamed text wakes Emacs at most this often (the chat inserts at most every 0.1 s too).
+const TEXT_WAKE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What a turn waits for from the main thread.
 enum Pending {
