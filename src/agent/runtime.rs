@@ -323,7 +323,13 @@ impl Runtime {
                 }
             );
             q.push_back(event);
-            was_empty.then_some(text)
+            // Anything but text must not wait behind text held back for a later wake
+            // (an error or the end of a turn is shown at once).
+            if text {
+                was_empty.then_some(true)
+            } else {
+                (was_empty || self.wake_scheduled.load(Ordering::Acquire)).then_some(false)
+            }
         };
         match wake {
             Some(true) => self.wake_for_text(),
