@@ -191,29 +191,6 @@ pub fn char_pos(text: &str, offset: usize) -> u32 {
     text[..offset].chars().count() as u32 + 1
 }
 
-/// A small deterministic pseudo-random generator (xorshift64*), so failures reproduce.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.max(1))
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform-ish in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
-
 pub fn arc_contents(refs: &[NodeRef]) -> Vec<Arc<NodeContent>> {
     refs.iter().map(|r| r.node().content.clone()).collect()
 }
@@ -222,3 +199,9 @@ pub fn arc_contents(refs: &[NodeRef]) -> Vec<Arc<NodeContent>> {
 pub fn path_in(dir: &Path, name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
 }
+
+#[path = "../support/rng.rs"]
+mod rng;
+// Not every test binary that includes this module draws random inputs.
+#[allow(unused_imports)]
+pub use rng::Rng;
