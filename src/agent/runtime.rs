@@ -86,11 +86,7 @@ impl Operator for EmacsOperator {
             return Box::pin(async { Approval::Deny });
         }
         let (tx, rx) = oneshot::channel();
-        let reply = self.rt.next_id();
-        self.rt
-            .replies
-            .lock()
-            .insert(reply, (self.request, Pending::Answer(tx)));
+        let reply = self.rt.expect_reply(self.request, Pending::Answer(tx));
         self.rt.push(Event::Chat {
             request: self.request,
             conversation: self.conversation.clone(),
@@ -108,11 +104,7 @@ impl Operator for EmacsOperator {
 
     fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>> {
         let (tx, rx) = oneshot::channel();
-        let reply = self.rt.next_id();
-        self.rt
-            .replies
-            .lock()
-            .insert(reply, (self.request, Pending::Result(tx)));
+        let reply = self.rt.expect_reply(self.request, Pending::Result(tx));
         self.rt.push(Event::Actuate {
             request: self.request,
             reply,
@@ -501,28 +493,36 @@ impl Runtime {
         tokens.len()
     }
 
+    /// Note that turn `request` waits for `pending`; returns the reply id Emacs answers.
+    fn expect_reply(&self, request: u64, pending: Pending) -> u64 {
+        let reply = self.next_id();
+        self.replies.lock().insert(reply, (request, pending));
+        reply
+    }
+
+    /// Take what waits for `reply` if it is of the kind `wanted` accepts; a reply of the
+    /// other kind stays where it is.
+    fn take_reply(&self, reply: u64, wanted: impl Fn(&Pending) -> bool) -> Option<Pending> {
+        let mut replies = self.replies.lock();
+        if !replies.get(&reply).is_some_and(|(_, p)| wanted(p)) {
+            return None;
+        }
+        replies.remove(&reply).map(|(_, p)| p)
+    }
+
     /// The user's answer to question `reply`. Returns whether a turn was waiting for it.
     pub fn answer(&self, reply: u64, approval: Approval) -> bool {
-        match self.replies.lock().remove(&reply) {
-            Some((_, Pending::Answer(tx))) => tx.send(approval).is_ok(),
-            Some((request, other)) => {
-                self.replies.lock().insert(reply, (request, other));
-                false
-            }
-            None => false,
+        match self.take_reply(reply, |p| matches!(p, Pending::Answer(_))) {
+            Some(Pending::Answer(tx)) => tx.send(approval).is_ok(),
+            _ => false,
         }
     }
 
     /// The actuator's result for action `reply`. Returns whether a turn was waiting for it.
     pub fn actuated(&self, reply: u64, result: Result<Sexp, String>) -> bool {
-        let mut replies = self.replies.lock();
-        match replies.remove(&reply) {
-            Some((_, Pending::Result(tx))) => tx.send(result).is_ok(),
-            Some(other) => {
-                replies.insert(reply, other);
-                false
-            }
-            None => false,
+        match self.take_reply(reply, |p| matches!(p, Pending::Result(_))) {
+            Some(Pending::Result(tx)) => tx.send(result).is_ok(),
+            _ => false,
         }
     }
 
@@ -678,4 +678,29 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
         TurnEvent::ErrorFedBack(m) => ChatUpdate::Retrying(m),
         TurnEvent::Request { .. } | TurnEvent::Warning(_) => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_of_the_wrong_kind_is_refused_and_stays_pending() {
+        let rt = Runtime::global().unwrap();
+        let (tx, mut rx) = oneshot::channel();
+        let reply = rt.expect_reply(0, Pending::Result(tx));
+        // An answer to an action (a confused caller) must neither take it nor hang.
+        assert!(!rt.answer(reply, Approval::Once));
+        assert!(rt.reply_pending(reply));
+        assert!(rt.actuated(reply, Err("ran".into())));
+        assert_eq!(rx.try_recv(), Ok(Err("ran".to_string())));
+        assert!(!rt.reply_pending(reply));
+        assert!(!rt.actuated(reply, Err("again".into())));
+
+        let (tx, mut rx) = oneshot::channel();
+        let reply = rt.expect_reply(0, Pending::Answer(tx));
+        assert!(!rt.actuated(reply, Err("not an answer".into())));
+        assert!(rt.answer(reply, Approval::Deny));
+        assert_eq!(rx.try_recv(), Ok(Approval::Deny));
+    }
 }
