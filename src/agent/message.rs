@@ -261,6 +261,17 @@ impl<'v> Args<'v> {
         Ok(out)
     }
 
+    /// `:args`, a tool's argument plist (nil when absent).
+    fn tool_args(&self) -> Result<Sexp, SexpError> {
+        Ok(Sexp::from(match self.get("args") {
+            None => Value::Nil,
+            Some(args) => {
+                Args::new(args, "tool arguments")?;
+                sexp::clone_value(args)
+            }
+        }))
+    }
+
     fn bool(&self, key: &str, default: bool) -> bool {
         match plist_get(self.plist, key) {
             None => default,
@@ -399,16 +410,9 @@ impl Action {
         match a.keyword("target")? {
             "tool" => {
                 let name = a.string("name")?;
-                let args = match plist_get(v, "args") {
-                    None => Value::Nil,
-                    Some(args) => {
-                        Args::new(args, "tool arguments")?;
-                        sexp::clone_value(args)
-                    }
-                };
                 Ok(Action::Tool {
                     name,
-                    args: Sexp::from(args),
+                    args: a.tool_args()?,
                 })
             }
             "emacs" => Ok(Action::Emacs(EmacsAction::from_args(&a)?)),
@@ -504,13 +508,7 @@ impl EmacsAction {
             },
             "call-tool" => EmacsAction::CallTool {
                 name: a.string("name")?,
-                args: Sexp::from(match a.get("args") {
-                    None => Value::Nil,
-                    Some(args) => {
-                        Args::new(args, "tool arguments")?;
-                        sexp::clone_value(args)
-                    }
-                }),
+                args: a.tool_args()?,
             },
             other => return Err(shape(format!("action: unknown Emacs action :{other}"))),
         })

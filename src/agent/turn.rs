@@ -381,7 +381,7 @@ pub async fn run_turn(
                         decision: "invalid",
                         reasons: vec![problem.clone()],
                     });
-                    let content = format!("(:tool-error \"{}\")", problem.replace('"', "'"));
+                    let content = tool_error(problem);
                     emit(TurnEvent::ToolResult {
                         call_id: call.id.clone(),
                         name: call.name.clone(),

@@ -5,6 +5,7 @@
 //! The LLM calls them like any tool; a call becomes an [`EmacsAction`] (typed, checked
 //! here, so a bad argument is an error the LLM sees before anything is asked or run).
 
+use super::{function_declaration, object_schema};
 use crate::agent::message::EmacsAction;
 use serde_json::{json, Map, Value};
 
@@ -21,14 +22,7 @@ pub struct ElispTool {
 
 impl ElispTool {
     pub fn function_schema(&self) -> Value {
-        json!({
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            }
-        })
+        function_declaration(&self.name, &self.description, self.parameters.clone())
     }
 }
 
@@ -180,19 +174,7 @@ pub fn edit_schemas() -> Vec<Value> {
                 props.insert(name.to_string(), p);
             }
             let required: Vec<&str> = e.params.iter().filter(|p| p.3).map(|p| p.0).collect();
-            json!({
-                "type": "function",
-                "function": {
-                    "name": e.name,
-                    "description": e.description,
-                    "parameters": {
-                        "type": "object",
-                        "properties": props,
-                        "required": required,
-                        "additionalProperties": false,
-                    },
-                }
-            })
+            function_declaration(e.name, e.description, object_schema(props, &required))
         })
         .collect()
 }

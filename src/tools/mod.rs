@@ -88,24 +88,12 @@ impl Tool {
             .filter(|p| p.required)
             .map(|p| p.name)
             .collect();
-        json!({
-            "type": "object",
-            "properties": props,
-            "required": required,
-            "additionalProperties": false,
-        })
+        object_schema(props, &required)
     }
 
     /// The tool as an OpenAI-style function declaration.
     pub fn function_schema(&self) -> Value {
-        json!({
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.schema(),
-            }
-        })
+        function_declaration(self.name, self.description, self.schema())
     }
 
     /// Check `args` (a JSON object; `null` means none) against the parameters.
@@ -146,6 +134,29 @@ impl Tool {
         }
         Ok(Args(map))
     }
+}
+
+/// An OpenAI-style function declaration: how every tool is offered to the LLM.
+pub fn function_declaration(name: &str, description: &str, parameters: Value) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": parameters,
+        }
+    })
+}
+
+/// The schema of an argument object with `properties`, of which `required` must be given,
+/// and nothing else.
+pub fn object_schema(properties: Map<String, Value>, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
 }
 
 /// The tools an agent has.
