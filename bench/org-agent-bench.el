@@ -43,6 +43,18 @@
 (defvar org-agent-module-directory)
 (defvar org-agent-state-directory)
 (defvar org-agent-directories)
+(defvar org-agent-backends)
+(defvar org-agent-turn-finished-functions)
+(defvar org-agent-chat-redisplay-interval)
+(declare-function org-agent-chat "org-agent-chat")
+(declare-function org-agent-chat-send "org-agent-chat")
+(declare-function org-agent-chat--save "org-agent-chat")
+(declare-function org-agent-interrupt "org-agent-chat")
+(declare-function org-agent-test-server-binary "org-agent-test-server")
+(declare-function org-agent-test-server-start "org-agent-test-server")
+(declare-function org-agent-test-server-stop "org-agent-test-server")
+(declare-function org-agent-test-server-push "org-agent-test-server")
+(declare-function org-agent-test-server-times "org-agent-test-server")
 (declare-function org-agent--module-file "org-agent-build")
 (declare-function org-agent--buffer-text "org-agent-store")
 (declare-function org-agent--buffer-keywords "org-agent-store")
@@ -816,18 +828,22 @@ HEADLINES is how many headlines it holds."
       (unwind-protect (apply fn args)
         (cl-incf org-agent-bench--main-secs (- (float-time) t0))))))
 
-(defvar org-agent-bench--finish-ms nil "Duration of the last `org-agent-chat--finish'.")
-(defvar org-agent-bench--save-ms nil "Duration of the last `org-agent-chat--save'.")
+(defvar org-agent-bench--last-ms (make-hash-table)
+  "Function symbol → milliseconds its last call took.
+See `org-agent-bench--clock'.")
 
-(defun org-agent-bench--time-finish (fn &rest args)
-  "Call FN with ARGS, noting how long it took in `org-agent-bench--finish-ms'."
-  (let ((t0 (float-time)))
-    (prog1 (apply fn args) (setq org-agent-bench--finish-ms (* 1000 (- (float-time) t0))))))
+(defun org-agent-bench--clock (symbol)
+  "Time every call of the function SYMBOL into `org-agent-bench--last-ms'."
+  (advice-add symbol :around
+              (lambda (fn &rest args)
+                (let ((t0 (float-time)))
+                  (prog1 (apply fn args)
+                    (puthash symbol (* 1000 (- (float-time) t0)) org-agent-bench--last-ms))))
+              '((name . org-agent-bench-clock))))
 
-(defun org-agent-bench--time-save (fn &rest args)
-  "Call FN with ARGS, noting how long it took in `org-agent-bench--save-ms'."
-  (let ((t0 (float-time)))
-    (prog1 (apply fn args) (setq org-agent-bench--save-ms (* 1000 (- (float-time) t0))))))
+(defun org-agent-bench--unclock (symbol)
+  "Stop timing the function SYMBOL."
+  (advice-remove symbol 'org-agent-bench-clock))
 
 (defun org-agent-bench--wait-for (predicate seconds)
   "Let Emacs run (timers, process output) until PREDICATE or SECONDS pass."
@@ -862,8 +878,8 @@ HEADLINES is how many headlines it holds."
          (org-agent-turn-finished-functions (list (lambda (_c answer) (setq finished (list answer)))))
          (memex-file (car (org-agent-query :type 'file :limit 1 :fields '(:file))))
          (chat nil))
-    (advice-add 'org-agent-chat--finish :around #'org-agent-bench--time-finish)
-    (advice-add 'org-agent-chat--save :around #'org-agent-bench--time-save)
+    (org-agent-bench--clock 'org-agent-chat--finish)
+    (org-agent-bench--clock 'org-agent-chat--save)
     (advice-add 'org-agent-process-events :around #'org-agent-bench--count-main)
     (advice-add 'org-agent-chat--insert :around #'org-agent-bench--count-main)
     (unwind-protect
@@ -955,8 +971,10 @@ HEADLINES is how many headlines it holds."
                                         (org-agent-bench--fmt (* 1000 (nth 0 st)))
                                         (- (nth 1 st) t0) (nth 2 st)))
                 (org-agent-bench--out "  ending the turn in the chat (fold, save the chat file, hooks): %s ms, of which saving %s ms"
-                                      (org-agent-bench--fmt org-agent-bench--finish-ms)
-                                      (org-agent-bench--fmt org-agent-bench--save-ms))
+                                      (org-agent-bench--fmt (gethash 'org-agent-chat--finish
+                                                                     org-agent-bench--last-ms))
+                                      (org-agent-bench--fmt (gethash 'org-agent-chat--save
+                                                                     org-agent-bench--last-ms)))
                 (org-agent-bench--out "  main thread on the turn (event handling + insertion): %s ms = %s%% of %.1f s"
                                       (org-agent-bench--fmt (* 1000 org-agent-bench--main-secs))
                                       (org-agent-bench--fmt share) wall)
@@ -982,8 +1000,8 @@ HEADLINES is how many headlines it holds."
                 (org-agent-bench--out "  C-c C-k mid-stream → turn ended in the chat: %s ms" (org-agent-bench--fmt ms))
                 (org-agent-bench--row "6 interrupt to turn ended" ms "ms" "<= 100"
                                       (org-agent-bench--verdict ms #'<= 100))))))
-      (advice-remove 'org-agent-chat--finish #'org-agent-bench--time-finish)
-      (advice-remove 'org-agent-chat--save #'org-agent-bench--time-save)
+      (org-agent-bench--unclock 'org-agent-chat--finish)
+      (org-agent-bench--unclock 'org-agent-chat--save)
       (advice-remove 'org-agent-process-events #'org-agent-bench--count-main)
       (advice-remove 'org-agent-chat--insert #'org-agent-bench--count-main)
       (org-agent-test-server-stop))))

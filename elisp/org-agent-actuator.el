@@ -160,36 +160,44 @@ what `org-agent-actuator-preview' compares.")
           (org-agent-actuator--fail "node %s (%s) is no longer in %s" id title (buffer-name)))
         (goto-char pos)))))
 
+(defmacro org-agent-actuator--one-step (&rest body)
+  "Run BODY in the current buffer as one undo step; return BODY's value.
+Point and restriction are restored.  If BODY fails, its changes are
+undone; if it succeeds, the store is brought up to date (see
+`org-agent-actuator--after-edit')."
+  (declare (indent 0) (debug t))
+  (let ((group (make-symbol "group")) (done (make-symbol "done"))
+        (was-modified (make-symbol "was-modified")) (value (make-symbol "value")))
+    `(let ((,was-modified (buffer-modified-p))
+           (,group (prepare-change-group))
+           ,done ,value)
+       (save-excursion
+         (save-restriction
+           (unwind-protect
+               (progn
+                 ;; Its own undo step: apart from the user's last edit and the next.
+                 (undo-boundary)
+                 (activate-change-group ,group)
+                 (setq ,value (progn ,@body))
+                 (setq ,done t))
+             (if ,done
+                 (progn (accept-change-group ,group)
+                        (undo-amalgamate-change-group ,group)
+                        (undo-boundary))
+               (cancel-change-group ,group)))))
+       (when ,done (org-agent-actuator--after-edit ,was-modified))
+       ,value)))
+
 (defmacro org-agent-actuator--at-node (id &rest body)
   "Run BODY at the headline of node ID as one undo step; return BODY's value."
   (declare (indent 1) (debug t))
-  (let ((node (make-symbol "node")) (buffer (make-symbol "buffer"))
-        (group (make-symbol "group")) (done (make-symbol "done"))
-        (was-modified (make-symbol "was-modified")) (value (make-symbol "value")))
-    `(let* ((,node (or (org-agent-node ,id)
-                       (org-agent-actuator--fail "no node with id %s" ,id)))
-            (,buffer (org-agent-actuator--node-buffer ,node)))
-       (with-current-buffer ,buffer
-         (let ((,was-modified (buffer-modified-p))
-               (,group (prepare-change-group))
-               ,done ,value)
-           (save-excursion
-             (save-restriction
-               (unwind-protect
-                   (progn
-                     ;; Its own undo step: apart from the user's last edit and the next.
-                     (undo-boundary)
-                     (activate-change-group ,group)
-                     (org-agent-actuator--goto ,node)
-                     (setq ,value (progn ,@body))
-                     (setq ,done t))
-                 (if ,done
-                     (progn (accept-change-group ,group)
-                            (undo-amalgamate-change-group ,group)
-                            (undo-boundary))
-                   (cancel-change-group ,group)))))
-           (when ,done (org-agent-actuator--after-edit ,was-modified))
-           ,value)))))
+  (let ((node (make-symbol "node")))
+    `(let ((,node (or (org-agent-node ,id)
+                      (org-agent-actuator--fail "no node with id %s" ,id))))
+       (with-current-buffer (org-agent-actuator--node-buffer ,node)
+         (org-agent-actuator--one-step
+           (org-agent-actuator--goto ,node)
+           ,@body)))))
 
 (defun org-agent-actuator--body-region ()
   "Return (BEG . END) of the body of the entry at point.
@@ -334,25 +342,13 @@ not WAS-MODIFIED before the edit.  A preview's copy stays as it is."
       (with-current-buffer buffer
         (unless (derived-mode-p 'org-mode)
           (org-agent-actuator--fail "%s is not an Org file" file))
-        (let ((was-modified (buffer-modified-p))
-              (group (prepare-change-group)) done)
-          (unwind-protect
-              (save-excursion
-                (save-restriction
-                  (undo-boundary)
-                  (activate-change-group group)
-                  (widen)
-                  (goto-char (point-max))
-                  (unless (bolp) (insert "\n"))
-                  (insert (org-agent-actuator--headline-text 1 title todo tags))
-                  (forward-line -1)
-                  (org-agent-actuator--fill-new-headline properties body)
-                  (setq done t)))
-            (if done
-                (progn (accept-change-group group) (undo-amalgamate-change-group group)
-                       (undo-boundary))
-              (cancel-change-group group)))
-          (org-agent-actuator--after-edit was-modified)
+        (org-agent-actuator--one-step
+          (widen)
+          (goto-char (point-max))
+          (unless (bolp) (insert "\n"))
+          (insert (org-agent-actuator--headline-text 1 title todo tags))
+          (forward-line -1)
+          (org-agent-actuator--fill-new-headline properties body)
           (list :file (expand-file-name file)))))))
 
 (org-agent-actuator-define :visit-node ((id string))

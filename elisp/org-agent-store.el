@@ -353,9 +353,7 @@ first, so the store knows the text the user sees."
                        (point-min)
                      (org-back-to-heading t)
                      (point))))))
-      (when (buffer-modified-p)
-        (org-agent-ingest-buffer))
-      (or (org-agent--node-at file pos)
+      (or (and (not (buffer-modified-p)) (org-agent--node-at file pos))
           (progn (org-agent-ingest-buffer)
                  (org-agent--node-at file pos))))))
 
