@@ -131,6 +131,7 @@ async fn the_request_is_a_chat_completions_post() {
                     id: "call_1".into(),
                     name: "get_weather".into(),
                     arguments: json!({"city": "Edinburgh"}),
+                    signature: None,
                 }],
             },
             Message::Tool {

@@ -582,9 +582,10 @@ impl Runtime {
             .clone();
         let store = self.store();
         let backend_name = format!("{} @ {}", backend.model, backend.base_url);
-        self.telemetry
-            .lock()
-            .log("chat", format!("{id}: turn started with {}", backend.url()));
+        self.telemetry.lock().log(
+            "chat",
+            format!("{id}: turn started with {}", backend.url(cfg.stream)),
+        );
         let operator = Arc::new(EmacsOperator {
             rt: self,
             request,

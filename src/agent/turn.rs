@@ -524,6 +524,7 @@ fn sexp_call(action: &Action, n: u32) -> ToolCall {
         id: format!("sexp-{n}"),
         name,
         arguments,
+        signature: None,
     }
 }
 

@@ -368,8 +368,9 @@ fn print_sexp(env: &Env, value: Value) -> Result<String> {
     Ok(crate::sexp::print(s.value()))
 }
 
-/// A backend from its plist: (:url URL :model MODEL :key KEY :headers ((NAME . VALUE) ...)
-/// :connect-timeout S :first-byte-timeout S :idle-timeout S :total-timeout S).
+/// A backend from its plist: (:name NAME :type openai :url URL :model MODEL :key KEY
+/// :headers ((NAME . VALUE) ...) :connect-timeout S :first-byte-timeout S :idle-timeout S
+/// :total-timeout S).
 fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backend> {
     let get = |key: &str| -> Result<Option<Value>> {
         let v = env.call("plist-get", (plist, env.intern(key)?))?;
@@ -382,7 +383,26 @@ fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backe
         Some(m) => lisp_string(env, m)?,
         None => "default".into(),
     };
-    let mut b = crate::llm::http::Backend::new(lisp_string(env, url)?, model);
+    let wire = match get(":type")? {
+        None => crate::llm::Wire::OpenAi,
+        Some(t) => {
+            let name: String = env.call("format", ("%s", t))?.into_rust()?;
+            match crate::llm::Wire::from_name(name.trim_start_matches(':')) {
+                Some(w) => w,
+                None => {
+                    let known: Vec<&str> = crate::llm::Wire::ALL.iter().map(|w| w.name()).collect();
+                    return fail(
+                        env,
+                        format!("unknown backend :type {name} (known: {})", known.join(", ")),
+                    );
+                }
+            }
+        }
+    };
+    let mut b = crate::llm::http::Backend::with_wire(wire, lisp_string(env, url)?, model);
+    if let Some(name) = get(":name")? {
+        b.name = lisp_string(env, name)?;
+    }
     if let Some(key) = get(":key")? {
         b.api_key = Some(key.into_rust()?);
     }

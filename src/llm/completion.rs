@@ -63,6 +63,9 @@ pub struct ToolCall {
     /// The parsed arguments (an object, for any sane tool schema). Empty argument text
     /// becomes `{}`.
     pub arguments: Value,
+    /// An opaque token the provider wants echoed back with this call in the next request
+    /// (Gemini's `thoughtSignature`); `None` for providers that have none.
+    pub signature: Option<String>,
 }
 
 /// Token counts for one response.

@@ -1,9 +1,11 @@
-//! HTTP for OpenAI-compatible `/v1/chat/completions` servers (OpenAI, llama.cpp, vLLM, Ollama
-//! `/v1`, OpenRouter, Groq, DeepSeek, …).
+//! HTTP for every wire format ([`Wire`]): OpenAI-compatible `/v1/chat/completions` servers
+//! (OpenAI, llama.cpp, vLLM, Ollama `/v1`, OpenRouter, Groq, DeepSeek, …) and the providers'
+//! own formats.
 //!
-//! [`ChatClient::chat`] POSTs a [`ChatRequest`] as JSON and reads the body chunk by chunk into
-//! an [`OpenAiStream`], passing each [`Delta`] to the caller as it arrives, and returns the
-//! [`Completion`]. Everything that can go wrong is a typed [`LlmError`]:
+//! [`ChatClient::chat`] POSTs a [`ChatRequest`] as JSON in the backend's wire format and reads
+//! the body chunk by chunk into that format's parser, passing each [`Delta`] to the caller as
+//! it arrives, and returns the [`Completion`]. Everything that can go wrong is a typed
+//! [`LlmError`]:
 //!
 //! * an HTTP error status is [`LlmError::Http`] with the status, the provider's own message
 //!   (from `{"error": {"message": …}}`) and `retry-after-ms` / `retry-after`;
@@ -13,13 +15,15 @@
 //! * a [`CancelToken`] stops the request at its next wait with [`LlmError::Cancelled`];
 //! * a connection that drops mid-stream is [`LlmError::Truncated`] with what arrived.
 //!
-//! The API key is sent as `Authorization: Bearer …` (marked sensitive for hyper), and never
-//! appears in `Debug` output or in an error, even if a server echoes it back.
+//! The API key is sent in the format's header (`Authorization: Bearer …`, `x-api-key`,
+//! `x-goog-api-key`; marked sensitive for hyper), and never appears in `Debug` output or in an
+//! error, even if a server echoes it back.
 
 use crate::llm::completion::{Completion, Delta, ToolCall};
 use crate::llm::error::{bounded, LlmError, TimeoutPhase};
-use crate::llm::openai::{parse_response, OpenAiStream, StreamOptions};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION};
+use crate::llm::openai::StreamOptions;
+use crate::llm::wire::{provider_error, Wire};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
 use serde_json::{json, Map, Value};
 use std::fmt;
 use std::future::Future;
@@ -37,14 +41,20 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 // ---------------------------------------------------------------------------------------------
 // Configuration.
 
-/// One OpenAI-compatible server and how to talk to it.
+/// One server and how to talk to it.
 #[derive(Clone)]
 pub struct Backend {
+    /// A name for messages and telemetry (`"local"`, `"anthropic"`).
+    pub name: String,
+    /// The wire format the server speaks.
+    pub wire: Wire,
     /// The API root, including the version: `https://api.openai.com/v1`,
-    /// `http://127.0.0.1:8080/v1`. `/chat/completions` is appended.
+    /// `http://127.0.0.1:8080/v1`, `https://api.anthropic.com/v1`. The format's chat path
+    /// is appended ([`Wire::chat_url`]).
     pub base_url: String,
     pub model: String,
-    /// Sent as `Authorization: Bearer <key>`. Never shown by `Debug` or in errors.
+    /// Sent in the format's key header ([`Wire::auth_header`]). Never shown by `Debug` or in
+    /// errors.
     pub api_key: Option<String>,
     /// Extra request headers (`HTTP-Referer`, `OpenAI-Organization`, …). Their values are
     /// not shown by `Debug` either (some carry secrets).
@@ -63,10 +73,17 @@ pub struct Backend {
 }
 
 impl Backend {
-    /// A backend with no key, no extra headers and default timeouts: connect 10 s, first byte
-    /// 120 s, idle 60 s, total 10 min.
+    /// An OpenAI-compatible backend with no key, no extra headers and default timeouts:
+    /// connect 10 s, first byte 120 s, idle 60 s, total 10 min.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self::with_wire(Wire::OpenAi, base_url, model)
+    }
+
+    /// [`Backend::new`] for another wire format.
+    pub fn with_wire(wire: Wire, base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Backend {
+            name: wire.name().to_owned(),
+            wire,
             base_url: base_url.into(),
             model: model.into(),
             api_key: None,
@@ -79,9 +96,14 @@ impl Backend {
         }
     }
 
-    /// The Chat Completions endpoint.
-    pub fn url(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    /// The chat endpoint, for a streaming request or not.
+    pub fn url(&self, stream: bool) -> String {
+        self.wire.chat_url(&self.base_url, &self.model, stream)
+    }
+
+    fn parsed_url(&self, stream: bool) -> Result<reqwest::Url, LlmError> {
+        reqwest::Url::parse(&self.url(stream))
+            .map_err(|e| LlmError::Config(format!("the base URL does not parse: {e}")))
     }
 
     /// `text` with the API key (if any) replaced, for error messages.
@@ -97,6 +119,8 @@ impl fmt::Debug for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let header_names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("Backend")
+            .field("name", &self.name)
+            .field("wire", &self.wire)
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
@@ -270,7 +294,6 @@ impl CancelToken {
 #[derive(Clone)]
 pub struct ChatClient {
     backend: Arc<Backend>,
-    url: reqwest::Url,
     http: reqwest::Client,
 }
 
@@ -285,8 +308,7 @@ impl fmt::Debug for ChatClient {
 impl ChatClient {
     /// A client for `backend`: fails with [`LlmError::Config`] on a bad URL or header.
     pub fn new(backend: Backend) -> Result<Self, LlmError> {
-        let url = reqwest::Url::parse(&backend.url())
-            .map_err(|e| LlmError::Config(format!("the base URL does not parse: {e}")))?;
+        backend.parsed_url(true)?;
         let mut headers = HeaderMap::new();
         for (name, value) in &backend.headers {
             let name = HeaderName::from_bytes(name.as_bytes())
@@ -297,11 +319,17 @@ impl ChatClient {
             headers.insert(name, value);
         }
         if let Some(key) = &backend.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            let (name, value) = backend.wire.auth_header(key);
+            let mut value = HeaderValue::from_str(&value).map_err(|_| {
                 LlmError::Config("the API key is not a valid header value".to_owned())
             })?;
             value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
+            headers.insert(HeaderName::from_static(name), value);
+        }
+        for (name, value) in backend.wire.fixed_headers() {
+            headers
+                .entry(HeaderName::from_static(name))
+                .or_insert(HeaderValue::from_static(value));
         }
         let http = reqwest::Client::builder()
             .default_headers(headers)
@@ -315,7 +343,6 @@ impl ChatClient {
             .map_err(|e| LlmError::Transport(describe(&e)))?;
         Ok(ChatClient {
             backend: Arc::new(backend),
-            url,
             http,
         })
     }
@@ -339,9 +366,10 @@ impl ChatClient {
         let first_byte = start + b.first_byte_timeout.min(MAX_TIMEOUT);
         let wait = Waits { b, cancel, total };
 
+        let url = b.parsed_url(request.stream)?;
         let send = self
             .http
-            .post(self.url.clone())
+            .post(url)
             .header(
                 ACCEPT,
                 if request.stream {
@@ -350,7 +378,7 @@ impl ChatClient {
                     "application/json"
                 },
             )
-            .json(&request.to_json(&b.model))
+            .json(&b.wire.request_body(request, &b.model))
             .send();
         let mut response = wait
             .run(send, first_byte, TimeoutPhase::FirstByte)
@@ -362,7 +390,7 @@ impl ChatClient {
             return Err(self.http_error(response, &wait, first_byte).await);
         }
 
-        let mut stream = OpenAiStream::with_options(b.stream_options);
+        let mut stream = b.wire.parser(b.stream_options);
         let mut first = true;
         loop {
             let (until, phase) = if first {
@@ -440,8 +468,8 @@ impl ChatClient {
             phase = TimeoutPhase::Idle;
         }
         body.truncate(MAX_ERROR_BODY);
-        let (message, kind, code) = match parse_response(&body) {
-            Err(LlmError::Provider {
+        let (message, kind, code) = match provider_error(&body) {
+            Some(LlmError::Provider {
                 message,
                 kind,
                 code,

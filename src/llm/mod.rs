@@ -12,9 +12,11 @@ pub mod http;
 pub mod openai;
 pub mod sse;
 pub mod think;
+pub mod wire;
 
 pub use completion::{Completion, Delta, FinishReason, ToolCall, Usage};
 pub use error::{LlmError, TimeoutPhase};
 pub use http::{Backend, CancelToken, ChatClient, ChatRequest, Message};
 pub use sse::{SseDecoder, SseEvent};
 pub use think::ThinkTags;
+pub use wire::{ResponseParser, Wire};

@@ -499,6 +499,7 @@ impl Accumulator {
                 name: call.name.clone(),
                 arguments: parse_arguments(&call.arguments)
                     .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+                signature: None,
             })
             .collect();
         c
@@ -519,6 +520,7 @@ impl Accumulator {
                 id: call_id(call, i),
                 name: call.name.clone(),
                 arguments,
+                signature: None,
             });
         }
         Ok(c)

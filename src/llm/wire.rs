@@ -1,0 +1,198 @@
+//! The wire formats a backend can speak, and what each one provides to the HTTP client.
+//!
+//! A wire format is a request body builder, a response parser (streamed bytes → [`Delta`]s →
+//! [`Completion`]), a non-streaming response parser, an endpoint and an authentication header.
+//! Everything else (timeouts, cancellation, HTTP errors, retry-after) is shared in
+//! [`crate::llm::http`], so adding a provider is adding one file.
+
+use crate::llm::completion::{Completion, Delta};
+use crate::llm::error::{bounded, LlmError};
+use crate::llm::http::ChatRequest;
+use crate::llm::openai::{self, OpenAiStream, StreamOptions};
+use serde_json::Value;
+
+/// A response body parser: takes the body as HTTP delivers it, chunk by chunk.
+pub trait ResponseParser: Send {
+    /// Takes the next chunk and returns the deltas it completes. After an error the parser
+    /// is over and returns the same error again.
+    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError>;
+    /// Everything received so far (tool arguments that do not parse yet kept as a JSON
+    /// string), for [`LlmError::Truncated`].
+    fn partial(&self) -> Completion;
+    /// Ends the body: the last deltas and the completion, or [`LlmError::Truncated`] when the
+    /// body ended before the format's end marker.
+    fn finish(self: Box<Self>) -> Result<(Vec<Delta>, Completion), LlmError>;
+}
+
+impl ResponseParser for OpenAiStream {
+    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
+        OpenAiStream::feed(self, bytes)
+    }
+    fn partial(&self) -> Completion {
+        OpenAiStream::partial(self)
+    }
+    fn finish(self: Box<Self>) -> Result<(Vec<Delta>, Completion), LlmError> {
+        OpenAiStream::finish(*self)
+    }
+}
+
+/// The wire format of a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Wire {
+    /// OpenAI Chat Completions and every compatible server.
+    OpenAi,
+}
+
+impl Wire {
+    /// Every wire format, for listings and tests.
+    pub const ALL: [Wire; 1] = [Wire::OpenAi];
+
+    /// The format named `name` (`"openai"`, …), as users write it in their configuration.
+    pub fn from_name(name: &str) -> Option<Wire> {
+        Wire::ALL
+            .into_iter()
+            .find(|w| w.name().eq_ignore_ascii_case(name))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Wire::OpenAi => "openai",
+        }
+    }
+
+    /// The chat endpoint under the API root `base`.
+    pub fn chat_url(self, base: &str, _model: &str, _stream: bool) -> String {
+        let base = base.trim_end_matches('/');
+        match self {
+            Wire::OpenAi => format!("{base}/chat/completions"),
+        }
+    }
+
+    /// The JSON request body.
+    pub fn request_body(self, request: &ChatRequest, model: &str) -> Value {
+        match self {
+            Wire::OpenAi => request.to_json(model),
+        }
+    }
+
+    /// A parser for a response body.
+    pub fn parser(self, opts: StreamOptions) -> Box<dyn ResponseParser> {
+        match self {
+            Wire::OpenAi => Box::new(OpenAiStream::with_options(opts)),
+        }
+    }
+
+    /// The header that carries the API key, and its value.
+    pub fn auth_header(self, key: &str) -> (&'static str, String) {
+        match self {
+            Wire::OpenAi => ("authorization", format!("Bearer {key}")),
+        }
+    }
+
+    /// Headers the format always sends (`anthropic-version`); a backend's own headers win.
+    pub fn fixed_headers(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Wire::OpenAi => &[],
+        }
+    }
+
+    /// Parses a complete non-streaming response body.
+    pub fn parse_response(self, body: &[u8], opts: &StreamOptions) -> Result<Completion, LlmError> {
+        match self {
+            Wire::OpenAi => openai::parse_response_with(body, opts),
+        }
+    }
+}
+
+/// The provider's own error in an error response body, in any provider's shape:
+/// `{"error": {"message", "type", "code"}}` (OpenAI), `{"type": "error", "error": {"type",
+/// "message"}}` (Anthropic), `{"error": {"code", "message", "status"}}` (Gemini, also inside a
+/// one-element array), `{"error": "…"}` (Ollama). `None` when the body is none of these.
+pub fn provider_error(body: &[u8]) -> Option<LlmError> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let value = match value {
+        Value::Array(mut items) if items.len() == 1 => items.pop()?,
+        other => other,
+    };
+    let error = value.get("error")?;
+    let text = |v: Option<&Value>| -> Option<String> {
+        match v? {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    };
+    match error {
+        Value::String(message) => Some(LlmError::Provider {
+            message: bounded(message),
+            kind: None,
+            code: None,
+        }),
+        Value::Object(fields) => Some(LlmError::Provider {
+            message: bounded(&text(fields.get("message")).unwrap_or_else(|| error.to_string())),
+            kind: text(fields.get("type")).or_else(|| text(fields.get("status"))),
+            code: text(fields.get("code")),
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(e: Option<LlmError>) -> (String, Option<String>, Option<String>) {
+        match e {
+            Some(LlmError::Provider {
+                message,
+                kind,
+                code,
+            }) => (message, kind, code),
+            other => panic!("not a provider error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn provider_errors_in_every_shape() {
+        let openai = br#"{"error": {"message": "bad key", "type": "invalid_request_error", "code": "invalid_api_key"}}"#;
+        assert_eq!(
+            parts(provider_error(openai)),
+            (
+                "bad key".into(),
+                Some("invalid_request_error".into()),
+                Some("invalid_api_key".into())
+            )
+        );
+        let anthropic =
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            parts(provider_error(anthropic)),
+            ("Overloaded".into(), Some("overloaded_error".into()), None)
+        );
+        let gemini = br#"[{"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}}]"#;
+        assert_eq!(
+            parts(provider_error(gemini)),
+            (
+                "Quota exceeded".into(),
+                Some("RESOURCE_EXHAUSTED".into()),
+                Some("429".into())
+            )
+        );
+        let ollama = br#"{"error": "model \"x\" not found, try pulling it first"}"#;
+        assert_eq!(
+            parts(provider_error(ollama)).0,
+            "model \"x\" not found, try pulling it first"
+        );
+        assert!(provider_error(b"<html>502</html>").is_none());
+        assert!(provider_error(br#"{"choices": []}"#).is_none());
+    }
+
+    #[test]
+    fn wire_names_round_trip() {
+        for wire in Wire::ALL {
+            assert_eq!(Wire::from_name(wire.name()), Some(wire));
+        }
+        assert_eq!(Wire::from_name("OpenAI"), Some(Wire::OpenAi));
+        assert_eq!(Wire::from_name("nonsense"), None);
+    }
+}
