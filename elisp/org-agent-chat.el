@@ -119,6 +119,7 @@ More answer text then needs a heading of its own.")
 MARKER is where its keys line starts; OVERLAY carries the keys.")
 
 (declare-function org-agent--stimulus "org-agent-module")
+(declare-function org-agent--redact-private "org-agent-module")
 (declare-function org-agent--chat-restore "org-agent-module")
 (declare-function org-agent--cancel "org-agent-module")
 (declare-function org-agent--chat-cancel-all "org-agent-module")
@@ -416,12 +417,15 @@ The model is `org-agent-local-model'."
                                              (or (plist-get backend :name) "backend")
                                              (or (plist-get backend :model) "?")))
   (condition-case err
-      (let ((request (org-agent--stimulus
-                      (list :type :event
-                            :payload (list :sensor :chat-message :text prompt)
-                            :meta (list :session org-agent-chat--conversation)
-                            :depth 0)
-                      backend (org-agent-chat--options))))
+      (let ((request (progn
+                       ;; The options may have been `setq'd since the last turn.
+                       (org-agent--send-privacy)
+                       (org-agent--stimulus
+                        (list :type :event
+                              :payload (list :sensor :chat-message :text prompt)
+                              :meta (list :session org-agent-chat--conversation)
+                              :depth 0)
+                        backend (org-agent-chat--options)))))
         (setq org-agent-chat--request request)
         (puthash request (current-buffer) org-agent-chat--in-flight)
         request)
@@ -461,7 +465,9 @@ The buffer's text goes with the question (up to
 is the focus."
   (interactive)
   (let* ((name (if buffer-file-name (abbreviate-file-name buffer-file-name) (buffer-name)))
-         (text (org-agent--buffer-text))
+         (text (org-agent--redact-private
+                (org-agent--buffer-text)
+                (if buffer-file-name (expand-file-name buffer-file-name) (buffer-name))))
          (cut (> (length text) org-agent-summarize-max-chars))
          (shown (format "Summarize the buffer %s." name)))
     (org-agent-chat--command

@@ -35,6 +35,33 @@ When nil, use `org-directory'."
   :type 'natnum
   :group 'org-agent)
 
+(defun org-agent--set-privacy-option (symbol value)
+  "Set SYMBOL to VALUE and hand the privacy rules to the module if it is loaded."
+  (set-default symbol value)
+  (when (fboundp 'org-agent--send-privacy)
+    (org-agent--send-privacy)))
+
+(defcustom org-agent-private-tags '("@personal" "private")
+  "Tags that keep a subtree out of the LLM's view.
+A headline with one of these tags (its own, an ancestor's, or from
+#+FILETAGS), or with a property \=`PRIVATE' of \=`t', is private with
+all its children: it never enters a prompt, a tool result or an
+embedding request, and the agent cannot edit it.  Tag inheritance
+settings do not matter here."
+  :type '(repeat string)
+  :set #'org-agent--set-privacy-option
+  :group 'org-agent)
+
+(defcustom org-agent-private-files nil
+  "Org files the LLM never sees, as glob patterns.
+A pattern without a slash matches the file name (\"diary.org\",
+\"*.private.org\"); one with a slash matches the absolute file name
+\(\"~/notes/journal/**\").  `*' matches within a directory, `**' across
+directories, `?' one character."
+  :type '(repeat string)
+  :set #'org-agent--set-privacy-option
+  :group 'org-agent)
+
 (defvar org-agent-ingest-functions nil
   "Functions called with an event plist after each ingest reported by a worker.
 The plist has :type (`ingested', `superseded' or `failed'), :file,
@@ -51,6 +78,7 @@ The plist has :request, :reply and :action; the actuator answers
 with `org-agent--actuated'.")
 
 (declare-function org-agent--configure "org-agent-module")
+(declare-function org-agent--set-privacy "org-agent-module")
 (declare-function org-agent--store-open "org-agent-module")
 (declare-function org-agent--store-close "org-agent-module")
 (declare-function org-agent--store-flush "org-agent-module")
@@ -104,7 +132,17 @@ with `org-agent--actuated'.")
     (org-agent--configure todo done org-version
                           (let ((ex (default-value 'org-tags-exclude-from-inheritance)))
                             (if (listp ex) ex nil))
-                          org-agent-snapshot-count)))
+                          org-agent-snapshot-count))
+  (org-agent--send-privacy))
+
+(defun org-agent--send-privacy ()
+  "Hand `org-agent-private-tags' and `org-agent-private-files' to the module."
+  (when (fboundp 'org-agent--set-privacy)
+    (org-agent--set-privacy
+     org-agent-private-tags
+     (mapcar (lambda (pattern)
+               (if (string-prefix-p "~" pattern) (expand-file-name pattern) pattern))
+             org-agent-private-files))))
 
 (defun org-agent--directories ()
   "Return the directories to ingest, expanded."

@@ -749,3 +749,69 @@ async fn a_call_repeated_word_for_word_is_answered_without_running_again() {
     );
     assert!(results[2].contains("matching headlines"), "{results:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_notes_never_reach_the_llm_and_cannot_be_edited() {
+    // demo/notes/tasks.org has "* Private :private:" with "A note that never leaves this
+    // machine" under it.
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let private = id_of(&eq, "Private");
+    let child = id_of(&eq, "A note that never leaves this machine");
+    server.push(sse(
+        "Looking.",
+        &[
+            ("read_node", json!({"id": private})),
+            ("search_notes", json!({"text": "never leaves"})),
+            ("query_notes", json!({"tag": "private"})),
+            ("set_todo", json!({"id": child, "state": "DONE"})),
+            (
+                "add_headline",
+                json!({"parent": private, "title": "Leaked"}),
+            ),
+        ],
+    ));
+    server.push(sse("Nothing to see.", &[]));
+    let operator = Scripted::answering(&[Approval::Once, Approval::Once]);
+    eq.operator = operator.clone();
+    eq.edit_tools = true;
+    let cfg = TurnConfig {
+        // Even as the focus, the private node is not shown.
+        focus: Some(child.clone()),
+        ..TurnConfig::default()
+    };
+    run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "What is private?",
+        &cfg,
+        &CancelToken::new(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert!(
+        operator.asked.lock().unwrap().is_empty(),
+        "nothing is asked"
+    );
+    assert!(operator.actuated.lock().unwrap().is_empty(), "nothing runs");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        let body = String::from_utf8_lossy(&r.body).to_string();
+        assert!(!body.contains("never leaves this machine"), "{body}");
+    }
+    let results = tool_messages(&requests[1].json());
+    assert_eq!(results.len(), 5, "{results:?}");
+    assert!(results[0].contains("is private"), "{results:?}");
+    assert!(
+        results[1].starts_with("No headlines mention it"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].starts_with("No matching headlines"),
+        "{results:?}"
+    );
+    assert!(results[3].contains("is private"), "{results:?}");
+    assert!(results[4].contains("is private"), "{results:?}");
+}

@@ -1,7 +1,8 @@
 //! The built-in tools against a store holding the demo notes.
 
+use org_agent::context::privacy::Privacy;
 use org_agent::store::{Config, Store};
-use org_agent::tools::{Registry, ToolError};
+use org_agent::tools::{Notes, Registry, ToolError};
 use serde_json::json;
 
 fn demo_store() -> Store {
@@ -17,6 +18,15 @@ fn demo_store() -> Store {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
     store
+}
+
+/// The store as the LLM sees it, under the default privacy rules.
+fn notes(store: &Store) -> Notes<'_> {
+    static PRIVACY: std::sync::OnceLock<Privacy> = std::sync::OnceLock::new();
+    Notes {
+        store,
+        privacy: PRIVACY.get_or_init(Privacy::default),
+    }
 }
 
 #[test]
@@ -43,7 +53,7 @@ fn schemas_are_json_schema_functions() {
 fn query_notes_finds_headlines() {
     let (store, r) = (demo_store(), Registry::with_builtins());
     let out = r
-        .call(&store, "query_notes", &json!({"todo": "WAITING"}))
+        .call(&notes(&store), "query_notes", &json!({"todo": "WAITING"}))
         .unwrap();
     assert!(out.starts_with("1 matching headlines:"), "{out}");
     assert!(
@@ -51,7 +61,7 @@ fn query_notes_finds_headlines() {
         "{out}"
     );
     let out = r
-        .call(&store, "query_notes", &json!({"projects": true}))
+        .call(&notes(&store), "query_notes", &json!({"projects": true}))
         .unwrap();
     assert!(out.contains("Launch the field-notes website") && out.contains("Quarterly report"));
     assert!(
@@ -59,19 +69,27 @@ fn query_notes_finds_headlines() {
         "done projects are not active: {out}"
     );
     let out = r
-        .call(&store, "query_notes", &json!({"tag": "work", "limit": 2}))
+        .call(
+            &notes(&store),
+            "query_notes",
+            &json!({"tag": "work", "limit": 2}),
+        )
         .unwrap();
     assert!(out.starts_with("8 matching headlines, first 2:"), "{out}");
     let out = r
         .call(
-            &store,
+            &notes(&store),
             "query_notes",
             &json!({"property": "PHONE", "property_value": "555-0142"}),
         )
         .unwrap();
     assert!(out.contains("Call the plumber"), "{out}");
     let out = r
-        .call(&store, "query_notes", &json!({"tag": "nonexistent"}))
+        .call(
+            &notes(&store),
+            "query_notes",
+            &json!({"tag": "nonexistent"}),
+        )
         .unwrap();
     assert_eq!(out, "No matching headlines.");
 }
@@ -81,7 +99,7 @@ fn read_node_renders_the_node_as_org() {
     let (store, r) = (demo_store(), Registry::with_builtins());
     let out = r
         .call(
-            &store,
+            &notes(&store),
             "read_node",
             &json!({"id": "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a02"}),
         )
@@ -93,7 +111,7 @@ fn read_node_renders_the_node_as_org() {
     assert!(out.contains("** NEXT Write the export pipeline :code:\nSCHEDULED: <2026-11-24 Tue>\n:PROPERTIES:\n:ID: 6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a02\n:END:\n- [ ] export on save"), "{out}");
     let parent = r
         .call(
-            &store,
+            &notes(&store),
             "read_node",
             &json!({"id": "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a01"}),
         )
@@ -103,7 +121,7 @@ fn read_node_renders_the_node_as_org() {
         "{parent}"
     );
     let err = r
-        .call(&store, "read_node", &json!({"id": "nope"}))
+        .call(&notes(&store), "read_node", &json!({"id": "nope"}))
         .unwrap_err();
     assert_eq!(
         err,
@@ -118,12 +136,16 @@ fn read_node_renders_the_node_as_org() {
 fn search_and_list() {
     let (store, r) = (demo_store(), Registry::with_builtins());
     let out = r
-        .call(&store, "search_notes", &json!({"text": "EXPORT PIPELINE"}))
+        .call(
+            &notes(&store),
+            "search_notes",
+            &json!({"text": "EXPORT PIPELINE"}),
+        )
         .unwrap();
     assert!(out.contains("Write the export pipeline"), "{out}");
     // Bodies are searched too.
     assert!(out.contains("2026-11-20 Friday"), "{out}");
-    let out = r.call(&store, "list_files", &json!({})).unwrap();
+    let out = r.call(&notes(&store), "list_files", &json!({})).unwrap();
     assert!(out.starts_with("3 Org files:"), "{out}");
     assert!(
         out.contains("projects.org (8 headlines, title: Projects)"),
@@ -156,11 +178,11 @@ fn bad_arguments_are_refused_before_the_body_runs() {
         ("search_notes", json!({"text": "  "}), "must not be empty"),
     ];
     for (tool, args, want) in cases {
-        let err = r.call(&store, tool, &args).unwrap_err();
+        let err = r.call(&notes(&store), tool, &args).unwrap_err();
         assert!(err.to_string().contains(want), "{tool} {args}: {err}");
     }
     assert_eq!(
-        r.call(&store, "rm_rf", &json!({})).unwrap_err(),
+        r.call(&notes(&store), "rm_rf", &json!({})).unwrap_err(),
         ToolError::Unknown("rm_rf".into())
     );
 }

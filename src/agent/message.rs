@@ -441,6 +441,24 @@ impl Action {
 }
 
 impl EmacsAction {
+    /// The node the action reads or changes (an edit's `id`, a new headline's parent), and
+    /// the file a new top-level headline goes to.
+    pub fn target(&self) -> (Option<&str>, Option<&str>) {
+        match self {
+            EmacsAction::SetTodo { id, .. }
+            | EmacsAction::SetProperty { id, .. }
+            | EmacsAction::DeleteProperty { id, .. }
+            | EmacsAction::SetTags { id, .. }
+            | EmacsAction::Schedule { id, .. }
+            | EmacsAction::Deadline { id, .. }
+            | EmacsAction::ReplaceBody { id, .. }
+            | EmacsAction::AppendBody { id, .. }
+            | EmacsAction::VisitNode { id } => (Some(id), None),
+            EmacsAction::AddHeadline { file, parent, .. } => (parent.as_deref(), file.as_deref()),
+            _ => (None, None),
+        }
+    }
+
     fn from_args(a: &Args) -> Result<EmacsAction, SexpError> {
         Ok(match a.keyword("action")? {
             "insert" => EmacsAction::Insert {

@@ -10,6 +10,7 @@ use super::telemetry::Telemetry;
 use super::turn::{
     run_turn, Approval, BoxFuture, Conversation, Equipment, Operator, TurnConfig, TurnEvent,
 };
+use crate::context::privacy::Privacy;
 use crate::gates::audit::AuditLog;
 use crate::llm::completion::{Delta, ToolCall};
 use crate::llm::http::{Backend, CancelToken, ChatClient};
@@ -49,6 +50,8 @@ pub struct Runtime {
     /// When Emacs was last woken, and whether a wake for streamed text is scheduled.
     last_wake: Mutex<std::time::Instant>,
     wake_scheduled: AtomicBool,
+    /// The privacy rules every turn (and embedding job) starts with.
+    privacy: RwLock<Arc<Privacy>>,
 }
 
 /// Streamed text wakes Emacs at most this often (the chat inserts at most every 0.1 s too).
@@ -181,7 +184,17 @@ impl Runtime {
             replies: Mutex::new(HashMap::new()),
             last_wake: Mutex::new(std::time::Instant::now()),
             wake_scheduled: AtomicBool::new(false),
+            privacy: RwLock::new(Arc::new(Privacy::default())),
         })
+    }
+
+    pub fn privacy(&self) -> Arc<Privacy> {
+        self.privacy.read().clone()
+    }
+
+    /// Replace the privacy rules; turns already running keep the rules they started with.
+    pub fn set_privacy(&self, privacy: Privacy) {
+        *self.privacy.write() = Arc::new(privacy);
     }
 
     pub fn store(&self) -> Arc<Store> {
@@ -581,6 +594,7 @@ impl Runtime {
             .or_default()
             .clone();
         let store = self.store();
+        let privacy = self.privacy();
         let backend_name = format!("{} @ {}", backend.model, backend.base_url);
         self.telemetry.lock().log(
             "chat",
@@ -607,6 +621,7 @@ impl Runtime {
                     edit_tools: true,
                     elisp_tools: setup.elisp_tools,
                     audit: setup.audit_file.map(AuditLog::new),
+                    privacy,
                     ..Equipment::new(client, store)
                 };
                 let mut conv = conversation.lock().await;

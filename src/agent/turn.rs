@@ -8,6 +8,7 @@
 //! panics the loop: a panicking tool is a tool error.
 
 use super::message::{Action, EmacsAction, Sensor, Stimulus};
+use crate::context::privacy::Privacy;
 use crate::gates::audit::AuditLog;
 use crate::gates::{self, Context, Outcome, Pipeline};
 use crate::llm::completion::{Completion, Delta, ToolCall};
@@ -16,6 +17,7 @@ use crate::llm::http::{CancelToken, ChatClient, ChatRequest, Message};
 use crate::sexp::{self, Sexp, Value};
 use crate::store::Store;
 use crate::tools::emacs::{self as emacs_tools, ElispTool};
+use crate::tools::Notes;
 use crate::tools::Registry;
 use std::future::Future;
 use std::pin::Pin;
@@ -144,6 +146,8 @@ impl Operator for Unattended {
 pub struct Equipment {
     pub client: ChatClient,
     pub store: Arc<Store>,
+    /// What the LLM must never see (context, tool results, edit targets).
+    pub privacy: Arc<Privacy>,
     pub tools: Arc<Registry>,
     pub gates: Pipeline,
     pub operator: Arc<dyn Operator>,
@@ -161,6 +165,7 @@ impl Equipment {
         Equipment {
             client,
             store,
+            privacy: Arc::new(Privacy::default()),
             tools: Arc::new(Registry::with_builtins()),
             gates: Pipeline::default_policy(),
             operator: Arc::new(Unattended),
@@ -212,14 +217,36 @@ impl Equipment {
         ctx
     }
 
-    /// The action the LLM's `call` stands for, or why its arguments are wrong.
+    /// The action the LLM's `call` stands for, or why its arguments are wrong. An edit of a
+    /// private node (or in a private file) is refused here, before anyone is asked: the LLM
+    /// should not even learn what is there.
     fn action(&self, call: &ToolCall) -> Result<Action, String> {
         if self.edit_tools {
             if let Some(edit) = emacs_tools::edit_action(&call.name, &call.arguments) {
-                return edit.map(Action::Emacs);
+                let edit = edit?;
+                let notes = self.notes();
+                if let (Some(id), _) = edit.target() {
+                    notes.node(id)?;
+                }
+                if let (_, Some(file)) = edit.target() {
+                    if self.privacy.hides_file(file) {
+                        return Err(format!(
+                            "{file} is private: the user keeps it out of the agent's view"
+                        ));
+                    }
+                }
+                return Ok(Action::Emacs(edit));
             }
         }
         Ok(tool_action(call))
+    }
+
+    /// The notes as the LLM may see them.
+    pub fn notes(&self) -> Notes<'_> {
+        Notes {
+            store: &self.store,
+            privacy: &self.privacy,
+        }
     }
 
     fn audit(
@@ -276,7 +303,7 @@ pub async fn run_turn(
         if eq.edit_tools {
             system.push_str(EDITING_NOTE);
         }
-        let context = crate::context::render(&eq.store, cfg.focus.as_deref());
+        let context = crate::context::render(&eq.notes(), cfg.focus.as_deref());
         if !context.is_empty() {
             system.push_str("\n\n");
             system.push_str(&context);
@@ -573,8 +600,16 @@ fn push_result(
 async fn run_tool(eq: &Equipment, name: &str, args: serde_json::Value) -> (bool, String) {
     let tools = eq.tools.clone();
     let store = eq.store.clone();
+    let privacy = eq.privacy.clone();
     let name = name.to_string();
-    match tokio::task::spawn_blocking(move || tools.call(&store, &name, &args)).await {
+    let run = move || {
+        let notes = Notes {
+            store: &store,
+            privacy: &privacy,
+        };
+        tools.call(&notes, &name, &args)
+    };
+    match tokio::task::spawn_blocking(run).await {
         Ok(Ok(text)) => (true, text),
         Ok(Err(e)) => (false, tool_error(&e.to_string())),
         Err(_) => (false, tool_error("the tool failed unexpectedly")),

@@ -78,6 +78,36 @@ fn configure(
     Ok(())
 }
 
+/// Set what the LLM must never see: subtrees tagged with one of TAGS (strings) or with a true
+/// :PRIVATE: property, and files matching one of FILES (glob patterns: `*` within a
+/// directory, `**` across directories, `?` one character; a pattern without `/` matches the
+/// file name).  Turns already running keep the rules they started with.
+#[defun]
+fn set_privacy(env: &Env, tags: Value, files: Value) -> Result<()> {
+    let tags = string_list(env, tags)?;
+    let files = string_list(env, files)?;
+    runtime(env)?.set_privacy(crate::context::privacy::Privacy::new(tags, files));
+    Ok(())
+}
+
+/// Return TEXT, the contents of FILE, without its private subtrees (see `set_privacy');
+/// signal an error when the whole file is private.
+#[defun]
+fn redact_private(env: &Env, text: String, file: String) -> Result<String> {
+    let rt = runtime(env)?;
+    let doc = match rt.store().parse_unstored(&file, &text) {
+        Ok(doc) => doc,
+        Err(e) => return fail(env, e),
+    };
+    match rt.privacy().redact(&doc, &text) {
+        Some(redacted) => Ok(redacted),
+        None => fail(
+            env,
+            format!("{file} is private (org-agent-private-files or its tags)"),
+        ),
+    }
+}
+
 /// Open the persisted store in DIR (created if missing) and make it current.
 /// Return a plist (:files N :nodes N :rebuilt REASON :torn-tail BOOL); REASON is a string when
 /// the store on disk was unusable and was set aside, so the caller should re-ingest.

@@ -794,6 +794,29 @@ impl Store {
         }))
     }
 
+    /// `text` parsed as the contents of `file` with the store's settings, without storing it
+    /// (to look at a buffer's nodes, e.g. to leave out its private subtrees).
+    pub fn parse_unstored(&self, file: &str, text: &str) -> Result<Arc<FileDoc>> {
+        let config = self.config();
+        let settings = settings_digest(None, &config);
+        let opts = parse::ParseOptions {
+            todo: None,
+            default_todo: &config.default_todo,
+            dialect: config.dialect,
+            no_inherit_tags: &config.no_inherit_tags,
+        };
+        let parsed = parse::parse(text, Path::new(file), &opts)?;
+        Ok(Arc::new(FileDoc::new(
+            Arc::from(file),
+            0,
+            text.len() as u64,
+            text_digest(text, &settings),
+            settings,
+            parsed.file_tags,
+            parsed.nodes,
+        )))
+    }
+
     /// Ingest a file from disk. Unchanged files (same mtime and size as stored) are not read
     /// again unless `force`. A file that no longer exists leaves the store.
     pub fn ingest_file(&self, file: &str, force: bool) -> Result<IngestReport> {

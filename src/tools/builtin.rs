@@ -1,7 +1,8 @@
 //! The built-in tools: query the store, read a node, search titles and bodies, list files.
 
-use super::{Args, Param, ParamType, Tool};
-use crate::store::{NodeContent, NodeKind, NodeRef, Query, Store, TodoType};
+use super::{Args, Notes, Param, ParamType, Tool};
+use crate::context::privacy::Privacy;
+use crate::store::{NodeContent, NodeKind, NodeRef, Query, TodoType};
 
 /// Most results one call returns, whatever the LLM asks for.
 const MAX_RESULTS: i64 = 200;
@@ -82,7 +83,7 @@ fn listing(hits: &[NodeRef], total: usize, what: &str) -> String {
     out
 }
 
-fn query_notes(store: &Store, args: &Args) -> Result<String, String> {
+fn query_notes(notes: &Notes, args: &Args) -> Result<String, String> {
     let todo_type = match args.str("todo_type") {
         None => None,
         Some("todo") => Some(TodoType::Todo),
@@ -107,7 +108,8 @@ fn query_notes(store: &Store, args: &Args) -> Result<String, String> {
         projects: args.bool("projects"),
         ..Query::default()
     };
-    let hits = store.query(&q);
+    let mut hits = notes.store.query(&q);
+    hits.retain(|r| notes.shows(r));
     let n = limit(args, 20);
     Ok(listing(
         &hits[..hits.len().min(n)],
@@ -116,17 +118,14 @@ fn query_notes(store: &Store, args: &Args) -> Result<String, String> {
     ))
 }
 
-fn read_node(store: &Store, args: &Args) -> Result<String, String> {
-    let id = args.str("id").unwrap_or_default();
-    let r = store
-        .node(id)
-        .ok_or_else(|| format!("no node with id {id:?}"))?;
-    Ok(render_node(&r))
+fn read_node(notes: &Notes, args: &Args) -> Result<String, String> {
+    let r = notes.node(args.str("id").unwrap_or_default())?;
+    Ok(render_node(&r, notes.privacy))
 }
 
 /// A node as Org text: outline path, file, headline, planning, properties, body (up to
-/// [`MAX_BODY_CHARS`]) and one line per child.
-pub(crate) fn render_node(r: &NodeRef) -> String {
+/// [`MAX_BODY_CHARS`]) and one line per child that `privacy` does not hide.
+pub(crate) fn render_node(r: &NodeRef, privacy: &Privacy) -> String {
     let n = r.node();
     let c = &n.content;
     let mut out = String::new();
@@ -168,26 +167,32 @@ pub(crate) fn render_node(r: &NodeRef) -> String {
     if c.body.chars().count() > MAX_BODY_CHARS {
         out.push_str("\n[… body cut here …]\n");
     }
-    if !n.children.is_empty() {
+    let children: Vec<NodeRef> = n
+        .children
+        .iter()
+        .map(|&index| NodeRef {
+            doc: r.doc.clone(),
+            index,
+        })
+        .filter(|c| !privacy.hides(c))
+        .collect();
+    if !children.is_empty() {
         out.push_str("\nChildren:\n");
-        for &i in &n.children {
-            out.push_str(&summary(&NodeRef {
-                doc: r.doc.clone(),
-                index: i,
-            }));
+        for c in &children {
+            out.push_str(&summary(c));
             out.push('\n');
         }
     }
     out
 }
 
-fn search_notes(store: &Store, args: &Args) -> Result<String, String> {
+fn search_notes(notes: &Notes, args: &Args) -> Result<String, String> {
     let text = args.str("text").unwrap_or_default().trim().to_lowercase();
     if text.is_empty() {
         return Err("text must not be empty".into());
     }
     let n = limit(args, 20);
-    let state = store.state();
+    let state = notes.store.state();
     let mut hits = Vec::new();
     let mut total = 0;
     for doc in state.files.values() {
@@ -197,12 +202,16 @@ fn search_notes(store: &Store, args: &Args) -> Result<String, String> {
                 continue;
             }
             if c.title.to_lowercase().contains(&text) || c.body.to_lowercase().contains(&text) {
+                let r = NodeRef {
+                    doc: doc.clone(),
+                    index: i as u32,
+                };
+                if !notes.shows(&r) {
+                    continue;
+                }
                 total += 1;
                 if hits.len() < n {
-                    hits.push(NodeRef {
-                        doc: doc.clone(),
-                        index: i as u32,
-                    });
+                    hits.push(r);
                 }
             }
         }
@@ -210,13 +219,24 @@ fn search_notes(store: &Store, args: &Args) -> Result<String, String> {
     Ok(listing(&hits, total, "headlines mention it"))
 }
 
-fn list_files(store: &Store, _args: &Args) -> Result<String, String> {
-    let state = store.state();
-    if state.files.is_empty() {
+fn list_files(notes: &Notes, _args: &Args) -> Result<String, String> {
+    let state = notes.store.state();
+    // A file whose file node is private (a private pattern, #+FILETAGS) is not listed.
+    let files: Vec<_> = state
+        .files
+        .values()
+        .filter(|doc| {
+            notes.shows(&NodeRef {
+                doc: (*doc).clone(),
+                index: 0,
+            })
+        })
+        .collect();
+    if files.is_empty() {
         return Ok("No files are in the store.".into());
     }
-    let mut out = format!("{} Org files:\n", state.files.len());
-    for doc in state.files.values() {
+    let mut out = format!("{} Org files:\n", files.len());
+    for doc in files {
         out.push_str(&format!(
             "- {} ({} headlines, title: {})\n",
             doc.path,

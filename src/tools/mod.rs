@@ -8,7 +8,8 @@
 pub(crate) mod builtin;
 pub mod emacs;
 
-use crate::store::Store;
+use crate::context::privacy::Privacy;
+use crate::store::{NodeRef, Store};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -64,7 +65,7 @@ pub struct Tool {
     pub description: &'static str,
     pub params: Vec<Param>,
     #[allow(clippy::type_complexity)]
-    pub body: Box<dyn Fn(&Store, &Args) -> Result<String, String> + Send + Sync>,
+    pub body: Box<dyn Fn(&Notes, &Args) -> Result<String, String> + Send + Sync>,
 }
 
 impl Tool {
@@ -159,6 +160,35 @@ pub fn object_schema(properties: Map<String, Value>, required: &[&str]) -> Value
     })
 }
 
+/// What a tool reads: the store, seen through the privacy rules. Tools never take the store
+/// alone, so no tool can forget to hide private notes.
+#[derive(Clone, Copy)]
+pub struct Notes<'a> {
+    pub store: &'a Store,
+    pub privacy: &'a Privacy,
+}
+
+impl Notes<'_> {
+    /// Whether the LLM may see `r`.
+    pub fn shows(&self, r: &NodeRef) -> bool {
+        !self.privacy.hides(r)
+    }
+
+    /// The node `id`, or why it cannot be shown.
+    pub fn node(&self, id: &str) -> Result<NodeRef, String> {
+        let r = self
+            .store
+            .node(id)
+            .ok_or_else(|| format!("no node with id {id:?}"))?;
+        if self.privacy.hides(&r) {
+            return Err(format!(
+                "node {id:?} is private: the user keeps it out of the agent's view"
+            ));
+        }
+        Ok(r)
+    }
+}
+
 /// The tools an agent has.
 #[derive(Default, Clone)]
 pub struct Registry {
@@ -193,13 +223,13 @@ impl Registry {
         self.tools.values().map(|t| t.function_schema()).collect()
     }
 
-    /// Check the arguments and run tool `name` against `store`.
-    pub fn call(&self, store: &Store, name: &str, args: &Value) -> Result<String, ToolError> {
+    /// Check the arguments and run tool `name` on `notes`.
+    pub fn call(&self, notes: &Notes, name: &str, args: &Value) -> Result<String, ToolError> {
         let tool = self
             .get(name)
             .ok_or_else(|| ToolError::Unknown(name.to_string()))?;
         let args = tool.check(args)?;
-        (tool.body)(store, &args).map_err(|message| ToolError::Failed {
+        (tool.body)(notes, &args).map_err(|message| ToolError::Failed {
             tool: name.to_string(),
             message,
         })

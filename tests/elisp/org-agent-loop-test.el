@@ -272,6 +272,48 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
                               (buffer-string)))
       (should (string-match-p "focus: Call the plumber" (org-agent-chat--header))))))
 
+;; demo/notes/tasks.org has "* Private :private:" with a child "A note that never
+;; leaves this machine"; journal.org is made private below by a file pattern.
+(ert-deftest org-agent-loop-private-notes-never-reach-a-request ()
+  "No request carries a private subtree or file, whatever the user or the LLM does."
+  (org-agent-loop-test--with-chat
+    (let* ((tasks (find-file-noselect (expand-file-name "tasks.org" notes)))
+           (org-agent-private-files (list (concat notes "/journal.org")))
+           (private (org-agent-loop-test--id "Private")))
+      ;; The LLM asks for the private node and searches for its child's words.
+      (org-agent-test-server-push
+       :text "" :calls `[("read_node" ((id . ,private)))
+                         ("search_notes" ((text . "never leaves")))
+                         ("list_files" ,(make-hash-table))])
+      (org-agent-test-server-push :text "Nothing private here.")
+      (org-agent-loop-test--send "What is in my private notes and my journal?")
+      (should (org-agent-test-wait (lambda () finished) 60))
+      ;; Summarizing a buffer with a private subtree sends the buffer without it.
+      (setq finished nil)
+      (org-agent-test-server-push :text "A summary.")
+      (with-current-buffer tasks
+        (goto-char (point-min))
+        (re-search-forward "^\\* Private")
+        (org-agent-summarize-buffer))
+      (should (org-agent-test-wait (lambda () finished) 60))
+      ;; A whole private file cannot be summarized at all.
+      (with-current-buffer (find-file-noselect (expand-file-name "journal.org" notes))
+        (should-error (org-agent-summarize-buffer)))
+      (let ((requests (org-agent-test-server-requests)))
+        (should (= (length requests) 3))
+        (dolist (body requests)
+          (let ((text (json-encode body)))
+            (should-not (string-match-p "never leaves this machine" text))
+            (should-not (string-match-p "journal\\.org" text))))
+        (let ((results (org-agent-loop-test--tool-messages (nth 1 requests))))
+          (should (string-match-p "is private" (nth 0 results)))
+          (should (string-match-p "^No headlines mention it" (nth 1 results)))
+          (should (string-match-p "tasks\\.org" (nth 2 results))))
+        ;; The summary request has the rest of the buffer, and says where a subtree was cut.
+        (let ((summary (json-encode (nth 2 requests))))
+          (should (string-match-p "Renew the library card" summary))
+          (should (string-match-p "a private subtree is left out" summary)))))))
+
 (ert-deftest org-agent-loop-stimuli-are-typed-at-the-edge ()
   "`org-agent--stimulus' takes what it knows and says what is wrong with the rest."
   (org-agent-test-with-store

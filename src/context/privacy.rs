@@ -1,0 +1,264 @@
+//! What the LLM must never see: subtrees tagged with a private tag (default `@personal` and
+//! `private`) or with a true `:PRIVATE:` property, and whole files matching a private pattern.
+//!
+//! Privacy is decided here, once, and every path that sends notes out (the context of a
+//! request, every tool result, embedding requests) asks [`Privacy::hides`] before showing a
+//! node. It does not rely on Org's tag inheritance: a user may exclude `private` from
+//! inheritance (`org-tags-exclude-from-inheritance`) for agenda reasons, yet the subtree
+//! under a private headline is still private. So the node and every ancestor are checked.
+
+use crate::store::{FileDoc, NodeRef};
+use std::sync::Arc;
+
+/// The tags that make a subtree private when no configuration says otherwise.
+pub const DEFAULT_PRIVATE_TAGS: [&str; 2] = ["@personal", "private"];
+
+/// The privacy rules in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Privacy {
+    /// A subtree with one of these tags (own, on an ancestor, or from `#+FILETAGS`) is private.
+    tags: Vec<String>,
+    /// Files whose path matches one of these are private as a whole.
+    files: Vec<Glob>,
+    /// Whether a true `:PRIVATE:` property makes a subtree private (always, except in
+    /// [`Privacy::none`]).
+    property: bool,
+}
+
+impl Default for Privacy {
+    /// The default tags, no private files.
+    fn default() -> Self {
+        Privacy::new(DEFAULT_PRIVATE_TAGS.iter().map(|t| t.to_string()), [])
+    }
+}
+
+impl Privacy {
+    /// Rules from tag names and file patterns (see [`Glob`]).
+    pub fn new(
+        tags: impl IntoIterator<Item = String>,
+        files: impl IntoIterator<Item = String>,
+    ) -> Privacy {
+        Privacy {
+            tags: tags.into_iter().filter(|t| !t.is_empty()).collect(),
+            files: files
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .map(|p| Glob::new(&p))
+                .collect(),
+            property: true,
+        }
+    }
+
+    /// Nothing is private (for tests of other things, never a user default).
+    pub fn none() -> Privacy {
+        Privacy {
+            property: false,
+            ..Privacy::new([], [])
+        }
+    }
+
+    pub fn tags(&self) -> &[String] {
+        &self.tags
+    }
+
+    /// Whether the whole file at `path` is private.
+    pub fn hides_file(&self, path: &str) -> bool {
+        self.files.iter().any(|g| g.matches(path))
+    }
+
+    /// Whether the node is private: its file is, or it or an ancestor has a private tag or a
+    /// true `:PRIVATE:` property.
+    pub fn hides(&self, r: &NodeRef) -> bool {
+        if self.hides_file(&r.doc.path) {
+            return true;
+        }
+        let node = r.node();
+        if node.inherited_tags.iter().any(|t| self.is_private_tag(t)) {
+            return true;
+        }
+        let mut index = Some(r.index);
+        // A node's parent always comes before it in the file's list, so this ends; the bound
+        // guards against a corrupt tree all the same.
+        let mut steps = 0usize;
+        while let Some(i) = index {
+            let Some(n) = r.doc.nodes.get(i as usize) else {
+                return true;
+            };
+            let c = &n.content;
+            if c.tags.iter().any(|t| self.is_private_tag(t))
+                || (self.property && c.property("PRIVATE").is_some_and(is_true))
+            {
+                return true;
+            }
+            index = n.parent;
+            steps += 1;
+            if steps > r.doc.nodes.len() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `text` (whose nodes are `doc`, parsed from exactly this text) without its private
+    /// subtrees, each replaced by a line saying a private subtree was left out; `None` when
+    /// the whole file is private.
+    pub fn redact(&self, doc: &Arc<FileDoc>, text: &str) -> Option<String> {
+        let hidden = |index: u32| {
+            self.hides(&NodeRef {
+                doc: doc.clone(),
+                index,
+            })
+        };
+        if doc.nodes.is_empty() || hidden(0) {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut from = 0usize;
+        for (i, node) in doc.nodes.iter().enumerate().skip(1) {
+            let (begin, end) = (node.begin as usize, node.end as usize);
+            // Only the outermost private subtree of a branch: its range holds the rest.
+            if begin < from || !hidden(i as u32) {
+                continue;
+            }
+            let (Some(before), Some(_)) = (text.get(from..begin), text.get(begin..end)) else {
+                // Offsets that do not fit the text: the text is not the one parsed. Showing
+                // nothing is the safe answer.
+                return None;
+            };
+            out.push_str(before);
+            out.push_str(&format!(
+                "{} [a private subtree is left out]\n",
+                "*".repeat(node.content.level.max(1) as usize)
+            ));
+            from = end;
+        }
+        out.push_str(text.get(from..)?);
+        Some(out)
+    }
+
+    fn is_private_tag(&self, tag: &str) -> bool {
+        self.tags.iter().any(|t| t == tag)
+    }
+}
+
+/// Org's idea of a true property value, as users write it: `t`, `yes`, `true` (any case).
+fn is_true(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "t" | "yes" | "true"
+    )
+}
+
+/// A file pattern: `*` matches within one path component, `**` across components, `?` one
+/// character. A pattern without `/` is matched against the file name alone, one with `/`
+/// against the whole absolute path (so `~/notes/journal/**` works once `~` is expanded, which
+/// the Elisp side does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Glob {
+    pattern: Vec<char>,
+    name_only: bool,
+}
+
+impl Glob {
+    pub fn new(pattern: &str) -> Glob {
+        Glob {
+            pattern: pattern.chars().collect(),
+            name_only: !pattern.contains('/'),
+        }
+    }
+
+    pub fn matches(&self, path: &str) -> bool {
+        let subject = if self.name_only {
+            path.rsplit('/').next().unwrap_or(path)
+        } else {
+            path
+        };
+        let text: Vec<char> = subject.chars().collect();
+        glob_match(&self.pattern, &text)
+    }
+}
+
+/// Iterative glob matching with backtracking to the last star (linear memory, no recursion):
+/// `**` may eat `/`, `*` may not.
+fn glob_match(p: &[char], t: &[char]) -> bool {
+    let (mut pi, mut ti) = (0usize, 0usize);
+    // Where to resume after the last star: (pattern index after it, text index, crosses `/`).
+    let mut star: Option<(usize, usize, bool)> = None;
+    while ti < t.len() {
+        match p.get(pi) {
+            Some('*') => {
+                let double = p.get(pi + 1) == Some(&'*');
+                let after = if double { pi + 2 } else { pi + 1 };
+                // `**/` also matches zero directories.
+                let after = if double && p.get(after) == Some(&'/') {
+                    after + 1
+                } else {
+                    after
+                };
+                star = Some((after, ti, double));
+                pi = after;
+            }
+            Some('?') if t[ti] != '/' => {
+                pi += 1;
+                ti += 1;
+            }
+            Some(&c) if c != '*' && c != '?' && c == t[ti] => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                Some((after, start, double)) if double || t[start] != '/' => {
+                    star = Some((after, start + 1, double));
+                    pi = after;
+                    ti = start + 1;
+                }
+                _ => return false,
+            },
+        }
+    }
+    while p.get(pi) == Some(&'*') {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        let m = |p: &str, path: &str| Glob::new(p).matches(path);
+        assert!(m("diary.org", "/home/u/notes/diary.org"));
+        assert!(!m("diary.org", "/home/u/notes/diary.org.bak"));
+        assert!(m("*.private.org", "/n/health.private.org"));
+        assert!(!m("*.private.org", "/n/health.org"));
+        assert!(m(
+            "/home/u/notes/journal/**",
+            "/home/u/notes/journal/2026/11.org"
+        ));
+        assert!(m("/home/u/notes/journal/*", "/home/u/notes/journal/11.org"));
+        assert!(!m(
+            "/home/u/notes/journal/*",
+            "/home/u/notes/journal/2026/11.org"
+        ));
+        assert!(m("/home/**/secret/*.org", "/home/u/a/b/secret/x.org"));
+        assert!(m("/home/**/secret/*.org", "/home/secret/x.org"));
+        assert!(!m("/home/**/secret/*.org", "/home/u/secret/sub/x.org"));
+        assert!(m("j?urnal.org", "/x/journal.org"));
+        assert!(!m("/n/*", "/n/a/b"));
+        // Pathological backtracking stays linear enough to finish at once.
+        let long = format!("/{}", "a/".repeat(2000));
+        assert!(!m("/**/**/**/**/**/b", &long));
+    }
+
+    #[test]
+    fn truthy_values() {
+        for v in ["t", "T", " yes ", "true"] {
+            assert!(is_true(v), "{v}");
+        }
+        for v in ["nil", "", "no", "false", "tt"] {
+            assert!(!is_true(v), "{v}");
+        }
+    }
+}
