@@ -24,16 +24,53 @@
 (require 'org-agent-tools)
 
 (defcustom org-agent-backends nil
-  "The LLM backends, a list of plists; the first one is used.
+  "The LLM backends, a list of plists, in the order to try them.
 Each is like (:name \"local\" :type openai :url \"http://127.0.0.1:8080/v1\"
-:model \"local\"): an OpenAI-compatible server (OpenAI, Ollama's /v1,
-llama.cpp, vLLM, OpenRouter, Groq, LM Studio, ...).  Optional keys:
-:key, a string or a function returning one (by default the key comes
-from `auth-source' for the URL's host, e.g. a line \"machine
-api.openai.com login apikey password sk-...\" in ~/.authinfo.gpg);
-:headers, an alist of extra HTTP headers; :connect-timeout,
-:first-byte-timeout, :idle-timeout and :total-timeout in seconds."
+:model \"local\").  :type is the wire format: `openai' (OpenAI and every
+compatible server: Ollama's /v1, llama.cpp, vLLM, OpenRouter, Groq, LM
+Studio, ...), `anthropic' (:url \"https://api.anthropic.com/v1\"),
+`gemini' (:url \"https://generativelanguage.googleapis.com/v1beta\") or
+`ollama' (native /api/chat, :url \"http://127.0.0.1:11434\").
+Optional keys: :key, a string or a function returning one (by default
+the key comes from `auth-source' for the URL's host, e.g. a line
+\"machine api.anthropic.com login apikey password sk-...\" in
+~/.authinfo.gpg); :headers, an alist of extra HTTP headers;
+:connect-timeout, :first-byte-timeout, :idle-timeout and :total-timeout
+in seconds.  When one fails (down, rate-limited, over its time limits,
+answering garbage) the next is asked; see `org-agent-cascade'."
   :type '(repeat (plist :key-type symbol :value-type sexp))
+  :group 'org-agent)
+
+(defcustom org-agent-cascade nil
+  "The names of the backends to try, in order, or nil for all of them.
+Names are the :name of entries of `org-agent-backends'.  A backend
+that failed is tried last for `org-agent-cooldown' seconds."
+  :type '(repeat string)
+  :group 'org-agent)
+
+(defcustom org-agent-model-tiers nil
+  "Which backends serve each tier of request, an alist.
+Each entry is (TIER MEMBER...), TIER one of `reflex' (quick, cheap),
+`cognition' (conversation and tool use, the chat's tier) or
+`reasoning' (hard problems); a MEMBER is a backend name or (NAME . MODEL)
+to use that backend with another model.  A tier without an entry uses
+the cascade.  Example:
+  ((reflex \"ollama\")
+   (reasoning (\"anthropic\" . \"claude-opus-4-1\") \"openai\"))"
+  :type '(alist :key-type (choice (const reflex) (const cognition) (const reasoning))
+                :value-type (repeat (choice string (cons string string))))
+  :group 'org-agent)
+
+(defcustom org-agent-cooldown 600
+  "Seconds a backend that failed is tried after the others."
+  :type 'number
+  :group 'org-agent)
+
+(defcustom org-agent-retry-cap 10
+  "The longest wait, in seconds, a backend may ask for before it is asked again.
+A backend that asks for a longer wait (HTTP retry-after) is not
+waited for: the next one is asked."
+  :type 'number
   :group 'org-agent)
 
 (defcustom org-agent-local-model 'qwen
@@ -101,6 +138,12 @@ ANSWER is nil when the turn ended with an error or was interrupted.")
   "Tokens used by this conversation.")
 (defvar-local org-agent-chat--backend-name nil
   "Name and model of the backend in use, for the header line.")
+(defvar-local org-agent-chat--step-start nil
+  "Where the answer text of the current step began, or nil before it has any.
+When its backend fails mid-answer, the text from here on is dropped.")
+(defvar org-agent-chat--tier 'cognition
+  "The tier of the next request (see `org-agent-model-tiers').
+Commands bind it around `org-agent-chat--command'.")
 (defvar-local org-agent-chat--reasoning nil
   "Reasoning of the current turn, shown folded when it ends.")
 (defvar-local org-agent-chat--pending-text ""
@@ -347,15 +390,28 @@ The model is `org-agent-local-model'."
        (delete-process process))))
   (setq org-agent-chat--local nil))
 
-(defun org-agent-chat--backend ()
-  "The backend plist to use, with its key resolved."
-  (let ((backend (or (car org-agent-backends) (org-agent-chat--local-backend))))
-    (unless backend
-      (user-error "Set `org-agent-backends' to an OpenAI-compatible server first"))
-    (unless (plist-get backend :url)
-      (user-error "The first of `org-agent-backends' has no :url"))
-    (let ((key (org-agent-chat--key backend)))
-      (plist-put (copy-sequence backend) :key key))))
+(defun org-agent-chat--backends ()
+  "The backend plists of the cascade, in order, with their keys resolved."
+  (let ((backends
+         (cond
+          ((null org-agent-backends)
+           (let ((local (org-agent-chat--local-backend)))
+             (and local (list local))))
+          ((null org-agent-cascade) org-agent-backends)
+          (t (mapcar (lambda (name)
+                       (or (seq-find (lambda (b) (equal (plist-get b :name) name))
+                                     org-agent-backends)
+                           (user-error "`org-agent-cascade' names %S, which is not in \
+`org-agent-backends'" name)))
+                     org-agent-cascade)))))
+    (unless backends
+      (user-error "Set `org-agent-backends' to the LLM servers you use first"))
+    (mapcar (lambda (backend)
+              (unless (plist-get backend :url)
+                (user-error "The backend %s has no :url"
+                            (or (plist-get backend :name) (plist-get backend :model))))
+              (plist-put (copy-sequence backend) :key (org-agent-chat--key backend)))
+            backends)))
 
 (defun org-agent-chat--prompt ()
   "The text typed after the last \"* You\" heading, trimmed."
@@ -389,10 +445,10 @@ The model is `org-agent-local-model'."
            (lambda ()
              (when (buffer-live-p buffer)
                (with-current-buffer buffer
-                 (org-agent-chat--send-prompt prompt (org-agent-chat--backend)))))))
+                 (org-agent-chat--send-prompt prompt (org-agent-chat--backends)))))))
         (force-mode-line-update)
         nil)
-    (org-agent-chat--send-prompt prompt (org-agent-chat--backend))))
+    (org-agent-chat--send-prompt prompt (org-agent-chat--backends))))
 
 (defun org-agent-chat--options ()
   "The options of the next turn for the module."
@@ -402,10 +458,15 @@ The model is `org-agent-local-model'."
         :tools (org-agent-tools--specs)
         :audit-file (expand-file-name (or org-agent-audit-file
                                           (expand-file-name "audit.org" org-agent-state-directory)))
-        :interactive (or (not noninteractive) org-agent-chat-ask-in-batch)))
+        :interactive (or (not noninteractive) org-agent-chat-ask-in-batch)
+        :tier org-agent-chat--tier
+        ;; Tiers name configured backends; the local fallback model serves every tier.
+        :tiers (and org-agent-backends org-agent-model-tiers)
+        :cooldown org-agent-cooldown
+        :retry-cap org-agent-retry-cap))
 
-(defun org-agent-chat--send-prompt (prompt backend)
-  "Send PROMPT (already in the buffer) to BACKEND and show the answer as it comes."
+(defun org-agent-chat--send-prompt (prompt backends)
+  "Send PROMPT (already in the buffer) to BACKENDS and show the answer as it comes."
   (goto-char (point-max))
   (unless (bolp) (insert "\n"))
   (insert "* Assistant\n")
@@ -413,9 +474,8 @@ The model is `org-agent-local-model'."
         org-agent-chat--reasoning nil
         org-agent-chat--after-tool nil
         org-agent-chat--state "thinking…"
-        org-agent-chat--backend-name (format "%s (%s)"
-                                             (or (plist-get backend :name) "backend")
-                                             (or (plist-get backend :model) "?")))
+        org-agent-chat--step-start nil
+        org-agent-chat--backend-name (org-agent-chat--backend-label (car backends)))
   (condition-case err
       (let ((request (progn
                        ;; The options may have been `setq'd since the last turn.
@@ -425,7 +485,7 @@ The model is `org-agent-local-model'."
                               :payload (list :sensor :chat-message :text prompt)
                               :meta (list :session org-agent-chat--conversation)
                               :depth 0)
-                        backend (org-agent-chat--options)))))
+                        backends (org-agent-chat--options)))))
         (setq org-agent-chat--request request)
         (puthash request (current-buffer) org-agent-chat--in-flight)
         request)
@@ -469,7 +529,8 @@ is the focus."
                 (org-agent--buffer-text)
                 (if buffer-file-name (expand-file-name buffer-file-name) (buffer-name))))
          (cut (> (length text) org-agent-summarize-max-chars))
-         (shown (format "Summarize the buffer %s." name)))
+         (shown (format "Summarize the buffer %s." name))
+         (org-agent-chat--tier 'reflex))
     (org-agent-chat--command
      shown
      (format "%s\n\nIts text%s:\n\n#+begin_example\n%s\n#+end_example"
@@ -493,7 +554,8 @@ clearer bodies — each shown in the chat for you to approve or deny."
     (user-error "Point is not in a subtree"))
   (let* ((id (or (org-agent-node-at-point)
                  (user-error "This buffer is not in the store; save it first")))
-         (title (plist-get (org-agent-node id) :title)))
+         (title (plist-get (org-agent-node id) :title))
+         (org-agent-chat--tier 'reasoning))
     (org-agent-chat--command
      (format "Organize the subtree \"%s\"." title)
      (format "Organize the subtree \"%s\" (id %s), shown above with its children. \
@@ -543,6 +605,8 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
     ;; the last tool subtree would hide it.
     (setq org-agent-chat--after-tool nil)
     (org-agent-chat--insert "** Answer\n"))
+  (unless org-agent-chat--step-start
+    (setq org-agent-chat--step-start (copy-marker org-agent-chat--marker)))
   (setq org-agent-chat--pending-text (concat org-agent-chat--pending-text text))
   (unless org-agent-chat--flush-timer
     (let ((buffer (current-buffer)))
@@ -679,6 +743,28 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
     (org-agent-chat--save)
     (run-hook-with-args 'org-agent-turn-finished-functions conversation answer)))
 
+(defun org-agent-chat--backend-label (backend)
+  "BACKEND's name and model, for the header line."
+  (format "%s (%s)" (or (plist-get backend :name) "backend")
+          (or (plist-get backend :model) "?")))
+
+(defun org-agent-chat--failover (event)
+  "A backend failed (EVENT); drop what it streamed and say who answers now."
+  (when (plist-get event :discard)
+    (setq org-agent-chat--pending-text "")
+    (when org-agent-chat--step-start
+      (delete-region org-agent-chat--step-start org-agent-chat--marker)))
+  (setq org-agent-chat--step-start nil)
+  (let ((next (plist-get event :next)))
+    (when next
+      (setq org-agent-chat--backend-name
+            (org-agent-chat--backend-label
+             (or (seq-find (lambda (b) (equal (plist-get b :name) next)) org-agent-backends)
+                 (list :name next)))))
+    (org-agent-chat--insert
+     (format "\n- /%s failed: %s%s/\n" (plist-get event :backend) (plist-get event :message)
+             (if next (format "; asking %s" next) "")))))
+
 (defun org-agent-chat--handle (event)
   "Show the chat EVENT in its buffer."
   (let ((buffer (gethash (plist-get event :request) org-agent-chat--in-flight)))
@@ -689,14 +775,16 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
            (setq org-agent-chat--state "answering…")
            (org-agent-chat--stream (plist-get event :text)))
           ('ask
-           (setq org-agent-chat--after-tool t)
+           (setq org-agent-chat--after-tool t
+                 org-agent-chat--step-start nil)
            (org-agent-chat--ask event))
           ('reasoning
            (setq org-agent-chat--reasoning
                  (concat org-agent-chat--reasoning (plist-get event :text))))
           ('tool
            (setq org-agent-chat--state (format "tool %s…" (plist-get event :name))
-                 org-agent-chat--after-tool t)
+                 org-agent-chat--after-tool t
+                 org-agent-chat--step-start nil)
            (org-agent-chat--insert
             (format "\n** Tool: %s (%s)\n%s%s"
                     (plist-get event :name) (plist-get event :decision)
@@ -709,6 +797,8 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
           ('retrying
            (org-agent-chat--insert
             (format "\n- /retrying after: %s/\n" (plist-get event :message))))
+          ('failover
+           (org-agent-chat--failover event))
           ('usage
            (setq org-agent-chat--tokens
                  (+ org-agent-chat--tokens

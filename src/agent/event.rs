@@ -69,8 +69,16 @@ pub enum ChatUpdate {
         action: Sexp,
         reasons: Vec<String>,
     },
-    /// An error was fed back to the LLM.
+    /// An error was fed back to the LLM, or a backend is asked again after a wait.
     Retrying(String),
+    /// A backend failed and the next is asked; `discard`: drop the answer text streamed in
+    /// this step, it came from the failed backend.
+    Failover {
+        backend: String,
+        error: String,
+        next: Option<String>,
+        discard: bool,
+    },
     /// Tokens used by the last request.
     Usage { prompt: u64, completion: u64 },
     /// The turn ended with this answer.

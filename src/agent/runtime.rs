@@ -12,6 +12,7 @@ use super::turn::{
 };
 use crate::context::privacy::Privacy;
 use crate::gates::audit::AuditLog;
+use crate::llm::cascade::{Cascade, Health, Policy};
 use crate::llm::completion::{Delta, ToolCall};
 use crate::llm::http::{Backend, CancelToken, ChatClient};
 use crate::sexp::Sexp;
@@ -52,6 +53,8 @@ pub struct Runtime {
     wake_scheduled: AtomicBool,
     /// The privacy rules every turn (and embedding job) starts with.
     privacy: RwLock<Arc<Privacy>>,
+    /// Which backends failed recently, shared by every turn's cascade.
+    health: Arc<Health>,
 }
 
 /// Streamed text wakes Emacs at most this often (the chat inserts at most every 0.1 s too).
@@ -185,6 +188,7 @@ impl Runtime {
             last_wake: Mutex::new(std::time::Instant::now()),
             wake_scheduled: AtomicBool::new(false),
             privacy: RwLock::new(Arc::new(Privacy::default())),
+            health: Arc::default(),
         })
     }
 
@@ -574,13 +578,19 @@ impl Runtime {
         self.conversations.lock().remove(id);
     }
 
-    /// Run one chat turn of conversation `id` for `text` on the workers; updates arrive as
-    /// [`Event::Chat`]. Returns the request id at once.
+    /// Which backends are in their cool-down.
+    pub fn health(&self) -> &Arc<Health> {
+        &self.health
+    }
+
+    /// Run one chat turn of conversation `id` for `text` on the workers, asking `backends`
+    /// in cascade order; updates arrive as [`Event::Chat`]. Returns the request id at once.
     pub fn chat_async(
         &'static self,
         id: String,
         text: String,
-        backend: Backend,
+        backends: Vec<Backend>,
+        policy: Policy,
         cfg: TurnConfig,
         setup: ChatSetup,
     ) -> u64 {
@@ -595,10 +605,13 @@ impl Runtime {
             .clone();
         let store = self.store();
         let privacy = self.privacy();
-        let backend_name = format!("{} @ {}", backend.model, backend.base_url);
+        let names: Vec<String> = backends
+            .iter()
+            .map(|b| format!("{} ({} @ {})", b.name, b.model, b.base_url))
+            .collect();
         self.telemetry.lock().log(
             "chat",
-            format!("{id}: turn started with {}", backend.url(cfg.stream)),
+            format!("{id}: turn started with {}", names.join(", then ")),
         );
         let operator = Arc::new(EmacsOperator {
             rt: self,
@@ -615,29 +628,43 @@ impl Runtime {
         };
         self.tokio.spawn(async move {
             let outcome = AssertUnwindSafe(async {
-                let client = ChatClient::new(backend).map_err(|e| e.to_string())?;
+                let clients = backends
+                    .into_iter()
+                    .map(ChatClient::new)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| e.to_string())?;
+                let Some(first) = clients.first().cloned() else {
+                    return Err("no backend is configured".to_string());
+                };
                 let eq = Equipment {
+                    llm: Cascade::new(clients, self.health.clone(), policy),
                     operator,
                     edit_tools: true,
                     elisp_tools: setup.elisp_tools,
                     audit: setup.audit_file.map(AuditLog::new),
                     privacy,
-                    ..Equipment::new(client, store)
+                    ..Equipment::new(first, store)
                 };
                 let mut conv = conversation.lock().await;
                 run_turn(&eq, &mut conv, &text, &cfg, &cancel, |e| {
                     match &e {
                         TurnEvent::Request {
+                            backend: Some(backend),
                             took,
                             prompt_tokens,
                             completion_tokens,
-                            error,
+                            ..
                         } => self.telemetry.lock().llm_request(
-                            &backend_name,
-                            error.is_none(),
+                            backend,
+                            true,
                             *took,
                             (*prompt_tokens, *completion_tokens),
                         ),
+                        TurnEvent::Failover { backend, error, .. } => {
+                            let mut t = self.telemetry.lock();
+                            t.llm_request(backend, false, Default::default(), (0, 0));
+                            t.log("chat", format!("{backend} failed: {error}"));
+                        }
                         TurnEvent::ToolResult { name, ok, took, .. } => {
                             self.telemetry.lock().tool_call(name, *ok, *took)
                         }
@@ -692,6 +719,25 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
             name, ok, content, ..
         } => ChatUpdate::ToolResult { name, ok, content },
         TurnEvent::ErrorFedBack(m) => ChatUpdate::Retrying(m),
+        TurnEvent::Retry {
+            backend,
+            after,
+            error,
+        } => ChatUpdate::Retrying(format!(
+            "{backend}: {error}; asking it again in {:.1} s",
+            after.as_secs_f64()
+        )),
+        TurnEvent::Failover {
+            backend,
+            error,
+            streamed,
+            next,
+        } => ChatUpdate::Failover {
+            backend,
+            error,
+            next,
+            discard: streamed,
+        },
         TurnEvent::Request { .. } | TurnEvent::Warning(_) => return None,
     })
 }

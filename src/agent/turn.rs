@@ -11,6 +11,7 @@ use super::message::{Action, EmacsAction, Sensor, Stimulus};
 use crate::context::privacy::Privacy;
 use crate::gates::audit::AuditLog;
 use crate::gates::{self, Context, Outcome, Pipeline};
+use crate::llm::cascade::{Cascade, CascadeEvent};
 use crate::llm::completion::{Completion, Delta, ToolCall};
 use crate::llm::error::LlmError;
 use crate::llm::http::{CancelToken, ChatClient, ChatRequest, Message};
@@ -84,8 +85,24 @@ pub enum TurnEvent {
         content: String,
         took: std::time::Duration,
     },
-    /// One request to the LLM ended: how long it took, the tokens it used, its error.
+    /// A backend failed and the next one is tried; `streamed`: the text streamed so far
+    /// in this step came from the failed backend and is void.
+    Failover {
+        backend: String,
+        error: String,
+        streamed: bool,
+        next: Option<String>,
+    },
+    /// The same backend is asked again after the wait it asked for.
+    Retry {
+        backend: String,
+        after: std::time::Duration,
+        error: String,
+    },
+    /// One request to the LLM ended: who answered, how long it took, the tokens it used, its
+    /// error.
     Request {
+        backend: Option<String>,
         took: std::time::Duration,
         prompt_tokens: u64,
         completion_tokens: u64,
@@ -144,7 +161,8 @@ impl Operator for Unattended {
 
 /// The agent's equipment for a turn.
 pub struct Equipment {
-    pub client: ChatClient,
+    /// The backends to ask, in order.
+    pub llm: Cascade,
     pub store: Arc<Store>,
     /// What the LLM must never see (context, tool results, edit targets).
     pub privacy: Arc<Privacy>,
@@ -163,7 +181,7 @@ impl Equipment {
     /// The built-in tools under the default policy, with no Emacs and no audit log.
     pub fn new(client: ChatClient, store: Arc<Store>) -> Equipment {
         Equipment {
-            client,
+            llm: Cascade::single(client),
             store,
             privacy: Arc::new(Privacy::default()),
             tools: Arc::new(Registry::with_builtins()),
@@ -319,23 +337,46 @@ pub async fn run_turn(
         };
         let started = std::time::Instant::now();
         let result = eq
-            .client
-            .chat(&request, cancel, |d| emit(TurnEvent::Delta(d)))
+            .llm
+            .chat(&request, cancel, |e| match e {
+                CascadeEvent::Delta(d) => emit(TurnEvent::Delta(d)),
+                CascadeEvent::Retry {
+                    backend,
+                    after,
+                    error,
+                } => emit(TurnEvent::Retry {
+                    backend,
+                    after,
+                    error: error.to_string(),
+                }),
+                CascadeEvent::Failover {
+                    backend,
+                    error,
+                    streamed,
+                    next,
+                } => emit(TurnEvent::Failover {
+                    backend,
+                    error: error.to_string(),
+                    streamed,
+                    next,
+                }),
+            })
             .await;
         let usage = result
             .as_ref()
             .ok()
-            .and_then(|c| c.usage.as_ref())
+            .and_then(|a| a.completion.usage.as_ref())
             .map(|u| (u.prompt_tokens, u.completion_tokens))
             .unwrap_or((0, 0));
         emit(TurnEvent::Request {
+            backend: result.as_ref().ok().map(|a| a.backend.clone()),
             took: started.elapsed(),
             prompt_tokens: usage.0,
             completion_tokens: usage.1,
             error: result.as_ref().err().map(|e| e.to_string()),
         });
         let completion: Completion = match result {
-            Ok(c) => c,
+            Ok(a) => a.completion,
             Err(LlmError::Cancelled) => return Err(TurnError::Cancelled),
             Err(e) if errors_fed_back < cfg.max_error_feedback && feedable(&e) => {
                 errors_fed_back += 1;

@@ -463,6 +463,20 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
                     "retrying",
                     vec![(k(":message")?, m.as_str().into_lisp(env)?)],
                 ),
+                ChatUpdate::Failover {
+                    backend,
+                    error,
+                    next,
+                    discard,
+                } => (
+                    "failover",
+                    vec![
+                        (k(":backend")?, backend.as_str().into_lisp(env)?),
+                        (k(":message")?, error.as_str().into_lisp(env)?),
+                        (k(":next")?, next.as_deref().into_lisp(env)?),
+                        (k(":discard")?, discard.into_lisp(env)?),
+                    ],
+                ),
                 ChatUpdate::Usage { prompt, completion } => (
                     "usage",
                     vec![

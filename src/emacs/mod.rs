@@ -460,6 +460,59 @@ fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backe
     Ok(b)
 }
 
+/// The cascade from BACKENDS: one backend plist, or a list of them in order.
+fn backends_from_lisp(env: &Env, backends: Value) -> Result<Vec<crate::llm::http::Backend>> {
+    if backends.is_not_nil()
+        && env
+            .call("keywordp", [backends.car::<Value>()?])?
+            .is_not_nil()
+    {
+        return Ok(vec![backend_from_plist(env, backends)?]);
+    }
+    let list = list_items(env, backends)?;
+    if list.is_empty() {
+        return fail(env, "no backend is configured");
+    }
+    list.into_iter()
+        .map(|b| backend_from_plist(env, b))
+        .collect()
+}
+
+/// Tier routing from an alist ((TIER NAME-OR-(NAME . MODEL) ...) ...), TIER a symbol or
+/// keyword (reflex, cognition, reasoning).
+fn tiers_from_lisp(
+    env: &Env,
+    tiers: Value,
+) -> Result<
+    Vec<(
+        crate::llm::cascade::Tier,
+        Vec<crate::llm::cascade::TierMember>,
+    )>,
+> {
+    let mut out = Vec::new();
+    for entry in list_items(env, tiers)? {
+        let name: String = env
+            .call("format", ("%s", entry.car::<Value>()?))?
+            .into_rust()?;
+        let Some(tier) = crate::llm::cascade::Tier::from_name(&name) else {
+            return fail(env, format!("unknown tier {name} in the model tiers"));
+        };
+        let mut members = Vec::new();
+        for m in list_items(env, entry.cdr()?)? {
+            if env.call("consp", [m])?.is_not_nil() {
+                members.push((
+                    lisp_string(env, m.car()?)?,
+                    Some(lisp_string(env, m.cdr()?)?),
+                ));
+            } else {
+                members.push((lisp_string(env, m)?, None));
+            }
+        }
+        out.push((tier, members));
+    }
+    Ok(out)
+}
+
 /// Hand STIMULUS, a plist such as (:type :event :payload (:sensor :chat-message :text
 /// "…") :meta (:session "s1") :depth 0), to the agent and return a request id at once.
 /// A chat message (or a command, with :focus) starts a turn of conversation :session with
@@ -507,8 +560,43 @@ fn chat(
     options: Value,
     focus: Option<String>,
 ) -> Result<i64> {
-    let backend = backend_from_plist(env, backend)?;
     let get = |key: &str| -> Result<Value> { env.call("plist-get", (options, env.intern(key)?)) };
+    let routing = crate::llm::cascade::Routing {
+        backends: backends_from_lisp(env, backend)?,
+        tiers: tiers_from_lisp(env, get(":tiers")?)?,
+    };
+    let tier = match get(":tier")? {
+        t if t.is_not_nil() => {
+            let name: String = env.call("format", ("%s", t))?.into_rust()?;
+            match crate::llm::cascade::Tier::from_name(&name) {
+                Some(t) => t,
+                None => {
+                    return fail(
+                        env,
+                        format!("unknown tier {name} (reflex, cognition or reasoning)"),
+                    )
+                }
+            }
+        }
+        _ => crate::llm::cascade::Tier::Cognition,
+    };
+    let backends = match routing.backends_for(tier) {
+        Ok(b) => b,
+        Err(e) => return fail(env, e),
+    };
+    let mut policy = crate::llm::cascade::Policy::default();
+    for (key, slot) in [
+        (":cooldown", &mut policy.cooldown),
+        (":retry-cap", &mut policy.retry_cap),
+    ] {
+        let v = get(key)?;
+        if v.is_not_nil() {
+            let secs: f64 = env.call("float", [v])?.into_rust()?;
+            if secs.is_finite() && secs >= 0.0 {
+                *slot = std::time::Duration::from_secs_f64(secs.min(86_400.0));
+            }
+        }
+    }
     let mut cfg = crate::agent::turn::TurnConfig::default();
     let depth = get(":max-depth")?;
     if depth.is_not_nil() {
@@ -552,7 +640,7 @@ fn chat(
             confirm: field(":confirm")?.is_not_nil(),
         });
     }
-    Ok(runtime(env)?.chat_async(conversation, text, backend, cfg, setup) as i64)
+    Ok(runtime(env)?.chat_async(conversation, text, backends, policy, cfg, setup) as i64)
 }
 
 /// Answer question REPLY of a chat turn: ANSWER is `once', `conversation' or `deny'.

@@ -101,6 +101,10 @@ pub enum LlmError {
     #[error("HTTP transport error: {0}")]
     Transport(String),
 
+    /// Every backend of a cascade failed; one line per backend, in the order tried.
+    #[error("every backend failed: {}", .0.join("; "))]
+    AllFailed(Vec<String>),
+
     /// The client configuration is unusable (a bad URL or header name). Never contains a
     /// header value, which may be a secret.
     #[error("invalid client configuration: {0}")]

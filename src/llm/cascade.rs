@@ -1,0 +1,301 @@
+//! The cascade: the backends a user has, tried in order, so the agent keeps working when one
+//! is down, rate-limited or answering garbage.
+//!
+//! * A backend is tried; on a failure that another backend may not share (connection errors,
+//!   timeouts, HTTP 401/403/404/408/409/429/5xx/529, malformed output, a provider error
+//!   mid-stream) the next one is tried. Request errors that every backend would repeat (HTTP
+//!   400/413/422, tool arguments the model got wrong) and cancellation end the request.
+//! * When the server says to come back soon (`retry-after` ≤ [`Policy::retry_cap`]) the same
+//!   backend is tried again first, once; a long wait is never waited for.
+//! * A backend that failed is demoted for [`Policy::cooldown`]: meanwhile it is tried after
+//!   the others. The demotions live in [`Health`], shared by every turn.
+//! * A failure after part of an answer streamed is reported as [`CascadeEvent::Failover`]
+//!   with `streamed: true`, so the caller can drop the partial answer before the next
+//!   backend starts its own.
+//!
+//! Tiers ([`Tier`]) pick which backends (and models) a request may use.
+
+use crate::llm::completion::{Completion, Delta};
+use crate::llm::error::LlmError;
+use crate::llm::http::{Backend, CancelToken, ChatClient, ChatRequest};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How much thinking a request needs; each maps to backends in the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tier {
+    /// Quick, cheap answers (classification, short edits).
+    Reflex,
+    /// The default: conversation and tool use.
+    Cognition,
+    /// Hard problems worth a large model.
+    Reasoning,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 3] = [Tier::Reflex, Tier::Cognition, Tier::Reasoning];
+
+    pub fn from_name(name: &str) -> Option<Tier> {
+        Tier::ALL
+            .into_iter()
+            .find(|t| t.name() == name.trim_start_matches(':'))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Reflex => "reflex",
+            Tier::Cognition => "cognition",
+            Tier::Reasoning => "reasoning",
+        }
+    }
+}
+
+/// How the cascade retries and demotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// How long a failed backend is tried last.
+    pub cooldown: Duration,
+    /// The longest `retry-after` worth waiting for before trying the same backend again.
+    pub retry_cap: Duration,
+}
+
+impl Default for Policy {
+    /// Ten minutes of cool-down; waits of up to 10 s are waited for.
+    fn default() -> Self {
+        Policy {
+            cooldown: Duration::from_secs(600),
+            retry_cap: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Which backends failed recently: backend name → end of its cool-down.
+#[derive(Debug, Default)]
+pub struct Health {
+    demoted: Mutex<HashMap<String, Instant>>,
+}
+
+impl Health {
+    pub fn demote(&self, backend: &str, cooldown: Duration) {
+        self.demoted
+            .lock()
+            .insert(backend.to_owned(), Instant::now() + cooldown);
+    }
+
+    pub fn restore(&self, backend: &str) {
+        self.demoted.lock().remove(backend);
+    }
+
+    /// Whether `backend` is in its cool-down now.
+    pub fn is_demoted(&self, backend: &str) -> bool {
+        let mut demoted = self.demoted.lock();
+        match demoted.get(backend) {
+            Some(&until) if until > Instant::now() => true,
+            Some(_) => {
+                demoted.remove(backend);
+                false
+            }
+            None => false,
+        }
+    }
+}
+
+/// What happens while the cascade works, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CascadeEvent {
+    /// A piece of the answer of the backend now answering.
+    Delta(Delta),
+    /// The same backend is tried again after waiting what it asked for.
+    Retry {
+        backend: String,
+        after: Duration,
+        error: LlmError,
+    },
+    /// `backend` failed; the next one (if any) is tried. `streamed`: part of its answer had
+    /// already been passed on as deltas, and must be dropped.
+    Failover {
+        backend: String,
+        error: LlmError,
+        streamed: bool,
+        next: Option<String>,
+    },
+}
+
+/// A completion and who gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub completion: Completion,
+    /// The backend's name.
+    pub backend: String,
+    pub model: String,
+}
+
+/// The backends of one request, in the order configured.
+#[derive(Debug, Clone)]
+pub struct Cascade {
+    members: Vec<ChatClient>,
+    health: Arc<Health>,
+    policy: Policy,
+}
+
+impl Cascade {
+    pub fn new(members: Vec<ChatClient>, health: Arc<Health>, policy: Policy) -> Cascade {
+        Cascade {
+            members,
+            health,
+            policy,
+        }
+    }
+
+    /// A cascade of one backend (no cool-down to share).
+    pub fn single(client: ChatClient) -> Cascade {
+        Cascade::new(vec![client], Arc::default(), Policy::default())
+    }
+
+    /// The backends in the order they will be tried now: configured order, demoted ones
+    /// last (in configured order among themselves).
+    pub fn order(&self) -> Vec<&ChatClient> {
+        let (mut fine, demoted): (Vec<&ChatClient>, Vec<&ChatClient>) = self
+            .members
+            .iter()
+            .partition(|c| !self.health.is_demoted(&c.backend().name));
+        fine.extend(demoted);
+        fine
+    }
+
+    pub fn members(&self) -> &[ChatClient] {
+        &self.members
+    }
+
+    /// Sends `request` down the cascade until a backend answers. With one backend, its own
+    /// error comes back as it is; with several, [`LlmError::AllFailed`] lists each one's.
+    pub async fn chat(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancelToken,
+        mut on_event: impl FnMut(CascadeEvent),
+    ) -> Result<Answer, LlmError> {
+        let order = self.order();
+        if order.is_empty() {
+            return Err(LlmError::Config("no backend is configured".to_owned()));
+        }
+        let mut failures: Vec<(String, LlmError)> = Vec::new();
+        for (i, client) in order.iter().enumerate() {
+            let b = client.backend();
+            let mut retried = false;
+            loop {
+                let mut streamed = false;
+                let result = client
+                    .chat(request, cancel, |d| {
+                        streamed = true;
+                        on_event(CascadeEvent::Delta(d))
+                    })
+                    .await;
+                let error = match result {
+                    Ok(completion) => {
+                        self.health.restore(&b.name);
+                        return Ok(Answer {
+                            completion,
+                            backend: b.name.clone(),
+                            model: b.model.clone(),
+                        });
+                    }
+                    Err(e) if !worth_another_backend(&e) => return Err(e),
+                    Err(e) => e,
+                };
+                if let Some(after) = error.retry_after() {
+                    if !retried && !streamed && after <= self.policy.retry_cap {
+                        retried = true;
+                        on_event(CascadeEvent::Retry {
+                            backend: b.name.clone(),
+                            after,
+                            error,
+                        });
+                        tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => return Err(LlmError::Cancelled),
+                            () = tokio::time::sleep(after) => {}
+                        }
+                        continue;
+                    }
+                }
+                self.health.demote(&b.name, self.policy.cooldown);
+                on_event(CascadeEvent::Failover {
+                    backend: b.name.clone(),
+                    error: error.clone(),
+                    streamed,
+                    next: order.get(i + 1).map(|c| c.backend().name.clone()),
+                });
+                failures.push((b.name.clone(), error));
+                break;
+            }
+        }
+        if failures.len() == 1 {
+            if let Some((_, e)) = failures.pop() {
+                return Err(e);
+            }
+        }
+        Err(LlmError::AllFailed(
+            failures
+                .into_iter()
+                .map(|(name, e)| format!("{name}: {e}"))
+                .collect(),
+        ))
+    }
+}
+
+/// Whether another backend (or the same one later) may succeed where this one failed.
+pub fn worth_another_backend(e: &LlmError) -> bool {
+    match e {
+        LlmError::Cancelled | LlmError::InvalidToolArguments { .. } => false,
+        LlmError::Http { status, .. } => !matches!(status, 400 | 413 | 422),
+        _ => true,
+    }
+}
+
+/// A backend named in a tier, with the model to use instead of its own, if any.
+pub type TierMember = (String, Option<String>);
+
+/// The configured backends and which of them serve each tier.
+#[derive(Debug, Clone, Default)]
+pub struct Routing {
+    /// Every backend, in cascade order.
+    pub backends: Vec<Backend>,
+    /// Per tier, the backends to use by name, each with an optional model override; a tier
+    /// that is not listed uses every backend.
+    pub tiers: Vec<(Tier, Vec<TierMember>)>,
+}
+
+impl Routing {
+    /// The backends for `tier`, in order; an unknown name in the tier's list is an error
+    /// (a typo must not silently route elsewhere).
+    pub fn backends_for(&self, tier: Tier) -> Result<Vec<Backend>, LlmError> {
+        let Some((_, names)) = self.tiers.iter().find(|(t, _)| *t == tier) else {
+            return Ok(self.backends.clone());
+        };
+        names
+            .iter()
+            .map(|(name, model)| {
+                let mut b = self
+                    .backends
+                    .iter()
+                    .find(|b| &b.name == name)
+                    .cloned()
+                    .ok_or_else(|| {
+                        LlmError::Config(format!(
+                            "tier {} names backend {name:?}, which is not configured",
+                            tier.name()
+                        ))
+                    })?;
+                if let Some(model) = model {
+                    b.model = model.clone();
+                    // The same server with another model is another member for cool-downs.
+                    b.name = format!("{name}/{model}");
+                }
+                Ok(b)
+            })
+            .collect()
+    }
+}
