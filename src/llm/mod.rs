@@ -6,6 +6,7 @@
 //! reasoning from answer text), [`error`] (one error type for the module). HTTP ([`http`]) lives on
 //! top of these parsers, so they are tested on recorded responses without a network.
 
+pub mod anthropic;
 pub mod cascade;
 pub mod completion;
 pub mod error;

@@ -5,6 +5,7 @@
 //! Everything else (timeouts, cancellation, HTTP errors, retry-after) is shared in
 //! [`crate::llm::http`], so adding a provider is adding one file.
 
+use crate::llm::anthropic::{self, AnthropicStream};
 use crate::llm::completion::{Completion, Delta};
 use crate::llm::error::{bounded, LlmError};
 use crate::llm::http::ChatRequest;
@@ -41,11 +42,13 @@ impl ResponseParser for OpenAiStream {
 pub enum Wire {
     /// OpenAI Chat Completions and every compatible server.
     OpenAi,
+    /// Anthropic Messages (`/v1/messages`).
+    Anthropic,
 }
 
 impl Wire {
     /// Every wire format, for listings and tests.
-    pub const ALL: [Wire; 1] = [Wire::OpenAi];
+    pub const ALL: [Wire; 2] = [Wire::OpenAi, Wire::Anthropic];
 
     /// The format named `name` (`"openai"`, …), as users write it in their configuration.
     pub fn from_name(name: &str) -> Option<Wire> {
@@ -57,6 +60,7 @@ impl Wire {
     pub fn name(self) -> &'static str {
         match self {
             Wire::OpenAi => "openai",
+            Wire::Anthropic => "anthropic",
         }
     }
 
@@ -65,6 +69,7 @@ impl Wire {
         let base = base.trim_end_matches('/');
         match self {
             Wire::OpenAi => format!("{base}/chat/completions"),
+            Wire::Anthropic => format!("{base}/messages"),
         }
     }
 
@@ -72,6 +77,7 @@ impl Wire {
     pub fn request_body(self, request: &ChatRequest, model: &str) -> Value {
         match self {
             Wire::OpenAi => request.to_json(model),
+            Wire::Anthropic => anthropic::request_body(request, model),
         }
     }
 
@@ -79,6 +85,7 @@ impl Wire {
     pub fn parser(self, opts: StreamOptions) -> Box<dyn ResponseParser> {
         match self {
             Wire::OpenAi => Box::new(OpenAiStream::with_options(opts)),
+            Wire::Anthropic => Box::new(AnthropicStream::with_options(opts)),
         }
     }
 
@@ -86,6 +93,7 @@ impl Wire {
     pub fn auth_header(self, key: &str) -> (&'static str, String) {
         match self {
             Wire::OpenAi => ("authorization", format!("Bearer {key}")),
+            Wire::Anthropic => ("x-api-key", key.to_owned()),
         }
     }
 
@@ -93,6 +101,7 @@ impl Wire {
     pub fn fixed_headers(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Wire::OpenAi => &[],
+            Wire::Anthropic => &[("anthropic-version", "2023-06-01")],
         }
     }
 
@@ -100,6 +109,7 @@ impl Wire {
     pub fn parse_response(self, body: &[u8], opts: &StreamOptions) -> Result<Completion, LlmError> {
         match self {
             Wire::OpenAi => openai::parse_response_with(body, opts),
+            Wire::Anthropic => anthropic::parse_response(body, opts),
         }
     }
 }
