@@ -6,9 +6,12 @@
 //! reasoning from answer text), [`error`] (one error type for the module). HTTP ([`http`]) lives on
 //! top of these parsers, so they are tested on recorded responses without a network.
 
+mod collect;
 pub mod completion;
 pub mod error;
+pub mod gemini;
 pub mod http;
+pub mod ollama;
 pub mod openai;
 pub mod sse;
 pub mod think;
