@@ -8,9 +8,12 @@
 
 pub mod anthropic;
 pub mod cascade;
+mod collect;
 pub mod completion;
 pub mod error;
+pub mod gemini;
 pub mod http;
+pub mod ollama;
 pub mod openai;
 pub mod sse;
 pub mod think;

@@ -6,6 +6,8 @@
 //! [`crate::llm::http`], so adding a provider is adding one file.
 
 use crate::llm::anthropic::{self, AnthropicStream};
+use crate::llm::gemini::{self, GeminiStream};
+use crate::llm::ollama::{self, OllamaStream};
 use crate::llm::completion::{Completion, Delta};
 use crate::llm::error::{bounded, LlmError};
 use crate::llm::http::ChatRequest;
@@ -44,11 +46,15 @@ pub enum Wire {
     OpenAi,
     /// Anthropic Messages (`/v1/messages`).
     Anthropic,
+    /// Google Gemini `generateContent` / `streamGenerateContent` (SSE with `alt=sse`).
+    Gemini,
+    /// Ollama's native `/api/chat` (NDJSON).
+    Ollama,
 }
 
 impl Wire {
     /// Every wire format, for listings and tests.
-    pub const ALL: [Wire; 2] = [Wire::OpenAi, Wire::Anthropic];
+    pub const ALL: [Wire; 4] = [Wire::OpenAi, Wire::Anthropic, Wire::Gemini, Wire::Ollama];
 
     /// The format named `name` (`"openai"`, …), as users write it in their configuration.
     pub fn from_name(name: &str) -> Option<Wire> {
@@ -61,15 +67,27 @@ impl Wire {
         match self {
             Wire::OpenAi => "openai",
             Wire::Anthropic => "anthropic",
+            Wire::Gemini => "gemini",
+            Wire::Ollama => "ollama",
         }
     }
 
     /// The chat endpoint under the API root `base`.
-    pub fn chat_url(self, base: &str, _model: &str, _stream: bool) -> String {
+    pub fn chat_url(self, base: &str, model: &str, stream: bool) -> String {
         let base = base.trim_end_matches('/');
         match self {
             Wire::OpenAi => format!("{base}/chat/completions"),
             Wire::Anthropic => format!("{base}/messages"),
+            // `models/` may be part of the configured model name already.
+            Wire::Gemini => {
+                let model = model.strip_prefix("models/").unwrap_or(model);
+                if stream {
+                    format!("{base}/models/{model}:streamGenerateContent?alt=sse")
+                } else {
+                    format!("{base}/models/{model}:generateContent")
+                }
+            }
+            Wire::Ollama => format!("{base}/api/chat"),
         }
     }
 
@@ -78,6 +96,8 @@ impl Wire {
         match self {
             Wire::OpenAi => request.to_json(model),
             Wire::Anthropic => anthropic::request_body(request, model),
+            Wire::Gemini => gemini::request_body(request, model),
+            Wire::Ollama => ollama::request_body(request, model),
         }
     }
 
@@ -86,6 +106,8 @@ impl Wire {
         match self {
             Wire::OpenAi => Box::new(OpenAiStream::with_options(opts)),
             Wire::Anthropic => Box::new(AnthropicStream::with_options(opts)),
+            Wire::Gemini => Box::new(GeminiStream::with_options(opts)),
+            Wire::Ollama => Box::new(OllamaStream::with_options(opts)),
         }
     }
 
@@ -94,6 +116,9 @@ impl Wire {
         match self {
             Wire::OpenAi => ("authorization", format!("Bearer {key}")),
             Wire::Anthropic => ("x-api-key", key.to_owned()),
+            Wire::Gemini => ("x-goog-api-key", key.to_owned()),
+            // Ollama has no keys, but a proxy in front of it may want a bearer token.
+            Wire::Ollama => ("authorization", format!("Bearer {key}")),
         }
     }
 
@@ -102,6 +127,7 @@ impl Wire {
         match self {
             Wire::OpenAi => &[],
             Wire::Anthropic => &[("anthropic-version", "2023-06-01")],
+            Wire::Gemini | Wire::Ollama => &[],
         }
     }
 
@@ -110,6 +136,8 @@ impl Wire {
         match self {
             Wire::OpenAi => openai::parse_response_with(body, opts),
             Wire::Anthropic => anthropic::parse_response(body, opts),
+            Wire::Gemini => gemini::parse_response(body, opts),
+            Wire::Ollama => ollama::parse_response(body, opts),
         }
     }
 }

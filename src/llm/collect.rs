@@ -1,0 +1,354 @@
+//! The accumulator behind the Gemini and Ollama parsers.
+//!
+//! Both formats send each tool call whole (name and complete arguments in one chunk), report
+//! usage as running totals, and need the same limits, `<think>` routing and partial results
+//! as the OpenAI parser. [`Collector`] keeps what a response has said so far and produces the
+//! [`Delta`]s and the [`Completion`]; the format files only decode their own chunks into calls
+//! on it. (The OpenAI accumulator is separate because OpenAI streams arguments in pieces keyed
+//! by index, which neither of these does.)
+
+use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
+use crate::llm::error::{bounded, LlmError};
+use crate::llm::http::Message;
+use crate::llm::openai::StreamOptions;
+use crate::llm::think::{ContentRouter, Span};
+use serde_json::Value;
+
+#[derive(Debug, Clone)]
+struct Call {
+    id: Option<String>,
+    name: String,
+    /// The arguments' JSON text, as the deltas carried it.
+    arguments: String,
+    signature: Option<String>,
+}
+
+/// Accumulates one response; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct Collector {
+    opts: StreamOptions,
+    router: ContentRouter,
+    id: Option<String>,
+    model: Option<String>,
+    text: String,
+    reasoning: String,
+    calls: Vec<Call>,
+    usage: Option<Usage>,
+    /// The wire's reason, before "stop with tool calls" becomes [`FinishReason::ToolCalls`].
+    finish: Option<FinishReason>,
+    /// What the last `Usage` and `Finish` deltas said, so a running total that did not change
+    /// is not sent again.
+    sent_usage: Option<Usage>,
+    sent_finish: Option<FinishReason>,
+    /// Bytes of text, reasoning, names and arguments received.
+    bytes: usize,
+}
+
+impl Collector {
+    pub(crate) fn new(opts: StreamOptions) -> Self {
+        Collector {
+            opts,
+            router: ContentRouter::new(opts.think_tags),
+            id: None,
+            model: None,
+            text: String::new(),
+            reasoning: String::new(),
+            calls: Vec::new(),
+            usage: None,
+            finish: None,
+            sent_usage: None,
+            sent_finish: None,
+            bytes: 0,
+        }
+    }
+
+    fn count(&mut self, n: usize) -> Result<(), LlmError> {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > self.opts.max_response_bytes {
+            return Err(LlmError::ResponseTooLarge {
+                limit: self.opts.max_response_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// The response id and model: the first non-empty values win (every Gemini chunk repeats
+    /// them).
+    pub(crate) fn identity(&mut self, id: Option<String>, model: Option<String>) {
+        if self.id.is_none() {
+            self.id = id.filter(|s| !s.is_empty());
+        }
+        if self.model.is_none() {
+            self.model = model.filter(|s| !s.is_empty());
+        }
+    }
+
+    fn spans(&mut self, spans: Vec<Span>, out: &mut Vec<Delta>) {
+        for span in spans {
+            match span {
+                Span::Text(t) => {
+                    self.text.push_str(&t);
+                    out.push(Delta::Text(t));
+                }
+                Span::Reasoning(r) => {
+                    self.reasoning.push_str(&r);
+                    out.push(Delta::Reasoning(r));
+                }
+            }
+        }
+    }
+
+    /// A fragment of answer text (which may hold `<think>` spans).
+    pub(crate) fn text(&mut self, fragment: &str, out: &mut Vec<Delta>) -> Result<(), LlmError> {
+        if fragment.is_empty() {
+            return Ok(());
+        }
+        self.count(fragment.len())?;
+        let mut spans = Vec::new();
+        self.router.content(fragment, &mut spans);
+        self.spans(spans, out);
+        Ok(())
+    }
+
+    /// A fragment from a dedicated reasoning field or part.
+    pub(crate) fn reasoning(
+        &mut self,
+        fragment: &str,
+        out: &mut Vec<Delta>,
+    ) -> Result<(), LlmError> {
+        if fragment.is_empty() {
+            return Ok(());
+        }
+        self.count(fragment.len())?;
+        let mut spans = Vec::new();
+        self.router.reasoning(fragment, &mut spans);
+        self.spans(spans, out);
+        Ok(())
+    }
+
+    /// A complete tool call. `arguments` is its JSON text (empty for none); `id` is the
+    /// server's, if it sent one.
+    pub(crate) fn tool_call(
+        &mut self,
+        id: Option<String>,
+        name: String,
+        arguments: String,
+        signature: Option<String>,
+        out: &mut Vec<Delta>,
+    ) -> Result<(), LlmError> {
+        if self.calls.len() >= self.opts.max_tool_calls {
+            return Err(LlmError::TooManyToolCalls {
+                limit: self.opts.max_tool_calls,
+            });
+        }
+        let id = id.filter(|s| !s.is_empty());
+        self.count(
+            id.as_ref().map_or(0, String::len)
+                + name.len()
+                + arguments.len()
+                + signature.as_ref().map_or(0, String::len),
+        )?;
+        let index = self.calls.len();
+        let call = Call {
+            id,
+            name,
+            arguments,
+            signature,
+        };
+        out.push(Delta::ToolCallStart {
+            index,
+            id: call_id(&call, index),
+            name: call.name.clone(),
+        });
+        if !call.arguments.is_empty() {
+            out.push(Delta::ToolCallArgs {
+                index,
+                fragment: call.arguments.clone(),
+            });
+        }
+        self.calls.push(call);
+        Ok(())
+    }
+
+    /// The latest token counts (both formats send running or final totals, never increments).
+    pub(crate) fn set_usage(&mut self, usage: Usage) {
+        self.usage = Some(usage);
+    }
+
+    pub(crate) fn set_finish(&mut self, reason: FinishReason) {
+        self.finish = Some(reason);
+    }
+
+    /// The finish reason as reported: a natural stop after tool calls is
+    /// [`FinishReason::ToolCalls`] (neither format has a reason of its own for it).
+    fn finish_reason(&self) -> Option<FinishReason> {
+        match &self.finish {
+            Some(FinishReason::Stop) if !self.calls.is_empty() => Some(FinishReason::ToolCalls),
+            other => other.clone(),
+        }
+    }
+
+    /// The answer is over (a finish reason, or the end of the body): releases text held back
+    /// for a possible `<think>` tag, then sends usage and the finish reason if they changed
+    /// since last sent. Safe to call more than once.
+    pub(crate) fn settle(&mut self, out: &mut Vec<Delta>) {
+        let mut spans = Vec::new();
+        self.router.finish(&mut spans);
+        self.spans(spans, out);
+        if self.usage.is_some() && self.usage != self.sent_usage {
+            self.sent_usage = self.usage;
+            if let Some(u) = self.usage {
+                out.push(Delta::Usage(u));
+            }
+        }
+        let finish = self.finish_reason();
+        if finish.is_some() && finish != self.sent_finish {
+            self.sent_finish.clone_from(&finish);
+            if let Some(f) = finish {
+                out.push(Delta::Finish(f));
+            }
+        }
+    }
+
+    fn base(&self) -> Completion {
+        Completion {
+            id: self.id.clone(),
+            model: self.model.clone(),
+            text: self.text.clone(),
+            reasoning: self.reasoning.clone(),
+            refusal: None,
+            tool_calls: Vec::new(),
+            usage: self.usage,
+            finish_reason: self.finish_reason(),
+        }
+    }
+
+    /// The completion so far; arguments that do not parse are kept as a JSON string.
+    pub(crate) fn partial(&self) -> Completion {
+        let mut c = self.base();
+        c.tool_calls = self
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| ToolCall {
+                id: call_id(call, i),
+                name: call.name.clone(),
+                arguments: parse_arguments(&call.arguments)
+                    .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+                signature: call.signature.clone(),
+            })
+            .collect();
+        c
+    }
+
+    /// The finished completion; arguments that do not parse are an error.
+    pub(crate) fn complete(&self) -> Result<Completion, LlmError> {
+        let mut c = self.base();
+        for (i, call) in self.calls.iter().enumerate() {
+            let arguments =
+                parse_arguments(&call.arguments).map_err(|e| LlmError::InvalidToolArguments {
+                    index: i,
+                    id: call_id(call, i),
+                    name: call.name.clone(),
+                    message: e.to_string(),
+                })?;
+            c.tool_calls.push(ToolCall {
+                id: call_id(call, i),
+                name: call.name.clone(),
+                arguments,
+                signature: call.signature.clone(),
+            });
+        }
+        Ok(c)
+    }
+}
+
+fn call_id(call: &Call, index: usize) -> String {
+    call.id.clone().unwrap_or_else(|| format!("call_{index}"))
+}
+
+/// Tool arguments text → JSON; empty (a tool without parameters) → `{}`.
+fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_str(text)
+}
+
+/// Tool arguments as an object for a request: both Gemini (`args`, a `Struct`) and Ollama
+/// (`arguments`) reject anything else. `null` (no arguments) is `{}`; a JSON string holding an
+/// object (arguments kept raw from a cut-off response) is that object; anything else is
+/// wrapped as `{"value": …}` so the request stays valid.
+pub(crate) fn arguments_object(arguments: &Value) -> Value {
+    match arguments {
+        Value::Object(_) => arguments.clone(),
+        Value::Null => Value::Object(serde_json::Map::new()),
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => serde_json::json!({ "value": arguments }),
+        },
+        other => serde_json::json!({ "value": other }),
+    }
+}
+
+/// The name of the tool call `id` among the assistant messages before position `upto`.
+pub(crate) fn tool_name_for<'a>(messages: &'a [Message], upto: usize, id: &str) -> Option<&'a str> {
+    messages
+        .get(..upto)
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => tool_calls
+                .iter()
+                .find(|c| c.id == id)
+                .map(|c| c.name.as_str()),
+            _ => None,
+        })
+}
+
+/// A tool schema as `(name, description, parameters)`, from a plain
+/// `{"name", "description", "parameters"}` or an OpenAI-style
+/// `{"type": "function", "function": {…}}`. `None` when it has no name.
+pub(crate) fn tool_parts(tool: &Value) -> Option<(&str, Option<&Value>, Option<&Value>)> {
+    let function = tool
+        .get("function")
+        .filter(|f| f.is_object())
+        .unwrap_or(tool);
+    let name = function.get("name")?.as_str()?;
+    Some((
+        name,
+        function.get("description"),
+        function.get("parameters"),
+    ))
+}
+
+/// The provider error a payload carries, if it is one: `{"error": {"code", "message",
+/// "status"}}` (Gemini; `type` is accepted for `status`) or `{"error": "text"}` (Ollama).
+pub(crate) fn provider_error(value: &Value) -> Option<LlmError> {
+    let error = value.as_object()?.get("error").filter(|e| !e.is_null())?;
+    let scalar = |v: Option<&Value>| -> Option<String> {
+        match v? {
+            Value::String(s) => Some(bounded(s)),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    };
+    Some(match error {
+        Value::String(s) => LlmError::Provider {
+            message: bounded(s),
+            kind: None,
+            code: None,
+        },
+        Value::Object(fields) => LlmError::Provider {
+            message: scalar(fields.get("message")).unwrap_or_else(|| bounded(&error.to_string())),
+            kind: scalar(fields.get("status")).or_else(|| scalar(fields.get("type"))),
+            code: scalar(fields.get("code")),
+        },
+        other => LlmError::Provider {
+            message: bounded(&other.to_string()),
+            kind: None,
+            code: None,
+        },
+    })
+}
