@@ -578,6 +578,34 @@ impl Runtime {
         self.conversations.lock().remove(id);
     }
 
+    /// The request the next turn of conversation `id` would send for `text` to `backend`
+    /// (what `org-agent-context-preview` shows): the same equipment and request builder as
+    /// [`Runtime::chat_async`], nothing sent.
+    pub fn preview_request(
+        &self,
+        id: &str,
+        text: &str,
+        backend: Backend,
+        cfg: TurnConfig,
+        setup: ChatSetup,
+    ) -> Result<crate::llm::http::ChatRequest, String> {
+        let client = ChatClient::new(backend).map_err(|e| e.to_string())?;
+        let eq = Equipment {
+            edit_tools: true,
+            elisp_tools: setup.elisp_tools,
+            privacy: self.privacy(),
+            ..Equipment::new(client, self.store())
+        };
+        let mut conversation = Conversation {
+            messages: self.conversation_messages(id).unwrap_or_default(),
+            ..Conversation::default()
+        };
+        conversation
+            .messages
+            .push(crate::llm::http::Message::User(text.to_owned()));
+        Ok(crate::agent::turn::step_request(&eq, &conversation, &cfg))
+    }
+
     /// Which backends are in their cool-down.
     pub fn health(&self) -> &Arc<Health> {
         &self.health

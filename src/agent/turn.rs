@@ -39,6 +39,12 @@ pub struct TurnConfig {
     pub stream: bool,
     /// The node the user was on when they invoked the agent (shown in full each step).
     pub focus: Option<String>,
+    /// Notes related to the focus or the question by meaning, best first, with scores.
+    pub related: Vec<(String, f32)>,
+    /// Tasks closed on or after this date (YYYY-MM-DD) are shown as recently completed.
+    pub done_since: Option<String>,
+    /// The most tokens the notes in the system prompt may take (estimated).
+    pub context_budget: usize,
 }
 
 impl Default for TurnConfig {
@@ -54,6 +60,9 @@ impl Default for TurnConfig {
             temperature: None,
             stream: true,
             focus: None,
+            related: Vec::new(),
+            done_since: None,
+            context_budget: crate::context::DEFAULT_BUDGET_TOKENS,
         }
     }
 }
@@ -294,6 +303,38 @@ fn tool_action(call: &ToolCall) -> Action {
     }
 }
 
+/// The request of the next step of `conversation`: the system prompt with the context as the
+/// store is now, the conversation, every tool's declaration. What
+/// `org-agent-context-preview` shows is exactly this.
+pub fn step_request(eq: &Equipment, conversation: &Conversation, cfg: &TurnConfig) -> ChatRequest {
+    let mut system = cfg.system_prompt.clone();
+    if eq.edit_tools {
+        system.push_str(EDITING_NOTE);
+    }
+    let context = crate::context::assemble(
+        &eq.notes(),
+        &crate::context::ContextSpec {
+            focus: cfg.focus.as_deref(),
+            related: &cfg.related,
+            done_since: cfg.done_since.as_deref(),
+            budget_tokens: cfg.context_budget,
+        },
+    );
+    if !context.is_empty() {
+        system.push_str("\n\n");
+        system.push_str(&context);
+    }
+    let mut messages = vec![Message::System(system)];
+    messages.extend(conversation.messages.iter().cloned());
+    ChatRequest {
+        messages,
+        tools: eq.schemas(),
+        stream: cfg.stream,
+        temperature: cfg.temperature,
+        max_tokens: None,
+    }
+}
+
 /// Run one turn for `user_text`. `ask` is called when the gates ask the user; `emit`
 /// receives every event. Returns the final answer.
 pub async fn run_turn(
@@ -317,24 +358,7 @@ pub async fn run_turn(
         if cancel.is_cancelled() {
             return Err(TurnError::Cancelled);
         }
-        let mut system = cfg.system_prompt.clone();
-        if eq.edit_tools {
-            system.push_str(EDITING_NOTE);
-        }
-        let context = crate::context::render(&eq.notes(), cfg.focus.as_deref());
-        if !context.is_empty() {
-            system.push_str("\n\n");
-            system.push_str(&context);
-        }
-        let mut messages = vec![Message::System(system)];
-        messages.extend(conversation.messages.iter().cloned());
-        let request = ChatRequest {
-            messages,
-            tools: eq.schemas(),
-            stream: cfg.stream,
-            temperature: cfg.temperature,
-            max_tokens: None,
-        };
+        let request = step_request(eq, conversation, cfg);
         let started = std::time::Instant::now();
         let result = eq
             .llm

@@ -1,7 +1,17 @@
-//! What the LLM is shown of the notes at each step, besides tool results: the node the
-//! user is on (in full, with its ancestors' titles and its children) and the outline of
-//! the active projects. Rendered as Org, from the store as it is at that step, so an edit
-//! the agent just made shows in its next request.
+//! What the LLM is shown of the notes at each step, besides tool results ("peripheral
+//! vision"), rendered as Org from the store as it is at that step (so an edit the agent just
+//! made shows in its next request):
+//!
+//! 1. the foveal node — the node the user was on — in full: outline path, planning,
+//!    properties, body and one line per child;
+//! 2. notes related to it by meaning (when the caller found some), with their bodies;
+//! 3. the active projects' skeleton (each project and its children: depth ≤ 2);
+//! 4. tasks completed recently.
+//!
+//! Everything goes through [`Notes`], so private subtrees never appear. A token budget is
+//! filled in that order of priority, one whole item at a time: nothing is cut mid-node, and
+//! the foveal node is always shown (even alone over the budget: without it the request
+//! makes no sense).
 
 pub mod privacy;
 
@@ -9,60 +19,219 @@ use crate::store::{NodeKind, NodeRef, Query};
 use crate::tools::builtin::{render_node, summary};
 use crate::tools::Notes;
 
-/// Most active projects shown.
+/// Most active projects listed (before the budget has its say).
 const MAX_PROJECTS: usize = 30;
 /// Most children shown under one project.
 const MAX_PROJECT_CHILDREN: usize = 8;
+/// Most recently completed tasks listed.
+const MAX_RECENT_DONE: usize = 15;
+/// Longest body of a related note, in characters.
+const MAX_RELATED_BODY: usize = 1_500;
 
-/// The context section of the system prompt; empty when there is nothing to show.
-pub fn render(notes: &Notes, focus: Option<&str>) -> String {
-    let mut out = String::new();
-    if let Some(r) = focus.and_then(|id| notes.node(id).ok()) {
-        out.push_str("* The node the user is on\n");
-        out.push_str(&render_node(&r, notes.privacy));
-        if !out.ends_with('\n') {
-            out.push('\n');
+/// What to put in the context and how much of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextSpec<'a> {
+    /// The foveal node's id.
+    pub focus: Option<&'a str>,
+    /// Nodes related by meaning, best first, with their similarity (already above the
+    /// caller's threshold).
+    pub related: &'a [(String, f32)],
+    /// Tasks closed on or after this date (YYYY-MM-DD) are listed as recently completed.
+    pub done_since: Option<&'a str>,
+    /// The most tokens the context may take (estimated, see [`estimate_tokens`]).
+    pub budget_tokens: usize,
+}
+
+impl Default for ContextSpec<'_> {
+    fn default() -> Self {
+        ContextSpec {
+            focus: None,
+            related: &[],
+            done_since: None,
+            budget_tokens: DEFAULT_BUDGET_TOKENS,
         }
     }
+}
+
+/// The context budget when a backend says nothing of its model: a quarter of an 8k window
+/// would starve the notes, a quarter of 32k is a fair share.
+pub const DEFAULT_BUDGET_TOKENS: usize = 8_000;
+
+/// A rough token count for `text`: one token per four bytes, the usual rule of thumb for
+/// English with BPE tokenizers. Budgets only need to be right within tens of percent.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.len().div_ceil(4)
+}
+
+/// The context section of the system prompt with the default budget and nothing related;
+/// empty when there is nothing to show.
+pub fn render(notes: &Notes, focus: Option<&str>) -> String {
+    assemble(
+        notes,
+        &ContextSpec {
+            focus,
+            ..ContextSpec::default()
+        },
+    )
+}
+
+/// Fills text section by section while the budget lasts.
+struct Filler {
+    out: String,
+    budget: usize,
+    used: usize,
+}
+
+impl Filler {
+    /// Adds `text` if it fits; returns whether it did.
+    fn add(&mut self, text: &str) -> bool {
+        let cost = estimate_tokens(text);
+        if self.used + cost > self.budget {
+            return false;
+        }
+        self.used += cost;
+        self.out.push_str(text);
+        true
+    }
+
+    /// A section: its heading and as many items as fit, whole; the heading only if at least
+    /// one item fits. Returns how many items were left out.
+    fn section(&mut self, heading: &str, items: &[String]) -> usize {
+        let mark = (self.out.len(), self.used);
+        if items.is_empty() || !self.add(heading) {
+            return items.len();
+        }
+        let mut shown = 0;
+        for item in items {
+            // Items are tried in priority order; a big one may not fit where a smaller later
+            // one does, but skipping ahead would reorder priorities, so stop at the first miss.
+            if !self.add(item) {
+                break;
+            }
+            shown += 1;
+        }
+        if shown == 0 {
+            self.out.truncate(mark.0);
+            self.used = mark.1;
+        }
+        items.len() - shown
+    }
+}
+
+/// The context section of the system prompt for `spec`; empty when there is nothing to show.
+pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
+    let mut f = Filler {
+        out: String::new(),
+        budget: spec.budget_tokens,
+        used: 0,
+    };
+    let focus = spec.focus.and_then(|id| notes.node(id).ok());
+    if let Some(r) = &focus {
+        let mut text = String::from("* The node the user is on\n");
+        text.push_str(&render_node(r, notes.privacy));
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        // Always shown: it is what the user asked about.
+        f.used += estimate_tokens(&text);
+        f.out.push_str(&text);
+    }
+    let focus_id = focus.as_ref().map(|r| r.node().id.clone());
+
+    let related: Vec<String> = spec
+        .related
+        .iter()
+        .filter(|(id, _)| focus_id.as_deref() != Some(id.as_str()))
+        .filter_map(|(id, score)| notes.node(id).ok().map(|r| related_item(&r, *score)))
+        .collect();
+    f.section("* Related notes (by meaning)\n", &related);
+
     let mut projects = notes.store.query(&Query {
         kind: Some(NodeKind::Headline),
         projects: true,
         ..Query::default()
     });
     projects.retain(|p| notes.shows(p));
-    if !projects.is_empty() {
-        out.push_str(&format!("* Active projects ({})\n", projects.len()));
-        for p in projects.iter().take(MAX_PROJECTS) {
-            out.push_str(&summary(p));
-            out.push('\n');
-            let children: Vec<NodeRef> = p
-                .node()
-                .children
-                .iter()
-                .map(|&index| NodeRef {
-                    doc: p.doc.clone(),
-                    index,
-                })
-                .filter(|c| notes.shows(c))
-                .collect();
-            for c in children.iter().take(MAX_PROJECT_CHILDREN) {
-                out.push_str("  ");
-                out.push_str(&summary(c));
-                out.push('\n');
-            }
-            if children.len() > MAX_PROJECT_CHILDREN {
-                out.push_str(&format!(
-                    "  - … {} more\n",
-                    children.len() - MAX_PROJECT_CHILDREN
-                ));
-            }
+    let total_projects = projects.len();
+    let items: Vec<String> = projects
+        .iter()
+        .take(MAX_PROJECTS)
+        .map(|p| project_item(notes, p))
+        .collect();
+    let left = f.section(&format!("* Active projects ({total_projects})\n"), &items)
+        + total_projects.saturating_sub(MAX_PROJECTS);
+    if left > 0 && left < total_projects {
+        f.add(&format!(
+            "- … {left} more projects (query_notes with projects: true)\n"
+        ));
+    }
+
+    if let Some(since) = spec.done_since {
+        let mut done = notes.store.query(&Query {
+            kind: Some(NodeKind::Headline),
+            closed_since: Some(since.to_owned()),
+            ..Query::default()
+        });
+        done.retain(|r| notes.shows(r));
+        // Most recent first: CLOSED timestamps sort as text.
+        done.sort_by(|a, b| {
+            b.node()
+                .content
+                .planning
+                .closed
+                .cmp(&a.node().content.planning.closed)
+        });
+        let items: Vec<String> = done
+            .iter()
+            .take(MAX_RECENT_DONE)
+            .map(|r| format!("{}\n", summary(r)))
+            .collect();
+        f.section("* Recently completed\n", &items);
+    }
+    f.out
+}
+
+fn project_item(notes: &Notes, p: &NodeRef) -> String {
+    let mut text = summary(p);
+    text.push('\n');
+    let children: Vec<NodeRef> = p
+        .node()
+        .children
+        .iter()
+        .map(|&index| NodeRef {
+            doc: p.doc.clone(),
+            index,
+        })
+        .filter(|c| notes.shows(c))
+        .collect();
+    for c in children.iter().take(MAX_PROJECT_CHILDREN) {
+        text.push_str("  ");
+        text.push_str(&summary(c));
+        text.push('\n');
+    }
+    if children.len() > MAX_PROJECT_CHILDREN {
+        text.push_str(&format!(
+            "  - … {} more\n",
+            children.len() - MAX_PROJECT_CHILDREN
+        ));
+    }
+    text
+}
+
+fn related_item(r: &NodeRef, score: f32) -> String {
+    let mut text = summary(r);
+    text.push_str(&format!(" (similarity {score:.2})\n"));
+    let body = r.node().content.body.trim();
+    if !body.is_empty() {
+        let cut: String = body.chars().take(MAX_RELATED_BODY).collect();
+        for line in cut.lines() {
+            text.push_str("  ");
+            text.push_str(line);
+            text.push('\n');
         }
-        if projects.len() > MAX_PROJECTS {
-            out.push_str(&format!(
-                "- … {} more projects (query_notes with projects: true)\n",
-                projects.len() - MAX_PROJECTS
-            ));
+        if body.chars().count() > MAX_RELATED_BODY {
+            text.push_str("  […]\n");
         }
     }
-    out
+    text
 }

@@ -436,6 +436,9 @@ fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backe
     if let Some(key) = get(":key")? {
         b.api_key = Some(key.into_rust()?);
     }
+    if let Some(window) = get(":context-window")? {
+        b.context_window = Some(window.into_rust::<i64>()?.max(0) as u64);
+    }
     if let Some(headers) = get(":headers")? {
         for pair in list_items(env, headers)? {
             b.headers.push((
@@ -551,15 +554,20 @@ fn stimulus(env: &Env, stimulus: Value, backend: Value, options: Value) -> Resul
     }
 }
 
-/// Start a chat turn of CONVERSATION for TEXT (see `stimulus`).
-fn chat(
+/// Everything a turn needs, read from the BACKEND and OPTIONS of `stimulus`.
+struct TurnSetup {
+    backends: Vec<crate::llm::http::Backend>,
+    policy: crate::llm::cascade::Policy,
+    cfg: crate::agent::turn::TurnConfig,
+    setup: crate::agent::runtime::ChatSetup,
+}
+
+fn turn_setup(
     env: &Env,
-    conversation: String,
-    text: String,
     backend: Value,
     options: Value,
     focus: Option<String>,
-) -> Result<i64> {
+) -> Result<TurnSetup> {
     let get = |key: &str| -> Result<Value> { env.call("plist-get", (options, env.intern(key)?)) };
     let routing = crate::llm::cascade::Routing {
         backends: backends_from_lisp(env, backend)?,
@@ -640,7 +648,76 @@ fn chat(
             confirm: field(":confirm")?.is_not_nil(),
         });
     }
-    Ok(runtime(env)?.chat_async(conversation, text, backends, policy, cfg, setup) as i64)
+    let budget = get(":context-budget")?;
+    cfg.context_budget = if budget.is_not_nil() {
+        budget.into_rust::<i64>()?.clamp(0, 10_000_000) as usize
+    } else {
+        // A quarter of the first backend's window, when it says.
+        backends
+            .first()
+            .and_then(|b| b.context_window)
+            .map(|w| (w / 4) as usize)
+            .unwrap_or(crate::context::DEFAULT_BUDGET_TOKENS)
+    };
+    let since = get(":done-since")?;
+    if since.is_not_nil() {
+        cfg.done_since = Some(since.into_rust()?);
+    }
+    Ok(TurnSetup {
+        backends,
+        policy,
+        cfg,
+        setup,
+    })
+}
+
+/// Start a chat turn of CONVERSATION for TEXT (see `stimulus`).
+fn chat(
+    env: &Env,
+    conversation: String,
+    text: String,
+    backend: Value,
+    options: Value,
+    focus: Option<String>,
+) -> Result<i64> {
+    let t = turn_setup(env, backend, options, focus)?;
+    Ok(runtime(env)?.chat_async(conversation, text, t.backends, t.policy, t.cfg, t.setup) as i64)
+}
+
+/// Return what the next turn of CONVERSATION would send for TEXT with BACKEND and OPTIONS
+/// (as for `stimulus', with :focus): a plist (:backend NAME :url URL :body JSON), JSON being
+/// the exact request body the first backend of the cascade would receive, pretty-printed.
+#[defun]
+fn preview_request<'e>(
+    env: &'e Env,
+    conversation: String,
+    text: String,
+    backend: Value<'e>,
+    options: Value<'e>,
+) -> Result<Value<'e>> {
+    let t = turn_setup(env, backend, options, None)?;
+    let Some(first) = t.backends.first().cloned() else {
+        return fail(env, "no backend is configured");
+    };
+    let request =
+        match runtime(env)?.preview_request(&conversation, &text, first.clone(), t.cfg, t.setup) {
+            Ok(r) => r,
+            Err(e) => return fail(env, e),
+        };
+    let body = first.wire.request_body(&request, &first.model);
+    plist(
+        env,
+        vec![
+            (kw(env, ":backend")?, first.name.as_str().into_lisp(env)?),
+            (kw(env, ":url")?, first.url(request.stream).into_lisp(env)?),
+            (
+                kw(env, ":body")?,
+                serde_json::to_string_pretty(&body)
+                    .unwrap_or_default()
+                    .into_lisp(env)?,
+            ),
+        ],
+    )
 }
 
 /// Answer question REPLY of a chat turn: ANSWER is `once', `conversation' or `deny'.

@@ -70,6 +70,8 @@ pub struct Backend {
     pub total_timeout: Duration,
     /// Parsing options and limits for the response.
     pub stream_options: StreamOptions,
+    /// The model's context window in tokens, when the user said (sizes the context budget).
+    pub context_window: Option<u64>,
 }
 
 impl Backend {
@@ -93,6 +95,7 @@ impl Backend {
             idle_timeout: Duration::from_secs(60),
             total_timeout: Duration::from_secs(600),
             stream_options: StreamOptions::default(),
+            context_window: None,
         }
     }
 

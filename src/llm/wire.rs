@@ -6,11 +6,11 @@
 //! [`crate::llm::http`], so adding a provider is adding one file.
 
 use crate::llm::anthropic::{self, AnthropicStream};
-use crate::llm::gemini::{self, GeminiStream};
-use crate::llm::ollama::{self, OllamaStream};
 use crate::llm::completion::{Completion, Delta};
 use crate::llm::error::{bounded, LlmError};
+use crate::llm::gemini::{self, GeminiStream};
 use crate::llm::http::ChatRequest;
+use crate::llm::ollama::{self, OllamaStream};
 use crate::llm::openai::{self, OpenAiStream, StreamOptions};
 use serde_json::Value;
 

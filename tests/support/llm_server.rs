@@ -9,7 +9,8 @@
 #![allow(dead_code)]
 
 use super::Rng;
-use serde_json::Value;
+use org_agent::llm::Wire;
+use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -141,6 +142,230 @@ impl Reply {
         );
         body.push_str("data: [DONE]\n\n");
         Self::ok("text/event-stream", body.into_bytes())
+    }
+
+    /// A streamed answer in `wire`'s own format: `text` (in word-sized pieces), then tool
+    /// calls (name, arguments), as that provider's server sends them.
+    pub fn answer(wire: Wire, text: &str, calls: &[(&str, Value)]) -> Self {
+        match wire {
+            Wire::OpenAi => Self::chat_sse(text, calls),
+            Wire::Anthropic => Self::anthropic_sse(text, calls),
+            Wire::Gemini => Self::gemini_stream(text, calls, false),
+            Wire::Ollama => Self::ollama_ndjson(text, calls),
+        }
+    }
+
+    /// An Anthropic Messages stream (`event:` lines, `input_json_delta`, `message_stop`).
+    pub fn anthropic_sse(text: &str, calls: &[(&str, Value)]) -> Self {
+        let mut body = String::new();
+        let mut event = |name: &str, data: Value| {
+            body.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+        };
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+                   "role": "assistant", "model": "test", "content": [], "stop_reason": null,
+                   "usage": {"input_tokens": 12, "output_tokens": 1}}}),
+        );
+        let mut index = 0;
+        if !text.is_empty() {
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                       "content_block": {"type": "text", "text": ""}}),
+            );
+            event("ping", json!({"type": "ping"}));
+            for piece in text.split_inclusive(' ') {
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0,
+                           "delta": {"type": "text_delta", "text": piece}}),
+                );
+            }
+            event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            );
+            index = 1;
+        }
+        for (i, (name, args)) in calls.iter().enumerate() {
+            let block = index + i;
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": block,
+                       "content_block": {"type": "tool_use", "id": format!("toolu_{i}"),
+                                         "name": name, "input": {}}}),
+            );
+            let args = args.to_string();
+            let mut half = args.len() / 2;
+            while !args.is_char_boundary(half) {
+                half += 1;
+            }
+            let (a, b) = args.split_at(half);
+            for part in [a, b] {
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": block,
+                           "delta": {"type": "input_json_delta", "partial_json": part}}),
+                );
+            }
+            event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": block}),
+            );
+        }
+        event(
+            "message_delta",
+            json!({"type": "message_delta",
+                   "delta": {"stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" }},
+                   "usage": {"output_tokens": 7}}),
+        );
+        event("message_stop", json!({"type": "message_stop"}));
+        Self::ok("text/event-stream", body.into_bytes())
+    }
+
+    /// A Gemini `streamGenerateContent` answer: a JSON array streamed element by element
+    /// (no `alt`), or SSE `data:` lines (`alt=sse`). Each function call carries a
+    /// `thoughtSignature` (`sig-<name>`), which the client must echo back.
+    pub fn gemini_stream(text: &str, calls: &[(&str, Value)], sse: bool) -> Self {
+        let mut chunks: Vec<Value> = text
+            .split_inclusive(' ')
+            .map(|piece| {
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]},
+                                       "index": 0}],
+                       "modelVersion": "test", "responseId": "resp-1"})
+            })
+            .collect();
+        let parts: Vec<Value> = calls
+            .iter()
+            .map(|(name, args)| {
+                json!({"functionCall": {"name": name, "args": args},
+                       "thoughtSignature": format!("sig-{name}")})
+            })
+            .collect();
+        chunks.push(json!({
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                            "index": 0}],
+            "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 7,
+                              "totalTokenCount": 19},
+            "modelVersion": "test", "responseId": "resp-1"}));
+        if sse {
+            let body: String = chunks
+                .iter()
+                .map(|c| format!("data: {c}\r\n\r\n"))
+                .collect();
+            return Self::ok("text/event-stream", body.into_bytes());
+        }
+        let items: Vec<String> = chunks.iter().map(|c| c.to_string()).collect();
+        let body = format!("[{}]", items.join(",\r\n"));
+        Self::ok("application/json", body.into_bytes())
+    }
+
+    /// An Ollama `/api/chat` stream: one JSON object per line, `"done": true` last.
+    pub fn ollama_ndjson(text: &str, calls: &[(&str, Value)]) -> Self {
+        let mut body = String::new();
+        let line = |v: Value, body: &mut String| {
+            body.push_str(&v.to_string());
+            body.push('\n');
+        };
+        for piece in text.split_inclusive(' ') {
+            line(
+                json!({"model": "test", "created_at": "2026-11-22T08:00:00Z",
+                       "message": {"role": "assistant", "content": piece}, "done": false}),
+                &mut body,
+            );
+        }
+        if !calls.is_empty() {
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|(name, args)| json!({"function": {"name": name, "arguments": args}}))
+                .collect();
+            line(
+                json!({"model": "test", "message": {"role": "assistant", "content": "",
+                                                    "tool_calls": calls}, "done": false}),
+                &mut body,
+            );
+        }
+        line(
+            json!({"model": "test", "message": {"role": "assistant", "content": ""},
+                   "done": true, "done_reason": "stop", "prompt_eval_count": 12,
+                   "eval_count": 7}),
+            &mut body,
+        );
+        Self::ok("application/x-ndjson", body.into_bytes())
+    }
+
+    /// An error response in `wire`'s own shape (Anthropic: `{"type": "error", ...}`, Gemini:
+    /// `{"error": {"code", "message", "status"}}`, Ollama: `{"error": "..."}`).
+    pub fn wire_error(wire: Wire, status: u16, message: &str) -> Self {
+        let body = match wire {
+            Wire::OpenAi => json!({"error": {"message": message, "type": "server_error",
+                                              "param": null, "code": null}}),
+            Wire::Anthropic => json!({"type": "error", "error": {"type": match status {
+                401 => "authentication_error",
+                429 => "rate_limit_error",
+                529 => "overloaded_error",
+                _ => "api_error",
+            }, "message": message}}),
+            Wire::Gemini => {
+                json!({"error": {"code": status, "message": message, "status": match status {
+                    401 | 403 => "PERMISSION_DENIED",
+                    429 => "RESOURCE_EXHAUSTED",
+                    503 => "UNAVAILABLE",
+                    _ => "INTERNAL",
+                }}})
+            }
+            Wire::Ollama => json!({"error": message}),
+        };
+        Reply {
+            status,
+            framing: Framing::Close,
+            ..Self::ok("application/json", body.to_string().into_bytes())
+        }
+    }
+
+    /// A stream that starts with `text` and then fails under HTTP 200 in `wire`'s own way:
+    /// OpenAI and Gemini an error object, Anthropic `event: error`, Ollama a line
+    /// `{"error": ...}`.
+    pub fn mid_stream_error(wire: Wire, text: &str, message: &str) -> Self {
+        let mut reply = Self::answer(wire, text, &[]);
+        let body = String::from_utf8(reply.body.clone()).unwrap_or_default();
+        let body = match wire {
+            Wire::OpenAi => {
+                // Without the finishing chunk and `[DONE]`: the last two events.
+                let events: Vec<&str> = body.split_inclusive("\n\n").collect();
+                let kept = events[..events.len().saturating_sub(2)].concat();
+                format!(
+                    "{kept}data: {}\n\n",
+                    json!({"error": {"message": message, "type": "server_error"}})
+                )
+            }
+            Wire::Anthropic => {
+                let cut = body.find("event: message_delta").unwrap_or(body.len());
+                format!(
+                    "{}event: error\ndata: {}\n\n",
+                    &body[..cut],
+                    json!({"type": "error", "error": {"type": "overloaded_error",
+                                                           "message": message}})
+                )
+            }
+            Wire::Gemini => {
+                let cut = body.rfind(",\r\n").unwrap_or(body.len());
+                format!(
+                    "{},\r\n{}]",
+                    &body[..cut],
+                    json!({"error": {"code": 503, "message": message, "status": "UNAVAILABLE"}})
+                )
+            }
+            Wire::Ollama => {
+                // Without the `done` line.
+                let lines: Vec<&str> = body.split_inclusive('\n').collect();
+                let kept = lines[..lines.len().saturating_sub(1)].concat();
+                format!("{kept}{}\n", json!({"error": message}))
+            }
+        };
+        reply.body = body.into_bytes();
+        reply
     }
 
     /// Send each SSE event as its own chunk.

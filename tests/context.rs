@@ -1,0 +1,126 @@
+//! The context of a request: what is in it, in which priority, and the token budget.
+
+use org_agent::context::privacy::Privacy;
+use org_agent::context::{assemble, estimate_tokens, ContextSpec};
+use org_agent::store::{Config, Store};
+use org_agent::tools::Notes;
+
+fn store() -> Store {
+    let store = Store::in_memory(Config::default());
+    let mut text = String::from("#+TITLE: Work\n");
+    for p in 0..12 {
+        text.push_str(&format!("* TODO Project {p} :project:\n"));
+        for c in 0..3 {
+            text.push_str(&format!("** TODO Step {c} of project {p}\n"));
+        }
+    }
+    text.push_str("* Garden\n** Tulips\nPlant them in October, 10 cm deep.\n");
+    text.push_str("** DONE Mow the lawn\nCLOSED: [2026-11-20 Fri 10:00]\n");
+    text.push_str("** DONE Rake leaves\nCLOSED: [2026-11-21 Sat 10:00]\n");
+    text.push_str("** DONE Old chore\nCLOSED: [2026-01-02 Fri 10:00]\n");
+    text.push_str("* The focus :focus:\n");
+    text.push_str(&"A long body line about the focus.\n".repeat(40));
+    store
+        .ingest_text("/n/work.org", &text, None, None, None)
+        .unwrap();
+    store
+}
+
+fn id(store: &Store, title: &str) -> String {
+    store
+        .query(&org_agent::store::Query::default())
+        .into_iter()
+        .find(|r| r.node().content.title == title)
+        .map(|r| r.node().id.to_string())
+        .unwrap()
+}
+
+#[test]
+fn sections_come_in_priority_order_and_whole() {
+    let store = store();
+    let privacy = Privacy::default();
+    let notes = Notes {
+        store: &store,
+        privacy: &privacy,
+    };
+    let focus = id(&store, "The focus");
+    let related = vec![(id(&store, "Tulips"), 0.91f32)];
+    let spec = ContextSpec {
+        focus: Some(&focus),
+        related: &related,
+        done_since: Some("2026-11-15"),
+        budget_tokens: 100_000,
+    };
+    let all = assemble(&notes, &spec);
+    let at = |s: &str| all.find(s).unwrap_or_else(|| panic!("{s} missing:\n{all}"));
+    assert!(at("* The node the user is on") < at("* Related notes"));
+    assert!(at("* Related notes") < at("* Active projects (12)"));
+    assert!(at("* Active projects (12)") < at("* Recently completed"));
+    assert!(
+        all.contains("Plant them in October"),
+        "related bodies are shown"
+    );
+    assert!(all.contains("(similarity 0.91)"));
+    // Most recent first, and only since the date.
+    assert!(at("DONE Rake leaves") < at("DONE Mow the lawn"));
+    assert!(!all.contains("Old chore"));
+
+    // A budget that holds the focus and a few projects: later sections and the rest of the
+    // projects go, whole items only, and the omission is said.
+    let focus_only = assemble(
+        &notes,
+        &ContextSpec {
+            budget_tokens: 0,
+            ..spec.clone()
+        },
+    );
+    assert!(focus_only.starts_with("* The node the user is on"));
+    assert!(!focus_only.contains("* Active projects"));
+    let budget = estimate_tokens(&focus_only) + 400;
+    let some = assemble(
+        &notes,
+        &ContextSpec {
+            budget_tokens: budget,
+            ..spec.clone()
+        },
+    );
+    assert!(estimate_tokens(&some) <= budget, "over budget");
+    assert!(some.contains("* Related notes"));
+    assert!(some.contains("* Active projects (12)"), "{some}");
+    assert!(!some.contains("* Recently completed"), "{some}");
+    assert!(some.contains("more projects (query_notes with projects: true)"));
+    // Every project shown has all its children: nothing is cut mid-item.
+    for p in 0..12 {
+        if some.contains(&format!("TODO Project {p} :project:")) {
+            for c in 0..3 {
+                assert!(
+                    some.contains(&format!("Step {c} of project {p} ")),
+                    "{some}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_focus_is_shown_even_over_budget_and_never_twice() {
+    let store = store();
+    let privacy = Privacy::default();
+    let notes = Notes {
+        store: &store,
+        privacy: &privacy,
+    };
+    let focus = id(&store, "The focus");
+    let related = vec![(focus.clone(), 0.99f32)];
+    let out = assemble(
+        &notes,
+        &ContextSpec {
+            focus: Some(&focus),
+            related: &related,
+            done_since: None,
+            budget_tokens: 10,
+        },
+    );
+    assert!(out.contains("A long body line about the focus."));
+    assert!(!out.contains("* Related notes"), "{out}");
+}
