@@ -7,6 +7,7 @@
 //! top of these parsers, so they are tested on recorded responses without a network.
 
 pub mod completion;
+pub mod embeddings;
 pub mod error;
 pub mod http;
 pub mod openai;
