@@ -1,6 +1,7 @@
 //! The agent's runtime: worker threads, the event queue that carries results back to Emacs,
 //! and (in later work) the perceive → think → decide → act loop.
 
+pub mod embedding;
 pub mod event;
 pub mod message;
 pub mod runtime;

@@ -554,7 +554,7 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 
 /// A reqwest error with its causes (reqwest's own message is often just "error sending
 /// request"), without the URL.
-fn describe(e: &reqwest::Error) -> String {
+pub(crate) fn describe(e: &reqwest::Error) -> String {
     let mut out = String::new();
     let mut cause: Option<&dyn std::error::Error> = Some(e);
     let mut depth = 0;

@@ -10,6 +10,7 @@ pub mod anthropic;
 pub mod cascade;
 mod collect;
 pub mod completion;
+pub mod embeddings;
 pub mod error;
 pub mod gemini;
 pub mod http;

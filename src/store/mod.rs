@@ -14,6 +14,7 @@ pub mod persist;
 pub mod query;
 pub mod text;
 pub mod todo;
+pub mod vectors;
 
 pub use error::{Result, StoreError};
 pub use node::{Hash, Node, NodeContent, NodeKind, Planning, TodoType};
