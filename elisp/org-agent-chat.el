@@ -22,6 +22,7 @@
 (require 'org-agent-store)
 (require 'org-agent-actuator)
 (require 'org-agent-tools)
+(require 'org-agent-semantic)
 
 (defcustom org-agent-backends nil
   "The LLM backends, a list of plists, in the order to try them.
@@ -59,6 +60,19 @@ the cascade.  Example:
    (reasoning (\"anthropic\" . \"claude-opus-4-1\") \"openai\"))"
   :type '(alist :key-type (choice (const reflex) (const cognition) (const reasoning))
                 :value-type (repeat (choice string (cons string string))))
+  :group 'org-agent)
+
+(defcustom org-agent-context-budget nil
+  "The most tokens (estimated) the notes in a request may take, or nil.
+Nil means a quarter of the first backend's :context-window, or 8000
+tokens when it has none.  The node you are on is always shown; the
+rest is filled by priority, whole notes only."
+  :type '(choice (const :tag "From the backend" nil) natnum)
+  :group 'org-agent)
+
+(defcustom org-agent-context-recent-days 7
+  "Tasks closed in this many last days are shown to the agent."
+  :type 'natnum
   :group 'org-agent)
 
 (defcustom org-agent-cooldown 600
@@ -163,6 +177,7 @@ MARKER is where its keys line starts; OVERLAY carries the keys.")
 
 (declare-function org-agent--stimulus "org-agent-module")
 (declare-function org-agent--redact-private "org-agent-module")
+(declare-function org-agent--preview-request "org-agent-module")
 (declare-function org-agent--chat-restore "org-agent-module")
 (declare-function org-agent--cancel "org-agent-module")
 (declare-function org-agent--chat-cancel-all "org-agent-module")
@@ -463,7 +478,52 @@ The model is `org-agent-local-model'."
         ;; Tiers name configured backends; the local fallback model serves every tier.
         :tiers (and org-agent-backends org-agent-model-tiers)
         :cooldown org-agent-cooldown
-        :retry-cap org-agent-retry-cap))
+        :retry-cap org-agent-retry-cap
+        :embedding (org-agent-semantic--backend)
+        :related-threshold org-agent-related-threshold
+        :context-budget org-agent-context-budget
+        :done-since (format-time-string
+                     "%F" (time-subtract nil (* 86400 org-agent-context-recent-days)))))
+
+;;;###autoload
+(defun org-agent-context-preview ()
+  "Show exactly what the next chat request would send.
+The request body for the first backend of the cascade: the system
+prompt with the notes the agent would see (the focus node, related
+notes, active projects, recent completions, within the context
+budget, never a private note), the conversation so far with the text
+after the last \"* You\" heading, and every tool's schema.  Nothing
+is sent to the LLM."
+  (interactive)
+  (org-agent--require-started)
+  (with-current-buffer (org-agent-chat)
+    (let* ((prompt (org-agent-chat--prompt))
+           (text (if (string-empty-p prompt) "(your next message)" prompt))
+           (backends (org-agent-chat--backends)))
+      (org-agent--send-privacy)
+      (puthash (org-agent--preview-request org-agent-chat--conversation text
+                                           backends (org-agent-chat--options))
+               #'org-agent-chat--show-preview
+               org-agent--callbacks)
+      (message "org-agent: assembling the request..."))))
+
+(defvar org-agent-context-preview-buffer "*org-agent-context*"
+  "The buffer `org-agent-context-preview' shows the request in.")
+
+(defun org-agent-chat--show-preview (event)
+  "Show the request of EVENT, a `preview' event (or say why there is none)."
+  (if (not (eq (plist-get event :type) 'preview))
+      (message "org-agent: %s" (plist-get event :message))
+    (with-current-buffer (get-buffer-create org-agent-context-preview-buffer)
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (format "POST %s\nBackend: %s\n\n" (plist-get event :url)
+                        (plist-get event :backend)))
+        (insert (plist-get event :body) "\n")
+        (goto-char (point-min))
+        (if (fboundp 'js-json-mode) (js-json-mode) (js-mode))
+        (setq buffer-read-only t))
+      (display-buffer (current-buffer)))))
 
 (defun org-agent-chat--send-prompt (prompt backends)
   "Send PROMPT (already in the buffer) to BACKENDS and show the answer as it comes."

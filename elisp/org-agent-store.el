@@ -44,7 +44,7 @@ When nil, use `org-directory'."
 (defcustom org-agent-private-tags '("@personal" "private")
   "Tags that keep a subtree out of the LLM's view.
 A headline with one of these tags (its own, an ancestor's, or from
-#+FILETAGS), or with a property \=`PRIVATE' of \=`t', is private with
+#+FILETAGS), or with a property PRIVATE of t, is private with
 all its children: it never enters a prompt, a tool result or an
 embedding request, and the agent cannot edit it.  Tag inheritance
 settings do not matter here."
@@ -219,7 +219,9 @@ Return non-nil when org-agent is running."
                   (plist-get event :nodes)
                   (if errors (format "; %d errors, first: %s" (length errors) (car errors)) ""))))
       ('failed
-       (message "org-agent: %s" (plist-get event :message))
+       ;; A failure of a request someone waits for is theirs to report.
+       (unless (gethash request org-agent--callbacks)
+         (message "org-agent: %s" (plist-get event :message)))
        (run-hook-with-args 'org-agent-ingest-functions event))
       ((or 'ingested 'superseded)
        (run-hook-with-args 'org-agent-ingest-functions event))
@@ -228,7 +230,8 @@ Return non-nil when org-agent is running."
       ('actuate
        (run-hook-with-args 'org-agent-actuate-functions event)))
     (when-let ((callback (and (memq (plist-get event :type)
-                                    '(ingested superseded failed directory-done))
+                                    '(ingested superseded failed directory-done
+                                               embedded search-results preview))
                               (gethash request org-agent--callbacks))))
       (remhash request org-agent--callbacks)
       (funcall callback event))))

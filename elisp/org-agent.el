@@ -30,6 +30,7 @@
 (require 'org-agent-actuator)
 (require 'org-agent-tools)
 (require 'org-agent-chat)
+(require 'org-agent-semantic)
 
 (defgroup org-agent nil
   "An AI agent that lives inside Emacs and works in your Org notes."

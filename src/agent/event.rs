@@ -32,6 +32,23 @@ pub enum Event {
         reply: u64,
         action: Sexp,
     },
+    /// The vector index was brought up to date with the store.
+    Embedded {
+        request: u64,
+        report: crate::agent::semantic::UpdateReport,
+    },
+    /// The notes closest in meaning to a search text: (id, similarity), best first.
+    SearchResults {
+        request: u64,
+        hits: Vec<(String, f32)>,
+    },
+    /// What the next request would send (`org-agent-context-preview`).
+    Preview {
+        request: u64,
+        backend: String,
+        url: String,
+        body: String,
+    },
     /// A request failed; `file` when it concerns one.
     Failed {
         request: u64,

@@ -1,10 +1,11 @@
 //! The agent's runtime: worker threads, the event queue that carries results back to Emacs,
-//! and (in later work) the perceive → think → decide → act loop.
+//! the perceive → think → decide → act loop, and semantic search.
 
 pub mod embedding;
 pub mod event;
 pub mod message;
 pub mod runtime;
+pub mod semantic;
 pub mod telemetry;
 pub mod turn;
 

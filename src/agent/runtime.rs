@@ -10,12 +10,15 @@ use super::telemetry::Telemetry;
 use super::turn::{
     run_turn, Approval, BoxFuture, Conversation, Equipment, Operator, TurnConfig, TurnEvent,
 };
+use crate::agent::semantic::Semantic;
 use crate::context::privacy::Privacy;
 use crate::gates::audit::AuditLog;
 use crate::llm::cascade::{Cascade, Health, Policy};
 use crate::llm::completion::{Delta, ToolCall};
+use crate::llm::embeddings::{EmbeddingBackend, EmbeddingClient};
 use crate::llm::http::{Backend, CancelToken, ChatClient};
 use crate::sexp::Sexp;
+use crate::store::vectors::{write_atomic, VectorError, VectorIndex};
 use crate::store::{Config, OpenReport, Store, StoreError, TodoKeywords};
 use crate::tools::emacs::ElispTool;
 use futures_util::FutureExt;
@@ -55,7 +58,13 @@ pub struct Runtime {
     privacy: RwLock<Arc<Privacy>>,
     /// Which backends failed recently, shared by every turn's cascade.
     health: Arc<Health>,
+    /// The notes' embeddings, and the file they are kept in (beside the store's log).
+    vectors: Arc<Mutex<VectorIndex>>,
+    vectors_path: Mutex<Option<PathBuf>>,
 }
+
+/// The vector index's file in the state directory.
+const VECTORS_FILE: &str = "vectors.bin";
 
 /// Streamed text wakes Emacs at most this often (the chat inserts at most every 0.1 s too).
 const TEXT_WAKE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
@@ -74,6 +83,8 @@ pub struct ChatSetup {
     pub audit_file: Option<PathBuf>,
     /// Whether the user may be asked (false in batch Emacs: asking means deny).
     pub interactive: bool,
+    /// The embedding server, for semantic search and related notes.
+    pub embedding: Option<EmbeddingBackend>,
 }
 
 /// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
@@ -189,6 +200,8 @@ impl Runtime {
             wake_scheduled: AtomicBool::new(false),
             privacy: RwLock::new(Arc::new(Privacy::default())),
             health: Arc::default(),
+            vectors: Arc::new(Mutex::new(VectorIndex::new(""))),
+            vectors_path: Mutex::new(None),
         })
     }
 
@@ -210,6 +223,23 @@ impl Runtime {
         let (store, report) = Store::open(dir, self.config.lock().clone())?;
         let old = std::mem::replace(&mut *self.store.write(), Arc::new(store));
         retire(old);
+        // The vectors are derived data: a missing or damaged file only means embedding
+        // again, so it never stops the store from opening.
+        let path = dir.join(VECTORS_FILE);
+        let index = match VectorIndex::load(&path) {
+            Ok(index) => index,
+            Err(VectorError::Missing { .. }) => VectorIndex::new(""),
+            Err(e) => {
+                self.telemetry.lock().log(
+                    "warning",
+                    format!("vectors set aside, embedding again: {e}"),
+                );
+                let _ = std::fs::rename(&path, path.with_extension("corrupt"));
+                VectorIndex::new("")
+            }
+        };
+        *self.vectors.lock() = index;
+        *self.vectors_path.lock() = Some(path);
         Ok(report)
     }
 
@@ -218,6 +248,8 @@ impl Runtime {
         let config = self.config.lock().clone();
         let old = std::mem::replace(&mut *self.store.write(), Arc::new(Store::in_memory(config)));
         retire(old);
+        *self.vectors_path.lock() = None;
+        *self.vectors.lock() = VectorIndex::new("");
     }
 
     pub fn configure(&self, f: impl FnOnce(&mut Config)) {
@@ -578,32 +610,159 @@ impl Runtime {
         self.conversations.lock().remove(id);
     }
 
-    /// The request the next turn of conversation `id` would send for `text` to `backend`
-    /// (what `org-agent-context-preview` shows): the same equipment and request builder as
-    /// [`Runtime::chat_async`], nothing sent.
-    pub fn preview_request(
-        &self,
-        id: &str,
-        text: &str,
+    /// What the next turn of conversation `id` would send for `text` to `backend` (what
+    /// `org-agent-context-preview` shows), built by the same code as a turn (related notes
+    /// included, which takes an embedding request): an [`Event::Preview`] with the exact
+    /// request body. Nothing is sent to the LLM. Returns the request id at once.
+    pub fn preview_async(
+        &'static self,
+        id: String,
+        text: String,
         backend: Backend,
         cfg: TurnConfig,
         setup: ChatSetup,
-    ) -> Result<crate::llm::http::ChatRequest, String> {
-        let client = ChatClient::new(backend).map_err(|e| e.to_string())?;
-        let eq = Equipment {
-            edit_tools: true,
-            elisp_tools: setup.elisp_tools,
-            privacy: self.privacy(),
-            ..Equipment::new(client, self.store())
+    ) -> u64 {
+        let request = self.next_id();
+        let store = self.store();
+        let privacy = self.privacy();
+        let messages = self.conversation_messages(&id).unwrap_or_default();
+        self.tokio.spawn(async move {
+            let outcome = AssertUnwindSafe(async {
+                let client = ChatClient::new(backend.clone()).map_err(|e| e.to_string())?;
+                let eq = Equipment {
+                    edit_tools: true,
+                    elisp_tools: setup.elisp_tools,
+                    privacy,
+                    semantic: self.semantic(setup.embedding)?,
+                    ..Equipment::new(client, store)
+                };
+                let mut cfg = cfg;
+                if cfg.related.is_empty() {
+                    cfg.related =
+                        crate::agent::turn::related_notes(&eq, &text, &cfg, &CancelToken::new())
+                            .await
+                            .unwrap_or_default();
+                }
+                let mut conversation = Conversation {
+                    messages,
+                    ..Conversation::default()
+                };
+                conversation
+                    .messages
+                    .push(crate::llm::http::Message::User(text));
+                let chat = crate::agent::turn::step_request(&eq, &conversation, &cfg);
+                let body = backend.wire.request_body(&chat, &backend.model);
+                Ok::<_, String>(Event::Preview {
+                    request,
+                    backend: backend.name.clone(),
+                    url: backend.url(chat.stream),
+                    body: serde_json::to_string_pretty(&body).unwrap_or_default(),
+                })
+            })
+            .catch_unwind()
+            .await;
+            self.push(match outcome {
+                Ok(Ok(event)) => event,
+                Ok(Err(message)) => Event::Failed {
+                    request,
+                    file: None,
+                    message,
+                },
+                Err(p) => Event::Failed {
+                    request,
+                    file: None,
+                    message: format!("internal error (panic): {}", panic_message(&*p)),
+                },
+            });
+        });
+        request
+    }
+
+    /// Semantic search with `backend` over the runtime's vector index, if there is one.
+    fn semantic(&self, backend: Option<EmbeddingBackend>) -> Result<Option<Semantic>, String> {
+        let Some(backend) = backend else {
+            return Ok(None);
         };
-        let mut conversation = Conversation {
-            messages: self.conversation_messages(id).unwrap_or_default(),
-            ..Conversation::default()
+        Ok(Some(Semantic {
+            client: EmbeddingClient::new(backend).map_err(|e| e.to_string())?,
+            index: self.vectors.clone(),
+        }))
+    }
+
+    /// Bring the vector index up to date with the store through `backend` (embedding what
+    /// is new or changed, dropping what changed, vanished or became private), then save it;
+    /// an [`Event::Embedded`] reports it. Returns the request id at once.
+    pub fn embed_async(&'static self, backend: EmbeddingBackend, embed_all: bool) -> u64 {
+        let request = self.next_id();
+        let store = self.store();
+        let privacy = self.privacy();
+        self.run_async(request, async move {
+            let semantic = self
+                .semantic(Some(backend))?
+                .ok_or("no embedding backend")?;
+            let report = semantic
+                .update(&store, &privacy, embed_all, &CancelToken::new())
+                .await
+                .map_err(|e| format!("embedding failed: {e}"))?;
+            self.save_vectors()?;
+            Ok(Event::Embedded { request, report })
+        })
+    }
+
+    /// The `k` notes closest in meaning to `text` (never private ones): an
+    /// [`Event::SearchResults`]. Returns the request id at once.
+    pub fn search_async(&'static self, backend: EmbeddingBackend, text: String, k: usize) -> u64 {
+        let request = self.next_id();
+        let store = self.store();
+        let privacy = self.privacy();
+        self.run_async(request, async move {
+            let semantic = self
+                .semantic(Some(backend))?
+                .ok_or("no embedding backend")?;
+            if semantic.index.lock().is_empty() {
+                return Err("no note is embedded yet (M-x org-agent-embed-notes)".to_string());
+            }
+            let hits = semantic
+                .search(&store, &privacy, &text, k, 0.0, &CancelToken::new())
+                .await
+                .map_err(|e| format!("semantic search failed: {e}"))?;
+            Ok(Event::SearchResults { request, hits })
+        })
+    }
+
+    /// Runs `work` on the workers; its event (or its error, or a panic, as `Failed`) is
+    /// pushed.
+    fn run_async(
+        &'static self,
+        request: u64,
+        work: impl std::future::Future<Output = Result<Event, String>> + Send + 'static,
+    ) -> u64 {
+        self.tokio.spawn(async move {
+            let event = match AssertUnwindSafe(work).catch_unwind().await {
+                Ok(Ok(event)) => event,
+                Ok(Err(message)) => Event::Failed {
+                    request,
+                    file: None,
+                    message,
+                },
+                Err(p) => Event::Failed {
+                    request,
+                    file: None,
+                    message: format!("internal error (panic): {}", panic_message(&*p)),
+                },
+            };
+            self.push(event);
+        });
+        request
+    }
+
+    /// Write the vector index beside the store (encoded under its lock, written outside).
+    fn save_vectors(&self) -> Result<(), String> {
+        let Some(path) = self.vectors_path.lock().clone() else {
+            return Ok(());
         };
-        conversation
-            .messages
-            .push(crate::llm::http::Message::User(text.to_owned()));
-        Ok(crate::agent::turn::step_request(&eq, &conversation, &cfg))
+        let bytes = self.vectors.lock().encode();
+        write_atomic(&path, &bytes).map_err(|e| format!("could not save the vectors: {e}"))
     }
 
     /// Which backends are in their cool-down.
@@ -665,6 +824,7 @@ impl Runtime {
                     return Err("no backend is configured".to_string());
                 };
                 let eq = Equipment {
+                    semantic: self.semantic(setup.embedding)?,
                     llm: Cascade::new(clients, self.health.clone(), policy),
                     operator,
                     edit_tools: true,

@@ -8,6 +8,7 @@
 //! panics the loop: a panicking tool is a tool error.
 
 use super::message::{Action, EmacsAction, Sensor, Stimulus};
+use crate::agent::semantic::{self, Semantic};
 use crate::context::privacy::Privacy;
 use crate::gates::audit::AuditLog;
 use crate::gates::{self, Context, Outcome, Pipeline};
@@ -45,6 +46,9 @@ pub struct TurnConfig {
     pub done_since: Option<String>,
     /// The most tokens the notes in the system prompt may take (estimated).
     pub context_budget: usize,
+    /// Notes at least this similar to the question are shown as related (when the
+    /// equipment has semantic search and `related` is empty).
+    pub related_threshold: f32,
 }
 
 impl Default for TurnConfig {
@@ -63,6 +67,7 @@ impl Default for TurnConfig {
             related: Vec::new(),
             done_since: None,
             context_budget: crate::context::DEFAULT_BUDGET_TOKENS,
+            related_threshold: 0.75,
         }
     }
 }
@@ -184,6 +189,9 @@ pub struct Equipment {
     pub elisp_tools: Vec<ElispTool>,
     /// Where every gate decision and user answer is appended.
     pub audit: Option<AuditLog>,
+    /// Semantic search over the notes (the `semantic_search` tool, related notes in the
+    /// context), when an embedding server is configured.
+    pub semantic: Option<Semantic>,
 }
 
 impl Equipment {
@@ -199,20 +207,32 @@ impl Equipment {
             edit_tools: false,
             elisp_tools: Vec::new(),
             audit: None,
+            semantic: None,
         }
     }
 
     /// The Elisp tool called `name`, unless a built-in or edit tool has that name.
     fn elisp_tool(&self, name: &str) -> Option<&ElispTool> {
-        if self.tools.get(name).is_some() || (self.edit_tools && emacs_tools::is_edit(name)) {
+        if self.tools.get(name).is_some()
+            || (self.edit_tools && emacs_tools::is_edit(name))
+            || self.semantic_tool(name)
+        {
             return None;
         }
         self.elisp_tools.iter().find(|t| t.name == name)
     }
 
+    /// Whether `name` is the semantic search tool and it is available.
+    fn semantic_tool(&self, name: &str) -> bool {
+        self.semantic.is_some() && name == semantic::SEMANTIC_TOOL
+    }
+
     /// Every tool's declaration, for the request.
     fn schemas(&self) -> Vec<serde_json::Value> {
         let mut all = self.tools.function_schemas();
+        if self.semantic.is_some() {
+            all.push(semantic::tool_declaration());
+        }
         if self.edit_tools {
             all.extend(emacs_tools::edit_schemas());
         }
@@ -232,6 +252,11 @@ impl Equipment {
         for name in self.tools.names() {
             ctx.tools.insert(name.to_string());
             ctx.read_only_tools.insert(name.to_string());
+        }
+        if self.semantic.is_some() {
+            ctx.tools.insert(semantic::SEMANTIC_TOOL.to_string());
+            ctx.read_only_tools
+                .insert(semantic::SEMANTIC_TOOL.to_string());
         }
         for t in &self.elisp_tools {
             if self.elisp_tool(&t.name).is_some() {
@@ -335,6 +360,40 @@ pub fn step_request(eq: &Equipment, conversation: &Conversation, cfg: &TurnConfi
     }
 }
 
+/// Most related notes shown in the context.
+const MAX_RELATED: usize = 5;
+
+/// The notes closest in meaning to `text` (and the focus node's title), above the
+/// threshold, excluding the focus itself; empty without semantic search.
+pub async fn related_notes(
+    eq: &Equipment,
+    text: &str,
+    cfg: &TurnConfig,
+    cancel: &CancelToken,
+) -> Result<Vec<(String, f32)>, LlmError> {
+    let Some(semantic) = &eq.semantic else {
+        return Ok(Vec::new());
+    };
+    let focus = cfg.focus.as_deref().and_then(|id| eq.notes().node(id).ok());
+    let query = match &focus {
+        Some(r) => format!("{}\n{text}", r.node().content.title),
+        None => text.to_owned(),
+    };
+    let mut hits = semantic
+        .search(
+            &eq.store,
+            &eq.privacy,
+            &query,
+            MAX_RELATED + 1,
+            cfg.related_threshold,
+            cancel,
+        )
+        .await?;
+    hits.retain(|(id, _)| cfg.focus.as_deref() != Some(id.as_str()));
+    hits.truncate(MAX_RELATED);
+    Ok(hits)
+}
+
 /// Run one turn for `user_text`. `ask` is called when the gates ask the user; `emit`
 /// receives every event. Returns the final answer.
 pub async fn run_turn(
@@ -348,6 +407,27 @@ pub async fn run_turn(
     conversation
         .messages
         .push(Message::User(user_text.to_string()));
+    // Notes related by meaning are looked up once a turn, for the question as asked.
+    let with_related;
+    let cfg = if cfg.related.is_empty() && eq.semantic.is_some() {
+        let related = match related_notes(eq, user_text, cfg, cancel).await {
+            Ok(r) => r,
+            Err(LlmError::Cancelled) => return Err(TurnError::Cancelled),
+            Err(e) => {
+                emit(TurnEvent::Warning(format!(
+                    "no related notes: semantic search failed: {e}"
+                )));
+                Vec::new()
+            }
+        };
+        with_related = TurnConfig {
+            related,
+            ..cfg.clone()
+        };
+        &with_related
+    } else {
+        cfg
+    };
     let mut errors_fed_back = 0u32;
     let mut denials = 0u32;
     let mut sexp_calls = 0u32;
@@ -541,7 +621,11 @@ pub async fn run_turn(
                     Action::Tool { name, args } => {
                         let args = sexp::json::to_json(args.value());
                         if asked_before.insert((name.clone(), args.to_string())) {
-                            Some(run_tool(eq, name, args).await)
+                            if eq.semantic_tool(name) {
+                                Some(run_semantic(eq, &args, cancel).await)
+                            } else {
+                                Some(run_tool(eq, name, args).await)
+                            }
                         } else {
                             Some((
                                 false,
@@ -658,6 +742,40 @@ fn push_result(
         conversation
             .messages
             .push(Message::User(sexp::print(result.to_sexp().value())));
+    }
+}
+
+/// Run the semantic search tool: the query is embedded over HTTP (awaited, never blocking
+/// a worker), the hits listed like the other tools list headlines.
+async fn run_semantic(
+    eq: &Equipment,
+    args: &serde_json::Value,
+    cancel: &CancelToken,
+) -> (bool, String) {
+    let Some(semantic) = &eq.semantic else {
+        return (false, tool_error("semantic search is not set up"));
+    };
+    let text = args["text"].as_str().unwrap_or_default().trim();
+    if text.is_empty() {
+        return (false, tool_error("text must not be empty"));
+    }
+    let k = args["limit"].as_i64().unwrap_or(10).clamp(1, 50) as usize;
+    match semantic
+        .search(&eq.store, &eq.privacy, text, k, 0.0, cancel)
+        .await
+    {
+        Ok(hits) if hits.is_empty() => (true, "No embedded headlines are close to it.".into()),
+        Ok(hits) => {
+            let mut out = format!("{} headlines closest in meaning:\n", hits.len());
+            for (id, score) in hits {
+                if let Some(r) = eq.store.node(&id) {
+                    out.push_str(&crate::tools::builtin::summary(&r));
+                    out.push_str(&format!(" (similarity {score:.2})\n"));
+                }
+            }
+            (true, out)
+        }
+        Err(e) => (false, tool_error(&format!("semantic search failed: {e}"))),
     }
 }
 

@@ -512,6 +512,39 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
                 super::lisp_sexp::to_lisp(env, action.value())?,
             ),
         ],
+        Event::Embedded { request, report } => vec![
+            (k(":type")?, env.intern("embedded")?),
+            (k(":request")?, (*request as i64).into_lisp(env)?),
+            (k(":candidates")?, report.candidates.into_lisp(env)?),
+            (k(":embedded")?, report.embedded.into_lisp(env)?),
+            (k(":dropped")?, report.dropped.into_lisp(env)?),
+            (k(":refused")?, report.refused.into_lisp(env)?),
+            (k(":requests")?, report.requests.into_lisp(env)?),
+            (k(":indexed")?, report.indexed.into_lisp(env)?),
+        ],
+        Event::SearchResults { request, hits } => {
+            let mut items = Vec::with_capacity(hits.len());
+            for (id, score) in hits {
+                items.push(env.cons(id.as_str().into_lisp(env)?, (*score as f64).into_lisp(env)?)?);
+            }
+            vec![
+                (k(":type")?, env.intern("search-results")?),
+                (k(":request")?, (*request as i64).into_lisp(env)?),
+                (k(":hits")?, env.list(&items)?),
+            ]
+        }
+        Event::Preview {
+            request,
+            backend,
+            url,
+            body,
+        } => vec![
+            (k(":type")?, env.intern("preview")?),
+            (k(":request")?, (*request as i64).into_lisp(env)?),
+            (k(":backend")?, backend.as_str().into_lisp(env)?),
+            (k(":url")?, url.as_str().into_lisp(env)?),
+            (k(":body")?, body.as_str().into_lisp(env)?),
+        ],
         Event::Failed {
             request,
             file,

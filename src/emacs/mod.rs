@@ -659,6 +659,14 @@ fn turn_setup(
             .map(|w| (w / 4) as usize)
             .unwrap_or(crate::context::DEFAULT_BUDGET_TOKENS)
     };
+    let embedding = get(":embedding")?;
+    if embedding.is_not_nil() {
+        setup.embedding = Some(embedding_backend(env, embedding)?);
+    }
+    let threshold = get(":related-threshold")?;
+    if threshold.is_not_nil() {
+        cfg.related_threshold = env.call("float", [threshold])?.into_rust::<f64>()? as f32;
+    }
     let since = get(":done-since")?;
     if since.is_not_nil() {
         cfg.done_since = Some(since.into_rust()?);
@@ -684,40 +692,113 @@ fn chat(
     Ok(runtime(env)?.chat_async(conversation, text, t.backends, t.policy, t.cfg, t.setup) as i64)
 }
 
-/// Return what the next turn of CONVERSATION would send for TEXT with BACKEND and OPTIONS
-/// (as for `stimulus', with :focus): a plist (:backend NAME :url URL :body JSON), JSON being
-/// the exact request body the first backend of the cascade would receive, pretty-printed.
+/// Compute what the next turn of CONVERSATION would send for TEXT with BACKEND and OPTIONS
+/// (as for `stimulus', with :focus) and return a request id at once; a `preview' event
+/// (:backend NAME :url URL :body JSON) follows, JSON being the exact request body the first
+/// backend of the cascade would receive, pretty-printed.  Nothing is sent to the LLM.
 #[defun]
-fn preview_request<'e>(
-    env: &'e Env,
+fn preview_request(
+    env: &Env,
     conversation: String,
     text: String,
-    backend: Value<'e>,
-    options: Value<'e>,
-) -> Result<Value<'e>> {
+    backend: Value,
+    options: Value,
+) -> Result<i64> {
     let t = turn_setup(env, backend, options, None)?;
     let Some(first) = t.backends.first().cloned() else {
         return fail(env, "no backend is configured");
     };
-    let request =
-        match runtime(env)?.preview_request(&conversation, &text, first.clone(), t.cfg, t.setup) {
-            Ok(r) => r,
-            Err(e) => return fail(env, e),
-        };
-    let body = first.wire.request_body(&request, &first.model);
-    plist(
-        env,
-        vec![
-            (kw(env, ":backend")?, first.name.as_str().into_lisp(env)?),
-            (kw(env, ":url")?, first.url(request.stream).into_lisp(env)?),
-            (
-                kw(env, ":body")?,
-                serde_json::to_string_pretty(&body)
-                    .unwrap_or_default()
-                    .into_lisp(env)?,
-            ),
-        ],
-    )
+    Ok(runtime(env)?.preview_async(conversation, text, first, t.cfg, t.setup) as i64)
+}
+
+/// An embedding backend from its plist: (:type openai|ollama|gemini :url URL :model MODEL
+/// :key KEY :headers ((NAME . VALUE) ...) :encoding float|base64 :first-byte-timeout S).
+fn embedding_backend(env: &Env, plist: Value) -> Result<crate::llm::embeddings::EmbeddingBackend> {
+    use crate::llm::embeddings::{EmbeddingBackend, EmbeddingWire, EncodingFormat};
+    let get = |key: &str| -> Result<Option<Value>> {
+        let v = env.call("plist-get", (plist, env.intern(key)?))?;
+        Ok(v.is_not_nil().then_some(v))
+    };
+    let name_of = |v: Value| -> Result<String> {
+        let s: String = env.call("format", ("%s", v))?.into_rust()?;
+        Ok(s.trim_start_matches(':').to_owned())
+    };
+    let wire = match get(":type")? {
+        None => EmbeddingWire::OpenAi,
+        Some(t) => {
+            let name = name_of(t)?;
+            match EmbeddingWire::from_name(&name) {
+                Some(w) => w,
+                None => {
+                    return fail(
+                        env,
+                        format!("unknown embedding :type {name} (openai, ollama or gemini)"),
+                    )
+                }
+            }
+        }
+    };
+    let Some(url) = get(":url")? else {
+        return fail(env, "the embedding backend has no :url");
+    };
+    let Some(model) = get(":model")? else {
+        return fail(env, "the embedding backend has no :model");
+    };
+    let mut b = EmbeddingBackend::new(wire, lisp_string(env, url)?, lisp_string(env, model)?);
+    if let Some(name) = get(":name")? {
+        b.name = lisp_string(env, name)?;
+    }
+    if let Some(key) = get(":key")? {
+        b.api_key = Some(lisp_string(env, key)?);
+    }
+    if let Some(headers) = get(":headers")? {
+        for pair in list_items(env, headers)? {
+            b.headers.push((
+                lisp_string(env, pair.car()?)?,
+                lisp_string(env, pair.cdr()?)?,
+            ));
+        }
+    }
+    if let Some(e) = get(":encoding")? {
+        let name = name_of(e)?;
+        match EncodingFormat::from_name(&name) {
+            Some(f) => b.encoding = f,
+            None => return fail(env, format!("unknown :encoding {name} (float or base64)")),
+        }
+    }
+    for (key, slot) in [
+        (":connect-timeout", &mut b.timeouts.connect),
+        (":first-byte-timeout", &mut b.timeouts.first_byte),
+        (":idle-timeout", &mut b.timeouts.idle),
+        (":total-timeout", &mut b.timeouts.total),
+    ] {
+        if let Some(v) = get(key)? {
+            let secs: f64 = env.call("float", [v])?.into_rust()?;
+            if secs.is_finite() && secs > 0.0 {
+                *slot = std::time::Duration::from_secs_f64(secs.min(86_400.0));
+            }
+        }
+    }
+    Ok(b)
+}
+
+/// Bring the notes' embeddings up to date through BACKEND (an embedding backend plist): embed
+/// the headlines with :EMBED: t, or all of them when ALL, that are new or changed (never a
+/// private one), and drop vectors of nodes that changed or vanished.  Returns a request id at
+/// once; an `embedded' event reports it.
+#[defun]
+fn embed(env: &Env, backend: Value, all: Value) -> Result<i64> {
+    let backend = embedding_backend(env, backend)?;
+    Ok(runtime(env)?.embed_async(backend, all.is_not_nil()) as i64)
+}
+
+/// Search the embedded notes for the K closest in meaning to TEXT, through BACKEND (an
+/// embedding backend plist).  Returns a request id at once; a `search-results' event brings
+/// :hits, a list of (ID . SIMILARITY), best first.
+#[defun]
+fn semantic_search(env: &Env, backend: Value, text: String, k: i64) -> Result<i64> {
+    let backend = embedding_backend(env, backend)?;
+    Ok(runtime(env)?.search_async(backend, text, k.clamp(1, 200) as usize) as i64)
 }
 
 /// Answer question REPLY of a chat turn: ANSWER is `once', `conversation' or `deny'.

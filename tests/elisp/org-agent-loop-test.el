@@ -14,6 +14,9 @@
 (require 'org-agent-test-setup)
 (require 'org-agent-chat)
 (require 'org-agent-test-server)
+(require 'cl-lib)
+(require 'json)
+(require 'cl-lib)
 
 (defun org-agent-loop-test--tool-messages (body)
   "The contents of the `tool' messages in the request BODY."
@@ -313,6 +316,65 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
         (let ((summary (json-encode (nth 2 requests))))
           (should (string-match-p "Renew the library card" summary))
           (should (string-match-p "a private subtree is left out" summary)))))))
+
+;; Both backends are the test server; the requests it logs show which was asked.
+(ert-deftest org-agent-loop-a-chat-survives-its-backend-failing-mid-answer ()
+  "The first backend breaks off mid-answer: its text goes, the next one answers."
+  (org-agent-loop-test--with-chat
+    (let ((org-agent-backends
+           `((:name "first" :url ,(format "http://127.0.0.1:%d/v1" port) :model "m1")
+             (:name "second" :type anthropic :url ,(format "http://127.0.0.1:%d/v1" port)
+                    :model "m2" :key "sk-ant-test"))))
+      (org-agent-test-server-push :text "This first answer will break off somewhere in the middle"
+                                  :per_event t :cut_at 300)
+      (org-agent-test-server-push :wire "anthropic" :text "The second backend answers.")
+      (org-agent-loop-test--send "Hello?")
+      (should (org-agent-test-wait (lambda () finished) 60))
+      (should (equal (cadr finished) "The second backend answers."))
+      (let ((chat (buffer-string)))
+        (should (string-match-p "^The second backend answers\\.$" chat))
+        (should-not (string-match-p "This first answer" chat))
+        (should (string-match-p "^- /first failed: .*; asking second/$" chat)))
+      (should (string-match-p "second (m2)" (org-agent-chat--header)))
+      (let ((requests (org-agent-test-server-requests)))
+        (should (= (length requests) 2))
+        ;; The second request is in the Anthropic format.
+        (should (equal (cdr (assoc "model" (nth 1 requests))) "m2"))
+        (should (assoc "max_tokens" (nth 1 requests)))))))
+
+(ert-deftest org-agent-loop-context-preview-is-what-the-server-receives ()
+  "`org-agent-context-preview' shows the very body the next request sends."
+  (org-agent-loop-test--with-chat
+    (let ((tasks (find-file-noselect (expand-file-name "tasks.org" notes)))
+          (shown nil))
+      ;; Focus on a node, so the context has something to show.
+      (with-current-buffer tasks
+        (goto-char (point-min))
+        (re-search-forward "^\\*\\* TODO Call the plumber")
+        (org-agent-chat))
+      (goto-char (point-max))
+      (insert "What is next?")
+      (cl-letf* ((orig (symbol-function 'org-agent-chat--show-preview))
+                 ((symbol-function 'org-agent-chat--show-preview)
+                  (lambda (event) (setq shown event) (funcall orig event))))
+        (org-agent-context-preview)
+        (should (org-agent-test-wait (lambda () shown) 30)))
+      (should (eq (plist-get shown :type) 'preview))
+      (should (string-match-p "/v1/chat/completions\\'" (plist-get shown :url)))
+      (with-current-buffer org-agent-context-preview-buffer
+        (should (string-match-p "^POST http://127.0.0.1:[0-9]+/v1/chat/completions$"
+                                (buffer-string))))
+      (should (= 0 (length (org-agent-test-server-requests))))
+      (org-agent-test-server-push :text "Call the plumber.")
+      (org-agent-chat-send)
+      (should (org-agent-test-wait (lambda () finished) 60))
+      (let ((json-array-type 'list) (json-object-type 'alist) (json-key-type 'string))
+        (let ((previewed (json-read-from-string (plist-get shown :body)))
+              (sent (car (org-agent-test-server-requests))))
+          (should (equal previewed sent))
+          (let ((system (cdr (assoc "content" (car (cdr (assoc "messages" sent)))))))
+            (should (string-match-p "Call the plumber about the leak" system))
+            (should (string-match-p "^\\* Active projects" system))))))))
 
 (ert-deftest org-agent-loop-stimuli-are-typed-at-the-edge ()
   "`org-agent--stimulus' takes what it knows and says what is wrong with the rest."

@@ -7,6 +7,8 @@
 //!   `{"text": "...", "calls": [["name", {ARGS}], ...]}` (a streamed answer),
 //!   `{"tokens": N, "text": "word"}` (N deltas of the word, for the benchmark),
 //!   `{"status": 401, "message": "...", "kind": "...", "retry_after": "2"}` (an error);
+//!   `"wire"` (`"openai"` by default, `"anthropic"`, `"gemini"`, `"ollama"`) picks the
+//!   provider format of the answer or error;
 //!   options: `"drip_ms"` (pause between chunks), `"per_event"` (one chunk per SSE event,
 //!   the default for "tokens"), `"split"` (seed of random chunk sizes), `"cut_at"` /
 //!   `"stall_at"` (byte offset where the body stops or stalls).
@@ -18,6 +20,7 @@
 #[path = "mod.rs"]
 mod support;
 
+use org_agent::llm::Wire;
 use serde_json::Value;
 use std::io::{BufRead, Write};
 use std::time::Duration;
@@ -25,7 +28,21 @@ use support::llm_server::{End, LlmServer, Reply};
 
 fn reply(spec: &Value) -> Result<Reply, String> {
     let text = spec["text"].as_str().unwrap_or_default();
-    let mut r = if let Some(status) = spec["status"].as_u64() {
+    let wire = match spec["wire"].as_str() {
+        None => None,
+        Some(name) => Some(Wire::from_name(name).ok_or(format!("unknown wire {name}"))?),
+    };
+    let mut r = if let (Some(status), Some(wire)) = (spec["status"].as_u64(), wire) {
+        let mut r = Reply::wire_error(
+            wire,
+            status as u16,
+            spec["message"].as_str().unwrap_or("test error"),
+        );
+        if let Some(after) = spec["retry_after"].as_str() {
+            r = r.header("retry-after", after);
+        }
+        r
+    } else if let Some(status) = spec["status"].as_u64() {
         let mut r = Reply::error(
             status as u16,
             spec["message"].as_str().unwrap_or("test error"),
@@ -44,7 +61,7 @@ fn reply(spec: &Value) -> Result<Reply, String> {
             let name = c[0].as_str().ok_or("a call is [NAME, ARGS]")?;
             calls.push((name, c[1].clone()));
         }
-        Reply::chat_sse(text, &calls)
+        Reply::answer(wire.unwrap_or(Wire::OpenAi), text, &calls)
     };
     if let Some(ms) = spec["drip_ms"].as_u64() {
         r = r.drip(Duration::from_millis(ms));

@@ -1,0 +1,173 @@
+;;; org-agent-semantic.el --- Notes searchable by meaning -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The org-agent authors
+
+;;; Commentary:
+
+;; Embeddings of the notes and search by meaning.  The module embeds
+;; headlines through an embedding server (OpenAI-compatible
+;; /v1/embeddings, Ollama /api/embed or Gemini), keyed by their text so
+;; unchanged notes are never embedded twice, keeps the vectors beside
+;; the store, and searches them on its worker threads.  Which headlines:
+;; those with a property EMBED of t, or all of them with
+;; `org-agent-embed-all'; never a private one.
+
+;;; Code:
+
+(require 'auth-source)
+(require 'url-parse)
+(require 'org-agent-store)
+
+(defcustom org-agent-embedding-backend nil
+  "The embedding server, a plist, or nil for no semantic search.
+Like (:type openai :url \"http://127.0.0.1:8080/v1\" :model \"all-minilm\"):
+:type is `openai' (any /v1/embeddings server), `ollama' (:url
+\"http://127.0.0.1:11434\") or `gemini' (:url
+\"https://generativelanguage.googleapis.com/v1beta\").  Optional: :key
+\(a string or a function; by default `auth-source' for the URL's host),
+:headers, :encoding (`float' or `base64') and timeouts in seconds
+\(:connect-timeout, :first-byte-timeout, :idle-timeout, :total-timeout).
+When set, the chat shows notes related by meaning to each question
+and the agent can search by meaning."
+  :type '(choice (const :tag "None" nil) (plist :key-type symbol :value-type sexp))
+  :group 'org-agent)
+
+(defcustom org-agent-embed-all nil
+  "Whether every headline is embedded, not only those with EMBED t."
+  :type 'boolean
+  :group 'org-agent)
+
+(defcustom org-agent-related-threshold 0.75
+  "How similar a note must be to a question to be shown with it (0 to 1)."
+  :type 'number
+  :group 'org-agent)
+
+(defcustom org-agent-embed-idle-delay 5
+  "Seconds of idle time after an ingest before new notes are embedded."
+  :type 'number
+  :group 'org-agent)
+
+(declare-function org-agent--embed "org-agent-module")
+(declare-function org-agent--semantic-search "org-agent-module")
+(declare-function org-agent--visit "org-agent")
+
+(defun org-agent-semantic--backend ()
+  "The embedding backend plist with its key resolved, or nil."
+  (when org-agent-embedding-backend
+    (let* ((b org-agent-embedding-backend)
+           (key (plist-get b :key)))
+      (plist-put (copy-sequence b) :key
+                 (cond
+                  ((stringp key) key)
+                  ((functionp key) (funcall key))
+                  (t (let* ((host (url-host (url-generic-parse-url (plist-get b :url))))
+                            (found (car (auth-source-search :host host :max 1)))
+                            (secret (plist-get found :secret)))
+                       (if (functionp secret) (funcall secret) secret))))))))
+
+(defvar org-agent-semantic--running nil
+  "Non-nil while an embedding update runs.")
+
+(defvar org-agent-semantic--timer nil
+  "The idle timer of the next embedding update.")
+
+(defun org-agent-embed-notes (&optional callback)
+  "Embed the notes that are new or changed; report when done.
+CALLBACK, if given, is called with the final event plist."
+  (interactive)
+  (org-agent--require-started)
+  (let ((backend (or (org-agent-semantic--backend)
+                     (user-error "Set `org-agent-embedding-backend' first"))))
+    (if org-agent-semantic--running
+        (when (called-interactively-p 'interactive)
+          (message "org-agent: the notes are being embedded already"))
+      (setq org-agent-semantic--running t)
+      (org-agent--send-privacy)
+      (let ((request (org-agent--embed backend org-agent-embed-all)))
+        (puthash request
+                 (lambda (event)
+                   (setq org-agent-semantic--running nil)
+                   (pcase (plist-get event :type)
+                     ('embedded
+                      (when (or callback (> (plist-get event :embedded) 0)
+                                (called-interactively-p 'any))
+                        (message "org-agent: %d notes embedded, %d dropped%s; %d in the index"
+                                 (plist-get event :embedded) (plist-get event :dropped)
+                                 (if (> (plist-get event :refused) 0)
+                                     (format ", %d refused by the server"
+                                             (plist-get event :refused))
+                                   "")
+                                 (plist-get event :indexed))))
+                     (_ (message "org-agent: %s" (plist-get event :message))))
+                   (when callback (funcall callback event)))
+                 org-agent--callbacks)
+        request))))
+
+(defun org-agent-semantic--after-ingest (event)
+  "Embed new notes a little after EVENT, an ingest that changed something."
+  (when (and org-agent-embedding-backend
+             (eq (plist-get event :type) 'ingested)
+             (plist-get event :changed))
+    (when (timerp org-agent-semantic--timer)
+      (cancel-timer org-agent-semantic--timer))
+    (setq org-agent-semantic--timer
+          (run-with-idle-timer org-agent-embed-idle-delay nil
+                               (lambda ()
+                                 (setq org-agent-semantic--timer nil)
+                                 (condition-case err
+                                     (org-agent-embed-notes)
+                                   (error (message "org-agent: embedding: %s"
+                                                   (error-message-string err)))))))))
+
+(add-hook 'org-agent-ingest-functions #'org-agent-semantic--after-ingest)
+
+(defvar org-agent-semantic-results-buffer "*org-agent-search*"
+  "The buffer that shows the results of a semantic search.")
+
+(defun org-agent-semantic--show (query hits)
+  "Show HITS, a list of (ID . SIMILARITY), found for QUERY."
+  (with-current-buffer (get-buffer-create org-agent-semantic-results-buffer)
+    (let ((inhibit-read-only t))
+      (erase-buffer)
+      (insert (format "Notes closest in meaning to: %s\n\n" query))
+      (if (null hits)
+          (insert "Nothing found.\n")
+        (dolist (hit hits)
+          (let* ((node (org-agent-node (car hit)))
+                 (file (plist-get node :file))
+                 (begin (plist-get node :begin)))
+            (when node
+              (insert (format "%.2f  " (cdr hit)))
+              (insert-text-button
+               (mapconcat #'identity
+                          (append (org-agent-outline-path (car hit))
+                                  (list (plist-get node :title)))
+                          " / ")
+               'action (lambda (_) (org-agent--visit file begin))
+               'follow-link t)
+              (insert (format "  (%s)\n" (file-name-nondirectory file)))))))
+      (goto-char (point-min))
+      (special-mode))
+    (display-buffer (current-buffer))))
+
+;;;###autoload
+(defun org-agent-semantic-search (query)
+  "Find the notes closest in meaning to QUERY; show them in a buffer.
+Each result opens its headline.  Needs `org-agent-embedding-backend'."
+  (interactive (list (read-string "Search notes by meaning: ")))
+  (org-agent--require-started)
+  (when (string-empty-p (string-trim query))
+    (user-error "Nothing to search for"))
+  (let ((backend (or (org-agent-semantic--backend)
+                     (user-error "Set `org-agent-embedding-backend' first"))))
+    (org-agent--send-privacy)
+    (puthash (org-agent--semantic-search backend query 20)
+             (lambda (event)
+               (if (eq (plist-get event :type) 'search-results)
+                   (org-agent-semantic--show query (plist-get event :hits))
+                 (message "org-agent: %s" (plist-get event :message))))
+             org-agent--callbacks)
+    (message "org-agent: searching...")))
+
+(provide 'org-agent-semantic)
+;;; org-agent-semantic.el ends here

@@ -1,0 +1,168 @@
+//! Semantic search over the notes: the vector index and the embedding server together, seen
+//! through the privacy rules. Used by `org-agent-semantic-search`, by the `semantic_search`
+//! tool, and to find the notes related to a question for the context.
+
+use crate::agent::embedding::{embed_pending, EmbedReport};
+use crate::context::privacy::Privacy;
+use crate::llm::embeddings::EmbeddingClient;
+use crate::llm::error::LlmError;
+use crate::llm::http::CancelToken;
+use crate::store::vectors::{candidates, Candidate, VectorIndex};
+use crate::store::Store;
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+/// Texts per embedding request.
+pub const EMBED_BATCH: usize = 32;
+
+/// The name of the tool the LLM searches by meaning with.
+pub const SEMANTIC_TOOL: &str = "semantic_search";
+
+/// The tool's declaration.
+pub fn tool_declaration() -> serde_json::Value {
+    let mut props = serde_json::Map::new();
+    props.insert(
+        "text".into(),
+        serde_json::json!({"type": "string",
+                           "description": "what to look for, in words (a question, a topic)"}),
+    );
+    props.insert(
+        "limit".into(),
+        serde_json::json!({"type": "integer", "description": "at most this many results (default 10)"}),
+    );
+    crate::tools::function_declaration(
+        SEMANTIC_TOOL,
+        "Find the headlines of the notes closest in meaning to a text (semantic search over \
+         their embeddings), best first with their similarity.",
+        crate::tools::object_schema(props, &["text"]),
+    )
+}
+
+/// An embedding server and the index of the notes' vectors.
+#[derive(Clone)]
+pub struct Semantic {
+    pub client: EmbeddingClient,
+    pub index: Arc<Mutex<VectorIndex>>,
+}
+
+impl Semantic {
+    /// The notes most similar to `text`: at most `k`, with a score ≥ `min_score`, none that
+    /// `privacy` hides (the store is checked at search time: a node made private after it
+    /// was embedded is not shown either).
+    pub async fn search(
+        &self,
+        store: &Store,
+        privacy: &Privacy,
+        text: &str,
+        k: usize,
+        min_score: f32,
+        cancel: &CancelToken,
+    ) -> Result<Vec<(String, f32)>, LlmError> {
+        let mut vectors = self.client.embed(&[text.to_owned()], cancel).await?;
+        let query = vectors
+            .pop()
+            .ok_or_else(|| LlmError::Malformed("no embedding for the query".into()))?;
+        let shown = |id: &str| store.node(id).is_some_and(|r| !privacy.hides(&r));
+        Ok(self.index.lock().top_k(&query, k, min_score, &shown))
+    }
+
+    /// Brings the index up to date with the store: drops vectors of nodes that changed,
+    /// vanished or became private, and embeds what is missing. A batch the server refuses
+    /// (one text too long for a small local model fails the whole batch) is retried one text
+    /// at a time, so one note never blocks the others; texts still refused are skipped and
+    /// counted.
+    pub async fn update(
+        &self,
+        store: &Store,
+        privacy: &Privacy,
+        embed_all: bool,
+        cancel: &CancelToken,
+    ) -> Result<UpdateReport, LlmError> {
+        let exclude = |r: &crate::store::NodeRef| privacy.hides(r);
+        let wanted = candidates(store, embed_all, &exclude);
+        let mut out = UpdateReport {
+            candidates: wanted.len(),
+            ..UpdateReport::default()
+        };
+        for _round in 0..2 {
+            let pending = {
+                let mut ix = self.index.lock();
+                if ix.model() == self.client.backend().model {
+                    out.dropped += ix.retain_current(&wanted).dropped;
+                }
+                ix.pending(&wanted)
+            };
+            let report = self.embed_resilient(pending, cancel, &mut out).await?;
+            if !report.reset {
+                break;
+            }
+        }
+        out.indexed = self.index.lock().len();
+        Ok(out)
+    }
+
+    async fn embed_resilient(
+        &self,
+        pending: Vec<Candidate>,
+        cancel: &CancelToken,
+        out: &mut UpdateReport,
+    ) -> Result<EmbedReport, LlmError> {
+        let mut total = EmbedReport::default();
+        for chunk in pending.chunks(EMBED_BATCH) {
+            match embed_pending(
+                &self.index,
+                &self.client,
+                chunk.to_vec(),
+                EMBED_BATCH,
+                cancel,
+            )
+            .await
+            {
+                Ok(r) => add(&mut total, &r),
+                Err(LlmError::Http { status, .. }) if chunk.len() > 1 && status != 401 => {
+                    for one in chunk {
+                        match embed_pending(&self.index, &self.client, vec![one.clone()], 1, cancel)
+                            .await
+                        {
+                            Ok(r) => add(&mut total, &r),
+                            Err(LlmError::Http { status, .. }) if status != 401 => {
+                                out.refused += 1;
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        out.embedded += total.stored;
+        out.requests += total.requests;
+        Ok(total)
+    }
+}
+
+fn add(total: &mut EmbedReport, r: &EmbedReport) {
+    total.requests += r.requests;
+    total.texts += r.texts;
+    total.stored += r.stored;
+    total.rejected += r.rejected;
+    total.reset |= r.reset;
+    total.superseded |= r.superseded;
+}
+
+/// What [`Semantic::update`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct UpdateReport {
+    /// Headlines that should have a vector.
+    pub candidates: usize,
+    /// Vectors computed now.
+    pub embedded: usize,
+    /// Vectors dropped (node changed, gone or private).
+    pub dropped: usize,
+    /// Texts the server refused even alone.
+    pub refused: usize,
+    /// Requests sent.
+    pub requests: usize,
+    /// Vectors in the index afterwards.
+    pub indexed: usize,
+}
