@@ -499,17 +499,17 @@ impl ChatClient {
 }
 
 /// Runs the waits of one request under its cancellation token and deadlines.
-struct Waits<'a> {
-    b: &'a Backend,
-    cancel: &'a CancelToken,
+pub(crate) struct Waits<'a> {
+    pub(crate) b: &'a Backend,
+    pub(crate) cancel: &'a CancelToken,
     /// The end of the total timeout.
-    total: Instant,
+    pub(crate) total: Instant,
 }
 
 impl Waits<'_> {
     /// `fut`, unless the request is cancelled ([`LlmError::Cancelled`]) or `until` (or the
     /// total deadline, if sooner) passes first ([`LlmError::Timeout`] for `phase`).
-    async fn run<F: Future>(
+    pub(crate) async fn run<F: Future>(
         &self,
         fut: F,
         until: Instant,

@@ -14,6 +14,7 @@ pub mod embeddings;
 pub mod error;
 pub mod gemini;
 pub mod http;
+pub mod models;
 pub mod ollama;
 pub mod openai;
 pub mod sse;

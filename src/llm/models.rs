@@ -1,0 +1,642 @@
+//! Which models a backend offers: one `GET` per page of the provider's model list, for
+//! completion when the user picks a model.
+//!
+//! * OpenAI-compatible: `GET {base}/models`, the ids in `data[].id`;
+//! * Anthropic: `GET {base}/models`, `data[].id`, paginated (`has_more`, `last_id` →
+//!   `after_id`);
+//! * Gemini: `GET {base}/models`, `models[].name`, paginated (`nextPageToken` → `pageToken`);
+//! * Ollama: `GET {base}/api/tags` (the base is the server root), `models[].name`.
+//!
+//! Gemini lists embedding and image models too; only those that support `generateContent`
+//! (what the chat client calls) are kept, without their `models/` prefix. At most
+//! [`MAX_PAGES`] pages are read (asking for the largest page each provider allows), each body
+//! at most [`MAX_BODY`] bytes.
+//!
+//! The request is the chat client's: the backend's key in the format's header
+//! ([`Wire::auth_header`]), the format's fixed headers and the backend's own, its connect,
+//! first-byte, idle and total timeouts (the total covers every page), and the
+//! [`CancelToken`]. Errors are [`LlmError`]s as for chat: an HTTP error status is
+//! [`LlmError::Http`] with the provider's own message and `retry-after`; a body that is not
+//! JSON is [`LlmError::InvalidJson`], one without the list is [`LlmError::Malformed`]. The key
+//! never appears in an error, and redirects are followed only within the same origin, so the
+//! key header is never sent to another host.
+
+use crate::llm::error::{bounded, invalid_json, LlmError, TimeoutPhase};
+use crate::llm::http::{describe, retry_after, Backend, CancelToken, Waits};
+use crate::llm::wire::{provider_error, Wire};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
+use serde_json::Value;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The largest model-list body read, in bytes (per page).
+pub const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// The most pages of a paginated list that are read; the models of the pages read are kept.
+pub const MAX_PAGES: usize = 10;
+
+/// The page size asked of paginated lists (the most Anthropic and Gemini allow).
+const PAGE_SIZE: &str = "1000";
+
+/// How much of an error response's body is read, in bytes.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The longest description kept, in bytes.
+const MAX_DESCRIPTION: usize = 200;
+
+/// Timeouts longer than this are treated as this (so deadlines never overflow).
+const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// One model a backend offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// The name to configure as the backend's model (`gpt-4o`, `claude-sonnet-4-20250514`,
+    /// `gemini-2.5-flash`, `llama3.2:latest`).
+    pub id: String,
+    /// One line about it, when the provider says something useful: the display name
+    /// (Anthropic, Gemini, OpenRouter), the context window, or an Ollama model's parameter
+    /// count, family, quantisation and size.
+    pub description: Option<String>,
+}
+
+/// The models `backend` offers, sorted by id, without duplicates.
+///
+/// Makes one `GET` per page (see the module documentation); fails with the first error.
+pub async fn list_models(
+    backend: &Backend,
+    cancel: &CancelToken,
+) -> Result<Vec<ModelInfo>, LlmError> {
+    if cancel.is_cancelled() {
+        return Err(LlmError::Cancelled);
+    }
+    let http = client(backend)?;
+    let wait = Waits {
+        b: backend,
+        cancel,
+        total: Instant::now() + backend.total_timeout.min(MAX_TIMEOUT),
+    };
+    let mut models = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let url = page_url(backend, cursor.as_deref())?;
+        let body = get(&http, &wait, url).await?;
+        let page = parse_page(backend.wire, &body).map_err(|e| scrub_error(backend, e))?;
+        models.extend(page.models);
+        match page.next {
+            // A server that hands back the cursor it was given would loop.
+            Some(next) if !next.is_empty() && cursor.as_deref() != Some(next.as_str()) => {
+                cursor = Some(next)
+            }
+            _ => break,
+        }
+    }
+    Ok(tidy(models))
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP.
+
+/// A client sending the backend's headers (its key marked sensitive).
+fn client(b: &Backend) -> Result<reqwest::Client, LlmError> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in &b.headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| LlmError::Config(format!("invalid header name {name:?}")))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| LlmError::Config(format!("invalid value for header {name}")))?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    if let Some(key) = &b.api_key {
+        let (name, value) = b.wire.auth_header(key);
+        let mut value = HeaderValue::from_str(&value)
+            .map_err(|_| LlmError::Config("the API key is not a valid header value".to_owned()))?;
+        value.set_sensitive(true);
+        headers.insert(HeaderName::from_static(name), value);
+    }
+    for (name, value) in b.wire.fixed_headers() {
+        headers
+            .entry(HeaderName::from_static(name))
+            .or_insert(HeaderValue::from_static(value));
+    }
+    // reqwest drops `Authorization` on a redirect to another host, but not `x-api-key` or
+    // `x-goog-api-key`: follow redirects within the origin only; another one is returned as
+    // is, and becomes an HTTP error.
+    let redirects = reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if attempt.previous().len() > 5 {
+            attempt.error("too many redirects")
+        } else if same_origin {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    });
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .connect_timeout(b.connect_timeout.min(MAX_TIMEOUT))
+        .redirect(redirects)
+        // As for chat: local servers close idle connections between requests.
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|e| LlmError::Transport(describe(&e)))
+}
+
+/// The URL of the page after `cursor` (the first page without one).
+fn page_url(b: &Backend, cursor: Option<&str>) -> Result<reqwest::Url, LlmError> {
+    let base = b.base_url.trim_end_matches('/');
+    let path = match b.wire {
+        Wire::Ollama => "/api/tags",
+        Wire::OpenAi | Wire::Anthropic | Wire::Gemini => "/models",
+    };
+    let mut url = reqwest::Url::parse(&format!("{base}{path}"))
+        .map_err(|e| LlmError::Config(format!("the base URL does not parse: {e}")))?;
+    let (size, after) = match b.wire {
+        Wire::Anthropic => ("limit", "after_id"),
+        Wire::Gemini => ("pageSize", "pageToken"),
+        Wire::OpenAi | Wire::Ollama => return Ok(url),
+    };
+    let mut query = url.query_pairs_mut();
+    query.append_pair(size, PAGE_SIZE);
+    if let Some(cursor) = cursor {
+        query.append_pair(after, cursor);
+    }
+    drop(query);
+    Ok(url)
+}
+
+/// `GET url`: the body of a success response, at most [`MAX_BODY`] bytes.
+async fn get(
+    http: &reqwest::Client,
+    wait: &Waits<'_>,
+    url: reqwest::Url,
+) -> Result<Vec<u8>, LlmError> {
+    let b = wait.b;
+    let first_byte = Instant::now() + b.first_byte_timeout.min(MAX_TIMEOUT);
+    let send = http.get(url).header(ACCEPT, "application/json").send();
+    let mut response = wait
+        .run(send, first_byte, TimeoutPhase::FirstByte)
+        .await?
+        .map_err(|e| transport(b, e))?;
+    if !response.status().is_success() {
+        return Err(http_error(b, response, wait, first_byte).await);
+    }
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_BODY as u64)
+    {
+        return Err(LlmError::ResponseTooLarge { limit: MAX_BODY });
+    }
+    let mut body = Vec::new();
+    let mut until = first_byte;
+    let mut phase = TimeoutPhase::FirstByte;
+    loop {
+        match wait.run(response.chunk(), until, phase).await? {
+            Ok(Some(bytes)) => {
+                if body.len() + bytes.len() > MAX_BODY {
+                    return Err(LlmError::ResponseTooLarge { limit: MAX_BODY });
+                }
+                body.extend_from_slice(&bytes);
+            }
+            Ok(None) => return Ok(body),
+            // A body cut off mid-way would only fail as JSON; say what happened.
+            Err(e) => {
+                return Err(LlmError::Transport(scrub(
+                    b,
+                    format!("the response body was cut off: {}", describe(&e)),
+                )))
+            }
+        }
+        until = Instant::now() + b.idle_timeout.min(MAX_TIMEOUT);
+        phase = TimeoutPhase::Idle;
+    }
+}
+
+fn transport(b: &Backend, e: reqwest::Error) -> LlmError {
+    if e.is_connect() && e.is_timeout() {
+        return LlmError::Timeout {
+            phase: TimeoutPhase::Connect,
+            after: b.connect_timeout,
+        };
+    }
+    LlmError::Transport(scrub(b, describe(&e)))
+}
+
+/// The error for a non-success `response`, reading (the start of) its body.
+async fn http_error(
+    b: &Backend,
+    mut response: reqwest::Response,
+    wait: &Waits<'_>,
+    first_byte: Instant,
+) -> LlmError {
+    let status = response.status();
+    let retry_after = retry_after(response.headers());
+    let mut body = Vec::new();
+    let mut until = first_byte;
+    let mut phase = TimeoutPhase::FirstByte;
+    while body.len() < MAX_ERROR_BODY {
+        match wait.run(response.chunk(), until, phase).await {
+            Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
+            Ok(Ok(None)) | Ok(Err(_)) => break,
+            // A cancelled request stays cancelled; a slow error body is not worth waiting
+            // for, the status says enough.
+            Err(LlmError::Cancelled) => return LlmError::Cancelled,
+            Err(_) => break,
+        }
+        until = Instant::now() + b.idle_timeout.min(MAX_TIMEOUT);
+        phase = TimeoutPhase::Idle;
+    }
+    body.truncate(MAX_ERROR_BODY);
+    let (message, kind, code) = match provider_error(&body) {
+        Some(LlmError::Provider {
+            message,
+            kind,
+            code,
+        }) => (message, kind, code),
+        _ => {
+            let text = String::from_utf8_lossy(&body);
+            let text = text.trim();
+            let message = if text.is_empty() {
+                status.canonical_reason().unwrap_or("error").to_owned()
+            } else {
+                bounded(text)
+            };
+            (message, None, None)
+        }
+    };
+    LlmError::Http {
+        status: status.as_u16(),
+        message: scrub(b, message),
+        kind,
+        code,
+        retry_after,
+    }
+}
+
+/// `text` with the API key (if any) replaced.
+fn scrub(b: &Backend, text: String) -> String {
+    match b.api_key.as_deref() {
+        Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "[redacted]"),
+        _ => text,
+    }
+}
+
+/// `err` with the key scrubbed from the texts a server could have echoed it into.
+fn scrub_error(b: &Backend, err: LlmError) -> LlmError {
+    match err {
+        LlmError::Provider {
+            message,
+            kind,
+            code,
+        } => LlmError::Provider {
+            message: scrub(b, message),
+            kind,
+            code,
+        },
+        LlmError::InvalidJson { message, excerpt } => LlmError::InvalidJson {
+            message,
+            excerpt: scrub(b, excerpt),
+        },
+        LlmError::Malformed(message) => LlmError::Malformed(scrub(b, message)),
+        other => other,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing.
+
+/// One page of a model list.
+#[derive(Debug, PartialEq)]
+struct Page {
+    models: Vec<ModelInfo>,
+    /// The cursor of the next page, if there is one.
+    next: Option<String>,
+}
+
+/// A page of `wire`'s model list. An `{"error": …}` body (under HTTP 200) is
+/// [`LlmError::Provider`].
+fn parse_page(wire: Wire, body: &[u8]) -> Result<Page, LlmError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        let start = body.get(..body.len().min(256)).unwrap_or_default();
+        invalid_json(&e, &String::from_utf8_lossy(start))
+    })?;
+    if let Some(err) = provider_error(body) {
+        return Err(err);
+    }
+    let text = |v: &Value, key: &str| -> Option<String> {
+        v.get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    match wire {
+        Wire::OpenAi => {
+            let models = list(&value, "data")?
+                .iter()
+                .filter_map(|m| {
+                    let id = model_id(m.get("id"))?;
+                    // OpenRouter and some proxies name their models and give the window.
+                    let name = text(m, "name").filter(|name| *name != id);
+                    let window = m.get("context_length").and_then(Value::as_u64);
+                    let description = join([name, window.map(context)]);
+                    Some(ModelInfo { id, description })
+                })
+                .collect();
+            Ok(Page { models, next: None })
+        }
+        Wire::Anthropic => {
+            let data = list(&value, "data")?;
+            let models = data
+                .iter()
+                .filter_map(|m| {
+                    Some(ModelInfo {
+                        id: model_id(m.get("id"))?,
+                        description: text(m, "display_name").map(|s| one_line(&s)),
+                    })
+                })
+                .collect();
+            let more = value.get("has_more").and_then(Value::as_bool) == Some(true);
+            let next = more
+                .then(|| {
+                    text(&value, "last_id")
+                        .or_else(|| data.last().and_then(|m| model_id(m.get("id"))))
+                })
+                .flatten();
+            Ok(Page { models, next })
+        }
+        Wire::Gemini => {
+            // Google leaves empty lists out of its JSON: no `models` is no models.
+            let models = match value.get("models") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(_) => list(&value, "models")?
+                    .iter()
+                    .filter(|m| {
+                        m.get("supportedGenerationMethods")
+                            .and_then(Value::as_array)
+                            .is_some_and(|methods| {
+                                methods
+                                    .iter()
+                                    .any(|x| x.as_str() == Some("generateContent"))
+                            })
+                    })
+                    .filter_map(|m| {
+                        let name = m.get("name").and_then(Value::as_str)?;
+                        let id = name.strip_prefix("models/").unwrap_or(name);
+                        let id = model_id(Some(&Value::from(id)))?;
+                        let window = m.get("inputTokenLimit").and_then(Value::as_u64);
+                        let description = join([text(m, "displayName"), window.map(context)]);
+                        Some(ModelInfo { id, description })
+                    })
+                    .collect(),
+            };
+            Ok(Page {
+                models,
+                next: text(&value, "nextPageToken"),
+            })
+        }
+        Wire::Ollama => {
+            let models = list(&value, "models")?
+                .iter()
+                .filter_map(|m| {
+                    let id = model_id(m.get("name")).or_else(|| model_id(m.get("model")))?;
+                    let details = m.get("details").unwrap_or(&Value::Null);
+                    let kind = join_with(
+                        " ",
+                        [
+                            text(details, "parameter_size"),
+                            text(details, "family"),
+                            text(details, "quantization_level"),
+                        ],
+                    );
+                    let size = m.get("size").and_then(Value::as_u64).map(gigabytes);
+                    Some(ModelInfo {
+                        id,
+                        description: join([kind, size]),
+                    })
+                })
+                .collect();
+            Ok(Page { models, next: None })
+        }
+    }
+}
+
+/// The array `value[key]`, or [`LlmError::Malformed`].
+fn list<'v>(value: &'v Value, key: &str) -> Result<&'v Vec<Value>, LlmError> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .ok_or_else(|| LlmError::Malformed(format!("the model list has no `{key}` array")))
+}
+
+/// A usable model id: a non-empty string without control characters.
+fn model_id(v: Option<&Value>) -> Option<String> {
+    let id = v?.as_str()?.trim();
+    (!id.is_empty() && !id.chars().any(char::is_control)).then(|| id.to_owned())
+}
+
+/// The parts that are there, joined with ", " on one line.
+fn join<const N: usize>(parts: [Option<String>; N]) -> Option<String> {
+    join_with(", ", parts)
+}
+
+fn join_with<const N: usize>(sep: &str, parts: [Option<String>; N]) -> Option<String> {
+    let parts: Vec<String> = parts.into_iter().flatten().collect();
+    (!parts.is_empty()).then(|| one_line(&parts.join(sep)))
+}
+
+/// `s` on one line (whitespace runs made one space), at most [`MAX_DESCRIPTION`] bytes.
+fn one_line(s: &str) -> String {
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.len() <= MAX_DESCRIPTION {
+        return line;
+    }
+    let mut end = MAX_DESCRIPTION;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out = line.get(..end).unwrap_or_default().to_owned();
+    out.push('…');
+    out
+}
+
+/// `"128k context"`, `"1M context"`.
+fn context(tokens: u64) -> String {
+    let n = tokens as f64;
+    let amount = if tokens >= 1_000_000 {
+        format!("{}M", trim_zero(n / 1e6))
+    } else if tokens >= 1000 {
+        format!("{}k", (n / 1e3).round())
+    } else {
+        tokens.to_string()
+    };
+    format!("{amount} context")
+}
+
+/// `"4.7 GB"`.
+fn gigabytes(bytes: u64) -> String {
+    let gb = bytes as f64 / 1e9;
+    if gb >= 1.0 {
+        format!("{} GB", trim_zero(gb))
+    } else {
+        format!("{} MB", (bytes as f64 / 1e6).round())
+    }
+}
+
+/// One decimal, without a trailing `.0`.
+fn trim_zero(x: f64) -> String {
+    let s = format!("{x:.1}");
+    s.strip_suffix(".0").map(str::to_owned).unwrap_or(s)
+}
+
+/// Sorted by id; of duplicates, the first with a description is kept.
+fn tidy(mut models: Vec<ModelInfo>) -> Vec<ModelInfo> {
+    models.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut out: Vec<ModelInfo> = Vec::with_capacity(models.len());
+    for model in models {
+        match out.last_mut() {
+            Some(last) if last.id == model.id => {
+                if last.description.is_none() {
+                    last.description = model.description;
+                }
+            }
+            _ => out.push(model),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn page(wire: Wire, body: Value) -> Page {
+        parse_page(wire, body.to_string().as_bytes()).expect("page")
+    }
+
+    fn ids(page: &Page) -> Vec<&str> {
+        page.models.iter().map(|m| m.id.as_str()).collect()
+    }
+
+    #[test]
+    fn models_openai_ids_and_openrouter_descriptions() {
+        let p = page(
+            Wire::OpenAi,
+            json!({"object": "list", "data": [
+                {"id": "gpt-4o", "object": "model", "created": 1715367049, "owned_by": "system"},
+                {"id": "openai/gpt-4o", "name": "OpenAI: GPT-4o", "context_length": 128000},
+                {"id": ""}, {"object": "model"}, {"id": 42}, {"id": "bad\nid"}
+            ]}),
+        );
+        assert_eq!(ids(&p), ["gpt-4o", "openai/gpt-4o"]);
+        assert_eq!(p.models[0].description, None);
+        assert_eq!(
+            p.models[1].description.as_deref(),
+            Some("OpenAI: GPT-4o, 128k context")
+        );
+        assert_eq!(p.next, None);
+    }
+
+    #[test]
+    fn models_anthropic_cursor_only_when_there_is_more() {
+        let body = |more: bool| {
+            json!({"data": [{"type": "model", "id": "claude-a", "display_name": "Claude A",
+                             "created_at": "2025-02-19T00:00:00Z"}],
+                   "has_more": more, "first_id": "claude-a", "last_id": "claude-a"})
+        };
+        assert_eq!(
+            page(Wire::Anthropic, body(true)).next.as_deref(),
+            Some("claude-a")
+        );
+        let last = page(Wire::Anthropic, body(false));
+        assert_eq!(last.next, None);
+        assert_eq!(last.models[0].description.as_deref(), Some("Claude A"));
+    }
+
+    #[test]
+    fn models_gemini_filter_prefix_and_empty_list() {
+        let p = page(
+            Wire::Gemini,
+            json!({"models": [
+                {"name": "models/gemini-2.5-flash", "displayName": "Gemini 2.5 Flash",
+                 "inputTokenLimit": 1048576,
+                 "supportedGenerationMethods": ["generateContent", "countTokens"]},
+                {"name": "models/text-embedding-004", "displayName": "Text Embedding 004",
+                 "supportedGenerationMethods": ["embedContent"]},
+                {"name": "models/no-methods"}
+            ], "nextPageToken": "abc"}),
+        );
+        assert_eq!(ids(&p), ["gemini-2.5-flash"]);
+        assert_eq!(
+            p.models[0].description.as_deref(),
+            Some("Gemini 2.5 Flash, 1M context")
+        );
+        assert_eq!(p.next.as_deref(), Some("abc"));
+        assert_eq!(page(Wire::Gemini, json!({})).models, []);
+    }
+
+    #[test]
+    fn models_ollama_descriptions() {
+        let p = page(
+            Wire::Ollama,
+            json!({"models": [{"name": "llama3.2:latest", "size": 2019393189,
+                               "details": {"family": "llama", "parameter_size": "3.2B",
+                                           "quantization_level": "Q4_K_M"}},
+                              {"model": "tiny:latest", "size": 45_000_000}]}),
+        );
+        assert_eq!(ids(&p), ["llama3.2:latest", "tiny:latest"]);
+        assert_eq!(
+            p.models[0].description.as_deref(),
+            Some("3.2B llama Q4_K_M, 2 GB")
+        );
+        assert_eq!(p.models[1].description.as_deref(), Some("45 MB"));
+    }
+
+    #[test]
+    fn models_shape_errors_are_typed() {
+        assert!(matches!(
+            parse_page(Wire::OpenAi, b"<html>"),
+            Err(LlmError::InvalidJson { .. })
+        ));
+        assert!(matches!(
+            parse_page(Wire::Anthropic, br#"{"has_more": false}"#),
+            Err(LlmError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_page(Wire::Ollama, br#"{"error": "boom"}"#),
+            Err(LlmError::Provider { .. })
+        ));
+    }
+
+    #[test]
+    fn models_tidy_sorts_and_merges_duplicates() {
+        let m = |id: &str, d: Option<&str>| ModelInfo {
+            id: id.into(),
+            description: d.map(Into::into),
+        };
+        assert_eq!(
+            tidy(vec![
+                m("b", None),
+                m("a", None),
+                m("b", Some("B")),
+                m("b", Some("C"))
+            ]),
+            [m("a", None), m("b", Some("B"))]
+        );
+    }
+
+    #[test]
+    fn models_descriptions_are_one_bounded_line() {
+        assert_eq!(one_line(" a\n\tb  c "), "a b c");
+        let long = one_line(&"é".repeat(500));
+        assert!(long.len() <= MAX_DESCRIPTION + '…'.len_utf8());
+        assert_eq!(context(131072), "131k context");
+        assert_eq!(context(200000), "200k context");
+        assert_eq!(context(2_000_000), "2M context");
+        assert_eq!(gigabytes(4_683_075_271), "4.7 GB");
+    }
+}
