@@ -507,6 +507,61 @@ is sent to the LLM."
                org-agent--callbacks)
       (message "org-agent: assembling the request..."))))
 
+(declare-function org-agent--list-models "org-agent-module")
+
+;;;###autoload
+(defun org-agent-select-model (backend-name)
+  "Set the model of BACKEND-NAME to one its server lists.
+The list comes from the server (OpenAI-compatible /v1/models,
+Anthropic /v1/models, Gemini models, Ollama /api/tags); the choice
+becomes the backend's :model in `org-agent-backends' for this session
+\(`customize-save-variable' keeps it)."
+  (interactive
+   (list (if (cdr org-agent-backends)
+             (completing-read "Backend: "
+                              (mapcar (lambda (b) (plist-get b :name)) org-agent-backends)
+                              nil t)
+           (plist-get (car org-agent-backends) :name))))
+  (org-agent--require-started)
+  (let ((backend (or (seq-find (lambda (b) (equal (plist-get b :name) backend-name))
+                               org-agent-backends)
+                     (user-error "No backend is named %S in `org-agent-backends'"
+                                 backend-name))))
+    (puthash (org-agent--list-models
+              (plist-put (copy-sequence backend) :key (org-agent-chat--key backend)))
+             (lambda (event)
+               (if (not (eq (plist-get event :type) 'models))
+                   (message "org-agent: %s" (plist-get event :message))
+                 ;; Out of the process filter the event arrived in before reading from the
+                 ;; minibuffer.
+                 (run-at-time 0 nil #'org-agent-chat--choose-model
+                              backend-name (plist-get event :models))))
+             org-agent--callbacks)
+    (message "org-agent: asking %s for its models..." backend-name)))
+
+(defun org-agent-chat--choose-model (backend-name models)
+  "Let the user pick one of MODELS, ((ID . DESCRIPTION) ...), for BACKEND-NAME."
+  (if (null models)
+      (message "org-agent: %s offers no models" backend-name)
+    (let* ((completion-extra-properties
+            (list :annotation-function
+                  (lambda (id)
+                    (let ((d (cdr (assoc id models))))
+                      (if d (concat "  " d) "")))))
+           (model (completing-read (format "Model for %s: " backend-name)
+                                   (mapcar #'car models) nil t)))
+      (org-agent-chat--set-model backend-name model)
+      (message "org-agent: %s now uses %s" backend-name model))))
+
+(defun org-agent-chat--set-model (backend-name model)
+  "Make MODEL the :model of the backend BACKEND-NAME, for this session."
+  (setq org-agent-backends
+        (mapcar (lambda (b)
+                  (if (equal (plist-get b :name) backend-name)
+                      (plist-put (copy-sequence b) :model model)
+                    b))
+                org-agent-backends)))
+
 (defvar org-agent-context-preview-buffer "*org-agent-context*"
   "The buffer `org-agent-context-preview' shows the request in.")
 

@@ -231,7 +231,7 @@ Return non-nil when org-agent is running."
        (run-hook-with-args 'org-agent-actuate-functions event)))
     (when-let ((callback (and (memq (plist-get event :type)
                                     '(ingested superseded failed directory-done
-                                               embedded search-results preview))
+                                               embedded search-results preview models))
                               (gethash request org-agent--callbacks))))
       (remhash request org-agent--callbacks)
       (funcall callback event))))

@@ -42,6 +42,12 @@ pub enum Event {
         request: u64,
         hits: Vec<(String, f32)>,
     },
+    /// The models a backend offers.
+    Models {
+        request: u64,
+        backend: String,
+        models: Vec<crate::llm::models::ModelInfo>,
+    },
     /// What the next request would send (`org-agent-context-preview`).
     Preview {
         request: u64,

@@ -730,6 +730,21 @@ impl Runtime {
         })
     }
 
+    /// The models `backend` offers: an [`Event::Models`]. Returns the request id at once.
+    pub fn models_async(&'static self, backend: Backend) -> u64 {
+        let request = self.next_id();
+        self.run_async(request, async move {
+            let models = crate::llm::models::list_models(&backend, &CancelToken::new())
+                .await
+                .map_err(|e| format!("{}: could not list the models: {e}", backend.name))?;
+            Ok(Event::Models {
+                request,
+                backend: backend.name.clone(),
+                models,
+            })
+        })
+    }
+
     /// Runs `work` on the workers; its event (or its error, or a panic, as `Failed`) is
     /// pushed.
     fn run_async(

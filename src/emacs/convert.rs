@@ -533,6 +533,25 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
                 (k(":hits")?, env.list(&items)?),
             ]
         }
+        Event::Models {
+            request,
+            backend,
+            models,
+        } => {
+            let mut items = Vec::with_capacity(models.len());
+            for m in models {
+                items.push(env.cons(
+                    m.id.as_str().into_lisp(env)?,
+                    opt_str(env, m.description.as_deref())?,
+                )?);
+            }
+            vec![
+                (k(":type")?, env.intern("models")?),
+                (k(":request")?, (*request as i64).into_lisp(env)?),
+                (k(":backend")?, backend.as_str().into_lisp(env)?),
+                (k(":models")?, env.list(&items)?),
+            ]
+        }
         Event::Preview {
             request,
             backend,

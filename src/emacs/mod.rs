@@ -711,6 +711,14 @@ fn preview_request(
     Ok(runtime(env)?.preview_async(conversation, text, first, t.cfg, t.setup) as i64)
 }
 
+/// List the models BACKEND (a backend plist, as in `stimulus') offers.  Returns a request
+/// id at once; a `models' event brings :models, a list of (ID . DESCRIPTION-OR-NIL).
+#[defun]
+fn list_models(env: &Env, backend: Value) -> Result<i64> {
+    let backend = backend_from_plist(env, backend)?;
+    Ok(runtime(env)?.models_async(backend) as i64)
+}
+
 /// An embedding backend from its plist: (:type openai|ollama|gemini :url URL :model MODEL
 /// :key KEY :headers ((NAME . VALUE) ...) :encoding float|base64 :first-byte-timeout S).
 fn embedding_backend(env: &Env, plist: Value) -> Result<crate::llm::embeddings::EmbeddingBackend> {

@@ -376,6 +376,30 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
             (should (string-match-p "Call the plumber about the leak" system))
             (should (string-match-p "^\\* Active projects" system))))))))
 
+(ert-deftest org-agent-loop-select-model-offers-what-the-server-lists ()
+  "`org-agent-select-model' lists the server's models and sets the chosen one."
+  (org-agent-loop-test--with-chat
+    (let ((offered nil))
+      (org-agent-test-server-push
+       :body '((object . "list")
+               (data . [((id . "model-b") (object . "model"))
+                        ((id . "model-a") (object . "model"))])))
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (_prompt collection &rest _)
+                   (setq offered collection)
+                   "model-b")))
+        (org-agent-select-model "test")
+        (should (org-agent-test-wait
+                 (lambda () (equal (plist-get (car org-agent-backends) :model) "model-b"))
+                 30)))
+      (should (equal offered '("model-a" "model-b")))
+      ;; The next turn uses it.
+      (org-agent-test-server-push :text "Hi.")
+      (org-agent-loop-test--send "Hello")
+      (should (org-agent-test-wait (lambda () finished) 60))
+      (should (equal (cdr (assoc "model" (cadr (org-agent-test-server-requests))))
+                     "model-b")))))
+
 (ert-deftest org-agent-loop-stimuli-are-typed-at-the-edge ()
   "`org-agent--stimulus' takes what it knows and says what is wrong with the rest."
   (org-agent-test-with-store

@@ -7,6 +7,7 @@
 //!   `{"text": "...", "calls": [["name", {ARGS}], ...]}` (a streamed answer),
 //!   `{"tokens": N, "text": "word"}` (N deltas of the word, for the benchmark),
 //!   `{"status": 401, "message": "...", "kind": "...", "retry_after": "2"}` (an error);
+//!   `{"body": {...}}` (that JSON, as is: a model list, an embedding response);
 //!   `"wire"` (`"openai"` by default, `"anthropic"`, `"gemini"`, `"ollama"`) picks the
 //!   provider format of the answer or error;
 //!   options: `"drip_ms"` (pause between chunks), `"per_event"` (one chunk per SSE event,
@@ -32,7 +33,9 @@ fn reply(spec: &Value) -> Result<Reply, String> {
         None => None,
         Some(name) => Some(Wire::from_name(name).ok_or(format!("unknown wire {name}"))?),
     };
-    let mut r = if let (Some(status), Some(wire)) = (spec["status"].as_u64(), wire) {
+    let mut r = if let Some(body) = spec.get("body") {
+        Reply::ok("application/json", body.to_string().into_bytes())
+    } else if let (Some(status), Some(wire)) = (spec["status"].as_u64(), wire) {
         let mut r = Reply::wire_error(
             wire,
             status as u16,
