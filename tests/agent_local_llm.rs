@@ -1,7 +1,9 @@
 //! End to end against a REAL model server (llama.cpp's server with small models, from PyPI;
 //! see scripts/local-llm): a streamed answer, and a real tool call that is gated, runs
-//! against the store and whose result goes back to the model. Temperature 0, generous
-//! timeouts, assertions on structure, never on wording.
+//! against the store and whose result goes back to the model; the Anthropic provider
+//! against the server's own /v1/messages (a streamed answer, a real tool_use); a cascade
+//! whose first backend is a dead port. Temperature 0, generous timeouts, assertions on
+//! structure, never on wording.
 
 use org_agent::agent::turn::{run_turn, Conversation, Equipment, TurnConfig, TurnError, TurnEvent};
 use org_agent::llm::completion::Delta;
@@ -208,4 +210,96 @@ fn real_model_tool_call_is_gated_run_and_sent_back() {
         Err(TurnError::DepthLimit(_)) => {}
         Err(other) => panic!("unexpected end of turn: {other}"),
     }
+}
+
+#[test]
+fn real_server_speaks_anthropic_messages_and_serves_a_cascade() {
+    use org_agent::llm::cascade::{Cascade, CascadeEvent, Health, Policy};
+    use org_agent::llm::{ChatRequest, Message, Wire};
+    let server = start("qwen");
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let slow = |mut b: Backend| {
+        b.first_byte_timeout = Duration::from_secs(240);
+        b.idle_timeout = Duration::from_secs(120);
+        b.total_timeout = Duration::from_secs(600);
+        b
+    };
+    let anthropic = ChatClient::new(slow(Backend::with_wire(
+        Wire::Anthropic,
+        base.clone(),
+        "local",
+    )))
+    .unwrap();
+    let rt = runtime();
+
+    // A streamed answer from llama.cpp's /v1/messages.
+    let mut pieces = 0;
+    let plain = ChatRequest {
+        messages: vec![Message::User("Say hello in one short sentence.".into())],
+        stream: true,
+        temperature: Some(0.0),
+        max_tokens: Some(64),
+        ..ChatRequest::default()
+    };
+    let answer = rt
+        .block_on(anthropic.chat(&plain, &CancelToken::new(), |d| {
+            if let Delta::Text(_) = d {
+                pieces += 1;
+            }
+        }))
+        .unwrap();
+    assert!(!answer.text.trim().is_empty());
+    assert!(pieces > 1, "not streamed: {pieces} piece(s)");
+
+    // A real tool_use, its input streamed as input_json_delta.
+    let tools = org_agent::tools::Registry::with_builtins().function_schemas();
+    let with_tools = ChatRequest {
+        messages: vec![Message::User(
+            "Which of my notes are tagged work? Call query_notes with the tag work.".into(),
+        )],
+        tools,
+        stream: true,
+        temperature: Some(0.0),
+        max_tokens: Some(200),
+    };
+    let called = rt
+        .block_on(anthropic.chat(&with_tools, &CancelToken::new(), |_| {}))
+        .unwrap();
+    let call = called
+        .tool_calls
+        .first()
+        .unwrap_or_else(|| panic!("no tool_use: {called:?}"));
+    assert_eq!(call.name, "query_notes");
+    assert!(call.arguments.is_object(), "{:?}", call.arguments);
+
+    // A cascade whose first backend is a dead port: the real server answers.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let mut b = Backend::new(format!("http://127.0.0.1:{port}/v1"), "none");
+        b.name = "dead".into();
+        b
+    };
+    let mut real = slow(Backend::new(base, "local"));
+    real.name = "real".into();
+    let cascade = Cascade::new(
+        vec![
+            ChatClient::new(dead).unwrap(),
+            ChatClient::new(real).unwrap(),
+        ],
+        Arc::new(Health::default()),
+        Policy::default(),
+    );
+    let mut failed = Vec::new();
+    let answer = rt
+        .block_on(cascade.chat(&plain, &CancelToken::new(), |e| {
+            if let CascadeEvent::Failover { backend, .. } = e {
+                failed.push(backend);
+            }
+        }))
+        .unwrap();
+    assert_eq!(answer.backend, "real");
+    assert!(!answer.completion.text.trim().is_empty());
+    assert_eq!(failed, ["dead"]);
 }
