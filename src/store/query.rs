@@ -112,27 +112,29 @@ impl Query {
                 _ => {}
             }
         }
-        let date = |ts: &Option<String>| ts.as_deref().and_then(timestamp_date).map(str::to_string);
-        let sched = date(&c.planning.scheduled);
-        let dead = date(&c.planning.deadline);
-        let closed = date(&c.planning.closed);
-        let before = |d: &Option<String>, bound: &Option<Date>| match bound {
+        // Dates are compared as text slices of the timestamps, and only when a bound asks:
+        // a query over every node must not allocate per node.
+        fn date(ts: &Option<String>) -> Option<&str> {
+            ts.as_deref().and_then(timestamp_date)
+        }
+        let before = |ts: &Option<String>, bound: &Option<Date>| match bound {
             None => true,
-            Some(b) => d.as_deref().is_some_and(|d| d < b.as_str()),
+            Some(b) => date(ts).is_some_and(|d| d < b.as_str()),
         };
-        let after = |d: &Option<String>, bound: &Option<Date>| match bound {
+        let after = |ts: &Option<String>, bound: &Option<Date>| match bound {
             None => true,
-            Some(b) => d.as_deref().is_some_and(|d| d > b.as_str()),
+            Some(b) => date(ts).is_some_and(|d| d > b.as_str()),
         };
-        if !before(&sched, &self.scheduled_before)
-            || !after(&sched, &self.scheduled_after)
-            || !before(&dead, &self.deadline_before)
-            || !after(&dead, &self.deadline_after)
+        let p = &c.planning;
+        if !before(&p.scheduled, &self.scheduled_before)
+            || !after(&p.scheduled, &self.scheduled_after)
+            || !before(&p.deadline, &self.deadline_before)
+            || !after(&p.deadline, &self.deadline_after)
         {
             return false;
         }
         if let Some(since) = &self.closed_since {
-            if closed.as_deref().is_none_or(|d| d < since.as_str()) {
+            if date(&p.closed).is_none_or(|d| d < since.as_str()) {
                 return false;
             }
         }
