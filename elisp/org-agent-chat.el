@@ -37,8 +37,12 @@ the key comes from `auth-source' for the URL's host, e.g. a line
 \"machine api.anthropic.com login apikey password sk-...\" in
 ~/.authinfo.gpg); :headers, an alist of extra HTTP headers;
 :connect-timeout, :first-byte-timeout, :idle-timeout and :total-timeout
-in seconds.  When one fails (down, rate-limited, over its time limits,
-answering garbage) the next is asked; see `org-agent-cascade'."
+in seconds; :context-window, the model's context size in tokens (the
+notes get a quarter of it, see `org-agent-context-budget'); :price,
+a cons of prices per million input and output tokens (see
+`org-agent-budget').  When one fails (down, rate-limited, over its
+time limits, answering garbage) the next is asked; see
+`org-agent-cascade'."
   :type '(repeat (plist :key-type symbol :value-type sexp))
   :group 'org-agent)
 
@@ -73,6 +77,17 @@ rest is filled by priority, whole notes only."
 (defcustom org-agent-context-recent-days 7
   "Tasks closed in this many last days are shown to the agent."
   :type 'natnum
+  :group 'org-agent)
+
+(defcustom org-agent-budget nil
+  "Limits on what requests to LLMs may spend, a plist, or nil for none.
+Keys: :conversation-tokens (per conversation), :day-tokens and
+:day-cost (per day, UTC; cost from each backend's :price, a cons of
+prices per million input and output tokens, e.g. (3.0 . 15.0)).
+:over says what happens to a request that would go over: `refuse'
+\(the default; the chat says why and nothing is sent) or a tier of
+`org-agent-model-tiers' (e.g. `reflex') whose backends answer instead."
+  :type '(plist :key-type symbol :value-type sexp)
   :group 'org-agent)
 
 (defcustom org-agent-cooldown 600
@@ -479,6 +494,7 @@ The model is `org-agent-local-model'."
         :tiers (and org-agent-backends org-agent-model-tiers)
         :cooldown org-agent-cooldown
         :retry-cap org-agent-retry-cap
+        :budget org-agent-budget
         :embedding (org-agent-semantic--backend)
         :related-threshold org-agent-related-threshold
         :context-budget org-agent-context-budget

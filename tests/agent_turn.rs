@@ -815,3 +815,76 @@ async fn private_notes_never_reach_the_llm_and_cannot_be_edited() {
     assert!(results[3].contains("is private"), "{results:?}");
     assert!(results[4].contains("is private"), "{results:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_over_budget_is_refused_or_goes_to_the_cheaper_tier() {
+    use org_agent::agent::turn::Budget;
+    use org_agent::gates::budget::{Ledger, Limits};
+    use org_agent::llm::cascade::Cascade;
+    let (main, cheap) = (LlmServer::start().await, LlmServer::start().await);
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(Ledger::at(dir.path().join("usage.json")));
+    let mut eq = equipment(&main);
+    // The first turn fits; the conversation's budget is then spent.
+    eq.budget = Some(Budget {
+        limits: Limits {
+            conversation_tokens: Some(1_200),
+            ..Limits::default()
+        },
+        ledger: ledger.clone(),
+        fallback: None,
+    });
+    let mut conv = Conversation::default();
+    main.push(sse("First answer.", &[]));
+    let cfg = TurnConfig::default();
+    run_turn(&eq, &mut conv, "Hi", &cfg, &CancelToken::new(), |_| {})
+        .await
+        .unwrap();
+    assert!(conv.tokens_used > 500, "{}", conv.tokens_used);
+    let spent = ledger.used(&org_agent::gates::budget::today());
+    assert_eq!(spent.tokens, conv.tokens_used);
+    let err = run_turn(&eq, &mut conv, "Again", &cfg, &CancelToken::new(), |_| {})
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, TurnError::OverBudget(r) if r.contains(":conversation-tokens")),
+        "{err}"
+    );
+    assert_eq!(main.requests().len(), 1, "nothing was sent");
+
+    // With a cheaper tier, the request goes there instead, and says so.
+    eq.budget = Some(Budget {
+        limits: Limits {
+            day_tokens: Some(spent.tokens + 100),
+            ..Limits::default()
+        },
+        ledger: ledger.clone(),
+        fallback: Some(Cascade::single(
+            ChatClient::new(Backend::new(cheap.base_url(), "small")).unwrap(),
+        )),
+    });
+    cheap.push(sse("Cheap answer.", &[]));
+    let mut warned = Vec::new();
+    let answer = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "Once more",
+        &cfg,
+        &CancelToken::new(),
+        |e| {
+            if let TurnEvent::Warning(w) = e {
+                warned.push(w)
+            }
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "Cheap answer.");
+    assert_eq!((main.requests().len(), cheap.requests().len()), (1, 1));
+    assert!(
+        warned
+            .iter()
+            .any(|w| w.contains(":day-tokens") && w.contains("cheaper tier")),
+        "{warned:?}"
+    );
+}

@@ -11,8 +11,10 @@ use super::turn::{
     run_turn, Approval, BoxFuture, Conversation, Equipment, Operator, TurnConfig, TurnEvent,
 };
 use crate::agent::semantic::Semantic;
+use crate::agent::turn::Budget;
 use crate::context::privacy::Privacy;
 use crate::gates::audit::AuditLog;
+use crate::gates::budget::{Ledger, Limits};
 use crate::llm::cascade::{Cascade, Health, Policy};
 use crate::llm::completion::{Delta, ToolCall};
 use crate::llm::embeddings::{EmbeddingBackend, EmbeddingClient};
@@ -61,6 +63,8 @@ pub struct Runtime {
     /// The notes' embeddings, and the file they are kept in (beside the store's log).
     vectors: Arc<Mutex<VectorIndex>>,
     vectors_path: Mutex<Option<PathBuf>>,
+    /// Tokens and cost spent per day, for budgets (kept beside the store).
+    ledger: RwLock<Arc<Ledger>>,
 }
 
 /// The vector index's file in the state directory.
@@ -85,6 +89,9 @@ pub struct ChatSetup {
     pub interactive: bool,
     /// The embedding server, for semantic search and related notes.
     pub embedding: Option<EmbeddingBackend>,
+    /// Token and cost limits, and the backends of the cheaper tier requests over them go to
+    /// (none: they are refused).
+    pub budget: Option<(Limits, Option<Vec<Backend>>)>,
 }
 
 /// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
@@ -202,6 +209,7 @@ impl Runtime {
             health: Arc::default(),
             vectors: Arc::new(Mutex::new(VectorIndex::new(""))),
             vectors_path: Mutex::new(None),
+            ledger: RwLock::new(Arc::new(Ledger::default())),
         })
     }
 
@@ -240,6 +248,7 @@ impl Runtime {
         };
         *self.vectors.lock() = index;
         *self.vectors_path.lock() = Some(path);
+        *self.ledger.write() = Arc::new(Ledger::at(dir.join("usage.json")));
         Ok(report)
     }
 
@@ -838,7 +847,27 @@ impl Runtime {
                 let Some(first) = clients.first().cloned() else {
                     return Err("no backend is configured".to_string());
                 };
+                let budget = match setup.budget {
+                    None => None,
+                    Some((limits, fallback)) => Some(Budget {
+                        limits,
+                        ledger: self.ledger.read().clone(),
+                        fallback: match fallback {
+                            None => None,
+                            Some(backends) => Some(Cascade::new(
+                                backends
+                                    .into_iter()
+                                    .map(ChatClient::new)
+                                    .collect::<Result<Vec<_>, _>>()
+                                    .map_err(|e| e.to_string())?,
+                                self.health.clone(),
+                                policy,
+                            )),
+                        },
+                    }),
+                };
                 let eq = Equipment {
+                    budget,
                     semantic: self.semantic(setup.embedding)?,
                     llm: Cascade::new(clients, self.health.clone(), policy),
                     operator,

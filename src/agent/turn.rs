@@ -11,6 +11,7 @@ use super::message::{Action, EmacsAction, Sensor, Stimulus};
 use crate::agent::semantic::{self, Semantic};
 use crate::context::privacy::Privacy;
 use crate::gates::audit::AuditLog;
+use crate::gates::budget;
 use crate::gates::{self, Context, Outcome, Pipeline};
 use crate::llm::cascade::{Cascade, CascadeEvent};
 use crate::llm::completion::{Completion, Delta, ToolCall};
@@ -138,6 +139,8 @@ pub enum TurnError {
     Llm(LlmError),
     #[error("gave up after {0} refused actions: {1}")]
     TooManyDenials(u32, String),
+    #[error("over budget, nothing was sent: {0}")]
+    OverBudget(String),
 }
 
 /// A conversation: its messages and what the user approved for it.
@@ -145,6 +148,8 @@ pub enum TurnError {
 pub struct Conversation {
     pub messages: Vec<Message>,
     pub context: Context,
+    /// Tokens this conversation's requests used (for its budget).
+    pub tokens_used: u64,
 }
 
 /// A future the [`Operator`] hands back.
@@ -192,6 +197,16 @@ pub struct Equipment {
     /// Semantic search over the notes (the `semantic_search` tool, related notes in the
     /// context), when an embedding server is configured.
     pub semantic: Option<Semantic>,
+    /// Token and cost limits, checked before every request.
+    pub budget: Option<Budget>,
+}
+
+/// The budget gate of a turn.
+pub struct Budget {
+    pub limits: budget::Limits,
+    pub ledger: Arc<budget::Ledger>,
+    /// Where a request over budget goes instead (a cheaper tier); `None`: it is refused.
+    pub fallback: Option<Cascade>,
 }
 
 impl Equipment {
@@ -208,6 +223,7 @@ impl Equipment {
             elisp_tools: Vec::new(),
             audit: None,
             semantic: None,
+            budget: None,
         }
     }
 
@@ -360,6 +376,30 @@ pub fn step_request(eq: &Equipment, conversation: &Conversation, cfg: &TurnConfi
     }
 }
 
+/// The estimated prompt tokens of `request`: its messages and tool schemas.
+fn estimate_request(request: &ChatRequest) -> u64 {
+    let messages: usize = request
+        .messages
+        .iter()
+        .map(|m| match m {
+            Message::System(t) | Message::User(t) => t.len(),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                content.len()
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.to_string().len())
+                        .sum::<usize>()
+            }
+            Message::Tool { content, .. } => content.len(),
+        })
+        .sum();
+    let tools: usize = request.tools.iter().map(|t| t.to_string().len()).sum();
+    (messages + tools).div_ceil(4) as u64
+}
+
 /// Most related notes shown in the context.
 const MAX_RELATED: usize = 5;
 
@@ -439,9 +479,34 @@ pub async fn run_turn(
             return Err(TurnError::Cancelled);
         }
         let request = step_request(eq, conversation, cfg);
+        let estimate = estimate_request(&request);
+        let day = budget::today();
+        let llm = match &eq.budget {
+            None => &eq.llm,
+            Some(b) => {
+                let est_cost = budget::cost(eq.llm.first_price(), estimate, 0);
+                match budget::over(
+                    &b.limits,
+                    conversation.tokens_used,
+                    b.ledger.used(&day),
+                    estimate,
+                    est_cost,
+                ) {
+                    None => &eq.llm,
+                    Some(reason) => match &b.fallback {
+                        Some(cheaper) => {
+                            emit(TurnEvent::Warning(format!(
+                                "{reason}; asking the cheaper tier instead"
+                            )));
+                            cheaper
+                        }
+                        None => return Err(TurnError::OverBudget(reason)),
+                    },
+                }
+            }
+        };
         let started = std::time::Instant::now();
-        let result = eq
-            .llm
+        let result = llm
             .chat(&request, cancel, |e| match e {
                 CascadeEvent::Delta(d) => emit(TurnEvent::Delta(d)),
                 CascadeEvent::Retry {
@@ -472,6 +537,32 @@ pub async fn run_turn(
             .and_then(|a| a.completion.usage.as_ref())
             .map(|u| (u.prompt_tokens, u.completion_tokens))
             .unwrap_or((0, 0));
+        if let Ok(a) = &result {
+            // What the provider counted, else our estimate of prompt and answer.
+            let (prompt, completion) = match a.completion.usage {
+                Some(u) => (u.prompt_tokens, u.completion_tokens),
+                None => (
+                    estimate,
+                    crate::context::estimate_tokens(&a.completion.text) as u64
+                        + a.completion
+                            .tool_calls
+                            .iter()
+                            .map(|c| {
+                                crate::context::estimate_tokens(&c.arguments.to_string()) as u64
+                            })
+                            .sum::<u64>(),
+                ),
+            };
+            conversation.tokens_used += prompt + completion;
+            if let Some(b) = &eq.budget {
+                let price = llm.price_of(&a.backend);
+                b.ledger.add(
+                    &day,
+                    prompt + completion,
+                    budget::cost(price, prompt, completion),
+                );
+            }
+        }
         emit(TurnEvent::Request {
             backend: result.as_ref().ok().map(|a| a.backend.clone()),
             took: started.elapsed(),

@@ -436,6 +436,11 @@ fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backe
     if let Some(key) = get(":key")? {
         b.api_key = Some(key.into_rust()?);
     }
+    if let Some(price) = get(":price")? {
+        let input: f64 = env.call("float", [price.car()?])?.into_rust()?;
+        let output: f64 = env.call("float", [price.cdr()?])?.into_rust()?;
+        b.price = Some((input, output));
+    }
     if let Some(window) = get(":context-window")? {
         b.context_window = Some(window.into_rust::<i64>()?.max(0) as u64);
     }
@@ -659,6 +664,53 @@ fn turn_setup(
             .map(|w| (w / 4) as usize)
             .unwrap_or(crate::context::DEFAULT_BUDGET_TOKENS)
     };
+    let budget = get(":budget")?;
+    if budget.is_not_nil() {
+        let field =
+            |key: &str| -> Result<Value> { env.call("plist-get", (budget, env.intern(key)?)) };
+        let tokens = |key: &str| -> Result<Option<u64>> {
+            let v = field(key)?;
+            Ok(if v.is_not_nil() {
+                Some(v.into_rust::<i64>()?.max(0) as u64)
+            } else {
+                None
+            })
+        };
+        let limits = crate::gates::budget::Limits {
+            conversation_tokens: tokens(":conversation-tokens")?,
+            day_tokens: tokens(":day-tokens")?,
+            day_cost: {
+                let v = field(":day-cost")?;
+                if v.is_not_nil() {
+                    Some(env.call("float", [v])?.into_rust()?)
+                } else {
+                    None
+                }
+            },
+        };
+        let over = field(":over")?;
+        let fallback = if over.is_not_nil() {
+            let name: String = env.call("format", ("%s", over))?.into_rust()?;
+            match name.trim_start_matches(':') {
+                "refuse" => None,
+                other => match crate::llm::cascade::Tier::from_name(other) {
+                    Some(t) => match routing.backends_for(t) {
+                        Ok(b) => Some(b),
+                        Err(e) => return fail(env, e),
+                    },
+                    None => {
+                        return fail(
+                            env,
+                            format!("org-agent-budget :over is refuse or a tier, not {other}"),
+                        )
+                    }
+                },
+            }
+        } else {
+            None
+        };
+        setup.budget = Some((limits, fallback));
+    }
     let embedding = get(":embedding")?;
     if embedding.is_not_nil() {
         setup.embedding = Some(embedding_backend(env, embedding)?);

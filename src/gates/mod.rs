@@ -6,6 +6,7 @@
 //! appended to the [audit log](audit).
 
 pub mod audit;
+pub mod budget;
 
 use crate::agent::message::{Action, EmacsAction};
 use std::collections::HashSet;

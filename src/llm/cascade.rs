@@ -165,6 +165,19 @@ impl Cascade {
         fine
     }
 
+    /// The price of the backend asked first now, for estimating a request's cost.
+    pub fn first_price(&self) -> Option<(f64, f64)> {
+        self.order().first().and_then(|c| c.backend().price)
+    }
+
+    /// The price of the backend named `name`.
+    pub fn price_of(&self, name: &str) -> Option<(f64, f64)> {
+        self.members
+            .iter()
+            .find(|c| c.backend().name == name)
+            .and_then(|c| c.backend().price)
+    }
+
     pub fn members(&self) -> &[ChatClient] {
         &self.members
     }

@@ -72,6 +72,8 @@ pub struct Backend {
     pub stream_options: StreamOptions,
     /// The model's context window in tokens, when the user said (sizes the context budget).
     pub context_window: Option<u64>,
+    /// Price per million tokens (input, output), when the user said (cost budgets).
+    pub price: Option<(f64, f64)>,
 }
 
 impl Backend {
@@ -96,6 +98,7 @@ impl Backend {
             total_timeout: Duration::from_secs(600),
             stream_options: StreamOptions::default(),
             context_window: None,
+            price: None,
         }
     }
 

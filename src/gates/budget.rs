@@ -1,0 +1,215 @@
+//! Budgets: how many tokens (and, where prices are configured, how much money) a
+//! conversation and a day may spend on LLM requests. A gate before every request: a request
+//! that would go over is refused, or sent to a cheaper tier when the user said so — never
+//! sent silently.
+//!
+//! Requests are estimated before they are sent (prompt bytes / 4, see
+//! [`crate::context::estimate_tokens`]); what they really used (the provider's usage, else
+//! the estimate plus the answer's estimate) is recorded after. The day's spending is kept in
+//! `usage.json` in the state directory, so restarting Emacs does not reset it.
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The limits; `None` is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Limits {
+    pub conversation_tokens: Option<u64>,
+    pub day_tokens: Option<u64>,
+    /// In the currency of the configured prices (USD by convention).
+    pub day_cost: Option<f64>,
+}
+
+/// What one day has used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct DayUse {
+    pub tokens: u64,
+    pub cost: f64,
+}
+
+/// Spending per day (UTC), optionally persisted.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    days: Mutex<BTreeMap<String, DayUse>>,
+    path: Option<PathBuf>,
+}
+
+/// Days of history kept in the file.
+const KEEP_DAYS: usize = 60;
+
+impl Ledger {
+    /// A ledger kept in `path` (read now if it exists; an unreadable file starts empty, it is
+    /// only a record of spending).
+    pub fn at(path: PathBuf) -> Ledger {
+        let days = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        Ledger {
+            days: Mutex::new(days),
+            path: Some(path),
+        }
+    }
+
+    /// What `day` (YYYY-MM-DD) has used.
+    pub fn used(&self, day: &str) -> DayUse {
+        self.days.lock().get(day).copied().unwrap_or_default()
+    }
+
+    /// Records a request of `day` and saves the ledger (best effort: a full disk must not
+    /// stop the agent; the figures stay in memory).
+    pub fn add(&self, day: &str, tokens: u64, cost: f64) {
+        let snapshot = {
+            let mut days = self.days.lock();
+            let d = days.entry(day.to_owned()).or_default();
+            d.tokens += tokens;
+            d.cost += cost;
+            while days.len() > KEEP_DAYS {
+                let Some(oldest) = days.keys().next().cloned() else {
+                    break;
+                };
+                days.remove(&oldest);
+            }
+            serde_json::to_vec(&*days).unwrap_or_default()
+        };
+        if let Some(path) = &self.path {
+            let tmp = path.with_extension("json.tmp");
+            if std::fs::write(&tmp, &snapshot).is_ok() {
+                let _ = std::fs::rename(&tmp, path);
+            }
+        }
+    }
+}
+
+/// Today's date (UTC) as YYYY-MM-DD.
+pub fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    civil_date((secs / 86_400) as i64)
+}
+
+/// The date `days` days after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+pub fn civil_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// A request's cost at `price` (input, output) per million tokens.
+pub fn cost(price: Option<(f64, f64)>, prompt: u64, completion: u64) -> f64 {
+    match price {
+        Some((input, output)) => (prompt as f64 * input + completion as f64 * output) / 1e6,
+        None => 0.0,
+    }
+}
+
+/// Why a request estimated at `tokens` (costing about `cost`) may not be sent, if it may not:
+/// `conversation` tokens used so far in the conversation, `day` today's use.
+pub fn over(
+    limits: &Limits,
+    conversation: u64,
+    day: DayUse,
+    tokens: u64,
+    cost: f64,
+) -> Option<String> {
+    if let Some(max) = limits.conversation_tokens {
+        if conversation + tokens > max {
+            return Some(format!(
+                "this conversation would use about {} tokens, over its budget of {max} \
+                 (org-agent-budget :conversation-tokens)",
+                conversation + tokens
+            ));
+        }
+    }
+    if let Some(max) = limits.day_tokens {
+        if day.tokens + tokens > max {
+            return Some(format!(
+                "today would use about {} tokens, over the daily budget of {max} \
+                 (org-agent-budget :day-tokens)",
+                day.tokens + tokens
+            ));
+        }
+    }
+    if let Some(max) = limits.day_cost {
+        if cost > 0.0 && day.cost + cost > max {
+            return Some(format!(
+                "today would cost about {:.4}, over the daily budget of {max} \
+                 (org-agent-budget :day-cost)",
+                day.cost + cost
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(20_779), "2026-11-22");
+        assert_eq!(civil_date(11_016), "2000-02-29");
+        assert_eq!(civil_date(-1), "1969-12-31");
+    }
+
+    #[test]
+    fn limits() {
+        let l = Limits {
+            conversation_tokens: Some(1_000),
+            day_tokens: Some(10_000),
+            day_cost: Some(1.0),
+        };
+        let day = DayUse {
+            tokens: 9_000,
+            cost: 0.99,
+        };
+        assert!(over(&l, 0, DayUse::default(), 500, 0.0).is_none());
+        assert!(over(&l, 600, DayUse::default(), 500, 0.0)
+            .unwrap()
+            .contains(":conversation-tokens"));
+        let busy_day = DayUse {
+            tokens: 9_800,
+            cost: 0.0,
+        };
+        assert!(over(&l, 0, busy_day, 500, 0.0)
+            .unwrap()
+            .contains(":day-tokens"));
+        assert!(over(&l, 0, day, 10, 0.02).unwrap().contains(":day-cost"));
+        // A free backend is never over a cost budget.
+        assert!(over(&l, 0, day, 10, 0.0).is_none());
+        assert_eq!(cost(Some((3.0, 15.0)), 1_000_000, 100_000), 4.5);
+    }
+
+    #[test]
+    fn the_ledger_survives_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("usage.json");
+        let l = Ledger::at(path.clone());
+        l.add("2026-11-22", 100, 0.5);
+        l.add("2026-11-22", 50, 0.25);
+        let again = Ledger::at(path.clone());
+        assert_eq!(
+            again.used("2026-11-22"),
+            DayUse {
+                tokens: 150,
+                cost: 0.75
+            }
+        );
+        assert_eq!(again.used("2026-11-21"), DayUse::default());
+        std::fs::write(&path, b"garbage").unwrap();
+        assert_eq!(Ledger::at(path).used("2026-11-22"), DayUse::default());
+    }
+}
