@@ -90,6 +90,16 @@ prices per million input and output tokens, e.g. (3.0 . 15.0)).
   :type '(plist :key-type symbol :value-type sexp)
   :group 'org-agent)
 
+(defcustom org-agent-consensus nil
+  "Consensus mode: how many backends of the cascade to ask at once, or nil.
+With a number N of 2 or more, each request goes to the first N
+backends in parallel; their proposed actions are compared (tool calls
+by name and arguments) and the majority's is taken.  The chat shows
+who proposed what.  On a tie you are asked before any action runs.
+Answers do not stream in this mode."
+  :type '(choice (const :tag "Off" nil) (integer :tag "Backends"))
+  :group 'org-agent)
+
 (defcustom org-agent-cooldown 600
   "Seconds a backend that failed is tried after the others."
   :type 'number
@@ -495,6 +505,7 @@ The model is `org-agent-local-model'."
         :cooldown org-agent-cooldown
         :retry-cap org-agent-retry-cap
         :budget org-agent-budget
+        :consensus org-agent-consensus
         :embedding (org-agent-semantic--backend)
         :related-threshold org-agent-related-threshold
         :context-budget org-agent-context-budget
@@ -868,7 +879,7 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
     ;; Show tool calls and reasoning folded.
     (save-excursion
       (goto-char (point-min))
-      (while (re-search-forward "^\\*\\* \\(Tool\\|Reasoning\\|Approve\\)" nil t)
+      (while (re-search-forward "^\\*\\* \\(Tool\\|Reasoning\\|Approve\\|Consensus\\)" nil t)
         (org-flag-subtree t)))
     (force-mode-line-update)
     (org-agent-chat--save)
@@ -930,6 +941,17 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
             (format "\n- /retrying after: %s/\n" (plist-get event :message))))
           ('failover
            (org-agent-chat--failover event))
+          ('notice
+           (org-agent-chat--insert (format "\n- /%s/\n" (plist-get event :message))))
+          ('consensus
+           (org-agent-chat--insert
+            (format "\n** Consensus: %d of %d agreed%s\n%s"
+                    (plist-get event :agreed) (plist-get event :answered)
+                    (if (plist-get event :tie) " (a tie: you decide)" "")
+                    (mapconcat (lambda (p) (format "- %s\n" p))
+                               (plist-get event :proposals) "")))
+           (setq org-agent-chat--after-tool t
+                 org-agent-chat--step-start nil))
           ('usage
            (setq org-agent-chat--tokens
                  (+ org-agent-chat--tokens

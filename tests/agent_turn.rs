@@ -888,3 +888,58 @@ async fn a_request_over_budget_is_refused_or_goes_to_the_cheaper_tier() {
         "{warned:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consensus_tie_is_the_users_to_break() {
+    use org_agent::llm::cascade::{Cascade, Policy};
+    let (a, b) = (LlmServer::start().await, LlmServer::start().await);
+    let mut eq = equipment(&a);
+    let client = |s: &LlmServer, name: &str| {
+        let mut backend = Backend::new(s.base_url(), "m");
+        backend.name = name.into();
+        ChatClient::new(backend).unwrap()
+    };
+    eq.llm = Cascade::new(
+        vec![client(&a, "a"), client(&b, "b")],
+        Arc::default(),
+        Policy::default(),
+    );
+    let operator = Scripted::answering(&[Approval::Deny]);
+    eq.operator = operator.clone();
+    a.push(sse("", &[("query_notes", json!({"tag": "work"}))]));
+    b.push(sse("", &[("query_notes", json!({"tag": "home"}))]));
+    a.push(sse("Fine.", &[]));
+    b.push(sse("Fine.", &[]));
+    let cfg = TurnConfig {
+        consensus: 2,
+        ..TurnConfig::default()
+    };
+    let mut events = Vec::new();
+    let answer = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "What is tagged?",
+        &cfg,
+        &CancelToken::new(),
+        |e| events.push(e),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "Fine.");
+    // A read-only call the gates allow is asked about, because the backends disagreed.
+    let asked = operator.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0][0].starts_with("the backends disagreed (a: query_notes("),
+        "{asked:?}"
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        TurnEvent::Consensus {
+            agreed: 1,
+            answered: 2,
+            tie: true,
+            ..
+        }
+    )));
+}

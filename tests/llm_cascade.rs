@@ -355,3 +355,85 @@ fn tiers_route_to_named_backends_and_models() {
     assert!(err.contains("\"locl\""), "{err}");
     assert_eq!(Tier::from_name(":reasoning"), Some(Tier::Reasoning));
 }
+
+#[tokio::test]
+async fn consensus_takes_the_majority_and_reports_a_tie() {
+    use serde_json::json;
+    let (a, b, c) = (
+        LlmServer::start().await,
+        LlmServer::start().await,
+        LlmServer::start().await,
+    );
+    let cas = cascade(
+        &[
+            ("a", a.base_url()),
+            ("b", b.base_url()),
+            ("c", c.base_url()),
+        ],
+        &Arc::default(),
+        Policy::default(),
+    );
+    // a and c propose the same edit (keys in another order, other ids, stray blanks);
+    // b proposes another.
+    a.push(Reply::chat_sse(
+        "",
+        &[("set_todo", json!({"id": "n1", "state": "DONE"}))],
+    ));
+    b.push(Reply::chat_sse(
+        "",
+        &[("set_todo", json!({"id": "n2", "state": "DONE"}))],
+    ));
+    c.push(Reply::chat_sse(
+        "I agree. ",
+        &[("set_todo", json!({"state": "DONE ", "id": "n1"}))],
+    ));
+    let result = cas
+        .consensus(&request(), 3, &CancelToken::new())
+        .await
+        .unwrap();
+    assert_eq!((result.agreed, result.answered, result.tie), (2, 3, false));
+    assert_eq!(result.answer.backend, "a");
+    assert_eq!(result.proposals.len(), 3);
+    assert!(
+        result.proposals[1].starts_with("b: set_todo("),
+        "{:?}",
+        result.proposals
+    );
+    // Every voter got the same request at once.
+    assert_eq!(
+        (a.requests().len(), b.requests().len(), c.requests().len()),
+        (1, 1, 1)
+    );
+
+    // Two voters, two proposals: a tie, the first backend's proposal, marked.
+    a.push(Reply::chat_sse(
+        "",
+        &[("query_notes", json!({"tag": "work"}))],
+    ));
+    b.push(Reply::chat_sse(
+        "",
+        &[("query_notes", json!({"tag": "home"}))],
+    ));
+    let result = cas
+        .consensus(&request(), 2, &CancelToken::new())
+        .await
+        .unwrap();
+    assert!(result.tie);
+    assert_eq!(result.answer.backend, "a");
+    assert_eq!(c.requests().len(), 1, "only two were asked");
+
+    // A voter that fails does not vote; prose answers agree with each other.
+    a.push(Reply::error(503, "down", "server_error"));
+    b.push(Reply::chat_sse("Yes.", &[]));
+    c.push(Reply::chat_sse("Indeed.", &[]));
+    let result = cas
+        .consensus(&request(), 3, &CancelToken::new())
+        .await
+        .unwrap();
+    assert_eq!((result.agreed, result.answered, result.tie), (2, 2, false));
+    assert!(
+        result.proposals[0].starts_with("a: failed"),
+        "{:?}",
+        result.proposals
+    );
+}

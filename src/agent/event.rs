@@ -102,6 +102,17 @@ pub enum ChatUpdate {
         next: Option<String>,
         discard: bool,
     },
+    /// Several backends were asked (consensus mode): how many agreed, whether it was a tie
+    /// (the user decides), and each one's proposal.
+    Consensus {
+        agreed: usize,
+        answered: usize,
+        tie: bool,
+        proposals: Vec<String>,
+    },
+    /// Something the user should know about the turn (a request sent to a cheaper tier over
+    /// budget, related notes unavailable).
+    Notice(String),
     /// Tokens used by the last request.
     Usage { prompt: u64, completion: u64 },
     /// The turn ended with this answer.

@@ -970,7 +970,19 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
             next,
             discard: streamed,
         },
-        TurnEvent::Request { .. } | TurnEvent::Warning(_) => return None,
+        TurnEvent::Consensus {
+            agreed,
+            answered,
+            tie,
+            proposals,
+        } => ChatUpdate::Consensus {
+            agreed,
+            answered,
+            tie,
+            proposals,
+        },
+        TurnEvent::Warning(m) => ChatUpdate::Notice(m),
+        TurnEvent::Request { .. } => return None,
     })
 }
 

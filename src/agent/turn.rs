@@ -47,6 +47,9 @@ pub struct TurnConfig {
     pub done_since: Option<String>,
     /// The most tokens the notes in the system prompt may take (estimated).
     pub context_budget: usize,
+    /// Consensus mode: ask this many backends of the cascade in parallel and take the
+    /// majority's proposal (0 or 1: off, the cascade as usual).
+    pub consensus: usize,
     /// Notes at least this similar to the question are shown as related (when the
     /// equipment has semantic search and `related` is empty).
     pub related_threshold: f32,
@@ -69,6 +72,7 @@ impl Default for TurnConfig {
             done_since: None,
             context_budget: crate::context::DEFAULT_BUDGET_TOKENS,
             related_threshold: 0.75,
+            consensus: 0,
         }
     }
 }
@@ -107,6 +111,14 @@ pub enum TurnEvent {
         error: String,
         streamed: bool,
         next: Option<String>,
+    },
+    /// Several backends were asked the same (consensus mode): how many agreed, and what
+    /// each proposed.
+    Consensus {
+        agreed: usize,
+        answered: usize,
+        tie: bool,
+        proposals: Vec<String>,
     },
     /// The same backend is asked again after the wait it asked for.
     Retry {
@@ -479,7 +491,9 @@ pub async fn run_turn(
             return Err(TurnError::Cancelled);
         }
         let request = step_request(eq, conversation, cfg);
-        let estimate = estimate_request(&request);
+        // In consensus mode every voter gets the request.
+        let copies = cfg.consensus.clamp(1, eq.llm.members().len().max(1)) as u64;
+        let estimate = estimate_request(&request) * copies;
         let day = budget::today();
         let llm = match &eq.budget {
             None => &eq.llm,
@@ -506,8 +520,40 @@ pub async fn run_turn(
             }
         };
         let started = std::time::Instant::now();
-        let result = llm
-            .chat(&request, cancel, |e| match e {
+        let voters = cfg.consensus.min(llm.members().len());
+        let mut tie = None;
+        let result = if voters > 1 {
+            match llm.consensus(&request, voters, cancel).await {
+                Ok(c) => {
+                    emit(TurnEvent::Consensus {
+                        agreed: c.agreed,
+                        answered: c.answered,
+                        tie: c.tie,
+                        proposals: c.proposals.clone(),
+                    });
+                    if c.tie {
+                        tie = Some(format!(
+                            "the backends disagreed ({})",
+                            c.proposals.join("; ")
+                        ));
+                    }
+                    // The winner's answer, shown as if it had streamed.
+                    if !c.answer.completion.reasoning.is_empty() {
+                        emit(TurnEvent::Delta(Delta::Reasoning(
+                            c.answer.completion.reasoning.clone(),
+                        )));
+                    }
+                    if !c.answer.completion.text.is_empty() {
+                        emit(TurnEvent::Delta(Delta::Text(
+                            c.answer.completion.text.clone(),
+                        )));
+                    }
+                    Ok(c.answer)
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            llm.chat(&request, cancel, |e| match e {
                 CascadeEvent::Delta(d) => emit(TurnEvent::Delta(d)),
                 CascadeEvent::Retry {
                     backend,
@@ -530,7 +576,8 @@ pub async fn run_turn(
                     next,
                 }),
             })
-            .await;
+            .await
+        };
         let usage = result
             .as_ref()
             .ok()
@@ -656,7 +703,15 @@ pub async fn run_turn(
                     continue;
                 }
             };
-            let verdict = eq.gates.decide(action.clone(), &ctx);
+            let mut verdict = eq.gates.decide(action.clone(), &ctx);
+            // A tie between backends is the user's to break: what the gates would allow
+            // is asked instead.
+            if let (Some(why), Outcome::Allow(a)) = (&tie, &verdict.outcome) {
+                verdict.outcome = Outcome::Ask {
+                    action: a.clone(),
+                    reasons: vec![why.clone()],
+                };
+            }
             eq.audit(&mut emit, |log, now| log.append(&action, &verdict, now));
             let (decision, reasons, approved) = match verdict.outcome {
                 Outcome::Allow(a) => ("allow", vec![], Some(a)),

@@ -463,6 +463,23 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
                     "retrying",
                     vec![(k(":message")?, m.as_str().into_lisp(env)?)],
                 ),
+                ChatUpdate::Consensus {
+                    agreed,
+                    answered,
+                    tie,
+                    proposals,
+                } => (
+                    "consensus",
+                    vec![
+                        (k(":agreed")?, agreed.into_lisp(env)?),
+                        (k(":answered")?, answered.into_lisp(env)?),
+                        (k(":tie")?, tie.into_lisp(env)?),
+                        (k(":proposals")?, strings(env, proposals)?),
+                    ],
+                ),
+                ChatUpdate::Notice(m) => {
+                    ("notice", vec![(k(":message")?, m.as_str().into_lisp(env)?)])
+                }
                 ChatUpdate::Failover {
                     backend,
                     error,

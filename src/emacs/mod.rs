@@ -711,6 +711,10 @@ fn turn_setup(
         };
         setup.budget = Some((limits, fallback));
     }
+    let consensus = get(":consensus")?;
+    if consensus.is_not_nil() {
+        cfg.consensus = consensus.into_rust::<i64>()?.clamp(0, 16) as usize;
+    }
     let embedding = get(":embedding")?;
     if embedding.is_not_nil() {
         setup.embedding = Some(embedding_backend(env, embedding)?);

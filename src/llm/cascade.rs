@@ -312,3 +312,168 @@ impl Routing {
             .collect()
     }
 }
+
+/// What several backends proposed for the same request, and which proposal won.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Consensus {
+    /// The answer of the first backend (in cascade order) whose proposal won.
+    pub answer: Answer,
+    /// How many backends proposed the winning thing, of how many answered.
+    pub agreed: usize,
+    pub answered: usize,
+    /// No proposal had more backers than every other: the user should decide.
+    pub tie: bool,
+    /// Each backend's proposal, in one line each ("name: proposal"), failures included.
+    pub proposals: Vec<String>,
+}
+
+/// A proposal reduced to what must agree: the tool calls by name and canonical arguments
+/// (order of calls and of keys does not matter, ids do not), or "an answer in prose" (two
+/// prose answers never read the same, and need no vote).
+pub fn proposal_key(c: &Completion) -> String {
+    if c.tool_calls.is_empty() {
+        return "(an answer in prose)".to_owned();
+    }
+    let mut calls: Vec<String> = c
+        .tool_calls
+        .iter()
+        .map(|t| format!("{}({})", t.name, canonical_json(&t.arguments)))
+        .collect();
+    calls.sort();
+    calls.join(", ")
+}
+
+/// JSON with object keys sorted and strings trimmed, so equal arguments print equal.
+fn canonical_json(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    // Iterative: arguments come from the network.
+    enum Step<'a> {
+        Value(&'a Value),
+        Text(&'static str),
+        Key(&'a str),
+    }
+    let mut out = String::new();
+    let mut stack = vec![Step::Value(v)];
+    while let Some(step) = stack.pop() {
+        match step {
+            Step::Text(t) => out.push_str(t),
+            Step::Key(k) => {
+                out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                out.push(':');
+            }
+            Step::Value(Value::Object(map)) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                stack.push(Step::Text("}"));
+                for (i, k) in keys.iter().enumerate().rev() {
+                    if let Some(item) = map.get(*k) {
+                        stack.push(Step::Value(item));
+                    }
+                    stack.push(Step::Key(k));
+                    if i > 0 {
+                        stack.push(Step::Text(","));
+                    }
+                }
+                stack.push(Step::Text("{"));
+            }
+            Step::Value(Value::Array(items)) => {
+                stack.push(Step::Text("]"));
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push(Step::Value(item));
+                    if i > 0 {
+                        stack.push(Step::Text(","));
+                    }
+                }
+                stack.push(Step::Text("["));
+            }
+            Step::Value(Value::String(s)) => {
+                out.push_str(&serde_json::to_string(s.trim()).unwrap_or_default())
+            }
+            Step::Value(other) => out.push_str(&other.to_string()),
+        }
+    }
+    out
+}
+
+impl Cascade {
+    /// Asks the first `k` backends (in the order [`Cascade::order`] gives) in parallel and
+    /// takes the proposal most of them made. Deltas are not streamed (the answers race); the
+    /// winner's text comes back whole. Fails only when every backend failed.
+    pub async fn consensus(
+        &self,
+        request: &ChatRequest,
+        k: usize,
+        cancel: &CancelToken,
+    ) -> Result<Consensus, LlmError> {
+        let asked: Vec<&ChatClient> = self.order().into_iter().take(k.max(1)).collect();
+        let results = futures_util::future::join_all(
+            asked
+                .iter()
+                .map(|c| async move { c.chat(request, cancel, |_| {}).await }),
+        )
+        .await;
+        if cancel.is_cancelled() {
+            return Err(LlmError::Cancelled);
+        }
+        let mut proposals = Vec::new();
+        let mut answers: Vec<(String, Answer)> = Vec::new();
+        let mut failures = Vec::new();
+        for (client, result) in asked.iter().zip(results) {
+            let b = client.backend();
+            match result {
+                Ok(completion) => {
+                    self.health.restore(&b.name);
+                    let key = proposal_key(&completion);
+                    proposals.push(format!("{}: {key}", b.name));
+                    answers.push((
+                        key,
+                        Answer {
+                            completion,
+                            backend: b.name.clone(),
+                            model: b.model.clone(),
+                        },
+                    ));
+                }
+                Err(e) => {
+                    if worth_another_backend(&e) {
+                        self.health.demote(&b.name, self.policy.cooldown);
+                    }
+                    proposals.push(format!("{}: failed ({e})", b.name));
+                    failures.push(format!("{}: {e}", b.name));
+                }
+            }
+        }
+        // Votes per proposal, in the order first proposed (so a tie goes to the earlier
+        // backend, which the user put first).
+        let mut votes: Vec<(String, usize)> = Vec::new();
+        for (key, _) in &answers {
+            match votes.iter_mut().find(|(k, _)| k == key) {
+                Some((_, n)) => *n += 1,
+                None => votes.push((key.clone(), 1)),
+            }
+        }
+        let Some(best) = votes.iter().map(|(_, n)| *n).max() else {
+            return Err(LlmError::AllFailed(failures));
+        };
+        let winners: Vec<&String> = votes
+            .iter()
+            .filter(|(_, n)| *n == best)
+            .map(|(k, _)| k)
+            .collect();
+        let tie = winners.len() > 1;
+        let key = winners[0].clone();
+        let answered = answers.len();
+        let answer = answers
+            .into_iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, a)| a)
+            .ok_or_else(|| LlmError::AllFailed(failures.clone()))?;
+        Ok(Consensus {
+            answer,
+            agreed: best,
+            answered,
+            tie,
+            proposals,
+        })
+    }
+}
