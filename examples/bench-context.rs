@@ -87,6 +87,7 @@ fn main() {
     };
     let spec = ContextSpec {
         focus: Some(&ids[0]),
+        focus_is_users: true,
         related: &related,
         done_since: Some("2026-11-15"),
         budget_tokens: DEFAULT_BUDGET_TOKENS,

@@ -943,3 +943,35 @@ async fn a_consensus_tie_is_the_users_to_break() {
         }
     )));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_user_focus_the_node_a_tool_read_becomes_the_focus() {
+    let server = LlmServer::start().await;
+    let eq = equipment(&server);
+    let plumber = id_of(&eq, "Call the plumber about the leak");
+    server.push(sse("", &[("read_node", json!({"id": plumber}))]));
+    server.push(sse("It is about a leak.", &[]));
+    run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "What is the plumber task?",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    let system = |i: usize| {
+        server.requests()[i].json()["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(!system(0).contains("* The node"), "{}", system(0));
+    let second = system(1);
+    assert!(
+        second.contains("* The node in focus (the last tool was about it)"),
+        "{second}"
+    );
+    assert!(second.contains(&format!("Id: {plumber}")), "{second}");
+}

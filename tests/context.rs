@@ -47,6 +47,7 @@ fn sections_come_in_priority_order_and_whole() {
     let related = vec![(id(&store, "Tulips"), 0.91f32)];
     let spec = ContextSpec {
         focus: Some(&focus),
+        focus_is_users: true,
         related: &related,
         done_since: Some("2026-11-15"),
         budget_tokens: 100_000,
@@ -116,6 +117,7 @@ fn the_focus_is_shown_even_over_budget_and_never_twice() {
         &notes,
         &ContextSpec {
             focus: Some(&focus),
+            focus_is_users: true,
             related: &related,
             done_since: None,
             budget_tokens: 10,

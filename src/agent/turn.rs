@@ -47,6 +47,8 @@ pub struct TurnConfig {
     pub done_since: Option<String>,
     /// The most tokens the notes in the system prompt may take (estimated).
     pub context_budget: usize,
+    /// The focus is the node the last tool was about, not the user's.
+    pub focus_from_tool: bool,
     /// Consensus mode: ask this many backends of the cascade in parallel and take the
     /// majority's proposal (0 or 1: off, the cascade as usual).
     pub consensus: usize,
@@ -73,6 +75,7 @@ impl Default for TurnConfig {
             context_budget: crate::context::DEFAULT_BUDGET_TOKENS,
             related_threshold: 0.75,
             consensus: 0,
+            focus_from_tool: false,
         }
     }
 }
@@ -368,6 +371,7 @@ pub fn step_request(eq: &Equipment, conversation: &Conversation, cfg: &TurnConfi
         &eq.notes(),
         &crate::context::ContextSpec {
             focus: cfg.focus.as_deref(),
+            focus_is_users: !cfg.focus_from_tool,
             related: &cfg.related,
             done_since: cfg.done_since.as_deref(),
             budget_tokens: cfg.context_budget,
@@ -480,6 +484,7 @@ pub async fn run_turn(
     } else {
         cfg
     };
+    let mut tool_focus: Option<String> = None;
     let mut errors_fed_back = 0u32;
     let mut denials = 0u32;
     let mut sexp_calls = 0u32;
@@ -490,7 +495,20 @@ pub async fn run_turn(
         if cancel.is_cancelled() {
             return Err(TurnError::Cancelled);
         }
-        let request = step_request(eq, conversation, cfg);
+        // Without a node the user was on, the node the last tool was about is the focus.
+        let refocused;
+        let step_cfg = match (&cfg.focus, &tool_focus) {
+            (None, Some(id)) => {
+                refocused = TurnConfig {
+                    focus: Some(id.clone()),
+                    focus_from_tool: true,
+                    ..cfg.clone()
+                };
+                &refocused
+            }
+            _ => cfg,
+        };
+        let request = step_request(eq, conversation, step_cfg);
         // In consensus mode every voter gets the request.
         let copies = cfg.consensus.clamp(1, eq.llm.members().len().max(1)) as u64;
         let estimate = estimate_request(&request) * copies;
@@ -798,6 +816,13 @@ pub async fn run_turn(
                 }
                 (false, format!("denied: {}", reasons.join("; ")))
             };
+            if ok {
+                if let Some(id) = call.arguments.get("id").and_then(|v| v.as_str()) {
+                    if eq.notes().node(id).is_ok() {
+                        tool_focus = Some(id.to_owned());
+                    }
+                }
+            }
             emit(TurnEvent::ToolResult {
                 call_id: call.id.clone(),
                 name: call.name.clone(),

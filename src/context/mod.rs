@@ -33,6 +33,9 @@ const MAX_RELATED_BODY: usize = 1_500;
 pub struct ContextSpec<'a> {
     /// The foveal node's id.
     pub focus: Option<&'a str>,
+    /// Whether the focus is the node the user was on (else the node the last tool was
+    /// about), which its heading says.
+    pub focus_is_users: bool,
     /// Nodes related by meaning, best first, with their similarity (already above the
     /// caller's threshold).
     pub related: &'a [(String, f32)],
@@ -46,6 +49,7 @@ impl Default for ContextSpec<'_> {
     fn default() -> Self {
         ContextSpec {
             focus: None,
+            focus_is_users: true,
             related: &[],
             done_since: None,
             budget_tokens: DEFAULT_BUDGET_TOKENS,
@@ -127,7 +131,11 @@ pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
     };
     let focus = spec.focus.and_then(|id| notes.node(id).ok());
     if let Some(r) = &focus {
-        let mut text = String::from("* The node the user is on\n");
+        let mut text = String::from(if spec.focus_is_users {
+            "* The node the user is on\n"
+        } else {
+            "* The node in focus (the last tool was about it)\n"
+        });
         text.push_str(&render_node(r, notes.privacy));
         if !text.ends_with('\n') {
             text.push('\n');
