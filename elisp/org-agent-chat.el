@@ -446,12 +446,14 @@ The model is `org-agent-local-model'."
                      org-agent-cascade)))))
     (unless backends
       (user-error "Set `org-agent-backends' to the LLM servers you use first"))
-    (mapcar (lambda (backend)
-              (unless (plist-get backend :url)
-                (user-error "The backend %s has no :url"
-                            (or (plist-get backend :name) (plist-get backend :model))))
-              (plist-put (copy-sequence backend) :key (org-agent-chat--key backend)))
-            backends)))
+    (mapcar #'org-agent-chat--resolved backends)))
+
+(defun org-agent-chat--resolved (backend)
+  "BACKEND with its key resolved; an error if it has no URL."
+  (unless (plist-get backend :url)
+    (user-error "The backend %s has no :url"
+                (or (plist-get backend :name) (plist-get backend :model))))
+  (plist-put (copy-sequence backend) :key (org-agent-chat--key backend)))
 
 (defun org-agent-chat--prompt ()
   "The text typed after the last \"* You\" heading, trimmed."
@@ -502,6 +504,9 @@ The model is `org-agent-local-model'."
         :tier org-agent-chat--tier
         ;; Tiers name configured backends; the local fallback model serves every tier.
         :tiers (and org-agent-backends org-agent-model-tiers)
+        ;; Tiers may name backends left out of `org-agent-cascade'.
+        :pool (and org-agent-backends org-agent-cascade org-agent-model-tiers
+                   (mapcar #'org-agent-chat--resolved org-agent-backends))
         :cooldown org-agent-cooldown
         :retry-cap org-agent-retry-cap
         :budget org-agent-budget
@@ -513,6 +518,14 @@ The model is `org-agent-local-model'."
                      "%F" (time-subtract nil (* 86400 org-agent-context-recent-days)))))
 
 ;;;###autoload
+(defun org-agent--redact-private-now (text file)
+  "TEXT, the contents of FILE, without its private subtrees, by the current rules."
+  (org-agent--require-started)
+  (org-agent--send-privacy)
+  (org-agent--redact-private text file))
+
+(declare-function org-agent--private-p "org-agent-module")
+
 (defun org-agent-context-preview ()
   "Show exactly what the next chat request would send.
 The request body for the first backend of the cascade: the system
@@ -667,7 +680,7 @@ The buffer's text goes with the question (up to
 is the focus."
   (interactive)
   (let* ((name (if buffer-file-name (abbreviate-file-name buffer-file-name) (buffer-name)))
-         (text (org-agent--redact-private
+         (text (org-agent--redact-private-now
                 (org-agent--buffer-text)
                 (if buffer-file-name (expand-file-name buffer-file-name) (buffer-name))))
          (cut (> (length text) org-agent-summarize-max-chars))
@@ -698,6 +711,10 @@ clearer bodies — each shown in the chat for you to approve or deny."
                  (user-error "This buffer is not in the store; save it first")))
          (title (plist-get (org-agent-node id) :title))
          (org-agent-chat--tier 'reasoning))
+    (org-agent--send-privacy)
+    (when (org-agent--private-p id)
+      (user-error "This subtree is private (`org-agent-private-tags', \
+`org-agent-private-files'): the agent may not see it"))
     (org-agent-chat--command
      (format "Organize the subtree \"%s\"." title)
      (format "Organize the subtree \"%s\" (id %s), shown above with its children. \

@@ -77,20 +77,21 @@ CALLBACK, if given, is called with the final event plist."
   (interactive)
   (org-agent--require-started)
   (let ((backend (or (org-agent-semantic--backend)
-                     (user-error "Set `org-agent-embedding-backend' first"))))
+                     (user-error "Set `org-agent-embedding-backend' first")))
+        (by-user (called-interactively-p 'interactive)))
     (if org-agent-semantic--running
-        (when (called-interactively-p 'interactive)
+        (when by-user
           (message "org-agent: the notes are being embedded already"))
-      (setq org-agent-semantic--running t)
       (org-agent--send-privacy)
       (let ((request (org-agent--embed backend org-agent-embed-all)))
+        ;; Only once the module took the job: a refused one must not block the next.
+        (setq org-agent-semantic--running t)
         (puthash request
                  (lambda (event)
                    (setq org-agent-semantic--running nil)
                    (pcase (plist-get event :type)
                      ('embedded
-                      (when (or callback (> (plist-get event :embedded) 0)
-                                (called-interactively-p 'any))
+                      (when (or callback by-user (> (plist-get event :embedded) 0))
                         (message "org-agent: %d notes embedded, %d dropped%s; %d in the index"
                                  (plist-get event :embedded) (plist-get event :dropped)
                                  (if (> (plist-get event :refused) 0)

@@ -412,12 +412,16 @@ async fn a_model_without_tool_calling_can_act_with_a_plist() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plist_edits_of_org_files_pass_the_gates_too() {
     let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    eq.edit_tools = true;
+    let plumber = id_of(&eq, "Call the plumber about the leak");
     server.push(sse(
-        "(:type :request :target :emacs :action :set-todo :id \"x\" :state \"DONE\")",
+        &format!(
+            "(:type :request :target :emacs :action :set-todo :id \"{plumber}\" :state \"DONE\")"
+        ),
         &[],
     ));
     server.push(sse("I may not change it without you.", &[]));
-    let mut eq = equipment(&server);
     let operator = Scripted::answering(&[Approval::Deny]);
     eq.operator = operator.clone();
     let answer = run_turn(
@@ -974,4 +978,74 @@ async fn without_a_user_focus_the_node_a_tool_read_becomes_the_focus() {
         "{second}"
     );
     assert!(second.contains(&format!("Id: {plumber}")), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plist_actions_cannot_reach_private_nodes_or_edit_when_edits_are_off() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let private = id_of(&eq, "A note that never leaves this machine");
+    let plumber = id_of(&eq, "Call the plumber about the leak");
+    // Edits are not offered: a plist edit is refused before anyone is asked.
+    server.push(sse(
+        &format!(
+            "(:type :request :target :emacs :action :set-todo :id \"{plumber}\" :state \"DONE\")"
+        ),
+        &[],
+    ));
+    server.push(sse("Fine.", &[]));
+    let operator = Scripted::answering(&[Approval::Once, Approval::Once]);
+    eq.operator = operator.clone();
+    let cfg = TurnConfig::default();
+    run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "Go.",
+        &cfg,
+        &CancelToken::new(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    // With edits on, a private node and a file outside the notes are refused too.
+    eq.edit_tools = true;
+    server.push(sse(
+        &format!("(:type :request :target :emacs :action :visit-node :id \"{private}\")"),
+        &[],
+    ));
+    server.push(sse(
+        "(:type :request :target :emacs :action :add-headline :file \"~/../etc/x.org\" :title \"T\")",
+        &[],
+    ));
+    server.push(sse("Fine.", &[]));
+    run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "Go.",
+        &cfg,
+        &CancelToken::new(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert!(
+        operator.asked.lock().unwrap().is_empty(),
+        "nothing was asked"
+    );
+    assert!(operator.actuated.lock().unwrap().is_empty(), "nothing ran");
+    let texts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).to_string())
+        .collect();
+    assert!(
+        texts[1].contains("editing the notes is not offered"),
+        "{}",
+        texts[1]
+    );
+    assert!(texts[3].contains("is private"), "{}", texts[3]);
+    assert!(texts[4].contains("is not one of the notes"), "{}", texts[4]);
+    assert!(texts
+        .iter()
+        .all(|t| !t.contains("never leaves this machine")));
 }

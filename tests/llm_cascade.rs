@@ -315,6 +315,7 @@ fn tiers_route_to_named_backends_and_models() {
             backend("local", "http://127.0.0.1:1/v1".into()),
             backend("cloud", "http://127.0.0.1:2/v1".into()),
         ],
+        pool: vec![backend("spare", "http://127.0.0.1:3/v1".into())],
         tiers: vec![
             (Tier::Reflex, vec![("local".into(), None)]),
             (
@@ -342,6 +343,12 @@ fn tiers_route_to_named_backends_and_models() {
             ("local".into(), "m".into())
         ]
     );
+    // A tier may name a configured backend left out of the cascade.
+    let spare = Routing {
+        tiers: vec![(Tier::Reflex, vec![("spare".into(), None)])],
+        ..routing.clone()
+    };
+    assert_eq!(spare.backends_for(Tier::Reflex).unwrap()[0].name, "spare");
     // An unlisted tier uses the whole cascade.
     assert_eq!(
         names(Tier::Cognition),

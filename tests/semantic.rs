@@ -143,6 +143,22 @@ async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
         .unwrap();
     assert_eq!(hits[0].0, id(&store, "Garden"));
     assert!(hits[0].1 > 0.9);
+    // Another model's vectors are not compared with this one's, even of one dimension.
+    let other = Semantic {
+        client: EmbeddingClient::new(EmbeddingBackend::new(
+            EmbeddingWire::OpenAi,
+            server.base_url(),
+            "other-model",
+        ))
+        .unwrap(),
+        index: s.index.clone(),
+    };
+    let err = other
+        .search(&store, &privacy, "flowers", 5, 0.0, &cancel)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("embedded with e, not other-model"), "{err}");
     let stricter = Privacy::new(["private".to_string()], ["/n/*.org".to_string()]);
     server.push(vectors(&[[0.9, 0.1, 0.0]]));
     let hits = s

@@ -713,7 +713,12 @@ impl Runtime {
                 .update(&store, &privacy, embed_all, &CancelToken::new())
                 .await
                 .map_err(|e| format!("embedding failed: {e}"))?;
-            self.save_vectors()?;
+            if report.embedded > 0 || report.dropped > 0 {
+                // Encoding and fsyncing 150 MB is no work for an async worker.
+                tokio::task::spawn_blocking(move || self.save_vectors())
+                    .await
+                    .map_err(|e| format!("could not save the vectors: {e}"))??;
+            }
             Ok(Event::Embedded { request, report })
         })
     }

@@ -58,6 +58,15 @@ impl Semantic {
         min_score: f32,
         cancel: &CancelToken,
     ) -> Result<Vec<(String, f32)>, LlmError> {
+        let model = &self.client.backend().model;
+        let indexed = self.index.lock().model().to_owned();
+        if !indexed.is_empty() && indexed != *model {
+            // Vectors of another model are not comparable, even with the same dimension.
+            return Err(LlmError::Config(format!(
+                "the notes were embedded with {indexed}, not {model}: embed them again \
+                 (M-x org-agent-embed-notes)"
+            )));
+        }
         let mut vectors = self.client.embed(&[text.to_owned()], cancel).await?;
         let query = vectors
             .pop()

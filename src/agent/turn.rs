@@ -307,21 +307,49 @@ impl Equipment {
         if self.edit_tools {
             if let Some(edit) = emacs_tools::edit_action(&call.name, &call.arguments) {
                 let edit = edit?;
-                let notes = self.notes();
-                if let (Some(id), _) = edit.target() {
-                    notes.node(id)?;
-                }
-                if let (_, Some(file)) = edit.target() {
-                    if self.privacy.hides_file(file) {
-                        return Err(format!(
-                            "{file} is private: the user keeps it out of the agent's view"
-                        ));
-                    }
-                }
+                self.may_touch(&edit)?;
                 return Ok(Action::Emacs(edit));
             }
         }
         Ok(tool_action(call))
+    }
+
+    /// Whether an Emacs action may run at all: only when edits are offered, and never on a
+    /// private node or in a private file. Every way an action arrives (a native tool call, an
+    /// action plist) passes here. A file must be one of the notes, named as the store names
+    /// it (absolute, expanded), so a pattern cannot be dodged with `~`, `..` or a relative
+    /// path, and a file private by `#+FILETAGS` is caught too.
+    fn may_touch(&self, action: &EmacsAction) -> Result<(), String> {
+        let (id, file) = action.target();
+        if id.is_none() && file.is_none() {
+            // Messages and tool calls: not about the notes.
+            return Ok(());
+        }
+        if !self.edit_tools {
+            return Err("editing the notes is not offered in this conversation".to_string());
+        }
+        let notes = self.notes();
+        if let Some(id) = id {
+            notes.node(id)?;
+        }
+        if let Some(file) = file {
+            let state = self.store.state();
+            let Some(doc) = state.files.get(file) else {
+                return Err(format!(
+                    "{file} is not one of the notes (give the absolute file name list_files                      shows)"
+                ));
+            };
+            let file_node = crate::store::NodeRef {
+                doc: doc.clone(),
+                index: 0,
+            };
+            if self.privacy.hides(&file_node) {
+                return Err(format!(
+                    "{file} is private: the user keeps it out of the agent's view"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The notes as the LLM may see them.
@@ -618,6 +646,9 @@ pub async fn run_turn(
                             .sum::<u64>(),
                 ),
             };
+            // In consensus mode every voter was asked: count the winner's use once per voter
+            // (their own figures did not come back), at the winner's price.
+            let (prompt, completion) = (prompt * copies, completion * copies);
             conversation.tokens_used += prompt + completion;
             if let Some(b) = &eq.budget {
                 let price = llm.price_of(&a.backend);
@@ -686,7 +717,11 @@ pub async fn run_turn(
                 }
                 Some(Ok(action)) => {
                     sexp_calls += 1;
-                    vec![(sexp_call(&action, sexp_calls), Ok(action))]
+                    let checked = match &action {
+                        Action::Emacs(e) => eq.may_touch(e).map(|()| action.clone()),
+                        Action::Tool { .. } => Ok(action.clone()),
+                    };
+                    vec![(sexp_call(&action, sexp_calls), checked)]
                 }
             }
         };

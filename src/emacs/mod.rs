@@ -108,6 +108,15 @@ fn redact_private(env: &Env, text: String, file: String) -> Result<String> {
     }
 }
 
+/// Return non-nil when the node ID is private (see `set_privacy'): the LLM may not see it.
+/// An unknown ID is not private.
+#[defun]
+fn private_p(env: &Env, id: String) -> Result<bool> {
+    let rt = runtime(env)?;
+    let store = rt.store();
+    Ok(store.node(&id).is_some_and(|r| rt.privacy().hides(&r)))
+}
+
 /// Open the persisted store in DIR (created if missing) and make it current.
 /// Return a plist (:files N :nodes N :rebuilt REASON :torn-tail BOOL); REASON is a string when
 /// the store on disk was unusable and was set aside, so the caller should re-ingest.
@@ -430,9 +439,10 @@ fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backe
         }
     };
     let mut b = crate::llm::http::Backend::with_wire(wire, lisp_string(env, url)?, model);
-    if let Some(name) = get(":name")? {
-        b.name = lisp_string(env, name)?;
-    }
+    b.name = match get(":name")? {
+        Some(name) => lisp_string(env, name)?,
+        None => format!("{} @ {}", b.model, b.base_url),
+    };
     if let Some(key) = get(":key")? {
         b.api_key = Some(key.into_rust()?);
     }
@@ -481,9 +491,23 @@ fn backends_from_lisp(env: &Env, backends: Value) -> Result<Vec<crate::llm::http
     if list.is_empty() {
         return fail(env, "no backend is configured");
     }
-    list.into_iter()
+    let backends = list
+        .into_iter()
         .map(|b| backend_from_plist(env, b))
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    // Names key cool-downs, prices and tiers: two backends must not share one.
+    for (i, b) in backends.iter().enumerate() {
+        if backends[..i].iter().any(|other| other.name == b.name) {
+            return fail(
+                env,
+                format!(
+                    "two backends are named {:?}; give each its own :name",
+                    b.name
+                ),
+            );
+        }
+    }
+    Ok(backends)
 }
 
 /// Tier routing from an alist ((TIER NAME-OR-(NAME . MODEL) ...) ...), TIER a symbol or
@@ -574,8 +598,15 @@ fn turn_setup(
     focus: Option<String>,
 ) -> Result<TurnSetup> {
     let get = |key: &str| -> Result<Value> { env.call("plist-get", (options, env.intern(key)?)) };
+    let cascade = backends_from_lisp(env, backend)?;
+    // Tiers may name configured backends left out of the cascade.
+    let pool = match get(":pool")? {
+        p if p.is_not_nil() => backends_from_lisp(env, p)?,
+        _ => Vec::new(),
+    };
     let routing = crate::llm::cascade::Routing {
-        backends: backends_from_lisp(env, backend)?,
+        backends: cascade,
+        pool,
         tiers: tiers_from_lisp(env, get(":tiers")?)?,
     };
     let tier = match get(":tier")? {
@@ -694,6 +725,16 @@ fn turn_setup(
             match name.trim_start_matches(':') {
                 "refuse" => None,
                 other => match crate::llm::cascade::Tier::from_name(other) {
+                    // A tier without its own backends is the whole cascade: no cheaper.
+                    Some(t) if !routing.tiers.iter().any(|(tier, _)| *tier == t) => {
+                        return fail(
+                            env,
+                            format!(
+                                "org-agent-budget :over {other} needs an entry for {other} in \
+                                 org-agent-model-tiers (its cheaper backends)"
+                            ),
+                        )
+                    }
                     Some(t) => match routing.backends_for(t) {
                         Ok(b) => Some(b),
                         Err(e) => return fail(env, e),

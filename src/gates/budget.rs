@@ -34,6 +34,9 @@ pub struct DayUse {
 pub struct Ledger {
     days: Mutex<BTreeMap<String, DayUse>>,
     path: Option<PathBuf>,
+    /// Held while the file is written, so concurrent turns never interleave their writes
+    /// or rename an older snapshot over a newer one.
+    writing: Mutex<()>,
 }
 
 /// Days of history kept in the file.
@@ -50,6 +53,7 @@ impl Ledger {
         Ledger {
             days: Mutex::new(days),
             path: Some(path),
+            writing: Mutex::new(()),
         }
     }
 
@@ -61,6 +65,8 @@ impl Ledger {
     /// Records a request of `day` and saves the ledger (best effort: a full disk must not
     /// stop the agent; the figures stay in memory).
     pub fn add(&self, day: &str, tokens: u64, cost: f64) {
+        // The file lock first: the snapshot taken under it is the newest when written.
+        let _writing = self.writing.lock();
         let snapshot = {
             let mut days = self.days.lock();
             let d = days.entry(day.to_owned()).or_default();

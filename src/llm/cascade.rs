@@ -274,8 +274,11 @@ pub type TierMember = (String, Option<String>);
 /// The configured backends and which of them serve each tier.
 #[derive(Debug, Clone, Default)]
 pub struct Routing {
-    /// Every backend, in cascade order.
+    /// The cascade: the backends asked in order, for a tier without an entry.
     pub backends: Vec<Backend>,
+    /// Every configured backend, for tiers that name one left out of the cascade (empty:
+    /// the cascade's backends are all there is).
+    pub pool: Vec<Backend>,
     /// Per tier, the backends to use by name, each with an optional model override; a tier
     /// that is not listed uses every backend.
     pub tiers: Vec<(Tier, Vec<TierMember>)>,
@@ -294,6 +297,7 @@ impl Routing {
                 let mut b = self
                     .backends
                     .iter()
+                    .chain(&self.pool)
                     .find(|b| &b.name == name)
                     .cloned()
                     .ok_or_else(|| {

@@ -341,6 +341,7 @@ impl EmbeddingClient {
         }
         let http = reqwest::Client::builder()
             .default_headers(headers)
+            .redirect(crate::llm::http::same_origin_redirects())
             .connect_timeout(backend.timeouts.connect.min(MAX_TIMEOUT))
             // As for chat: local servers close idle connections between requests, and a
             // request on such a pooled connection fails; a fresh connection costs little

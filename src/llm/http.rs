@@ -339,6 +339,7 @@ impl ChatClient {
         }
         let http = reqwest::Client::builder()
             .default_headers(headers)
+            .redirect(same_origin_redirects())
             .connect_timeout(backend.connect_timeout.min(MAX_TIMEOUT))
             // No idle connection is reused: local servers (llama.cpp) close them between
             // requests, and a request on a closed pooled connection fails with "connection
@@ -540,6 +541,26 @@ impl Waits<'_> {
             }
         }
     }
+}
+
+/// Redirects followed within the origin only. reqwest drops `Authorization` on a redirect to
+/// another host, but not `x-api-key`, `x-goog-api-key` or the user's own headers, and a 307
+/// or 308 would send the body (the notes) along: another origin's redirect is returned as
+/// is, and becomes an HTTP error.
+pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if attempt.previous().len() > 5 {
+            attempt.error("too many redirects")
+        } else if same_origin {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
 }
 
 /// The wait the server asked for: `retry-after-ms` (milliseconds), else `retry-after`

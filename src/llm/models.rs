@@ -119,26 +119,10 @@ fn client(b: &Backend) -> Result<reqwest::Client, LlmError> {
             .entry(HeaderName::from_static(name))
             .or_insert(HeaderValue::from_static(value));
     }
-    // reqwest drops `Authorization` on a redirect to another host, but not `x-api-key` or
-    // `x-goog-api-key`: follow redirects within the origin only; another one is returned as
-    // is, and becomes an HTTP error.
-    let redirects = reqwest::redirect::Policy::custom(|attempt| {
-        let same_origin = attempt
-            .previous()
-            .first()
-            .is_some_and(|first| first.origin() == attempt.url().origin());
-        if attempt.previous().len() > 5 {
-            attempt.error("too many redirects")
-        } else if same_origin {
-            attempt.follow()
-        } else {
-            attempt.stop()
-        }
-    });
     reqwest::Client::builder()
         .default_headers(headers)
         .connect_timeout(b.connect_timeout.min(MAX_TIMEOUT))
-        .redirect(redirects)
+        .redirect(crate::llm::http::same_origin_redirects())
         // As for chat: local servers close idle connections between requests.
         .pool_max_idle_per_host(0)
         .build()

@@ -299,6 +299,11 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
         (re-search-forward "^\\* Private")
         (org-agent-summarize-buffer))
       (should (org-agent-test-wait (lambda () finished) 60))
+      ;; A private subtree cannot be organized.
+      (with-current-buffer tasks
+        (goto-char (point-min))
+        (re-search-forward "^\\*\\* A note that never leaves")
+        (should-error (org-agent-organize-subtree) :type 'user-error))
       ;; A whole private file cannot be summarized at all.
       (with-current-buffer (find-file-noselect (expand-file-name "journal.org" notes))
         (should-error (org-agent-summarize-buffer)))
