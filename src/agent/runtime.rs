@@ -227,27 +227,38 @@ impl Runtime {
     }
 
     /// Open the persisted store in `dir` and make it current.
-    pub fn open_store(&self, dir: &std::path::Path) -> Result<OpenReport, StoreError> {
+    pub fn open_store(&'static self, dir: &std::path::Path) -> Result<OpenReport, StoreError> {
         let (store, report) = Store::open(dir, self.config.lock().clone())?;
         let old = std::mem::replace(&mut *self.store.write(), Arc::new(store));
         retire(old);
         // The vectors are derived data: a missing or damaged file only means embedding
-        // again, so it never stops the store from opening.
+        // again, so it never stops the store from opening. Reading and checking 150 MB is
+        // not main-thread work: a worker loads them; until then searches find nothing.
         let path = dir.join(VECTORS_FILE);
-        let index = match VectorIndex::load(&path) {
-            Ok(index) => index,
-            Err(VectorError::Missing { .. }) => VectorIndex::new(""),
-            Err(e) => {
-                self.telemetry.lock().log(
-                    "warning",
-                    format!("vectors set aside, embedding again: {e}"),
-                );
-                let _ = std::fs::rename(&path, path.with_extension("corrupt"));
-                VectorIndex::new("")
+        *self.vectors.lock() = VectorIndex::new("");
+        *self.vectors_path.lock() = Some(path.clone());
+        self.tokio.spawn_blocking(move || {
+            let index = match VectorIndex::load(&path) {
+                Ok(index) => index,
+                Err(VectorError::Missing { .. }) => return,
+                Err(e) => {
+                    self.telemetry.lock().log(
+                        "warning",
+                        format!("vectors set aside, embedding again: {e}"),
+                    );
+                    let _ = std::fs::rename(&path, path.with_extension("corrupt"));
+                    return;
+                }
+            };
+            // Unless the store was closed or re-opened meanwhile, or an embedding run
+            // filled the index first.
+            if self.vectors_path.lock().as_deref() == Some(path.as_path()) {
+                let mut current = self.vectors.lock();
+                if current.is_empty() {
+                    *current = index;
+                }
             }
-        };
-        *self.vectors.lock() = index;
-        *self.vectors_path.lock() = Some(path);
+        });
         *self.ledger.write() = Arc::new(Ledger::at(dir.join("usage.json")));
         Ok(report)
     }
