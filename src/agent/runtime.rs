@@ -646,56 +646,38 @@ impl Runtime {
         let store = self.store();
         let privacy = self.privacy();
         let messages = self.conversation_messages(&id).unwrap_or_default();
-        self.tokio.spawn(async move {
-            let outcome = AssertUnwindSafe(async {
-                let client = ChatClient::new(backend.clone()).map_err(|e| e.to_string())?;
-                let eq = Equipment {
-                    edit_tools: true,
-                    elisp_tools: setup.elisp_tools,
-                    privacy,
-                    semantic: self.semantic(setup.embedding)?,
-                    ..Equipment::new(client, store)
-                };
-                let mut cfg = cfg;
-                if cfg.related.is_empty() {
-                    cfg.related =
-                        crate::agent::turn::related_notes(&eq, &text, &cfg, &CancelToken::new())
-                            .await
-                            .unwrap_or_default();
-                }
-                let mut conversation = Conversation {
-                    messages,
-                    ..Conversation::default()
-                };
-                conversation
-                    .messages
-                    .push(crate::llm::http::Message::User(text));
-                let chat = crate::agent::turn::step_request(&eq, &conversation, &cfg);
-                let body = backend.wire.request_body(&chat, &backend.model);
-                Ok::<_, String>(Event::Preview {
-                    request,
-                    backend: backend.name.clone(),
-                    url: backend.url(chat.stream),
-                    body: serde_json::to_string_pretty(&body).unwrap_or_default(),
-                })
+        self.run_async(request, async move {
+            let client = ChatClient::new(backend.clone()).map_err(|e| e.to_string())?;
+            let eq = Equipment {
+                edit_tools: true,
+                elisp_tools: setup.elisp_tools,
+                privacy,
+                semantic: self.semantic(setup.embedding)?,
+                ..Equipment::new(client, store)
+            };
+            let mut cfg = cfg;
+            if cfg.related.is_empty() {
+                cfg.related =
+                    crate::agent::turn::related_notes(&eq, &text, &cfg, &CancelToken::new())
+                        .await
+                        .unwrap_or_default();
+            }
+            let mut conversation = Conversation {
+                messages,
+                ..Conversation::default()
+            };
+            conversation
+                .messages
+                .push(crate::llm::http::Message::User(text));
+            let chat = crate::agent::turn::step_request(&eq, &conversation, &cfg);
+            let body = backend.wire.request_body(&chat, &backend.model);
+            Ok(Event::Preview {
+                request,
+                backend: backend.name.clone(),
+                url: backend.url(chat.stream),
+                body: serde_json::to_string_pretty(&body).unwrap_or_default(),
             })
-            .catch_unwind()
-            .await;
-            self.push(match outcome {
-                Ok(Ok(event)) => event,
-                Ok(Err(message)) => Event::Failed {
-                    request,
-                    file: None,
-                    message,
-                },
-                Err(p) => Event::Failed {
-                    request,
-                    file: None,
-                    message: format!("internal error (panic): {}", panic_message(&*p)),
-                },
-            });
-        });
-        request
+        })
     }
 
     /// Semantic search with `backend` over the runtime's vector index, if there is one.

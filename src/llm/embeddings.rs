@@ -18,7 +18,7 @@
 //! response that does not hold one finite vector of one dimension per text), and the key
 //! never in `Debug` output or an error.
 
-use crate::llm::error::{bounded, invalid_json, LlmError, TimeoutPhase};
+use crate::llm::error::{invalid_json, LlmError, TimeoutPhase};
 use crate::llm::http::{describe, retry_after, CancelToken};
 use crate::llm::wire::provider_error;
 use base64::Engine as _;
@@ -460,30 +460,7 @@ impl EmbeddingClient {
             phase = TimeoutPhase::Idle;
         }
         body.truncate(MAX_ERROR_BODY);
-        let (message, kind, code) = match provider_error(&body) {
-            Some(LlmError::Provider {
-                message,
-                kind,
-                code,
-            }) => (message, kind, code),
-            _ => {
-                let text = String::from_utf8_lossy(&body);
-                let text = text.trim();
-                let message = if text.is_empty() {
-                    status.canonical_reason().unwrap_or("error").to_owned()
-                } else {
-                    bounded(text)
-                };
-                (message, None, None)
-            }
-        };
-        LlmError::Http {
-            status: status.as_u16(),
-            message: b.scrub(message),
-            kind,
-            code,
-            retry_after,
-        }
+        crate::llm::http::http_error_from(status, retry_after, &body, |m| b.scrub(m))
     }
 }
 

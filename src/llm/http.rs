@@ -475,30 +475,7 @@ impl ChatClient {
             phase = TimeoutPhase::Idle;
         }
         body.truncate(MAX_ERROR_BODY);
-        let (message, kind, code) = match provider_error(&body) {
-            Some(LlmError::Provider {
-                message,
-                kind,
-                code,
-            }) => (message, kind, code),
-            _ => {
-                let text = String::from_utf8_lossy(&body);
-                let text = text.trim();
-                let message = if text.is_empty() {
-                    status.canonical_reason().unwrap_or("error").to_owned()
-                } else {
-                    bounded(text)
-                };
-                (message, None, None)
-            }
-        };
-        LlmError::Http {
-            status: status.as_u16(),
-            message: self.backend.scrub(message),
-            kind,
-            code,
-            retry_after,
-        }
+        http_error_from(status, retry_after, &body, |m| self.backend.scrub(m))
     }
 }
 
@@ -540,6 +517,41 @@ impl Waits<'_> {
                 result.map_err(|_| LlmError::Timeout { phase, after })
             }
         }
+    }
+}
+
+/// The [`LlmError::Http`] for an error `status` whose body (its start) is `body`: the
+/// provider's own message, type and code when the body is one of their error shapes, else
+/// the body's text, else the status's reason. `scrub` removes secrets from the message.
+pub(crate) fn http_error_from(
+    status: reqwest::StatusCode,
+    retry_after: Option<Duration>,
+    body: &[u8],
+    scrub: impl Fn(String) -> String,
+) -> LlmError {
+    let (message, kind, code) = match provider_error(body) {
+        Some(LlmError::Provider {
+            message,
+            kind,
+            code,
+        }) => (message, kind, code),
+        _ => {
+            let text = String::from_utf8_lossy(body);
+            let text = text.trim();
+            let message = if text.is_empty() {
+                status.canonical_reason().unwrap_or("error").to_owned()
+            } else {
+                bounded(text)
+            };
+            (message, None, None)
+        }
+    };
+    LlmError::Http {
+        status: status.as_u16(),
+        message: scrub(message),
+        kind,
+        code,
+        retry_after,
     }
 }
 

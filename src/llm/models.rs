@@ -21,7 +21,7 @@
 //! never appears in an error, and redirects are followed only within the same origin, so the
 //! key header is never sent to another host.
 
-use crate::llm::error::{bounded, invalid_json, LlmError, TimeoutPhase};
+use crate::llm::error::{invalid_json, LlmError, TimeoutPhase};
 use crate::llm::http::{describe, retry_after, Backend, CancelToken, Waits};
 use crate::llm::wire::{provider_error, Wire};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
@@ -234,30 +234,7 @@ async fn http_error(
         phase = TimeoutPhase::Idle;
     }
     body.truncate(MAX_ERROR_BODY);
-    let (message, kind, code) = match provider_error(&body) {
-        Some(LlmError::Provider {
-            message,
-            kind,
-            code,
-        }) => (message, kind, code),
-        _ => {
-            let text = String::from_utf8_lossy(&body);
-            let text = text.trim();
-            let message = if text.is_empty() {
-                status.canonical_reason().unwrap_or("error").to_owned()
-            } else {
-                bounded(text)
-            };
-            (message, None, None)
-        }
-    };
-    LlmError::Http {
-        status: status.as_u16(),
-        message: scrub(b, message),
-        kind,
-        code,
-        retry_after,
-    }
+    crate::llm::http::http_error_from(status, retry_after, &body, |m| scrub(b, m))
 }
 
 /// `text` with the API key (if any) replaced.
