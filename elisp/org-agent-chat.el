@@ -726,7 +726,7 @@ changed and why." title id))))
 
 ;;;###autoload
 (defun org-agent-interrupt ()
-  "Stop every agent turn in flight."
+  "Stop every agent turn and background job (embedding, search) in flight."
   (interactive)
   (let ((n (if (fboundp 'org-agent--chat-cancel-all) (org-agent--chat-cancel-all) 0)))
     (message "org-agent: %s" (if (> n 0) "interrupting" "nothing to interrupt"))))

@@ -646,7 +646,7 @@ impl Runtime {
         let store = self.store();
         let privacy = self.privacy();
         let messages = self.conversation_messages(&id).unwrap_or_default();
-        self.run_async(request, async move {
+        self.run_async(request, |cancel| async move {
             let client = ChatClient::new(backend.clone()).map_err(|e| e.to_string())?;
             let eq = Equipment {
                 edit_tools: true,
@@ -657,10 +657,9 @@ impl Runtime {
             };
             let mut cfg = cfg;
             if cfg.related.is_empty() {
-                cfg.related =
-                    crate::agent::turn::related_notes(&eq, &text, &cfg, &CancelToken::new())
-                        .await
-                        .unwrap_or_default();
+                cfg.related = crate::agent::turn::related_notes(&eq, &text, &cfg, &cancel)
+                    .await
+                    .unwrap_or_default();
             }
             let mut conversation = Conversation {
                 messages,
@@ -698,12 +697,12 @@ impl Runtime {
         let request = self.next_id();
         let store = self.store();
         let privacy = self.privacy();
-        self.run_async(request, async move {
+        self.run_async(request, |cancel| async move {
             let semantic = self
                 .semantic(Some(backend))?
                 .ok_or("no embedding backend")?;
             let report = semantic
-                .update(&store, &privacy, embed_all, &CancelToken::new())
+                .update(&store, &privacy, embed_all, &cancel)
                 .await
                 .map_err(|e| format!("embedding failed: {e}"))?;
             if report.embedded > 0 || report.dropped > 0 {
@@ -722,7 +721,7 @@ impl Runtime {
         let request = self.next_id();
         let store = self.store();
         let privacy = self.privacy();
-        self.run_async(request, async move {
+        self.run_async(request, |cancel| async move {
             let semantic = self
                 .semantic(Some(backend))?
                 .ok_or("no embedding backend")?;
@@ -730,7 +729,7 @@ impl Runtime {
                 return Err("no note is embedded yet (M-x org-agent-embed-notes)".to_string());
             }
             let hits = semantic
-                .search(&store, &privacy, &text, k, 0.0, &CancelToken::new())
+                .search(&store, &privacy, &text, k, 0.0, &cancel)
                 .await
                 .map_err(|e| format!("semantic search failed: {e}"))?;
             Ok(Event::SearchResults { request, hits })
@@ -740,8 +739,8 @@ impl Runtime {
     /// The models `backend` offers: an [`Event::Models`]. Returns the request id at once.
     pub fn models_async(&'static self, backend: Backend) -> u64 {
         let request = self.next_id();
-        self.run_async(request, async move {
-            let models = crate::llm::models::list_models(&backend, &CancelToken::new())
+        self.run_async(request, |cancel| async move {
+            let models = crate::llm::models::list_models(&backend, &cancel)
                 .await
                 .map_err(|e| format!("{}: could not list the models: {e}", backend.name))?;
             Ok(Event::Models {
@@ -754,13 +753,19 @@ impl Runtime {
 
     /// Runs `work` on the workers; its event (or its error, or a panic, as `Failed`) is
     /// pushed.
-    fn run_async(
-        &'static self,
-        request: u64,
-        work: impl std::future::Future<Output = Result<Event, String>> + Send + 'static,
-    ) -> u64 {
+    fn run_async<F>(&'static self, request: u64, work: impl FnOnce(CancelToken) -> F) -> u64
+    where
+        F: std::future::Future<Output = Result<Event, String>> + Send + 'static,
+    {
+        // Registered like a turn's, so `org-agent-interrupt` (or cancelling the request)
+        // stops the job at its next wait.
+        let cancel = CancelToken::new();
+        self.chat_cancels.lock().insert(request, cancel.clone());
+        let work = work(cancel);
         self.tokio.spawn(async move {
-            let event = match AssertUnwindSafe(work).catch_unwind().await {
+            let outcome = AssertUnwindSafe(work).catch_unwind().await;
+            self.chat_cancels.lock().remove(&request);
+            let event = match outcome {
                 Ok(Ok(event)) => event,
                 Ok(Err(message)) => Event::Failed {
                     request,

@@ -405,6 +405,26 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
       (should (equal (cdr (assoc "model" (cadr (org-agent-test-server-requests))))
                      "model-b")))))
 
+(ert-deftest org-agent-loop-interrupt-stops-an-embedding-run ()
+  "`org-agent-interrupt' stops a background embedding run; the next one may start."
+  (org-agent-loop-test--with-chat
+    (let ((org-agent-embedding-backend
+           `(:type openai :url ,(format "http://127.0.0.1:%d/v1" port) :model "e"))
+          (org-agent-embed-all t)
+          (done nil))
+      (org-agent-test-server-push :text "never" :stall_at 0)
+      (org-agent-embed-notes (lambda (event) (setq done event)))
+      (should (org-agent-test-wait
+               (lambda () (= 1 (length (org-agent-test-server-requests)))) 30))
+      ;; Private notes were not sent to be embedded.
+      (should-not (string-match-p "never leaves this machine"
+                                  (json-encode (car (org-agent-test-server-requests)))))
+      (org-agent-interrupt)
+      (should (org-agent-test-wait (lambda () done) 30))
+      (should (eq (plist-get done :type) 'failed))
+      (should (string-match-p "cancelled" (plist-get done :message)))
+      (should-not org-agent-semantic--running))))
+
 (ert-deftest org-agent-loop-stimuli-are-typed-at-the-edge ()
   "`org-agent--stimulus' takes what it knows and says what is wrong with the rest."
   (org-agent-test-with-store
