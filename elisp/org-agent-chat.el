@@ -16,8 +16,6 @@
 
 (require 'org)
 (require 'org-src)
-(require 'auth-source)
-(require 'url-parse)
 (require 'subr-x)
 (require 'org-agent-store)
 (require 'org-agent-actuator)
@@ -32,7 +30,8 @@ compatible server: Ollama's /v1, llama.cpp, vLLM, OpenRouter, Groq, LM
 Studio, ...), `anthropic' (:url \"https://api.anthropic.com/v1\"),
 `gemini' (:url \"https://generativelanguage.googleapis.com/v1beta\") or
 `ollama' (native /api/chat, :url \"http://127.0.0.1:11434\").
-Optional keys: :key, a string or a function returning one (by default
+Optional keys: :key, a string or a function returning one, or
+:key-env, the name of an environment variable holding it (by default
 the key comes from `auth-source' for the URL's host, e.g. a line
 \"machine api.anthropic.com login apikey password sk-...\" in
 ~/.authinfo.gpg); :headers, an alist of extra HTTP headers;
@@ -351,17 +350,6 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
         (insert "\n* You\n")))
     buffer))
 
-(defun org-agent-chat--key (backend)
-  "The API key for BACKEND: its :key, or auth-source for its host, or nil."
-  (let ((key (plist-get backend :key)))
-    (cond
-     ((stringp key) key)
-     ((functionp key) (funcall key))
-     (t (let* ((host (url-host (url-generic-parse-url (plist-get backend :url))))
-               (found (car (auth-source-search :host host :max 1)))
-               (secret (plist-get found :secret)))
-          (if (functionp secret) (funcall secret) secret))))))
-
 (defvar org-agent-chat--local nil
   "The local model server: (PROCESS PORT READY).")
 
@@ -453,7 +441,7 @@ The model is `org-agent-local-model'."
   (unless (plist-get backend :url)
     (user-error "The backend %s has no :url"
                 (or (plist-get backend :name) (plist-get backend :model))))
-  (plist-put (copy-sequence backend) :key (org-agent-chat--key backend)))
+  (plist-put (copy-sequence backend) :key (org-agent--backend-key backend)))
 
 (defun org-agent-chat--prompt ()
   "The text typed after the last \"* You\" heading, trimmed."
@@ -568,7 +556,7 @@ becomes the backend's :model in `org-agent-backends' for this session
                      (user-error "No backend is named %S in `org-agent-backends'"
                                  backend-name))))
     (puthash (org-agent--list-models
-              (plist-put (copy-sequence backend) :key (org-agent-chat--key backend)))
+              (plist-put (copy-sequence backend) :key (org-agent--backend-key backend)))
              (lambda (event)
                (if (not (eq (plist-get event :type) 'models))
                    (message "org-agent: %s" (plist-get event :message))

@@ -51,19 +51,27 @@ and the agent can search by meaning."
 (declare-function org-agent--semantic-search "org-agent-module")
 (declare-function org-agent--visit "org-agent")
 
+(defun org-agent--backend-key (backend)
+  "The API key for BACKEND (a chat or embedding backend plist), or nil.
+Its :key (a string, or a function returning one), else the
+environment variable named by its :key-env, else `auth-source' for
+the host of its :url."
+  (let ((key (plist-get backend :key))
+        (env (plist-get backend :key-env)))
+    (cond
+     ((stringp key) key)
+     ((functionp key) (funcall key))
+     ((stringp env) (getenv env))
+     (t (let* ((host (url-host (url-generic-parse-url (plist-get backend :url))))
+               (found (car (auth-source-search :host host :max 1)))
+               (secret (plist-get found :secret)))
+          (if (functionp secret) (funcall secret) secret))))))
+
 (defun org-agent-semantic--backend ()
   "The embedding backend plist with its key resolved, or nil."
   (when org-agent-embedding-backend
-    (let* ((b org-agent-embedding-backend)
-           (key (plist-get b :key)))
-      (plist-put (copy-sequence b) :key
-                 (cond
-                  ((stringp key) key)
-                  ((functionp key) (funcall key))
-                  (t (let* ((host (url-host (url-generic-parse-url (plist-get b :url))))
-                            (found (car (auth-source-search :host host :max 1)))
-                            (secret (plist-get found :secret)))
-                       (if (functionp secret) (funcall secret) secret))))))))
+    (plist-put (copy-sequence org-agent-embedding-backend) :key
+               (org-agent--backend-key org-agent-embedding-backend))))
 
 (defvar org-agent-semantic--running nil
   "Non-nil while an embedding update runs.")

@@ -196,5 +196,23 @@
       (should (string-match-p "Error: cancelled" (buffer-string)))
       (should-not (org-agent-busy-p)))))
 
+(ert-deftest org-agent-chat-backend-keys-come-from-key-env-or-auth-source ()
+  "A backend's key: :key, a function, :key-env, else auth-source for its host."
+  (let ((process-environment (cons "ORG_AGENT_TEST_KEY=sk-from-env" process-environment))
+        (auth-source-do-cache nil)
+        (auth-sources nil))
+    (should (equal (org-agent--backend-key '(:url "http://h/v1" :key "sk-1")) "sk-1"))
+    (should (equal (org-agent--backend-key `(:url "http://h/v1" :key ,(lambda () "sk-2")))
+                   "sk-2"))
+    (should (equal (org-agent--backend-key '(:url "http://h/v1" :key-env "ORG_AGENT_TEST_KEY"))
+                   "sk-from-env"))
+    (let ((netrc (make-temp-file "org-agent-authinfo" nil nil
+                                 "machine api.example.test login apikey password sk-netrc\n")))
+      (unwind-protect
+          (let ((auth-sources (list netrc)))
+            (should (equal (org-agent--backend-key '(:url "https://api.example.test/v1"))
+                           "sk-netrc")))
+        (delete-file netrc)))))
+
 (provide 'org-agent-chat-test)
 ;;; org-agent-chat-test.el ends here
