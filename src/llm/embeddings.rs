@@ -18,23 +18,14 @@
 //! response that does not hold one finite vector of one dimension per text), and the key
 //! never in `Debug` output or an error.
 
-use crate::llm::error::{invalid_json, LlmError, TimeoutPhase};
-use crate::llm::http::{describe, retry_after, CancelToken};
+use crate::llm::error::{invalid_json, LlmError};
+use crate::llm::http::{http_client, redact_error, CancelToken, Waits};
 use crate::llm::wire::provider_error;
 use base64::Engine as _;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
+use reqwest::header::ACCEPT;
 use serde_json::{json, Value};
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::time::Instant;
-
-/// How much of an error response's body is read, in bytes.
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// Timeouts longer than this are treated as this (so deadlines never overflow).
-const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 // ---------------------------------------------------------------------------------------------
 // Configuration.
@@ -187,31 +178,7 @@ impl EncodingFormat {
     }
 }
 
-/// The waits of one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    /// Opening the connection (TCP and TLS).
-    pub connect: Duration,
-    /// From sending the request to the response headers and first body byte (the server
-    /// embeds the whole batch before it answers, which can be slow on a local CPU).
-    pub first_byte: Duration,
-    /// The longest gap between two body chunks after the first.
-    pub idle: Duration,
-    /// The whole request, start to end.
-    pub total: Duration,
-}
-
-impl Default for Timeouts {
-    /// Connect 10 s, first byte 120 s, idle 60 s, total 10 min.
-    fn default() -> Self {
-        Timeouts {
-            connect: Duration::from_secs(10),
-            first_byte: Duration::from_secs(120),
-            idle: Duration::from_secs(60),
-            total: Duration::from_secs(600),
-        }
-    }
-}
+pub use crate::llm::http::Timeouts;
 
 /// One embedding server and how to talk to it.
 #[derive(Clone)]
@@ -259,14 +226,6 @@ impl EmbeddingBackend {
     /// The endpoint.
     pub fn url(&self) -> String {
         self.wire.url(&self.base_url, &self.model)
-    }
-
-    /// `text` with the API key (if any) replaced, for error messages.
-    fn scrub(&self, text: String) -> String {
-        match self.api_key.as_deref() {
-            Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "[redacted]"),
-            _ => text,
-        }
     }
 }
 
@@ -322,33 +281,15 @@ impl EmbeddingClient {
         }
         let url = reqwest::Url::parse(&backend.url())
             .map_err(|e| LlmError::Config(format!("the base URL does not parse: {e}")))?;
-        let mut headers = HeaderMap::new();
-        for (name, value) in &backend.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| LlmError::Config(format!("invalid header name {name:?}")))?;
-            let mut value = HeaderValue::from_str(value)
-                .map_err(|_| LlmError::Config(format!("invalid value for header {name}")))?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
-        if let Some(key) = &backend.api_key {
-            let (name, value) = backend.wire.auth_header(key);
-            let mut value = HeaderValue::from_str(&value).map_err(|_| {
-                LlmError::Config("the API key is not a valid header value".to_owned())
-            })?;
-            value.set_sensitive(true);
-            headers.insert(HeaderName::from_static(name), value);
-        }
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            .redirect(crate::llm::http::same_origin_redirects())
-            .connect_timeout(backend.timeouts.connect.min(MAX_TIMEOUT))
-            // As for chat: local servers close idle connections between requests, and a
-            // request on such a pooled connection fails; a fresh connection costs little
-            // next to embedding a batch.
-            .pool_max_idle_per_host(0)
-            .build()
-            .map_err(|e| LlmError::Transport(describe(&e)))?;
+        let http = http_client(
+            &backend.headers,
+            backend
+                .api_key
+                .as_deref()
+                .map(|k| backend.wire.auth_header(k)),
+            &[],
+            backend.timeouts.connect,
+        )?;
         Ok(EmbeddingClient {
             backend: Arc::new(backend),
             url,
@@ -374,155 +315,17 @@ impl EmbeddingClient {
             return Ok(Vec::new());
         }
         let b = &*self.backend;
-        let start = Instant::now();
-        let first_byte = start + b.timeouts.first_byte.min(MAX_TIMEOUT);
-        let wait = Waits {
-            t: &b.timeouts,
-            cancel,
-            total: start + b.timeouts.total.min(MAX_TIMEOUT),
-        };
-        let send = self
+        let key = b.api_key.as_deref();
+        let wait = Waits::start(b.timeouts, cancel, key);
+        let request = self
             .http
             .post(self.url.clone())
             .header(ACCEPT, "application/json")
-            .json(&b.wire.request_body(&b.model, texts, b.encoding))
-            .send();
-        let mut response = wait
-            .run(send, first_byte, TimeoutPhase::FirstByte)
-            .await?
-            .map_err(|e| self.transport(e))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(self.http_error(response, &wait, first_byte).await);
-        }
-        let mut body = Vec::new();
-        let mut until = first_byte;
-        let mut phase = TimeoutPhase::FirstByte;
-        loop {
-            match wait.run(response.chunk(), until, phase).await? {
-                Ok(Some(bytes)) => {
-                    if body.len() + bytes.len() > b.max_response_bytes {
-                        return Err(LlmError::ResponseTooLarge {
-                            limit: b.max_response_bytes,
-                        });
-                    }
-                    body.extend_from_slice(&bytes);
-                }
-                Ok(None) => break,
-                // A body cut off mid-way would only fail as JSON; say what happened.
-                Err(e) => {
-                    return Err(LlmError::Transport(
-                        b.scrub(format!("the response body was cut off: {}", describe(&e))),
-                    ))
-                }
-            }
-            until = Instant::now() + b.timeouts.idle.min(MAX_TIMEOUT);
-            phase = TimeoutPhase::Idle;
-        }
+            .json(&b.wire.request_body(&b.model, texts, b.encoding));
+        let body = wait.fetch(request, b.max_response_bytes).await?;
         b.wire
             .parse_response(&body, texts.len())
-            .map_err(|e| scrub_error(b, e))
-    }
-
-    fn transport(&self, e: reqwest::Error) -> LlmError {
-        if e.is_connect() && e.is_timeout() {
-            return LlmError::Timeout {
-                phase: TimeoutPhase::Connect,
-                after: self.backend.timeouts.connect,
-            };
-        }
-        LlmError::Transport(self.backend.scrub(describe(&e)))
-    }
-
-    /// The error for a non-success `response`, reading (the start of) its body.
-    async fn http_error(
-        &self,
-        mut response: reqwest::Response,
-        wait: &Waits<'_>,
-        first_byte: Instant,
-    ) -> LlmError {
-        let b = &*self.backend;
-        let status = response.status();
-        let retry_after = retry_after(response.headers());
-        let mut body = Vec::new();
-        let mut until = first_byte;
-        let mut phase = TimeoutPhase::FirstByte;
-        while body.len() < MAX_ERROR_BODY {
-            match wait.run(response.chunk(), until, phase).await {
-                Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
-                Ok(Ok(None)) | Ok(Err(_)) => break,
-                // A cancelled request stays cancelled; a slow error body is not worth
-                // waiting for, the status says enough.
-                Err(LlmError::Cancelled) => return LlmError::Cancelled,
-                Err(_) => break,
-            }
-            until = Instant::now() + b.timeouts.idle.min(MAX_TIMEOUT);
-            phase = TimeoutPhase::Idle;
-        }
-        body.truncate(MAX_ERROR_BODY);
-        crate::llm::http::http_error_from(status, retry_after, &body, |m| b.scrub(m))
-    }
-}
-
-/// `err` with the key scrubbed from the texts a server could have echoed it into.
-fn scrub_error(b: &EmbeddingBackend, err: LlmError) -> LlmError {
-    match err {
-        LlmError::Provider {
-            message,
-            kind,
-            code,
-        } => LlmError::Provider {
-            message: b.scrub(message),
-            kind,
-            code,
-        },
-        LlmError::InvalidJson { message, excerpt } => LlmError::InvalidJson {
-            message,
-            excerpt: b.scrub(excerpt),
-        },
-        other => other,
-    }
-}
-
-/// Runs the waits of one request under its cancellation token and deadlines (the chat
-/// client's discipline, over [`Timeouts`]).
-struct Waits<'a> {
-    t: &'a Timeouts,
-    cancel: &'a CancelToken,
-    /// The end of the total timeout.
-    total: Instant,
-}
-
-impl Waits<'_> {
-    /// `fut`, unless the request is cancelled ([`LlmError::Cancelled`]) or `until` (or the
-    /// total deadline, if sooner) passes first ([`LlmError::Timeout`] for `phase`).
-    async fn run<F: Future>(
-        &self,
-        fut: F,
-        until: Instant,
-        phase: TimeoutPhase,
-    ) -> Result<F::Output, LlmError> {
-        if self.cancel.is_cancelled() {
-            return Err(LlmError::Cancelled);
-        }
-        let (until, phase, after) = if self.total <= until {
-            (self.total, TimeoutPhase::Total, self.t.total)
-        } else {
-            let after = match phase {
-                TimeoutPhase::Connect => self.t.connect,
-                TimeoutPhase::FirstByte => self.t.first_byte,
-                TimeoutPhase::Idle => self.t.idle,
-                TimeoutPhase::Total => self.t.total,
-            };
-            (until, phase, after)
-        };
-        tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => Err(LlmError::Cancelled),
-            result = tokio::time::timeout_at(until, fut) => {
-                result.map_err(|_| LlmError::Timeout { phase, after })
-            }
-        }
+            .map_err(|e| redact_error(key, e))
     }
 }
 

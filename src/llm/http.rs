@@ -36,7 +36,34 @@ use tokio::time::Instant;
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// Timeouts longer than this are treated as this (so deadlines never overflow).
-const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// The waits of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Opening the connection (TCP and TLS).
+    pub connect: Duration,
+    /// From sending the request to the response headers and first body byte (covers the
+    /// server's prompt processing, or embedding a whole batch, which can be long on a local
+    /// CPU).
+    pub first_byte: Duration,
+    /// The longest gap between two body chunks after the first.
+    pub idle: Duration,
+    /// The whole request, start to end.
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    /// Connect 10 s, first byte 120 s, idle 60 s, total 10 min.
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(120),
+            idle: Duration::from_secs(60),
+            total: Duration::from_secs(600),
+        }
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Configuration.
@@ -85,6 +112,7 @@ impl Backend {
 
     /// [`Backend::new`] for another wire format.
     pub fn with_wire(wire: Wire, base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        let t = Timeouts::default();
         Backend {
             name: wire.name().to_owned(),
             wire,
@@ -92,10 +120,10 @@ impl Backend {
             model: model.into(),
             api_key: None,
             headers: Vec::new(),
-            connect_timeout: Duration::from_secs(10),
-            first_byte_timeout: Duration::from_secs(120),
-            idle_timeout: Duration::from_secs(60),
-            total_timeout: Duration::from_secs(600),
+            connect_timeout: t.connect,
+            first_byte_timeout: t.first_byte,
+            idle_timeout: t.idle,
+            total_timeout: t.total,
             stream_options: StreamOptions::default(),
             context_window: None,
             price: None,
@@ -112,12 +140,24 @@ impl Backend {
             .map_err(|e| LlmError::Config(format!("the base URL does not parse: {e}")))
     }
 
-    /// `text` with the API key (if any) replaced, for error messages.
-    fn scrub(&self, text: String) -> String {
-        match self.api_key.as_deref() {
-            Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "[redacted]"),
-            _ => text,
+    /// The four timeouts.
+    pub fn timeouts(&self) -> Timeouts {
+        Timeouts {
+            connect: self.connect_timeout,
+            first_byte: self.first_byte_timeout,
+            idle: self.idle_timeout,
+            total: self.total_timeout,
         }
+    }
+
+    /// An HTTP client sending this backend's headers and key.
+    pub(crate) fn http_client(&self) -> Result<reqwest::Client, LlmError> {
+        http_client(
+            &self.headers,
+            self.api_key.as_deref().map(|k| self.wire.auth_header(k)),
+            self.wire.fixed_headers(),
+            self.connect_timeout,
+        )
     }
 }
 
@@ -315,39 +355,7 @@ impl ChatClient {
     /// A client for `backend`: fails with [`LlmError::Config`] on a bad URL or header.
     pub fn new(backend: Backend) -> Result<Self, LlmError> {
         backend.parsed_url(true)?;
-        let mut headers = HeaderMap::new();
-        for (name, value) in &backend.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| LlmError::Config(format!("invalid header name {name:?}")))?;
-            let mut value = HeaderValue::from_str(value)
-                .map_err(|_| LlmError::Config(format!("invalid value for header {name}")))?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
-        if let Some(key) = &backend.api_key {
-            let (name, value) = backend.wire.auth_header(key);
-            let mut value = HeaderValue::from_str(&value).map_err(|_| {
-                LlmError::Config("the API key is not a valid header value".to_owned())
-            })?;
-            value.set_sensitive(true);
-            headers.insert(HeaderName::from_static(name), value);
-        }
-        for (name, value) in backend.wire.fixed_headers() {
-            headers
-                .entry(HeaderName::from_static(name))
-                .or_insert(HeaderValue::from_static(value));
-        }
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            .redirect(same_origin_redirects())
-            .connect_timeout(backend.connect_timeout.min(MAX_TIMEOUT))
-            // No idle connection is reused: local servers (llama.cpp) close them between
-            // requests, and a request on a closed pooled connection fails with "connection
-            // closed before message completed". A turn makes few requests; a fresh
-            // connection each costs little.
-            .pool_max_idle_per_host(0)
-            .build()
-            .map_err(|e| LlmError::Transport(describe(&e)))?;
+        let http = backend.http_client()?;
         Ok(ChatClient {
             backend: Arc::new(backend),
             http,
@@ -368,10 +376,8 @@ impl ChatClient {
         mut on_delta: impl FnMut(Delta),
     ) -> Result<Completion, LlmError> {
         let b = &*self.backend;
-        let start = Instant::now();
-        let total = start + b.total_timeout.min(MAX_TIMEOUT);
-        let first_byte = start + b.first_byte_timeout.min(MAX_TIMEOUT);
-        let wait = Waits { b, cancel, total };
+        let wait = Waits::start(b.timeouts(), cancel, b.api_key.as_deref());
+        let first_byte = wait.first_byte_deadline();
 
         let url = b.parsed_url(request.stream)?;
         let send = self
@@ -385,30 +391,16 @@ impl ChatClient {
                     "application/json"
                 },
             )
-            .json(&b.wire.request_body(request, &b.model))
-            .send();
-        let mut response = wait
-            .run(send, first_byte, TimeoutPhase::FirstByte)
-            .await?
-            .map_err(|e| self.transport(e))?;
-
-        let status = response.status();
-        if !status.is_success() {
-            return Err(self.http_error(response, &wait, first_byte).await);
-        }
+            .json(&b.wire.request_body(request, &b.model));
+        let mut response = wait.send(send, first_byte).await?;
 
         let mut stream = b.wire.parser(b.stream_options);
         let mut first = true;
         loop {
-            let (until, phase) = if first {
-                (first_byte, TimeoutPhase::FirstByte)
-            } else {
-                (
-                    Instant::now() + b.idle_timeout.min(MAX_TIMEOUT),
-                    TimeoutPhase::Idle,
-                )
-            };
-            match wait.run(response.chunk(), until, phase).await? {
+            match wait
+                .chunk(&mut response, first.then_some(first_byte))
+                .await?
+            {
                 Ok(Some(bytes)) => {
                     first = false;
                     stream.feed(&bytes)?.into_iter().for_each(&mut on_delta);
@@ -417,7 +409,7 @@ impl ChatClient {
                 // The connection dropped mid-body: `finish` tells a stream that had already
                 // ended from a truncated one.
                 Err(e) => {
-                    tracing::debug!(error = %self.backend.scrub(describe(&e)), "response body cut off");
+                    tracing::debug!(error = %wait.redact(describe(&e)), "response body cut off");
                     break;
                 }
             }
@@ -439,31 +431,134 @@ impl ChatClient {
             Err(err) => Err(err),
         }
     }
+}
+
+/// The waits of one request under its cancellation token and deadlines, and what every
+/// request does the same way: sending (transport errors, HTTP error statuses with the
+/// provider's message), reading body chunks (the first by the first-byte deadline, later
+/// ones within the idle timeout), keeping the key out of every message.
+pub(crate) struct Waits<'a> {
+    t: Timeouts,
+    cancel: &'a CancelToken,
+    /// The end of the total timeout.
+    total: Instant,
+    /// The API key, redacted from every error text a server could echo it into.
+    key: Option<&'a str>,
+}
+
+impl<'a> Waits<'a> {
+    /// The waits of a request starting now.
+    pub(crate) fn start(t: Timeouts, cancel: &'a CancelToken, key: Option<&'a str>) -> Self {
+        Waits {
+            t,
+            cancel,
+            total: Instant::now() + t.total.min(MAX_TIMEOUT),
+            key,
+        }
+    }
+
+    /// When the first byte of a response sent now must have arrived.
+    pub(crate) fn first_byte_deadline(&self) -> Instant {
+        Instant::now() + self.t.first_byte.min(MAX_TIMEOUT)
+    }
+
+    /// `text` without the API key.
+    pub(crate) fn redact(&self, text: String) -> String {
+        redact(self.key, text)
+    }
+
+    /// Sends `request` and waits for the response headers until `first_byte`; an error
+    /// status is [`LlmError::Http`] with the provider's message.
+    pub(crate) async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        first_byte: Instant,
+    ) -> Result<reqwest::Response, LlmError> {
+        let response = self
+            .run(request.send(), first_byte, TimeoutPhase::FirstByte)
+            .await?
+            .map_err(|e| self.transport(e))?;
+        if !response.status().is_success() {
+            return Err(self.http_error(response, first_byte).await);
+        }
+        Ok(response)
+    }
+
+    /// The next chunk of `response`'s body: by `first_byte` when given (the first chunk),
+    /// else within the idle timeout.
+    pub(crate) async fn chunk(
+        &self,
+        response: &mut reqwest::Response,
+        first_byte: Option<Instant>,
+    ) -> Result<reqwest::Result<Option<bytes::Bytes>>, LlmError> {
+        match first_byte {
+            Some(until) => {
+                self.run(response.chunk(), until, TimeoutPhase::FirstByte)
+                    .await
+            }
+            None => {
+                let until = Instant::now() + self.t.idle.min(MAX_TIMEOUT);
+                self.run(response.chunk(), until, TimeoutPhase::Idle).await
+            }
+        }
+    }
+
+    /// Sends `request` and reads the whole body of its (success) response, at most `limit`
+    /// bytes: the JSON APIs (embeddings, model lists).
+    pub(crate) async fn fetch(
+        &self,
+        request: reqwest::RequestBuilder,
+        limit: usize,
+    ) -> Result<Vec<u8>, LlmError> {
+        let first_byte = self.first_byte_deadline();
+        let mut response = self.send(request, first_byte).await?;
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(LlmError::ResponseTooLarge { limit });
+        }
+        let mut body = Vec::new();
+        let mut first = true;
+        loop {
+            match self
+                .chunk(&mut response, first.then_some(first_byte))
+                .await?
+            {
+                Ok(Some(bytes)) => {
+                    if body.len() + bytes.len() > limit {
+                        return Err(LlmError::ResponseTooLarge { limit });
+                    }
+                    body.extend_from_slice(&bytes);
+                }
+                Ok(None) => return Ok(body),
+                // A body cut off mid-way would only fail as JSON; say what happened.
+                Err(e) => {
+                    return Err(LlmError::Transport(self.redact(format!(
+                        "the response body was cut off: {}",
+                        describe(&e)
+                    ))))
+                }
+            }
+            first = false;
+        }
+    }
 
     fn transport(&self, e: reqwest::Error) -> LlmError {
         if e.is_connect() && e.is_timeout() {
             return LlmError::Timeout {
                 phase: TimeoutPhase::Connect,
-                after: self.backend.connect_timeout,
+                after: self.t.connect,
             };
         }
-        LlmError::Transport(self.backend.scrub(describe(&e)))
+        LlmError::Transport(self.redact(describe(&e)))
     }
 
     /// The error for a non-success `response`, reading (the start of) its body.
-    async fn http_error(
-        &self,
-        mut response: reqwest::Response,
-        wait: &Waits<'_>,
-        first_byte: Instant,
-    ) -> LlmError {
+    async fn http_error(&self, mut response: reqwest::Response, first_byte: Instant) -> LlmError {
         let status = response.status();
         let retry_after = retry_after(response.headers());
         let mut body = Vec::new();
-        let mut until = first_byte;
-        let mut phase = TimeoutPhase::FirstByte;
+        let mut first = true;
         while body.len() < MAX_ERROR_BODY {
-            match wait.run(response.chunk(), until, phase).await {
+            match self.chunk(&mut response, first.then_some(first_byte)).await {
                 Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
                 Ok(Ok(None)) | Ok(Err(_)) => break,
                 // A cancelled request stays cancelled; a slow error body is not worth waiting
@@ -471,26 +566,15 @@ impl ChatClient {
                 Err(LlmError::Cancelled) => return LlmError::Cancelled,
                 Err(_) => break,
             }
-            until = Instant::now() + self.backend.idle_timeout.min(MAX_TIMEOUT);
-            phase = TimeoutPhase::Idle;
+            first = false;
         }
         body.truncate(MAX_ERROR_BODY);
-        http_error_from(status, retry_after, &body, |m| self.backend.scrub(m))
+        http_error_from(status, retry_after, &body, |m| self.redact(m))
     }
-}
 
-/// Runs the waits of one request under its cancellation token and deadlines.
-pub(crate) struct Waits<'a> {
-    pub(crate) b: &'a Backend,
-    pub(crate) cancel: &'a CancelToken,
-    /// The end of the total timeout.
-    pub(crate) total: Instant,
-}
-
-impl Waits<'_> {
     /// `fut`, unless the request is cancelled ([`LlmError::Cancelled`]) or `until` (or the
     /// total deadline, if sooner) passes first ([`LlmError::Timeout`] for `phase`).
-    pub(crate) async fn run<F: Future>(
+    async fn run<F: Future>(
         &self,
         fut: F,
         until: Instant,
@@ -500,13 +584,13 @@ impl Waits<'_> {
             return Err(LlmError::Cancelled);
         }
         let (until, phase, after) = if self.total <= until {
-            (self.total, TimeoutPhase::Total, self.b.total_timeout)
+            (self.total, TimeoutPhase::Total, self.t.total)
         } else {
             let after = match phase {
-                TimeoutPhase::Connect => self.b.connect_timeout,
-                TimeoutPhase::FirstByte => self.b.first_byte_timeout,
-                TimeoutPhase::Idle => self.b.idle_timeout,
-                TimeoutPhase::Total => self.b.total_timeout,
+                TimeoutPhase::Connect => self.t.connect,
+                TimeoutPhase::FirstByte => self.t.first_byte,
+                TimeoutPhase::Idle => self.t.idle,
+                TimeoutPhase::Total => self.t.total,
             };
             (until, phase, after)
         };
@@ -518,6 +602,76 @@ impl Waits<'_> {
             }
         }
     }
+}
+
+/// `text` with `key` (if any) replaced.
+pub(crate) fn redact(key: Option<&str>, text: String) -> String {
+    match key {
+        Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "[redacted]"),
+        _ => text,
+    }
+}
+
+/// `err` with `key` redacted from the texts a server could have echoed it into.
+pub(crate) fn redact_error(key: Option<&str>, err: LlmError) -> LlmError {
+    match err {
+        LlmError::Provider {
+            message,
+            kind,
+            code,
+        } => LlmError::Provider {
+            message: redact(key, message),
+            kind,
+            code,
+        },
+        LlmError::InvalidJson { message, excerpt } => LlmError::InvalidJson {
+            message,
+            excerpt: redact(key, excerpt),
+        },
+        LlmError::Malformed(message) => LlmError::Malformed(redact(key, message)),
+        other => other,
+    }
+}
+
+/// An HTTP client for one server: `headers` (values marked sensitive: some carry secrets),
+/// the key header `auth`, the format's `fixed` headers unless the user set them; redirects
+/// within the origin only, no idle connection reused.
+pub(crate) fn http_client(
+    headers: &[(String, String)],
+    auth: Option<(&'static str, String)>,
+    fixed: &[(&'static str, &'static str)],
+    connect: Duration,
+) -> Result<reqwest::Client, LlmError> {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| LlmError::Config(format!("invalid header name {name:?}")))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| LlmError::Config(format!("invalid value for header {name}")))?;
+        value.set_sensitive(true);
+        map.insert(name, value);
+    }
+    if let Some((name, value)) = auth {
+        let mut value = HeaderValue::from_str(&value)
+            .map_err(|_| LlmError::Config("the API key is not a valid header value".to_owned()))?;
+        value.set_sensitive(true);
+        map.insert(HeaderName::from_static(name), value);
+    }
+    for (name, value) in fixed {
+        map.entry(HeaderName::from_static(name))
+            .or_insert(HeaderValue::from_static(value));
+    }
+    reqwest::Client::builder()
+        .default_headers(map)
+        .redirect(same_origin_redirects())
+        .connect_timeout(connect.min(MAX_TIMEOUT))
+        // No idle connection is reused: local servers (llama.cpp) close them between
+        // requests, and a request on a closed pooled connection fails with "connection
+        // closed before message completed". A turn makes few requests; a fresh connection
+        // each costs little.
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|e| LlmError::Transport(describe(&e)))
 }
 
 /// The [`LlmError::Http`] for an error `status` whose body (its start) is `body`: the
@@ -559,7 +713,7 @@ pub(crate) fn http_error_from(
 /// another host, but not `x-api-key`, `x-goog-api-key` or the user's own headers, and a 307
 /// or 308 would send the body (the notes) along: another origin's redirect is returned as
 /// is, and becomes an HTTP error.
-pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
+fn same_origin_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
         let same_origin = attempt
             .previous()

@@ -21,13 +21,11 @@
 //! never appears in an error, and redirects are followed only within the same origin, so the
 //! key header is never sent to another host.
 
-use crate::llm::error::{invalid_json, LlmError, TimeoutPhase};
-use crate::llm::http::{describe, retry_after, Backend, CancelToken, Waits};
+use crate::llm::error::{invalid_json, LlmError};
+use crate::llm::http::{redact_error, Backend, CancelToken, Waits};
 use crate::llm::wire::{provider_error, Wire};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
+use reqwest::header::ACCEPT;
 use serde_json::Value;
-use std::time::Duration;
-use tokio::time::Instant;
 
 /// The largest model-list body read, in bytes (per page).
 pub const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -38,14 +36,8 @@ pub const MAX_PAGES: usize = 10;
 /// The page size asked of paginated lists (the most Anthropic and Gemini allow).
 const PAGE_SIZE: &str = "1000";
 
-/// How much of an error response's body is read, in bytes.
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
 /// The longest description kept, in bytes.
 const MAX_DESCRIPTION: usize = 200;
-
-/// Timeouts longer than this are treated as this (so deadlines never overflow).
-const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// One model a backend offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,18 +61,16 @@ pub async fn list_models(
     if cancel.is_cancelled() {
         return Err(LlmError::Cancelled);
     }
-    let http = client(backend)?;
-    let wait = Waits {
-        b: backend,
-        cancel,
-        total: Instant::now() + backend.total_timeout.min(MAX_TIMEOUT),
-    };
+    let http = backend.http_client()?;
+    let wait = Waits::start(backend.timeouts(), cancel, backend.api_key.as_deref());
     let mut models = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let url = page_url(backend, cursor.as_deref())?;
-        let body = get(&http, &wait, url).await?;
-        let page = parse_page(backend.wire, &body).map_err(|e| scrub_error(backend, e))?;
+        let request = http.get(url).header(ACCEPT, "application/json");
+        let body = wait.fetch(request, MAX_BODY).await?;
+        let page = parse_page(backend.wire, &body)
+            .map_err(|e| redact_error(backend.api_key.as_deref(), e))?;
         models.extend(page.models);
         match page.next {
             // A server that hands back the cursor it was given would loop.
@@ -95,39 +85,6 @@ pub async fn list_models(
 
 // ---------------------------------------------------------------------------------------------
 // HTTP.
-
-/// A client sending the backend's headers (its key marked sensitive).
-fn client(b: &Backend) -> Result<reqwest::Client, LlmError> {
-    let mut headers = HeaderMap::new();
-    for (name, value) in &b.headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| LlmError::Config(format!("invalid header name {name:?}")))?;
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| LlmError::Config(format!("invalid value for header {name}")))?;
-        value.set_sensitive(true);
-        headers.insert(name, value);
-    }
-    if let Some(key) = &b.api_key {
-        let (name, value) = b.wire.auth_header(key);
-        let mut value = HeaderValue::from_str(&value)
-            .map_err(|_| LlmError::Config("the API key is not a valid header value".to_owned()))?;
-        value.set_sensitive(true);
-        headers.insert(HeaderName::from_static(name), value);
-    }
-    for (name, value) in b.wire.fixed_headers() {
-        headers
-            .entry(HeaderName::from_static(name))
-            .or_insert(HeaderValue::from_static(value));
-    }
-    reqwest::Client::builder()
-        .default_headers(headers)
-        .connect_timeout(b.connect_timeout.min(MAX_TIMEOUT))
-        .redirect(crate::llm::http::same_origin_redirects())
-        // As for chat: local servers close idle connections between requests.
-        .pool_max_idle_per_host(0)
-        .build()
-        .map_err(|e| LlmError::Transport(describe(&e)))
-}
 
 /// The URL of the page after `cursor` (the first page without one).
 fn page_url(b: &Backend, cursor: Option<&str>) -> Result<reqwest::Url, LlmError> {
@@ -150,120 +107,6 @@ fn page_url(b: &Backend, cursor: Option<&str>) -> Result<reqwest::Url, LlmError>
     }
     drop(query);
     Ok(url)
-}
-
-/// `GET url`: the body of a success response, at most [`MAX_BODY`] bytes.
-async fn get(
-    http: &reqwest::Client,
-    wait: &Waits<'_>,
-    url: reqwest::Url,
-) -> Result<Vec<u8>, LlmError> {
-    let b = wait.b;
-    let first_byte = Instant::now() + b.first_byte_timeout.min(MAX_TIMEOUT);
-    let send = http.get(url).header(ACCEPT, "application/json").send();
-    let mut response = wait
-        .run(send, first_byte, TimeoutPhase::FirstByte)
-        .await?
-        .map_err(|e| transport(b, e))?;
-    if !response.status().is_success() {
-        return Err(http_error(b, response, wait, first_byte).await);
-    }
-    if response
-        .content_length()
-        .is_some_and(|n| n > MAX_BODY as u64)
-    {
-        return Err(LlmError::ResponseTooLarge { limit: MAX_BODY });
-    }
-    let mut body = Vec::new();
-    let mut until = first_byte;
-    let mut phase = TimeoutPhase::FirstByte;
-    loop {
-        match wait.run(response.chunk(), until, phase).await? {
-            Ok(Some(bytes)) => {
-                if body.len() + bytes.len() > MAX_BODY {
-                    return Err(LlmError::ResponseTooLarge { limit: MAX_BODY });
-                }
-                body.extend_from_slice(&bytes);
-            }
-            Ok(None) => return Ok(body),
-            // A body cut off mid-way would only fail as JSON; say what happened.
-            Err(e) => {
-                return Err(LlmError::Transport(scrub(
-                    b,
-                    format!("the response body was cut off: {}", describe(&e)),
-                )))
-            }
-        }
-        until = Instant::now() + b.idle_timeout.min(MAX_TIMEOUT);
-        phase = TimeoutPhase::Idle;
-    }
-}
-
-fn transport(b: &Backend, e: reqwest::Error) -> LlmError {
-    if e.is_connect() && e.is_timeout() {
-        return LlmError::Timeout {
-            phase: TimeoutPhase::Connect,
-            after: b.connect_timeout,
-        };
-    }
-    LlmError::Transport(scrub(b, describe(&e)))
-}
-
-/// The error for a non-success `response`, reading (the start of) its body.
-async fn http_error(
-    b: &Backend,
-    mut response: reqwest::Response,
-    wait: &Waits<'_>,
-    first_byte: Instant,
-) -> LlmError {
-    let status = response.status();
-    let retry_after = retry_after(response.headers());
-    let mut body = Vec::new();
-    let mut until = first_byte;
-    let mut phase = TimeoutPhase::FirstByte;
-    while body.len() < MAX_ERROR_BODY {
-        match wait.run(response.chunk(), until, phase).await {
-            Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
-            Ok(Ok(None)) | Ok(Err(_)) => break,
-            // A cancelled request stays cancelled; a slow error body is not worth waiting
-            // for, the status says enough.
-            Err(LlmError::Cancelled) => return LlmError::Cancelled,
-            Err(_) => break,
-        }
-        until = Instant::now() + b.idle_timeout.min(MAX_TIMEOUT);
-        phase = TimeoutPhase::Idle;
-    }
-    body.truncate(MAX_ERROR_BODY);
-    crate::llm::http::http_error_from(status, retry_after, &body, |m| scrub(b, m))
-}
-
-/// `text` with the API key (if any) replaced.
-fn scrub(b: &Backend, text: String) -> String {
-    match b.api_key.as_deref() {
-        Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "[redacted]"),
-        _ => text,
-    }
-}
-
-/// `err` with the key scrubbed from the texts a server could have echoed it into.
-fn scrub_error(b: &Backend, err: LlmError) -> LlmError {
-    match err {
-        LlmError::Provider {
-            message,
-            kind,
-            code,
-        } => LlmError::Provider {
-            message: scrub(b, message),
-            kind,
-            code,
-        },
-        LlmError::InvalidJson { message, excerpt } => LlmError::InvalidJson {
-            message,
-            excerpt: scrub(b, excerpt),
-        },
-        LlmError::Malformed(message) => LlmError::Malformed(scrub(b, message)),
-        other => other,
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
