@@ -48,7 +48,7 @@ use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
 use crate::llm::error::{bounded, invalid_json, LlmError};
 use crate::llm::http::{ChatRequest, Message};
 use crate::llm::openai::StreamOptions;
-use crate::llm::sse::{SseDecoder, SseEvent};
+use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson};
 use crate::llm::think::{ContentRouter, Span};
 use crate::llm::wire::{provider_error, ResponseParser};
 use serde::Deserialize;
@@ -863,24 +863,13 @@ fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
 // ---------------------------------------------------------------------------------------------
 // Streaming.
 
-#[derive(Debug)]
-enum BodyKind {
-    /// Nothing but whitespace seen yet.
-    Undecided,
-    /// `text/event-stream`.
-    Sse,
-    /// A plain JSON body (the server ignored `"stream": true`, or sent an error object).
-    Json(Vec<u8>),
-}
-
 /// A Messages API response body, fed as raw bytes in whatever chunks HTTP delivers: an SSE
 /// stream or, told apart by its first non-blank byte (`{`), one JSON document, whose deltas
 /// come at [`AnthropicStream::finish`]. See the module documentation.
 #[derive(Debug)]
 pub struct AnthropicStream {
     opts: StreamOptions,
-    kind: BodyKind,
-    sse: SseDecoder,
+    body: SseOrJson,
     acc: Accumulator,
     /// `message_stop` was received; later events are ignored.
     done: bool,
@@ -903,8 +892,7 @@ impl AnthropicStream {
     pub fn with_options(opts: StreamOptions) -> Self {
         AnthropicStream {
             opts,
-            kind: BodyKind::Undecided,
-            sse: SseDecoder::with_max_line_len(opts.max_line_len),
+            body: SseOrJson::new(opts.max_line_len, opts.max_response_bytes),
             acc: Accumulator::new(opts),
             done: false,
             failed: None,
@@ -929,34 +917,10 @@ impl AnthropicStream {
         result
     }
 
-    fn feed_inner(&mut self, mut bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        if let BodyKind::Undecided = self.kind {
-            let Some(start) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
-                return Ok(Vec::new());
-            };
-            bytes = bytes.get(start..).unwrap_or_default();
-            self.kind = if bytes.first() == Some(&b'{') {
-                BodyKind::Json(Vec::new())
-            } else {
-                BodyKind::Sse
-            };
-        }
+    fn feed_inner(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
         let mut out = Vec::new();
-        match &mut self.kind {
-            BodyKind::Undecided => {}
-            BodyKind::Json(body) => {
-                if body.len().saturating_add(bytes.len()) > self.opts.max_response_bytes {
-                    return Err(LlmError::ResponseTooLarge {
-                        limit: self.opts.max_response_bytes,
-                    });
-                }
-                body.extend_from_slice(bytes);
-            }
-            BodyKind::Sse => {
-                for event in self.sse.feed(bytes)? {
-                    self.event(&event, &mut out)?;
-                }
-            }
+        for event in self.body.feed(bytes)? {
+            self.event(&event, &mut out)?;
         }
         Ok(out)
     }
@@ -1026,14 +990,14 @@ impl AnthropicStream {
         if let Some(err) = self.failed.take() {
             return Err(err);
         }
-        match std::mem::replace(&mut self.kind, BodyKind::Undecided) {
-            BodyKind::Undecided => Err(LlmError::Truncated {
+        match self.body.finish()? {
+            BodyEnd::Empty => Err(LlmError::Truncated {
                 partial: Box::default(),
             }),
-            BodyKind::Json(body) => response_with_deltas(&body, &self.opts),
-            BodyKind::Sse => {
+            BodyEnd::Json(body) => response_with_deltas(&body, &self.opts),
+            BodyEnd::Sse(last) => {
                 let mut out = Vec::new();
-                if let Some(event) = self.sse.finish()? {
+                if let Some(event) = last {
                     self.event(&event, &mut out)?;
                 }
                 if !self.done {

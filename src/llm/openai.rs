@@ -26,7 +26,7 @@
 
 use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
 use crate::llm::error::{bounded, invalid_json, LlmError};
-use crate::llm::sse::{SseDecoder, SseEvent, DEFAULT_MAX_LINE_LEN};
+use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson, DEFAULT_MAX_LINE_LEN};
 use crate::llm::think::{ContentRouter, Span, ThinkTags};
 use serde::Deserialize;
 use serde_json::Value;
@@ -657,16 +657,6 @@ impl ChatStream {
     }
 }
 
-#[derive(Debug)]
-enum BodyKind {
-    /// Nothing but whitespace seen yet.
-    Undecided,
-    /// `text/event-stream`.
-    Sse,
-    /// A plain JSON body (the server ignored `"stream": true`, or sent an error object).
-    Json(Vec<u8>),
-}
-
 /// A Chat Completions response body, fed as raw bytes in whatever chunks HTTP delivers.
 /// The body may be an SSE stream or, from servers that ignore `"stream": true` or answer with
 /// an error object, one JSON document (told apart by its first non-blank byte, `{`); a JSON
@@ -674,8 +664,7 @@ enum BodyKind {
 #[derive(Debug)]
 pub struct OpenAiStream {
     opts: StreamOptions,
-    kind: BodyKind,
-    sse: SseDecoder,
+    body: SseOrJson,
     chat: ChatStream,
     failed: Option<LlmError>,
 }
@@ -694,8 +683,7 @@ impl OpenAiStream {
     pub fn with_options(opts: StreamOptions) -> Self {
         OpenAiStream {
             opts,
-            kind: BodyKind::Undecided,
-            sse: SseDecoder::with_max_line_len(opts.max_line_len),
+            body: SseOrJson::new(opts.max_line_len, opts.max_response_bytes),
             chat: ChatStream::with_options(opts),
             failed: None,
         }
@@ -714,37 +702,12 @@ impl OpenAiStream {
         result
     }
 
-    fn feed_inner(&mut self, mut bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        if let BodyKind::Undecided = self.kind {
-            let Some(start) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
-                return Ok(Vec::new());
-            };
-            bytes = bytes.get(start..).unwrap_or_default();
-            self.kind = if bytes.first() == Some(&b'{') {
-                BodyKind::Json(Vec::new())
-            } else {
-                BodyKind::Sse
-            };
+    fn feed_inner(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
+        let mut out = Vec::new();
+        for event in self.body.feed(bytes)? {
+            out.extend(self.chat.push_event(&event)?);
         }
-        match &mut self.kind {
-            BodyKind::Undecided => Ok(Vec::new()),
-            BodyKind::Json(body) => {
-                if body.len().saturating_add(bytes.len()) > self.opts.max_response_bytes {
-                    return Err(LlmError::ResponseTooLarge {
-                        limit: self.opts.max_response_bytes,
-                    });
-                }
-                body.extend_from_slice(bytes);
-                Ok(Vec::new())
-            }
-            BodyKind::Sse => {
-                let mut out = Vec::new();
-                for event in self.sse.feed(bytes)? {
-                    out.extend(self.chat.push_event(&event)?);
-                }
-                Ok(out)
-            }
-        }
+        Ok(out)
     }
 
     /// Everything received so far; see [`ChatStream::partial`]. Empty for a JSON body.
@@ -759,14 +722,14 @@ impl OpenAiStream {
         if let Some(err) = self.failed {
             return Err(err);
         }
-        match self.kind {
-            BodyKind::Undecided => Err(LlmError::Truncated {
+        match self.body.finish()? {
+            BodyEnd::Empty => Err(LlmError::Truncated {
                 partial: Box::default(),
             }),
-            BodyKind::Json(body) => response_with_deltas(&body, &self.opts),
-            BodyKind::Sse => {
+            BodyEnd::Json(body) => response_with_deltas(&body, &self.opts),
+            BodyEnd::Sse(last) => {
                 let mut out = Vec::new();
-                if let Some(event) = self.sse.finish()? {
+                if let Some(event) = last {
                     out.extend(self.chat.push_event(&event)?);
                 }
                 let completion = self.chat.finish()?;

@@ -238,3 +238,82 @@ impl SseDecoder {
         });
     }
 }
+
+/// The front of a response body asked for as a stream: SSE, or one JSON document from a
+/// server that ignored `"stream": true` or answered with an error object, told apart by the
+/// first non-blank byte (`{`). A JSON body is kept (up to a limit) for the end.
+#[derive(Debug)]
+pub(crate) struct SseOrJson {
+    kind: BodyKind,
+    sse: SseDecoder,
+    max_json: usize,
+}
+
+#[derive(Debug)]
+enum BodyKind {
+    /// Nothing but whitespace seen yet.
+    Undecided,
+    Sse,
+    Json(Vec<u8>),
+}
+
+/// How a body ended.
+pub(crate) enum BodyEnd {
+    /// Nothing but whitespace came.
+    Empty,
+    /// A JSON document, whole as received.
+    Json(Vec<u8>),
+    /// An SSE stream, with its last event if it lacked the closing blank line.
+    Sse(Option<SseEvent>),
+}
+
+impl SseOrJson {
+    /// Lines (and events) of at most `max_line_len` bytes, a JSON body of at most
+    /// `max_json` ([`LlmError::ResponseTooLarge`]).
+    pub(crate) fn new(max_line_len: usize, max_json: usize) -> Self {
+        SseOrJson {
+            kind: BodyKind::Undecided,
+            sse: SseDecoder::with_max_line_len(max_line_len),
+            max_json,
+        }
+    }
+
+    /// The SSE events `bytes` completes: none while the body is blank or JSON.
+    pub(crate) fn feed(&mut self, mut bytes: &[u8]) -> Result<Vec<SseEvent>, LlmError> {
+        if let BodyKind::Undecided = self.kind {
+            let Some(start) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
+                return Ok(Vec::new());
+            };
+            bytes = bytes.get(start..).unwrap_or_default();
+            self.kind = if bytes.first() == Some(&b'{') {
+                BodyKind::Json(Vec::new())
+            } else {
+                BodyKind::Sse
+            };
+        }
+        match &mut self.kind {
+            BodyKind::Undecided => Ok(Vec::new()),
+            BodyKind::Json(body) => {
+                if body.len().saturating_add(bytes.len()) > self.max_json {
+                    return Err(LlmError::ResponseTooLarge {
+                        limit: self.max_json,
+                    });
+                }
+                body.extend_from_slice(bytes);
+                Ok(Vec::new())
+            }
+            BodyKind::Sse => self.sse.feed(bytes),
+        }
+    }
+
+    /// Ends the body.
+    pub(crate) fn finish(&mut self) -> Result<BodyEnd, LlmError> {
+        Ok(
+            match std::mem::replace(&mut self.kind, BodyKind::Undecided) {
+                BodyKind::Undecided => BodyEnd::Empty,
+                BodyKind::Json(body) => BodyEnd::Json(body),
+                BodyKind::Sse => BodyEnd::Sse(self.sse.finish()?),
+            },
+        )
+    }
+}
