@@ -44,12 +44,12 @@
 //! answer. Nothing here panics or recurses on network input beyond serde_json's own nesting
 //! limit, and sizes are capped ([`StreamOptions`]).
 
+use crate::llm::collect::Prose;
 use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
 use crate::llm::error::{bounded, invalid_json, LlmError};
 use crate::llm::http::{ChatRequest, Message};
 use crate::llm::openai::StreamOptions;
 use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson};
-use crate::llm::think::{ContentRouter, Span};
 use crate::llm::wire::{provider_error, ResponseParser};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -457,11 +457,8 @@ enum Block {
 #[derive(Debug)]
 struct Accumulator {
     opts: StreamOptions,
-    router: ContentRouter,
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
-    reasoning: String,
+    /// Id, model, text, reasoning and the byte budget.
+    prose: Prose,
     refusal: Option<String>,
     calls: Vec<PartialCall>,
     /// Open content blocks by wire index.
@@ -472,19 +469,13 @@ struct Accumulator {
     thinking_blocks: Vec<Value>,
     usage: Option<WireUsage>,
     finish_reason: Option<FinishReason>,
-    /// Bytes of text, reasoning, signatures, refusal and tool calls received.
-    bytes: usize,
 }
 
 impl Accumulator {
     fn new(opts: StreamOptions) -> Self {
         Accumulator {
             opts,
-            router: ContentRouter::new(opts.think_tags),
-            id: None,
-            model: None,
-            text: String::new(),
-            reasoning: String::new(),
+            prose: Prose::new(opts),
             refusal: None,
             calls: Vec::new(),
             blocks: BTreeMap::new(),
@@ -492,26 +483,6 @@ impl Accumulator {
             thinking_blocks: Vec::new(),
             usage: None,
             finish_reason: None,
-            bytes: 0,
-        }
-    }
-
-    fn count(&mut self, n: usize) -> Result<(), LlmError> {
-        self.bytes = self.bytes.saturating_add(n);
-        if self.bytes > self.opts.max_response_bytes {
-            return Err(LlmError::ResponseTooLarge {
-                limit: self.opts.max_response_bytes,
-            });
-        }
-        Ok(())
-    }
-
-    fn identity(&mut self, id: Option<String>, model: Option<String>) {
-        if self.id.is_none() {
-            self.id = id.filter(|s| !s.is_empty()).map(|s| bounded(&s));
-        }
-        if self.model.is_none() {
-            self.model = model.filter(|s| !s.is_empty()).map(|s| bounded(&s));
         }
     }
 
@@ -521,45 +492,15 @@ impl Accumulator {
         }
     }
 
-    fn spans(&mut self, spans: Vec<Span>, out: &mut Vec<Delta>) {
-        for span in spans {
-            match span {
-                Span::Text(t) => {
-                    self.text.push_str(&t);
-                    out.push(Delta::Text(t));
-                }
-                Span::Reasoning(r) => {
-                    self.reasoning.push_str(&r);
-                    out.push(Delta::Reasoning(r));
-                }
-            }
-        }
-    }
-
-    fn text(&mut self, text: &str, out: &mut Vec<Delta>) -> Result<(), LlmError> {
-        if text.is_empty() {
-            return Ok(());
-        }
-        self.count(text.len())?;
-        let mut spans = Vec::new();
-        self.router.content(text, &mut spans);
-        self.spans(spans, out);
-        Ok(())
-    }
-
     /// Reasoning text; also kept in its block when it is a `thinking` block, for the echo.
     fn thinking(&mut self, index: u64, text: &str, out: &mut Vec<Delta>) -> Result<(), LlmError> {
         if text.is_empty() {
             return Ok(());
         }
-        self.count(text.len())?;
         if let Some(Block::Thinking { thinking, .. }) = self.blocks.get_mut(&index) {
             thinking.push_str(text);
         }
-        let mut spans = Vec::new();
-        self.router.reasoning(text, &mut spans);
-        self.spans(spans, out);
-        Ok(())
+        self.prose.reasoning(text, out)
     }
 
     fn block_start(
@@ -580,14 +521,14 @@ impl Accumulator {
         match block {
             WireBlock::Text { text } => {
                 self.blocks.insert(index, Block::Text);
-                self.text(text.as_deref().unwrap_or_default(), out)?;
+                self.prose.text(text.as_deref().unwrap_or_default(), out)?;
             }
             WireBlock::Thinking {
                 thinking,
                 signature,
             } => {
                 let signature = signature.unwrap_or_default();
-                self.count(signature.len())?;
+                self.prose.count(signature.len())?;
                 self.blocks.insert(
                     index,
                     Block::Thinking {
@@ -599,7 +540,7 @@ impl Accumulator {
             }
             WireBlock::RedactedThinking { data } => {
                 let data = data.unwrap_or_default();
-                self.count(data.len())?;
+                self.prose.count(data.len())?;
                 self.blocks.insert(index, Block::Redacted { data });
             }
             WireBlock::ToolUse { id, name, input } => {
@@ -619,7 +560,7 @@ impl Accumulator {
                     arguments: String::new(),
                     initial,
                 };
-                self.count(
+                self.prose.count(
                     call.id.len() + call.name.len() + call.initial.as_ref().map_or(0, String::len),
                 )?;
                 let position = self.calls.len();
@@ -647,7 +588,9 @@ impl Accumulator {
         let Some(index) = index.or(self.last_block) else {
             // A delta before any block: only text and reasoning can be placed.
             return match delta {
-                WireDelta::TextDelta { text } => self.text(text.as_deref().unwrap_or(""), out),
+                WireDelta::TextDelta { text } => {
+                    self.prose.text(text.as_deref().unwrap_or(""), out)
+                }
                 WireDelta::ThinkingDelta { thinking } => {
                     self.thinking(u64::MAX, thinking.as_deref().unwrap_or(""), out)
                 }
@@ -656,13 +599,15 @@ impl Accumulator {
         };
         match delta {
             // Text and reasoning count whatever block they claim to be in.
-            WireDelta::TextDelta { text } => self.text(text.as_deref().unwrap_or_default(), out),
+            WireDelta::TextDelta { text } => {
+                self.prose.text(text.as_deref().unwrap_or_default(), out)
+            }
             WireDelta::ThinkingDelta { thinking } => {
                 self.thinking(index, thinking.as_deref().unwrap_or_default(), out)
             }
             WireDelta::SignatureDelta { signature } => {
                 let piece = signature.unwrap_or_default();
-                self.count(piece.len())?;
+                self.prose.count(piece.len())?;
                 if let Some(Block::Thinking { signature, .. }) = self.blocks.get_mut(&index) {
                     signature.push_str(&piece);
                 }
@@ -677,7 +622,7 @@ impl Accumulator {
                 if fragment.is_empty() {
                     return Ok(());
                 }
-                self.count(fragment.len())?;
+                self.prose.count(fragment.len())?;
                 if let Some(call) = self.calls.get_mut(position) {
                     call.initial = None;
                     call.arguments.push_str(&fragment);
@@ -748,7 +693,7 @@ impl Accumulator {
         };
         if reason == "refusal" && self.refusal.is_none() {
             let text = refusal_text(stop.stop_details.as_ref());
-            self.count(text.len())?;
+            self.prose.count(text.len())?;
             self.refusal = Some(text.clone());
             out.push(Delta::Refusal(text));
         }
@@ -763,25 +708,19 @@ impl Accumulator {
     /// The end of the message: closes blocks, releases held-back text, reports usage.
     fn end(&mut self, out: &mut Vec<Delta>) -> Result<(), LlmError> {
         self.close_all(out)?;
-        self.flush(out);
+        self.prose.flush(out);
         if let Some(u) = self.usage {
             out.push(Delta::Usage(u.to_usage()));
         }
         Ok(())
     }
 
-    fn flush(&mut self, out: &mut Vec<Delta>) {
-        let mut spans = Vec::new();
-        self.router.finish(&mut spans);
-        self.spans(spans, out);
-    }
-
     fn base(&self) -> Completion {
         Completion {
-            id: self.id.clone(),
-            model: self.model.clone(),
-            text: self.text.clone(),
-            reasoning: self.reasoning.clone(),
+            id: self.prose.id.clone(),
+            model: self.prose.model.clone(),
+            text: self.prose.text.clone(),
+            reasoning: self.prose.reasoning.clone(),
             refusal: self.refusal.clone(),
             tool_calls: Vec::new(),
             usage: self.usage.map(WireUsage::to_usage),
@@ -942,7 +881,7 @@ impl AnthropicStream {
         match parsed {
             WireEvent::MessageStart { message } => {
                 if let Some(m) = message {
-                    acc.identity(m.id, m.model);
+                    acc.prose.identity(m.id, m.model);
                     acc.add_usage(m.usage);
                 }
             }
@@ -1003,7 +942,7 @@ impl AnthropicStream {
                 if !self.done {
                     let mut ignored = Vec::new();
                     self.acc.close_all(&mut ignored)?;
-                    self.acc.flush(&mut ignored);
+                    self.acc.prose.flush(&mut ignored);
                     return Err(LlmError::Truncated {
                         partial: Box::new(self.acc.partial()),
                     });
@@ -1073,7 +1012,7 @@ fn response_with_deltas(
     };
     let mut acc = Accumulator::new(*opts);
     let mut out = Vec::new();
-    acc.identity(response.id, response.model);
+    acc.prose.identity(response.id, response.model);
     acc.add_usage(response.usage);
     // Each block is a start with everything in it, then its stop: the streaming path's code.
     for (index, block) in (0u64..).zip(content) {

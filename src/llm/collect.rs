@@ -1,11 +1,13 @@
-//! The accumulator behind the Gemini and Ollama parsers.
+//! What the parsers accumulate.
 //!
-//! Both formats send each tool call whole (name and complete arguments in one chunk), report
-//! usage as running totals, and need the same limits, `<think>` routing and partial results
-//! as the OpenAI parser. [`Collector`] keeps what a response has said so far and produces the
-//! [`Delta`]s and the [`Completion`]; the format files only decode their own chunks into calls
-//! on it. (The OpenAI accumulator is separate because OpenAI streams arguments in pieces keyed
-//! by index, which neither of these does.)
+//! [`Prose`] is shared by every format: the response's id and model, its answer and reasoning
+//! text (with `<think>` routing) and the byte budget the whole response counts against.
+//!
+//! [`Collector`] is the whole accumulator behind the Gemini and Ollama parsers. Both formats
+//! send each tool call whole (name and complete arguments in one chunk) and report usage as
+//! running totals; the format files only decode their own chunks into calls on it. (The
+//! OpenAI and Anthropic accumulators keep their own tool-call state because those formats
+//! stream arguments in pieces, keyed by index or content block.)
 
 use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
 use crate::llm::error::{bounded, LlmError};
@@ -23,63 +25,51 @@ struct Call {
     signature: Option<String>,
 }
 
-/// Accumulates one response; see the module documentation.
+/// What every format's accumulator keeps the same way: the response's id and model, its
+/// answer and reasoning text (answer text routed through `<think>` detection), and the one
+/// byte budget every part of the response (text, reasoning, tool calls, signatures) counts
+/// against.
 #[derive(Debug)]
-pub(crate) struct Collector {
-    opts: StreamOptions,
+pub(crate) struct Prose {
+    limit: usize,
     router: ContentRouter,
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
-    reasoning: String,
-    calls: Vec<Call>,
-    usage: Option<Usage>,
-    /// The wire's reason, before "stop with tool calls" becomes [`FinishReason::ToolCalls`].
-    finish: Option<FinishReason>,
-    /// What the last `Usage` and `Finish` deltas said, so a running total that did not change
-    /// is not sent again.
-    sent_usage: Option<Usage>,
-    sent_finish: Option<FinishReason>,
-    /// Bytes of text, reasoning, names and arguments received.
+    pub(crate) id: Option<String>,
+    pub(crate) model: Option<String>,
+    pub(crate) text: String,
+    pub(crate) reasoning: String,
     bytes: usize,
 }
 
-impl Collector {
+impl Prose {
     pub(crate) fn new(opts: StreamOptions) -> Self {
-        Collector {
-            opts,
+        Prose {
+            limit: opts.max_response_bytes,
             router: ContentRouter::new(opts.think_tags),
             id: None,
             model: None,
             text: String::new(),
             reasoning: String::new(),
-            calls: Vec::new(),
-            usage: None,
-            finish: None,
-            sent_usage: None,
-            sent_finish: None,
             bytes: 0,
         }
     }
 
-    fn count(&mut self, n: usize) -> Result<(), LlmError> {
+    /// Counts `n` more bytes of the response: [`LlmError::ResponseTooLarge`] past the limit.
+    pub(crate) fn count(&mut self, n: usize) -> Result<(), LlmError> {
         self.bytes = self.bytes.saturating_add(n);
-        if self.bytes > self.opts.max_response_bytes {
-            return Err(LlmError::ResponseTooLarge {
-                limit: self.opts.max_response_bytes,
-            });
+        if self.bytes > self.limit {
+            return Err(LlmError::ResponseTooLarge { limit: self.limit });
         }
         Ok(())
     }
 
-    /// The response id and model: the first non-empty values win (every Gemini chunk repeats
-    /// them).
+    /// The response id and model: the first non-empty values win (some formats repeat them
+    /// in every chunk).
     pub(crate) fn identity(&mut self, id: Option<String>, model: Option<String>) {
         if self.id.is_none() {
-            self.id = id.filter(|s| !s.is_empty());
+            self.id = id.filter(|s| !s.is_empty()).map(|s| bounded(&s));
         }
         if self.model.is_none() {
-            self.model = model.filter(|s| !s.is_empty());
+            self.model = model.filter(|s| !s.is_empty()).map(|s| bounded(&s));
         }
     }
 
@@ -126,6 +116,44 @@ impl Collector {
         Ok(())
     }
 
+    /// End of the response: releases text held back (a possible `<think>` tag, leading
+    /// whitespace).
+    pub(crate) fn flush(&mut self, out: &mut Vec<Delta>) {
+        let mut spans = Vec::new();
+        self.router.finish(&mut spans);
+        self.spans(spans, out);
+    }
+}
+
+/// Accumulates one response; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct Collector {
+    opts: StreamOptions,
+    /// Id, model, text, reasoning and the byte budget.
+    pub(crate) prose: Prose,
+    calls: Vec<Call>,
+    usage: Option<Usage>,
+    /// The wire's reason, before "stop with tool calls" becomes [`FinishReason::ToolCalls`].
+    finish: Option<FinishReason>,
+    /// What the last `Usage` and `Finish` deltas said, so a running total that did not change
+    /// is not sent again.
+    sent_usage: Option<Usage>,
+    sent_finish: Option<FinishReason>,
+}
+
+impl Collector {
+    pub(crate) fn new(opts: StreamOptions) -> Self {
+        Collector {
+            opts,
+            prose: Prose::new(opts),
+            calls: Vec::new(),
+            usage: None,
+            finish: None,
+            sent_usage: None,
+            sent_finish: None,
+        }
+    }
+
     /// A complete tool call. `arguments` is its JSON text (empty for none); `id` is the
     /// server's, if it sent one.
     pub(crate) fn tool_call(
@@ -142,7 +170,7 @@ impl Collector {
             });
         }
         let id = id.filter(|s| !s.is_empty());
-        self.count(
+        self.prose.count(
             id.as_ref().map_or(0, String::len)
                 + name.len()
                 + arguments.len()
@@ -192,9 +220,7 @@ impl Collector {
     /// for a possible `<think>` tag, then sends usage and the finish reason if they changed
     /// since last sent. Safe to call more than once.
     pub(crate) fn settle(&mut self, out: &mut Vec<Delta>) {
-        let mut spans = Vec::new();
-        self.router.finish(&mut spans);
-        self.spans(spans, out);
+        self.prose.flush(out);
         if self.usage.is_some() && self.usage != self.sent_usage {
             self.sent_usage = self.usage;
             if let Some(u) = self.usage {
@@ -212,10 +238,10 @@ impl Collector {
 
     fn base(&self) -> Completion {
         Completion {
-            id: self.id.clone(),
-            model: self.model.clone(),
-            text: self.text.clone(),
-            reasoning: self.reasoning.clone(),
+            id: self.prose.id.clone(),
+            model: self.prose.model.clone(),
+            text: self.prose.text.clone(),
+            reasoning: self.prose.reasoning.clone(),
             refusal: None,
             tool_calls: Vec::new(),
             usage: self.usage,

@@ -637,6 +637,7 @@ impl GeminiStream {
         }
         let response: WireResponse = serde_json::from_value(value).map_err(json_error)?;
         self.collector
+            .prose
             .identity(response.response_id, response.model_version);
         if let Some(usage) = &response.usage_metadata {
             self.collector.set_usage(usage.to_usage());
@@ -674,9 +675,9 @@ impl GeminiStream {
             }
             if let Some(text) = part.text {
                 if part.thought == Some(true) {
-                    self.collector.reasoning(&text, out)?;
+                    self.collector.prose.reasoning(&text, out)?;
                 } else {
-                    self.collector.text(&text, out)?;
+                    self.collector.prose.text(&text, out)?;
                 }
             }
         }

@@ -248,13 +248,13 @@ impl OllamaStream {
         }
         let chunk: WireChunk = serde_json::from_value(value)
             .map_err(|e| invalid_json(&e, "an Ollama response line"))?;
-        self.collector.identity(None, chunk.model);
+        self.collector.prose.identity(None, chunk.model);
         if let Some(message) = chunk.message {
             if let Some(thinking) = &message.thinking {
-                self.collector.reasoning(thinking, out)?;
+                self.collector.prose.reasoning(thinking, out)?;
             }
             if let Some(content) = &message.content {
-                self.collector.text(content, out)?;
+                self.collector.prose.text(content, out)?;
             }
             for call in message.tool_calls.into_iter().flatten() {
                 let (name, arguments) = match call.function {

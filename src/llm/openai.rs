@@ -24,10 +24,11 @@
 //! here panics or recurses on network input beyond serde_json's own nesting limit (128), and
 //! sizes are capped ([`StreamOptions`]).
 
+use crate::llm::collect::Prose;
 use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
 use crate::llm::error::{bounded, invalid_json, LlmError};
 use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson, DEFAULT_MAX_LINE_LEN};
-use crate::llm::think::{ContentRouter, Span, ThinkTags};
+use crate::llm::think::ThinkTags;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -248,70 +249,26 @@ struct PartialCall {
 #[derive(Debug)]
 struct Accumulator {
     opts: StreamOptions,
-    router: ContentRouter,
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
-    reasoning: String,
+    /// Id, model, text, reasoning and the byte budget.
+    prose: Prose,
     refusal: String,
     calls: Vec<PartialCall>,
     /// Wire `index` → position in `calls` of the latest call with that index.
     by_wire_index: BTreeMap<u64, usize>,
     usage: Option<Usage>,
     finish_reason: Option<FinishReason>,
-    /// Bytes of text, reasoning, refusal and arguments received.
-    bytes: usize,
 }
 
 impl Accumulator {
     fn new(opts: StreamOptions) -> Self {
         Accumulator {
             opts,
-            router: ContentRouter::new(opts.think_tags),
-            id: None,
-            model: None,
-            text: String::new(),
-            reasoning: String::new(),
+            prose: Prose::new(opts),
             refusal: String::new(),
             calls: Vec::new(),
             by_wire_index: BTreeMap::new(),
             usage: None,
             finish_reason: None,
-            bytes: 0,
-        }
-    }
-
-    fn count(&mut self, n: usize) -> Result<(), LlmError> {
-        self.bytes = self.bytes.saturating_add(n);
-        if self.bytes > self.opts.max_response_bytes {
-            return Err(LlmError::ResponseTooLarge {
-                limit: self.opts.max_response_bytes,
-            });
-        }
-        Ok(())
-    }
-
-    fn identity(&mut self, id: Option<String>, model: Option<String>) {
-        if self.id.is_none() {
-            self.id = id.filter(|s| !s.is_empty());
-        }
-        if self.model.is_none() {
-            self.model = model.filter(|s| !s.is_empty());
-        }
-    }
-
-    fn spans(&mut self, spans: Vec<Span>, out: &mut Vec<Delta>) {
-        for span in spans {
-            match span {
-                Span::Text(t) => {
-                    self.text.push_str(&t);
-                    out.push(Delta::Text(t));
-                }
-                Span::Reasoning(r) => {
-                    self.reasoning.push_str(&r);
-                    out.push(Delta::Reasoning(r));
-                }
-            }
         }
     }
 
@@ -327,10 +284,7 @@ impl Accumulator {
             .filter(|s| !s.is_empty())
             .or(msg.reasoning.filter(|s| !s.is_empty()));
         if let Some(r) = reasoning {
-            self.count(r.len())?;
-            let mut spans = Vec::new();
-            self.router.reasoning(&r, &mut spans);
-            self.spans(spans, out);
+            self.prose.reasoning(&r, out)?;
         }
         let content = match msg.content {
             Some(WireContent::Text(t)) => t,
@@ -341,14 +295,9 @@ impl Accumulator {
                 .collect(),
             None => String::new(),
         };
-        if !content.is_empty() {
-            self.count(content.len())?;
-            let mut spans = Vec::new();
-            self.router.content(&content, &mut spans);
-            self.spans(spans, out);
-        }
+        self.prose.text(&content, out)?;
         if let Some(r) = msg.refusal.filter(|s| !s.is_empty()) {
-            self.count(r.len())?;
+            self.prose.count(r.len())?;
             self.refusal.push_str(&r);
             out.push(Delta::Refusal(r));
         }
@@ -417,7 +366,7 @@ impl Accumulator {
                     name: name.unwrap_or_default(),
                     arguments: String::new(),
                 };
-                self.count(call.id.len() + call.name.len())?;
+                self.prose.count(call.id.len() + call.name.len())?;
                 let p = self.calls.len();
                 out.push(Delta::ToolCallStart {
                     index: p,
@@ -437,7 +386,7 @@ impl Accumulator {
             Some(other) => other.to_string(),
         };
         if !fragment.is_empty() {
-            self.count(fragment.len())?;
+            self.prose.count(fragment.len())?;
             if let Some(c) = self.calls.get_mut(position) {
                 c.arguments.push_str(&fragment);
             }
@@ -467,19 +416,12 @@ impl Accumulator {
         }
     }
 
-    /// End of the response: release held-back text.
-    fn flush(&mut self, out: &mut Vec<Delta>) {
-        let mut spans = Vec::new();
-        self.router.finish(&mut spans);
-        self.spans(spans, out);
-    }
-
     fn base(&self) -> Completion {
         Completion {
-            id: self.id.clone(),
-            model: self.model.clone(),
-            text: self.text.clone(),
-            reasoning: self.reasoning.clone(),
+            id: self.prose.id.clone(),
+            model: self.prose.model.clone(),
+            text: self.prose.text.clone(),
+            reasoning: self.prose.reasoning.clone(),
             refusal: (!self.refusal.is_empty()).then(|| self.refusal.clone()),
             tool_calls: Vec::new(),
             usage: self.usage,
@@ -611,11 +553,11 @@ impl ChatStream {
         }
         if data == "[DONE]" {
             self.done = true;
-            self.acc.flush(out);
+            self.acc.prose.flush(out);
             return Ok(());
         }
         let chunk: WireChunk = parse_payload(data)?;
-        self.acc.identity(chunk.id, chunk.model);
+        self.acc.prose.identity(chunk.id, chunk.model);
         for choice in chunk.choices.into_iter().flatten() {
             if choice.index.unwrap_or(0) != 0 {
                 continue;
@@ -648,7 +590,7 @@ impl ChatStream {
         }
         if !self.done {
             let mut ignored = Vec::new();
-            self.acc.flush(&mut ignored);
+            self.acc.prose.flush(&mut ignored);
             return Err(LlmError::Truncated {
                 partial: Box::new(self.acc.partial()),
             });
@@ -803,7 +745,7 @@ fn response_with_deltas(
     };
     let mut acc = Accumulator::new(*opts);
     let mut out = Vec::new();
-    acc.identity(response.id, response.model);
+    acc.prose.identity(response.id, response.model);
     let mut choices = response.choices.unwrap_or_default();
     let zero = choices
         .iter()
@@ -819,7 +761,7 @@ fn response_with_deltas(
     if let Some(message) = choice.message {
         acc.message(message, true, &mut out)?;
     }
-    acc.flush(&mut out);
+    acc.prose.flush(&mut out);
     acc.finish_reason(choice.finish_reason, &mut out);
     acc.usage(response.usage, response.x_groq, &mut out);
     let completion = acc.complete()?;
