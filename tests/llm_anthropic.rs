@@ -4,6 +4,8 @@
 //! recordings do not show: mid-stream errors, truncation, invalid tool arguments, split UTF-8,
 //! size and count limits.
 
+#[path = "support/recording.rs"]
+mod recording;
 #[path = "support/rng.rs"]
 mod rng;
 
@@ -26,21 +28,6 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(fixture_dir().join(name)).unwrap()
 }
 
-/// The response body of a recording: gptel-test recordings may start with the HTTP status
-/// line and headers (`HTTP/2 200` or `### HTTP/2 200`), which the HTTP client strips before
-/// the body reaches the parser.
-fn body(raw: &[u8]) -> &[u8] {
-    if !raw.starts_with(b"HTTP/") && !raw.starts_with(b"### HTTP/") {
-        return raw;
-    }
-    for sep in [&b"\r\n\r\n"[..], &b"\n\n"[..]] {
-        if let Some(pos) = raw.windows(sep.len()).position(|w| w == sep) {
-            return &raw[pos + sep.len()..];
-        }
-    }
-    raw
-}
-
 fn run_chunks(chunks: &[&[u8]], opts: StreamOptions) -> Outcome {
     let mut stream = AnthropicStream::with_options(opts);
     let mut deltas = Vec::new();
@@ -60,19 +47,6 @@ fn run_str(body: &str) -> Outcome {
     run(body.as_bytes())
 }
 
-/// Cuts `input` into chunks of 1..=`max` bytes.
-fn random_chunks<'a>(input: &'a [u8], rng: &mut Rng, max: usize) -> Vec<&'a [u8]> {
-    let mut chunks = Vec::new();
-    let mut rest = input;
-    while !rest.is_empty() {
-        let n = (1 + rng.below(max as u64) as usize).min(rest.len());
-        let (a, b) = rest.split_at(n);
-        chunks.push(a);
-        rest = b;
-    }
-    chunks
-}
-
 /// Asserts that `input` gives `whole` however it is cut: 1-byte chunks, random chunkings from
 /// several seeds, and two pieces cut at many points (every point of a small input).
 fn assert_split_invariant(name: &str, input: &[u8], whole: &Outcome) {
@@ -83,7 +57,7 @@ fn assert_split_invariant(name: &str, input: &[u8], whole: &Outcome) {
         let mut rng = Rng::new(seed ^ input.len() as u64);
         for round in 0..8 {
             let max = [2, 3, 7, 16, 64, 300, 1500, 8192][round];
-            let chunks = random_chunks(input, &mut rng, max);
+            let chunks = rng.chunks(input, max);
             assert_eq!(
                 &run_chunks(&chunks, opts),
                 whole,
@@ -498,7 +472,7 @@ fn every_fixture_whole_and_split() {
     assert_eq!(names.len(), 18, "fixtures: {names:?}");
     for name in &names {
         let raw = fixture(name);
-        let input = body(&raw);
+        let input = recording::body(&raw);
         let whole = run(input);
         if name == PARTIAL_JSON {
             check_cut_tool_call(name, &whole);

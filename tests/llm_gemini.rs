@@ -49,19 +49,6 @@ fn run(body: &[u8]) -> Outcome {
     run_chunks(&[body])
 }
 
-/// Cuts `input` into chunks of 1..=`max` bytes.
-fn random_chunks<'a>(input: &'a [u8], rng: &mut Rng, max: usize) -> Vec<&'a [u8]> {
-    let mut chunks = Vec::new();
-    let mut rest = input;
-    while !rest.is_empty() {
-        let n = (1 + rng.below(max as u64) as usize).min(rest.len());
-        let (a, b) = rest.split_at(n);
-        chunks.push(a);
-        rest = b;
-    }
-    chunks
-}
-
 /// Asserts that `input` gives `whole` however it is cut: 1-byte chunks, random chunkings
 /// under several seeds, and two pieces at every cut (short inputs) or at spread-out cuts
 /// (debug-build JSON parsing is slow and the CPU shared).
@@ -72,7 +59,7 @@ fn assert_split_invariant(name: &str, input: &[u8], whole: &Outcome) {
         let mut rng = Rng::new(seed ^ input.len() as u64);
         for round in 0..9 {
             let max = [1, 2, 3, 5, 8, 17, 64, 300, 4096][round];
-            let chunks = random_chunks(input, &mut rng, max);
+            let chunks = rng.chunks(input, max);
             assert_eq!(
                 &run_chunks(&chunks),
                 whole,
@@ -268,7 +255,7 @@ fn fixtures_reencoded_as_sse_give_the_same_answer() {
             assert_eq!(from_sse.as_ref(), Ok(&from_array), "{name} as SSE");
             let mut rng = Rng::new(0x0A17_55E0 ^ sse.len() as u64);
             for max in [1, 7, 64, 999] {
-                let chunks = random_chunks(sse.as_bytes(), &mut rng, max);
+                let chunks = rng.chunks(sse.as_bytes(), max);
                 assert_eq!(run_chunks(&chunks), from_sse, "{name} as SSE, up to {max}");
             }
         }

@@ -91,14 +91,7 @@ fn run_checked(name: &str, input: &str) -> Outcome {
     for seed in [3u64, 0x011A_3A5E] {
         let mut rng = Rng::new(seed);
         for max in [2, 5, 13, 100] {
-            let mut chunks = Vec::new();
-            let mut rest = bytes;
-            while !rest.is_empty() {
-                let n = (1 + rng.below(max) as usize).min(rest.len());
-                let (a, b) = rest.split_at(n);
-                chunks.push(a);
-                rest = b;
-            }
+            let chunks = rng.chunks(bytes, max);
             assert_eq!(run_chunks(&chunks), whole, "{name}: seed {seed}, max {max}");
         }
     }

@@ -12,7 +12,7 @@ use org_agent::llm::openai::{
 use org_agent::llm::{Completion, Delta, FinishReason, LlmError, ThinkTags, Usage};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use support::Rng;
+use support::{recording, Rng};
 
 type Outcome = Result<(Vec<Delta>, Completion), LlmError>;
 
@@ -20,20 +20,6 @@ const FIXTURES: &str = "../shared/llm-fixtures/openai";
 
 fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURES)
-}
-
-/// The response body of a recording: gptel-test recordings may start with the HTTP status
-/// line and headers, which the HTTP client strips before the body reaches the parser.
-fn body(raw: &[u8]) -> &[u8] {
-    if !raw.starts_with(b"HTTP/") {
-        return raw;
-    }
-    for sep in [&b"\r\n\r\n"[..], &b"\n\n"[..]] {
-        if let Some(pos) = raw.windows(sep.len()).position(|w| w == sep) {
-            return &raw[pos + sep.len()..];
-        }
-    }
-    raw
 }
 
 fn run_chunks(chunks: &[&[u8]], opts: StreamOptions) -> Outcome {
@@ -51,19 +37,6 @@ fn run(body: &[u8]) -> Outcome {
     run_chunks(&[body], StreamOptions::default())
 }
 
-/// Cuts `input` into chunks of 1..=`max` bytes.
-fn random_chunks<'a>(input: &'a [u8], rng: &mut Rng, max: usize) -> Vec<&'a [u8]> {
-    let mut chunks = Vec::new();
-    let mut rest = input;
-    while !rest.is_empty() {
-        let n = (1 + (rng.next() % max as u64) as usize).min(rest.len());
-        let (a, b) = rest.split_at(n);
-        chunks.push(a);
-        rest = b;
-    }
-    chunks
-}
-
 /// Asserts that `input` gives `whole` however it is cut.
 fn assert_split_invariant(name: &str, input: &[u8], whole: &Outcome) {
     let ones: Vec<&[u8]> = input.chunks(1).collect();
@@ -75,7 +48,7 @@ fn assert_split_invariant(name: &str, input: &[u8], whole: &Outcome) {
     let mut rng = Rng(0x5EED_0000_0000_0001 ^ input.len() as u64);
     for round in 0..24 {
         let max = [1, 2, 3, 5, 8, 17, 64, 300, 4096][round % 9];
-        let chunks = random_chunks(input, &mut rng, max);
+        let chunks = rng.chunks(input, max);
         assert_eq!(
             &run_chunks(&chunks, StreamOptions::default()),
             whole,
@@ -394,7 +367,7 @@ fn every_fixture_whole_and_split() {
     assert_eq!(names.len(), 19, "fixtures: {names:?}");
     for name in &names {
         let raw = std::fs::read(fixture_dir().join(name)).unwrap();
-        let input = body(&raw);
+        let input = recording::body(&raw);
         let whole = run(input);
         let (deltas, completion) = match &whole {
             Ok(ok) => ok,
@@ -426,7 +399,7 @@ fn recording_with_http_headers_and_trailer_line_parses_raw() {
     // artefact line "(hash . 210)" after [DONE]; fed raw, the SSE rules ignore both.
     let raw = std::fs::read(fixture_dir().join("thinking_stream_deepseek_01.txt")).unwrap();
     assert!(raw.starts_with(b"HTTP/2 200"));
-    assert_eq!(run(&raw), run(body(&raw)));
+    assert_eq!(run(&raw), run(recording::body(&raw)));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -30,17 +30,9 @@ pub fn openai_fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/llm-fixtures/openai")
 }
 
-/// A recording's response body: recordings that start with `HTTP/` carry a status line and
-/// headers, skipped up to the first blank line.
+/// A recording's response body (see [`super::recording::body`]).
 pub fn fixture_body(raw: &[u8]) -> Vec<u8> {
-    if raw.starts_with(b"HTTP/") {
-        for sep in [&b"\r\n\r\n"[..], &b"\n\n"[..]] {
-            if let Some(pos) = raw.windows(sep.len()).position(|w| w == sep) {
-                return raw[pos + sep.len()..].to_vec();
-            }
-        }
-    }
-    raw.to_vec()
+    super::recording::body(raw).to_vec()
 }
 
 /// The body of fixture `name` in [`openai_fixtures`].
@@ -597,16 +589,7 @@ fn pieces(body: &[u8], seed: Option<u64>) -> Vec<&[u8]> {
         // (An empty piece would be the terminating chunk.)
         return if body.is_empty() { vec![] } else { vec![body] };
     };
-    let mut rng = Rng(seed.max(1));
-    let mut out = Vec::new();
-    let mut rest = body;
-    while !rest.is_empty() {
-        let n = (1 + rng.next() % 64).min(rest.len() as u64) as usize;
-        let (piece, tail) = rest.split_at(n);
-        out.push(piece);
-        rest = tail;
-    }
-    out
+    Rng::new(seed).chunks(body, 64)
 }
 
 async fn write_reply(socket: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {

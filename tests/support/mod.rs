@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod llm_server;
+pub mod recording;
 
 mod rng;
 pub use rng::Rng;

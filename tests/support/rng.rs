@@ -19,4 +19,18 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+
+    /// `input` cut into pieces of 1..=`max` bytes (anywhere: inside lines, UTF-8
+    /// characters, CRLFs), as HTTP may deliver a body.
+    pub fn chunks<'a>(&mut self, input: &'a [u8], max: usize) -> Vec<&'a [u8]> {
+        let mut chunks = Vec::new();
+        let mut rest = input;
+        while !rest.is_empty() {
+            let n = (1 + self.below(max as u64) as usize).min(rest.len());
+            let (a, b) = rest.split_at(n);
+            chunks.push(a);
+            rest = b;
+        }
+        chunks
+    }
 }
