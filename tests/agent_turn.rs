@@ -38,6 +38,18 @@ fn equipment(server: &LlmServer) -> Equipment {
     )
 }
 
+/// One turn of `conv` for `text` under `cfg`, never cancelled: its result and every event.
+async fn turn(
+    eq: &Equipment,
+    conv: &mut Conversation,
+    text: &str,
+    cfg: &TurnConfig,
+) -> (Result<String, TurnError>, Vec<TurnEvent>) {
+    let mut events = Vec::new();
+    let result = run_turn(eq, conv, text, cfg, &CancelToken::new(), |e| events.push(e)).await;
+    (result, events)
+}
+
 /// A user who answers from a script and an Emacs that records the actions it is given
 /// and answers each with `(:status :ok :message "done")` or the scripted result.
 #[derive(Default)]
@@ -115,17 +127,8 @@ async fn tool_call_runs_and_its_result_reaches_the_llm() {
     server.push(sse("One thing waits: the domain name transfer.", &[]));
     let eq = equipment(&server);
     let mut conv = Conversation::default();
-    let mut events = Vec::new();
-    let answer = run_turn(
-        &eq,
-        &mut conv,
-        "What is waiting?",
-        &TurnConfig::default(),
-        &CancelToken::new(),
-        |e| events.push(e),
-    )
-    .await
-    .unwrap();
+    let (answer, events) = turn(&eq, &mut conv, "What is waiting?", &TurnConfig::default()).await;
+    let answer = answer.unwrap();
     assert_eq!(answer, "One thing waits: the domain name transfer.");
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -169,16 +172,10 @@ async fn refused_and_failing_calls_are_fed_back() {
     server.push(sse("I cannot do that.", &[]));
     let eq = equipment(&server);
     let mut conv = Conversation::default();
-    let answer = run_turn(
-        &eq,
-        &mut conv,
-        "Clean up.",
-        &TurnConfig::default(),
-        &CancelToken::new(),
-        |_| {},
-    )
-    .await
-    .unwrap();
+    let answer = turn(&eq, &mut conv, "Clean up.", &TurnConfig::default())
+        .await
+        .0
+        .unwrap();
     assert_eq!(answer, "I cannot do that.");
     let results = tool_messages(&server.requests()[1].json());
     assert!(
@@ -202,16 +199,10 @@ async fn the_depth_limit_ends_a_runaway_turn() {
         max_depth: 3,
         ..TurnConfig::default()
     };
-    let err = run_turn(
-        &eq,
-        &mut Conversation::default(),
-        "Loop.",
-        &cfg,
-        &CancelToken::new(),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = turn(&eq, &mut Conversation::default(), "Loop.", &cfg)
+        .await
+        .0
+        .unwrap_err();
     assert!(matches!(err, TurnError::DepthLimit(3)), "{err}");
     assert!(err.to_string().contains("depth limit"));
     assert_eq!(server.requests().len(), 3);
@@ -228,17 +219,14 @@ async fn llm_errors_are_fed_back_twice_then_reported() {
         ));
     }
     let eq = equipment(&server);
-    let mut events = Vec::new();
-    let err = run_turn(
+    let (err, events) = turn(
         &eq,
         &mut Conversation::default(),
         "Hi",
         &TurnConfig::default(),
-        &CancelToken::new(),
-        |e| events.push(e),
     )
-    .await
-    .unwrap_err();
+    .await;
+    let err = err.unwrap_err();
     assert!(
         err.to_string()
             .contains("does not match the expected format"),
@@ -321,16 +309,10 @@ async fn asking_the_user_and_approving_for_the_conversation() {
     let mut conv = Conversation::default();
     let operator = Scripted::answering(&[Approval::ForConversation]);
     eq.operator = operator.clone();
-    let answer = run_turn(
-        &eq,
-        &mut conv,
-        "Find things.",
-        &TurnConfig::default(),
-        &CancelToken::new(),
-        |_| {},
-    )
-    .await
-    .unwrap();
+    let answer = turn(&eq, &mut conv, "Find things.", &TurnConfig::default())
+        .await
+        .0
+        .unwrap();
     assert_eq!(answer, "Found both.");
     // Asked once; the second search ran on the approval for the conversation.
     assert_eq!(
@@ -358,17 +340,8 @@ async fn a_model_without_tool_calling_can_act_with_a_plist() {
     server.push(sse("The domain name transfer is waiting.", &[]));
     let eq = equipment(&server);
     let mut conv = Conversation::default();
-    let mut events = Vec::new();
-    let answer = run_turn(
-        &eq,
-        &mut conv,
-        "What is waiting?",
-        &TurnConfig::default(),
-        &CancelToken::new(),
-        |e| events.push(e),
-    )
-    .await
-    .unwrap();
+    let (answer, events) = turn(&eq, &mut conv, "What is waiting?", &TurnConfig::default()).await;
+    let answer = answer.unwrap();
     assert_eq!(answer, "The domain name transfer is waiting.");
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
@@ -424,15 +397,14 @@ async fn plist_edits_of_org_files_pass_the_gates_too() {
     server.push(sse("I may not change it without you.", &[]));
     let operator = Scripted::answering(&[Approval::Deny]);
     eq.operator = operator.clone();
-    let answer = run_turn(
+    let answer = turn(
         &eq,
         &mut Conversation::default(),
         "Mark x done.",
         &TurnConfig::default(),
-        &CancelToken::new(),
-        |_| {},
     )
     .await
+    .0
     .unwrap();
     assert_eq!(answer, "I may not change it without you.");
     assert_eq!(
@@ -500,17 +472,14 @@ async fn an_edit_tool_asks_runs_in_emacs_and_its_result_reaches_the_llm() {
     eq.audit = Some(org_agent::gates::audit::AuditLog::new(
         dir.path().join("audit.org"),
     ));
-    let mut events = Vec::new();
-    let answer = run_turn(
+    let (answer, events) = turn(
         &eq,
         &mut Conversation::default(),
         "The plumber came.",
         &TurnConfig::default(),
-        &CancelToken::new(),
-        |e| events.push(e),
     )
-    .await
-    .unwrap();
+    .await;
+    let answer = answer.unwrap();
     assert_eq!(answer, "Done.");
     let requests = server.requests();
     let tools = offered_tools(&requests[0].json());
@@ -564,15 +533,14 @@ async fn an_actuator_error_and_bad_edit_arguments_reach_the_llm() {
     ));
     eq.operator = operator.clone();
     eq.edit_tools = true;
-    let answer = run_turn(
+    let answer = turn(
         &eq,
         &mut Conversation::default(),
         "Mark it.",
         &TurnConfig::default(),
-        &CancelToken::new(),
-        |_| {},
     )
     .await
+    .0
     .unwrap();
     assert_eq!(answer, "It cannot be done.");
     let requests = server.requests();
@@ -630,15 +598,14 @@ async fn elisp_tools_run_in_emacs_and_confirm_when_they_say_so() {
         "(:status :ok :message \"weather done\" :result \"rain\")",
     ));
     eq.operator = operator.clone();
-    let answer = run_turn(
+    let answer = turn(
         &eq,
         &mut Conversation::default(),
         "Weather?",
         &TurnConfig::default(),
-        &CancelToken::new(),
-        |_| {},
     )
     .await
+    .0
     .unwrap();
     assert_eq!(answer, "Rainy; mail not sent.");
     let requests = server.requests();
@@ -733,16 +700,14 @@ async fn a_call_repeated_word_for_word_is_answered_without_running_again() {
     server.push(sse("", &[("query_notes", json!({"todo": "WAITING"}))]));
     server.push(sse("", &[("query_notes", json!({"todo": "TODO"}))]));
     server.push(sse("Done looking.", &[]));
-    let mut events = Vec::new();
-    let answer = run_turn(
+    let answer = turn(
         &eq,
         &mut Conversation::default(),
         "What waits?",
         &TurnConfig::default(),
-        &CancelToken::new(),
-        |e| events.push(e),
     )
     .await
+    .0
     .unwrap();
     assert_eq!(answer, "Done looking.");
     let results = tool_messages(&server.requests()[3].json());
@@ -918,17 +883,8 @@ async fn a_consensus_tie_is_the_users_to_break() {
         consensus: 2,
         ..TurnConfig::default()
     };
-    let mut events = Vec::new();
-    let answer = run_turn(
-        &eq,
-        &mut Conversation::default(),
-        "What is tagged?",
-        &cfg,
-        &CancelToken::new(),
-        |e| events.push(e),
-    )
-    .await
-    .unwrap();
+    let (answer, events) = turn(&eq, &mut Conversation::default(), "What is tagged?", &cfg).await;
+    let answer = answer.unwrap();
     assert_eq!(answer, "Fine.");
     // A read-only call the gates allow is asked about, because the backends disagreed.
     let asked = operator.asked.lock().unwrap().clone();
