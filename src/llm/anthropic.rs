@@ -46,7 +46,7 @@
 
 use crate::llm::collect::Prose;
 use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
-use crate::llm::error::{bounded, invalid_json, LlmError};
+use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
 use crate::llm::http::{ChatRequest, Message};
 use crate::llm::openai::StreamOptions;
 use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson};
@@ -812,7 +812,7 @@ pub struct AnthropicStream {
     acc: Accumulator,
     /// `message_stop` was received; later events are ignored.
     done: bool,
-    failed: Option<LlmError>,
+    failed: Failure,
 }
 
 impl Default for AnthropicStream {
@@ -834,7 +834,7 @@ impl AnthropicStream {
             body: SseOrJson::new(opts.max_line_len, opts.max_response_bytes),
             acc: Accumulator::new(opts),
             done: false,
-            failed: None,
+            failed: Failure::default(),
         }
     }
 
@@ -846,14 +846,9 @@ impl AnthropicStream {
     /// Takes the next chunk of the body and returns the deltas it completes. After an error
     /// the stream is over and returns the same error again.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
+        self.failed.check()?;
         let result = self.feed_inner(bytes);
-        if let Err(err) = &result {
-            self.failed = Some(err.clone());
-        }
-        result
+        self.failed.keep(result)
     }
 
     fn feed_inner(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {

@@ -163,6 +163,34 @@ impl LlmError {
     }
 }
 
+/// The first error of a stream decoder: once it failed the stream is over, and every later
+/// call returns the same error again.
+#[derive(Debug, Default)]
+pub(crate) struct Failure(Option<LlmError>);
+
+impl Failure {
+    /// `Err` with the error, once there is one.
+    pub(crate) fn check(&self) -> Result<(), LlmError> {
+        match &self.0 {
+            Some(err) => Err(err.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// `result`, whose error (if any) is kept.
+    pub(crate) fn keep<T>(&mut self, result: Result<T, LlmError>) -> Result<T, LlmError> {
+        if let Err(err) = &result {
+            self.0 = Some(err.clone());
+        }
+        result
+    }
+
+    /// The error, if there was one (for a decoder's last call).
+    pub(crate) fn take(&mut self) -> Option<LlmError> {
+        self.0.take()
+    }
+}
+
 /// `s` cut to at most [`MAX_ERROR_TEXT`] bytes on a character boundary.
 pub(crate) fn bounded(s: &str) -> String {
     if s.len() <= MAX_ERROR_TEXT {

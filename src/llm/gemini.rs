@@ -44,7 +44,7 @@
 
 use crate::llm::collect::{arguments_object, provider_error, tool_name_for, tool_parts, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
-use crate::llm::error::{bounded, invalid_json, LlmError};
+use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
 use crate::llm::http::{ChatRequest, Message};
 use crate::llm::openai::StreamOptions;
 use crate::llm::sse::SseDecoder;
@@ -543,7 +543,7 @@ pub struct GeminiStream {
     collector: Collector,
     /// A chunk carried a `finishReason`: the only sign that an SSE stream is complete.
     finished: bool,
-    failed: Option<LlmError>,
+    failed: Failure,
 }
 
 impl Default for GeminiStream {
@@ -560,24 +560,18 @@ impl GeminiStream {
             kind: BodyKind::Undecided,
             collector: Collector::new(opts),
             finished: false,
-            failed: None,
+            failed: Failure::default(),
         }
     }
 
     /// Takes the next chunk of the body and returns the deltas it completes. After an error
     /// the stream is over and returns the same error again.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
+        self.failed.check()?;
         let mut out = Vec::new();
-        match self.feed_inner(bytes, &mut out) {
-            Ok(()) => Ok(out),
-            Err(err) => {
-                self.failed = Some(err.clone());
-                Err(err)
-            }
-        }
+        let result = self.feed_inner(bytes, &mut out);
+        self.failed.keep(result)?;
+        Ok(out)
     }
 
     fn feed_inner(&mut self, mut bytes: &[u8], out: &mut Vec<Delta>) -> Result<(), LlmError> {

@@ -29,7 +29,7 @@
 
 use crate::llm::collect::{arguments_object, provider_error, tool_name_for, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
-use crate::llm::error::{invalid_json, LlmError};
+use crate::llm::error::{invalid_json, Failure, LlmError};
 use crate::llm::http::{ChatRequest, Message};
 use crate::llm::openai::StreamOptions;
 use crate::llm::wire::ResponseParser;
@@ -158,7 +158,7 @@ pub struct OllamaStream {
     collector: Collector,
     /// The `done: true` line arrived.
     done: bool,
-    failed: Option<LlmError>,
+    failed: Failure,
 }
 
 impl Default for OllamaStream {
@@ -175,24 +175,18 @@ impl OllamaStream {
             line: Vec::new(),
             collector: Collector::new(opts),
             done: false,
-            failed: None,
+            failed: Failure::default(),
         }
     }
 
     /// Takes the next chunk of the body and returns the deltas it completes. After an error
     /// the stream is over and returns the same error again.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
+        self.failed.check()?;
         let mut out = Vec::new();
-        match self.feed_inner(bytes, &mut out) {
-            Ok(()) => Ok(out),
-            Err(err) => {
-                self.failed = Some(err.clone());
-                Err(err)
-            }
-        }
+        let result = self.feed_inner(bytes, &mut out);
+        self.failed.keep(result)?;
+        Ok(out)
     }
 
     fn feed_inner(&mut self, bytes: &[u8], out: &mut Vec<Delta>) -> Result<(), LlmError> {

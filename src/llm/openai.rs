@@ -26,7 +26,7 @@
 
 use crate::llm::collect::Prose;
 use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
-use crate::llm::error::{bounded, invalid_json, LlmError};
+use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
 use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson, DEFAULT_MAX_LINE_LEN};
 use crate::llm::think::ThinkTags;
 use serde::Deserialize;
@@ -493,7 +493,7 @@ fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
 pub struct ChatStream {
     acc: Accumulator,
     done: bool,
-    failed: Option<LlmError>,
+    failed: Failure,
 }
 
 impl Default for ChatStream {
@@ -511,7 +511,7 @@ impl ChatStream {
         ChatStream {
             acc: Accumulator::new(opts),
             done: false,
-            failed: None,
+            failed: Failure::default(),
         }
     }
 
@@ -523,8 +523,7 @@ impl ChatStream {
                 Ok(value) => provider_error(&value).unwrap_or_else(|| error_from(&value)),
                 Err(_) => error_from(&Value::String(event.data.clone())),
             };
-            self.failed = Some(err.clone());
-            return Err(err);
+            return self.failed.keep(Err(err));
         }
         self.push_data(&event.data)
     }
@@ -533,17 +532,11 @@ impl ChatStream {
     /// produces. Empty payloads are ignored, and so is anything after `[DONE]`. After an
     /// error the stream is over: it returns the same error again.
     pub fn push_data(&mut self, data: &str) -> Result<Vec<Delta>, LlmError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
+        self.failed.check()?;
         let mut out = Vec::new();
-        match self.push_inner(data, &mut out) {
-            Ok(()) => Ok(out),
-            Err(err) => {
-                self.failed = Some(err.clone());
-                Err(err)
-            }
-        }
+        let result = self.push_inner(data, &mut out);
+        self.failed.keep(result)?;
+        Ok(out)
     }
 
     fn push_inner(&mut self, data: &str, out: &mut Vec<Delta>) -> Result<(), LlmError> {
@@ -585,7 +578,7 @@ impl ChatStream {
     /// Ends the stream: the completion, or [`LlmError::Truncated`] (with the partial
     /// completion) if `[DONE]` never came, or the error that stopped the stream.
     pub fn finish(mut self) -> Result<Completion, LlmError> {
-        if let Some(err) = self.failed {
+        if let Some(err) = self.failed.take() {
             return Err(err);
         }
         if !self.done {
@@ -608,7 +601,7 @@ pub struct OpenAiStream {
     opts: StreamOptions,
     body: SseOrJson,
     chat: ChatStream,
-    failed: Option<LlmError>,
+    failed: Failure,
 }
 
 impl Default for OpenAiStream {
@@ -627,21 +620,16 @@ impl OpenAiStream {
             opts,
             body: SseOrJson::new(opts.max_line_len, opts.max_response_bytes),
             chat: ChatStream::with_options(opts),
-            failed: None,
+            failed: Failure::default(),
         }
     }
 
     /// Takes the next chunk of the body and returns the deltas it completes. After an error
     /// the stream is over and returns the same error again.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
+        self.failed.check()?;
         let result = self.feed_inner(bytes);
-        if let Err(err) = &result {
-            self.failed = Some(err.clone());
-        }
-        result
+        self.failed.keep(result)
     }
 
     fn feed_inner(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
@@ -661,7 +649,7 @@ impl OpenAiStream {
     /// and a JSON body is parsed only now) and the completion. A stream without `[DONE]` (or
     /// an empty body) is [`LlmError::Truncated`].
     pub fn finish(mut self) -> Result<(Vec<Delta>, Completion), LlmError> {
-        if let Some(err) = self.failed {
+        if let Some(err) = self.failed.take() {
             return Err(err);
         }
         match self.body.finish()? {

@@ -11,7 +11,7 @@
 //! artefacts harmless). The line length and the data of one event are capped, so a server
 //! that never sends a newline gets a typed error instead of our memory.
 
-use crate::llm::error::LlmError;
+use crate::llm::error::{Failure, LlmError};
 
 /// Default cap on one line and on one event's data: 16 MiB.
 pub const DEFAULT_MAX_LINE_LEN: usize = 16 * 1024 * 1024;
@@ -43,7 +43,7 @@ pub struct SseDecoder {
     retry: Option<u64>,
     max_line_len: usize,
     /// Set after an error; the decoder then returns it again.
-    failed: Option<LlmError>,
+    failed: Failure,
 }
 
 impl Default for SseDecoder {
@@ -70,7 +70,7 @@ impl SseDecoder {
             last_id: None,
             retry: None,
             max_line_len,
-            failed: None,
+            failed: Failure::default(),
         }
     }
 
@@ -87,31 +87,21 @@ impl SseDecoder {
     /// Decodes the next chunk of the stream and returns the events it completes. After an
     /// error the decoder is unusable and returns the same error again.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, LlmError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
+        self.failed.check()?;
         let mut out = Vec::new();
-        match self.feed_inner(bytes, &mut out) {
-            Ok(()) => Ok(out),
-            Err(err) => {
-                self.failed = Some(err.clone());
-                Err(err)
-            }
-        }
+        let result = self.feed_inner(bytes, &mut out);
+        self.failed.keep(result)?;
+        Ok(out)
     }
 
     /// Ends the stream: a last line without a line ending is processed, and a last event
     /// without its closing blank line is dispatched (servers and recordings do end that way).
     pub fn finish(&mut self) -> Result<Option<SseEvent>, LlmError> {
-        if let Some(err) = &self.failed {
-            return Err(err.clone());
-        }
+        self.failed.check()?;
         let mut out = Vec::new();
         if !self.line.is_empty() {
-            if let Err(err) = self.end_line(&mut out) {
-                self.failed = Some(err.clone());
-                return Err(err);
-            }
+            let result = self.end_line(&mut out);
+            self.failed.keep(result)?;
         }
         self.dispatch(&mut out);
         self.after_cr = false;
