@@ -348,33 +348,3 @@ pub(crate) fn tool_parts(tool: &Value) -> Option<(&str, Option<&Value>, Option<&
         function.get("parameters"),
     ))
 }
-
-/// The provider error a payload carries, if it is one: `{"error": {"code", "message",
-/// "status"}}` (Gemini; `type` is accepted for `status`) or `{"error": "text"}` (Ollama).
-pub(crate) fn provider_error(value: &Value) -> Option<LlmError> {
-    let error = value.as_object()?.get("error").filter(|e| !e.is_null())?;
-    let scalar = |v: Option<&Value>| -> Option<String> {
-        match v? {
-            Value::String(s) => Some(bounded(s)),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        }
-    };
-    Some(match error {
-        Value::String(s) => LlmError::Provider {
-            message: bounded(s),
-            kind: None,
-            code: None,
-        },
-        Value::Object(fields) => LlmError::Provider {
-            message: scalar(fields.get("message")).unwrap_or_else(|| bounded(&error.to_string())),
-            kind: scalar(fields.get("status")).or_else(|| scalar(fields.get("type"))),
-            code: scalar(fields.get("code")),
-        },
-        other => LlmError::Provider {
-            message: bounded(&other.to_string()),
-            kind: None,
-            code: None,
-        },
-    })
-}

@@ -42,12 +42,13 @@
 //! that id; Gemini's schema dialect (an OpenAPI subset) rejects many JSON-Schema keys, so tool
 //! parameters are filtered to what it accepts.
 
-use crate::llm::collect::{arguments_object, provider_error, tool_name_for, tool_parts, Collector};
+use crate::llm::collect::{arguments_object, tool_name_for, tool_parts, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
 use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
 use crate::llm::http::{ChatRequest, Message};
 use crate::llm::openai::StreamOptions;
 use crate::llm::sse::SseDecoder;
+use crate::llm::wire::provider_error_in;
 use crate::llm::wire::ResponseParser;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -626,7 +627,7 @@ impl GeminiStream {
         }
         let json_error = |e: serde_json::Error| invalid_json(&e, &String::from_utf8_lossy(payload));
         let value: Value = serde_json::from_slice(payload).map_err(json_error)?;
-        if let Some(err) = provider_error(&value) {
+        if let Some(err) = provider_error_in(&value) {
             return Err(err);
         }
         let response: WireResponse = serde_json::from_value(value).map_err(json_error)?;

@@ -27,11 +27,12 @@
 //! result names its tool (`tool_name`, looked up from the call with that id) instead of
 //! carrying an id; sampling settings go under `options` (`num_predict` is the token limit).
 
-use crate::llm::collect::{arguments_object, provider_error, tool_name_for, Collector};
+use crate::llm::collect::{arguments_object, tool_name_for, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
 use crate::llm::error::{invalid_json, Failure, LlmError};
 use crate::llm::http::{ChatRequest, Message};
 use crate::llm::openai::StreamOptions;
+use crate::llm::wire::provider_error_in;
 use crate::llm::wire::ResponseParser;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -237,7 +238,7 @@ impl OllamaStream {
         if self.done {
             return Ok(());
         }
-        if let Some(err) = provider_error(&value) {
+        if let Some(err) = provider_error_in(&value) {
             return Err(err);
         }
         let chunk: WireChunk = serde_json::from_value(value)

@@ -26,9 +26,10 @@
 
 use crate::llm::collect::Prose;
 use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
-use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
+use crate::llm::error::{invalid_json, Failure, LlmError};
 use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson, DEFAULT_MAX_LINE_LEN};
 use crate::llm::think::ThinkTags;
+use crate::llm::wire::{error_from, provider_error_in};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -183,54 +184,10 @@ impl WireUsage {
     }
 }
 
-/// The provider error a payload carries, if it is one: `{"error": {"message", "type",
-/// "code"}}`, `{"error": "text"}`, or vLLM's `{"object": "error", "message", "type", "code"}`.
-fn provider_error(value: &Value) -> Option<LlmError> {
-    let obj = value.as_object()?;
-    if let Some(err) = obj.get("error").filter(|e| !e.is_null()) {
-        return Some(error_from(err));
-    }
-    if obj.get("object").and_then(Value::as_str) == Some("error") {
-        return Some(error_from(value));
-    }
-    None
-}
-
-fn error_from(err: &Value) -> LlmError {
-    let scalar = |v: Option<&Value>| -> Option<String> {
-        match v? {
-            Value::String(s) => Some(bounded(s)),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        }
-    };
-    match err {
-        Value::String(s) => LlmError::Provider {
-            message: bounded(s),
-            kind: None,
-            code: None,
-        },
-        Value::Object(obj) => LlmError::Provider {
-            message: match obj.get("message") {
-                Some(Value::String(s)) => bounded(s),
-                Some(other) if !other.is_null() => bounded(&other.to_string()),
-                _ => bounded(&err.to_string()),
-            },
-            kind: scalar(obj.get("type")),
-            code: scalar(obj.get("code")),
-        },
-        other => LlmError::Provider {
-            message: bounded(&other.to_string()),
-            kind: None,
-            code: None,
-        },
-    }
-}
-
 /// Parses `payload` as JSON, reporting a provider error payload as such.
 fn parse_payload<T: serde::de::DeserializeOwned>(payload: &str) -> Result<T, LlmError> {
     let value: Value = serde_json::from_str(payload).map_err(|e| invalid_json(&e, payload))?;
-    if let Some(err) = provider_error(&value) {
+    if let Some(err) = provider_error_in(&value) {
         return Err(err);
     }
     serde_json::from_value(value).map_err(|e| invalid_json(&e, payload))
@@ -520,7 +477,7 @@ impl ChatStream {
     pub fn push_event(&mut self, event: &SseEvent) -> Result<Vec<Delta>, LlmError> {
         if event.event == "error" && !self.done {
             let err = match serde_json::from_str::<Value>(&event.data) {
-                Ok(value) => provider_error(&value).unwrap_or_else(|| error_from(&value)),
+                Ok(value) => provider_error_in(&value).unwrap_or_else(|| error_from(&value)),
                 Err(_) => error_from(&Value::String(event.data.clone())),
             };
             return self.failed.keep(Err(err));

@@ -142,36 +142,62 @@ impl Wire {
     }
 }
 
-/// The provider's own error in an error response body, in any provider's shape:
-/// `{"error": {"message", "type", "code"}}` (OpenAI), `{"type": "error", "error": {"type",
-/// "message"}}` (Anthropic), `{"error": {"code", "message", "status"}}` (Gemini, also inside a
-/// one-element array), `{"error": "…"}` (Ollama). `None` when the body is none of these.
+/// The provider's own error in an error response body, in any provider's shape (see
+/// [`provider_error_in`]). `None` when the body is none of these.
 pub fn provider_error(body: &[u8]) -> Option<LlmError> {
-    let value: Value = serde_json::from_slice(body).ok()?;
+    provider_error_in(&serde_json::from_slice(body).ok()?)
+}
+
+/// The provider error a JSON payload (a body, or a chunk mid-stream) is, in any provider's
+/// shape: `{"error": {"message", "type", "code"}}` (OpenAI), `{"type": "error", "error":
+/// {"type", "message"}}` (Anthropic), `{"error": {"code", "message", "status"}}` (Gemini, also
+/// inside a one-element array), `{"error": "…"}` (Ollama), `{"object": "error", "message", …}`
+/// (vLLM). `None` when it is none of these.
+pub fn provider_error_in(value: &Value) -> Option<LlmError> {
     let value = match value {
-        Value::Array(mut items) if items.len() == 1 => items.pop()?,
+        Value::Array(items) if items.len() == 1 => &items[0],
         other => other,
     };
-    let error = value.get("error")?;
-    let text = |v: Option<&Value>| -> Option<String> {
+    let obj = value.as_object()?;
+    if let Some(err) = obj.get("error").filter(|e| !e.is_null()) {
+        return Some(error_from(err));
+    }
+    if obj.get("object").and_then(Value::as_str) == Some("error") {
+        return Some(error_from(value));
+    }
+    None
+}
+
+/// The [`LlmError::Provider`] for an error value: a string, or an object with `message`,
+/// `type` (else `status`) and `code`; anything else as its JSON text.
+pub(crate) fn error_from(err: &Value) -> LlmError {
+    let scalar = |v: Option<&Value>| -> Option<String> {
         match v? {
-            Value::String(s) => Some(s.clone()),
+            Value::String(s) => Some(bounded(s)),
             Value::Number(n) => Some(n.to_string()),
             _ => None,
         }
     };
-    match error {
-        Value::String(message) => Some(LlmError::Provider {
-            message: bounded(message),
+    match err {
+        Value::String(s) => LlmError::Provider {
+            message: bounded(s),
             kind: None,
             code: None,
-        }),
-        Value::Object(fields) => Some(LlmError::Provider {
-            message: bounded(&text(fields.get("message")).unwrap_or_else(|| error.to_string())),
-            kind: text(fields.get("type")).or_else(|| text(fields.get("status"))),
-            code: text(fields.get("code")),
-        }),
-        _ => None,
+        },
+        Value::Object(obj) => LlmError::Provider {
+            message: match obj.get("message") {
+                Some(Value::String(s)) => bounded(s),
+                Some(other) if !other.is_null() => bounded(&other.to_string()),
+                _ => bounded(&err.to_string()),
+            },
+            kind: scalar(obj.get("type")).or_else(|| scalar(obj.get("status"))),
+            code: scalar(obj.get("code")),
+        },
+        other => LlmError::Provider {
+            message: bounded(&other.to_string()),
+            kind: None,
+            code: None,
+        },
     }
 }
 
