@@ -271,17 +271,7 @@ impl ChatRequest {
             self.messages.iter().map(Message::to_json).collect(),
         );
         if !self.tools.is_empty() {
-            let tools = self
-                .tools
-                .iter()
-                .map(|tool| {
-                    if tool.get("type").is_some() {
-                        tool.clone()
-                    } else {
-                        json!({"type": "function", "function": tool})
-                    }
-                })
-                .collect();
+            let tools = self.tools.iter().map(function_tool).collect();
             body.insert("tools".into(), Value::Array(tools));
         }
         body.insert("stream".into(), self.stream.into());
@@ -295,6 +285,16 @@ impl ChatRequest {
             body.insert("max_tokens".into(), n.into());
         }
         Value::Object(body)
+    }
+}
+
+/// A tool declaration in the `{"type": "function", "function": …}` shape OpenAI and Ollama
+/// want; a declaration that already has a `type` is taken as it is.
+pub(crate) fn function_tool(tool: &Value) -> Value {
+    if tool.get("type").is_some() {
+        tool.clone()
+    } else {
+        json!({"type": "function", "function": tool})
     }
 }
 

@@ -30,7 +30,7 @@
 use crate::llm::collect::{arguments_object, tool_name_for, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
 use crate::llm::error::{invalid_json, Failure, LlmError};
-use crate::llm::http::{ChatRequest, Message};
+use crate::llm::http::{function_tool, ChatRequest, Message};
 use crate::llm::openai::StreamOptions;
 use crate::llm::wire::provider_error_in;
 use crate::llm::wire::ResponseParser;
@@ -88,17 +88,7 @@ pub fn request_body(request: &ChatRequest, model: &str) -> Value {
     body.insert("messages".into(), Value::Array(messages));
     body.insert("stream".into(), request.stream.into());
     if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                if tool.get("type").is_some() {
-                    tool.clone()
-                } else {
-                    json!({"type": "function", "function": tool})
-                }
-            })
-            .collect();
+        let tools = request.tools.iter().map(function_tool).collect();
         body.insert("tools".into(), Value::Array(tools));
     }
     let mut options = Map::new();
