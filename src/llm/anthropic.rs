@@ -44,7 +44,7 @@
 //! answer. Nothing here panics or recurses on network input beyond serde_json's own nesting
 //! limit, and sizes are capped ([`StreamOptions`]).
 
-use crate::llm::collect::Prose;
+use crate::llm::collect::{call_id, finished_call, partial_call, Prose};
 use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
 use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
 use crate::llm::http::{ChatRequest, Message};
@@ -566,7 +566,7 @@ impl Accumulator {
                 let position = self.calls.len();
                 out.push(Delta::ToolCallStart {
                     index: position,
-                    id: call_id(&call, position),
+                    id: call_id(&call.id, position),
                     name: call.name.clone(),
                 });
                 self.calls.push(call);
@@ -742,14 +742,13 @@ impl Accumulator {
             .iter()
             .enumerate()
             .map(|(i, call)| {
-                let text = call.argument_text();
-                ToolCall {
-                    id: call_id(call, i),
-                    name: call.name.clone(),
-                    arguments: parse_arguments(text)
-                        .unwrap_or_else(|_| Value::String(text.to_owned())),
-                    signature: self.signature(i),
-                }
+                partial_call(
+                    i,
+                    &call.id,
+                    &call.name,
+                    call.argument_text(),
+                    self.signature(i),
+                )
             })
             .collect();
         c
@@ -758,45 +757,23 @@ impl Accumulator {
     /// The finished completion; arguments that do not parse are an error.
     fn complete(&self) -> Result<Completion, LlmError> {
         let mut c = self.base();
+        let cut = if self.finish_reason == Some(FinishReason::Length) {
+            "the response hit max_tokens inside the arguments: "
+        } else {
+            ""
+        };
         for (i, call) in self.calls.iter().enumerate() {
-            let arguments = parse_arguments(call.argument_text()).map_err(|e| {
-                let cut = if self.finish_reason == Some(FinishReason::Length) {
-                    "the response hit max_tokens inside the arguments: "
-                } else {
-                    ""
-                };
-                LlmError::InvalidToolArguments {
-                    index: i,
-                    id: call_id(call, i),
-                    name: call.name.clone(),
-                    message: format!("{cut}{e}"),
-                }
-            })?;
-            c.tool_calls.push(ToolCall {
-                id: call_id(call, i),
-                name: call.name.clone(),
-                arguments,
-                signature: self.signature(i),
-            });
+            c.tool_calls.push(finished_call(
+                i,
+                &call.id,
+                &call.name,
+                call.argument_text(),
+                self.signature(i),
+                cut,
+            )?);
         }
         Ok(c)
     }
-}
-
-fn call_id(call: &PartialCall, index: usize) -> String {
-    if call.id.is_empty() {
-        format!("call_{index}")
-    } else {
-        call.id.clone()
-    }
-}
-
-/// Tool arguments text → JSON; empty (a tool without parameters) → `{}`.
-fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
-    if text.trim().is_empty() {
-        return Ok(Value::Object(Map::new()));
-    }
-    serde_json::from_str(text)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,6 +25,12 @@ struct Call {
     signature: Option<String>,
 }
 
+impl Call {
+    fn id(&self) -> &str {
+        self.id.as_deref().unwrap_or_default()
+    }
+}
+
 /// What every format's accumulator keeps the same way: the response's id and model, its
 /// answer and reasoning text (answer text routed through `<think>` detection), and the one
 /// byte budget every part of the response (text, reasoning, tool calls, signatures) counts
@@ -185,7 +191,7 @@ impl Collector {
         };
         out.push(Delta::ToolCallStart {
             index,
-            id: call_id(&call, index),
+            id: call_id(call.id(), index),
             name: call.name.clone(),
         });
         if !call.arguments.is_empty() {
@@ -256,12 +262,14 @@ impl Collector {
             .calls
             .iter()
             .enumerate()
-            .map(|(i, call)| ToolCall {
-                id: call_id(call, i),
-                name: call.name.clone(),
-                arguments: parse_arguments(&call.arguments)
-                    .unwrap_or_else(|_| Value::String(call.arguments.clone())),
-                signature: call.signature.clone(),
+            .map(|(i, call)| {
+                partial_call(
+                    i,
+                    call.id(),
+                    &call.name,
+                    &call.arguments,
+                    call.signature.clone(),
+                )
             })
             .collect();
         c
@@ -271,26 +279,26 @@ impl Collector {
     pub(crate) fn complete(&self) -> Result<Completion, LlmError> {
         let mut c = self.base();
         for (i, call) in self.calls.iter().enumerate() {
-            let arguments =
-                parse_arguments(&call.arguments).map_err(|e| LlmError::InvalidToolArguments {
-                    index: i,
-                    id: call_id(call, i),
-                    name: call.name.clone(),
-                    message: e.to_string(),
-                })?;
-            c.tool_calls.push(ToolCall {
-                id: call_id(call, i),
-                name: call.name.clone(),
-                arguments,
-                signature: call.signature.clone(),
-            });
+            c.tool_calls.push(finished_call(
+                i,
+                call.id(),
+                &call.name,
+                &call.arguments,
+                call.signature.clone(),
+                "",
+            )?);
         }
         Ok(c)
     }
 }
 
-fn call_id(call: &Call, index: usize) -> String {
-    call.id.clone().unwrap_or_else(|| format!("call_{index}"))
+/// The id a tool call is echoed back with: the server's, else `call_<index>`.
+pub(crate) fn call_id(id: &str, index: usize) -> String {
+    if id.is_empty() {
+        format!("call_{index}")
+    } else {
+        id.to_owned()
+    }
 }
 
 /// Tool arguments text → JSON; empty (a tool without parameters) → `{}`.
@@ -299,6 +307,49 @@ fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
         return Ok(Value::Object(serde_json::Map::new()));
     }
     serde_json::from_str(text)
+}
+
+/// Tool call `index` as received so far: arguments that do not parse (yet) are kept as a
+/// JSON string, for [`LlmError::Truncated`].
+pub(crate) fn partial_call(
+    index: usize,
+    id: &str,
+    name: &str,
+    arguments: &str,
+    signature: Option<String>,
+) -> ToolCall {
+    ToolCall {
+        id: call_id(id, index),
+        name: name.to_owned(),
+        arguments: parse_arguments(arguments)
+            .unwrap_or_else(|_| Value::String(arguments.to_owned())),
+        signature,
+    }
+}
+
+/// Tool call `index` of a finished response: arguments that do not parse are
+/// [`LlmError::InvalidToolArguments`], its message after `why` (what the format knows of the
+/// cause).
+pub(crate) fn finished_call(
+    index: usize,
+    id: &str,
+    name: &str,
+    arguments: &str,
+    signature: Option<String>,
+    why: &str,
+) -> Result<ToolCall, LlmError> {
+    let parsed = parse_arguments(arguments).map_err(|e| LlmError::InvalidToolArguments {
+        index,
+        id: call_id(id, index),
+        name: name.to_owned(),
+        message: format!("{why}{e}"),
+    })?;
+    Ok(ToolCall {
+        id: call_id(id, index),
+        name: name.to_owned(),
+        arguments: parsed,
+        signature,
+    })
 }
 
 /// Tool arguments as an object for a request: both Gemini (`args`, a `Struct`) and Ollama

@@ -24,8 +24,8 @@
 //! here panics or recurses on network input beyond serde_json's own nesting limit (128), and
 //! sizes are capped ([`StreamOptions`]).
 
-use crate::llm::collect::Prose;
-use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
+use crate::llm::collect::{call_id, finished_call, partial_call, Prose};
+use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
 use crate::llm::error::{invalid_json, Failure, LlmError};
 use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson, DEFAULT_MAX_LINE_LEN};
 use crate::llm::think::ThinkTags;
@@ -327,7 +327,7 @@ impl Accumulator {
                 let p = self.calls.len();
                 out.push(Delta::ToolCallStart {
                     index: p,
-                    id: call_id(&call, p),
+                    id: call_id(&call.id, p),
                     name: call.name.clone(),
                 });
                 self.calls.push(call);
@@ -393,13 +393,7 @@ impl Accumulator {
             .calls
             .iter()
             .enumerate()
-            .map(|(i, call)| ToolCall {
-                id: call_id(call, i),
-                name: call.name.clone(),
-                arguments: parse_arguments(&call.arguments)
-                    .unwrap_or_else(|_| Value::String(call.arguments.clone())),
-                signature: None,
-            })
+            .map(|(i, call)| partial_call(i, &call.id, &call.name, &call.arguments, None))
             .collect();
         c
     }
@@ -408,38 +402,17 @@ impl Accumulator {
     fn complete(&self) -> Result<Completion, LlmError> {
         let mut c = self.base();
         for (i, call) in self.calls.iter().enumerate() {
-            let arguments =
-                parse_arguments(&call.arguments).map_err(|e| LlmError::InvalidToolArguments {
-                    index: i,
-                    id: call_id(call, i),
-                    name: call.name.clone(),
-                    message: e.to_string(),
-                })?;
-            c.tool_calls.push(ToolCall {
-                id: call_id(call, i),
-                name: call.name.clone(),
-                arguments,
-                signature: None,
-            });
+            c.tool_calls.push(finished_call(
+                i,
+                &call.id,
+                &call.name,
+                &call.arguments,
+                None,
+                "",
+            )?);
         }
         Ok(c)
     }
-}
-
-fn call_id(call: &PartialCall, index: usize) -> String {
-    if call.id.is_empty() {
-        format!("call_{index}")
-    } else {
-        call.id.clone()
-    }
-}
-
-/// Tool arguments text → JSON; empty (a tool without parameters) → `{}`.
-fn parse_arguments(text: &str) -> Result<Value, serde_json::Error> {
-    if text.trim().is_empty() {
-        return Ok(Value::Object(serde_json::Map::new()));
-    }
-    serde_json::from_str(text)
 }
 
 // ---------------------------------------------------------------------------------------------
