@@ -10,100 +10,20 @@ use org_agent::llm::completion::Delta;
 use org_agent::llm::error::LlmError;
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
 use org_agent::store::{Config, Store};
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+#[path = "support/local_llm.rs"]
+mod local_llm;
+use local_llm::start;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A model server that is killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-fn healthy(port: u16) -> bool {
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if s.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut buf = String::new();
-    let _ = s.read_to_string(&mut buf);
-    buf.starts_with("HTTP/1.1 200")
-}
-
-fn start(model: &str) -> Server {
-    let script = root().join("scripts/local-llm");
-    let status = Command::new(&script)
-        .args(["install", model])
-        .status()
-        .expect("scripts/local-llm runs");
-    assert!(status.success(), "installing the {model} model failed");
-    let path = Command::new(&script)
-        .args(["model", model])
-        .output()
-        .unwrap();
-    let model_path = String::from_utf8(path.stdout).unwrap().trim().to_string();
-    let dir = std::env::var("ORG_AGENT_LOCAL_LLM").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/org-agent/local-llm",
-            std::env::var("HOME").unwrap()
-        )
-    });
-    let python = Path::new(&dir).join("venv/bin/python");
-    let port = free_port();
-    let mut cmd = Command::new(python);
-    cmd.arg(root().join("scripts/local_llm_server.py"))
-        .args(["--model", &model_path, "--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if model == "qwen" {
-        cmd.args([
-            "--template",
-            root()
-                .join("../shared/local-llm/qwen2.5-bare-json-tools.jinja")
-                .to_str()
-                .unwrap(),
-        ]);
-    }
-    let child = cmd.spawn().expect("the model server starts");
-    let server = Server { child, port };
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while !healthy(port) {
-        assert!(
-            Instant::now() < deadline,
-            "the model server did not become healthy"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    server
-}
-
-fn equipment(port: u16) -> Equipment {
-    let mut backend = Backend::new(format!("http://127.0.0.1:{port}/v1"), "local");
+fn equipment(base_url: String) -> Equipment {
+    let mut backend = Backend::new(base_url, "local");
     // Shared 2-core machines: a request that takes 2 s idle can take 100 s under load.
     backend.first_byte_timeout = Duration::from_secs(240);
     backend.idle_timeout = Duration::from_secs(120);
@@ -127,7 +47,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn real_model_streams_an_answer() {
     let server = start("smollm2");
-    let eq = equipment(server.port);
+    let eq = equipment(server.base_url());
     let cfg = TurnConfig {
         temperature: Some(0.0),
         ..TurnConfig::default()
@@ -158,7 +78,7 @@ fn real_model_streams_an_answer() {
 #[test]
 fn real_model_tool_call_is_gated_run_and_sent_back() {
     let server = start("qwen");
-    let eq = equipment(server.port);
+    let eq = equipment(server.base_url());
     let cfg = TurnConfig {
         temperature: Some(0.0),
         max_depth: 3,
@@ -217,7 +137,7 @@ fn real_server_speaks_anthropic_messages_and_serves_a_cascade() {
     use org_agent::llm::cascade::{Cascade, CascadeEvent, Health, Policy};
     use org_agent::llm::{ChatRequest, Message, Wire};
     let server = start("qwen");
-    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let base = server.base_url();
     let slow = |mut b: Backend| {
         b.first_byte_timeout = Duration::from_secs(240);
         b.idle_timeout = Duration::from_secs(120);

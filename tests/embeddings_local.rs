@@ -14,11 +14,11 @@ use org_agent::llm::CancelToken;
 use org_agent::store::vectors::{candidates, VectorIndex};
 use org_agent::store::{Config, NodeRef, Store};
 use parking_lot::Mutex;
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+#[path = "support/local_llm.rs"]
+mod local_llm;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -32,84 +32,8 @@ fn corpus(path: &str) -> String {
         .into_owned()
 }
 
-/// `scripts/local-llm serve embed PORT` in a process group of its own, so that stopping it
-/// stops the Python server it starts too.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let group = -(self.child.id() as i32);
-        // SAFETY: signals only the process group this test created (its leader is our child).
-        unsafe { libc::kill(group, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        // SAFETY: as above.
-        unsafe { libc::kill(group, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-fn healthy(port: u16) -> bool {
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if s.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut buf = String::new();
-    let _ = s.read_to_string(&mut buf);
-    buf.starts_with("HTTP/1.1 200")
-}
-
-fn start() -> Server {
-    let port = free_port();
-    let child = Command::new(root().join("scripts/local-llm"))
-        .args(["serve", "embed", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("scripts/local-llm runs");
-    let mut server = Server { child, port };
-    // The first run installs llama.cpp's server from PyPI: allow several minutes.
-    let deadline = Instant::now() + Duration::from_secs(900);
-    while !healthy(port) {
-        if let Ok(Some(status)) = server.child.try_wait() {
-            panic!("scripts/local-llm serve embed exited: {status}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the embedding server did not become healthy"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    server
-}
-
-fn client(port: u16, encoding: EncodingFormat) -> EmbeddingClient {
-    let mut backend = EmbeddingBackend::new(
-        EmbeddingWire::OpenAi,
-        format!("http://127.0.0.1:{port}/v1"),
-        "local",
-    );
+fn client(base_url: String, encoding: EncodingFormat) -> EmbeddingClient {
+    let mut backend = EmbeddingBackend::new(EmbeddingWire::OpenAi, base_url, "local");
     backend.encoding = encoding;
     // Shared 2-core machines: a request that takes a second idle can take a hundred.
     backend.timeouts.first_byte = Duration::from_secs(240);
@@ -144,7 +68,7 @@ const UNRELATED: &[&str] = &[
 
 #[test]
 fn real_embeddings_rank_related_notes_first() {
-    let server = start();
+    let server = local_llm::start("embed");
     let store = Store::in_memory(Config::default());
     for file in [
         "jkitchin+dft-book/chapters/02-introduction-to-dft.org",
@@ -176,7 +100,7 @@ fn real_embeddings_rank_related_notes_first() {
 
     let rt = runtime();
     let cancel = CancelToken::new();
-    let floats = client(server.port, EncodingFormat::Float);
+    let floats = client(server.base_url(), EncodingFormat::Float);
     let index = Mutex::new(VectorIndex::new("local"));
     let pending = index.lock().pending(&wanted);
     assert_eq!(pending.len(), wanted.len());
@@ -231,7 +155,7 @@ fn real_embeddings_rank_related_notes_first() {
     );
 
     // The server's base64 encoding gives the same vectors (as stored: unit length).
-    let base64 = client(server.port, EncodingFormat::Base64);
+    let base64 = client(server.base_url(), EncodingFormat::Base64);
     let some = &wanted[0];
     let v = rt
         .block_on(base64.embed(std::slice::from_ref(&some.text), &cancel))
