@@ -255,6 +255,16 @@ impl Collector {
         }
     }
 
+    /// The response ended before the format's end: what arrived, held-back text included, as
+    /// [`LlmError::Truncated`].
+    pub(crate) fn truncated(&mut self) -> LlmError {
+        let mut ignored = Vec::new();
+        self.settle(&mut ignored);
+        LlmError::Truncated {
+            partial: Box::new(self.partial()),
+        }
+    }
+
     /// The completion so far; arguments that do not parse are kept as a JSON string.
     pub(crate) fn partial(&self) -> Completion {
         let mut c = self.base();
@@ -290,6 +300,13 @@ impl Collector {
         }
         Ok(c)
     }
+}
+
+/// Whether the last payload of a body, `data`, is JSON the connection cut off (it ends early):
+/// truncation, not garbage. Blank data is not.
+pub(crate) fn cut_short(data: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(data).is_err_and(|e| e.is_eof())
+        && !data.iter().all(u8::is_ascii_whitespace)
 }
 
 /// The id a tool call is echoed back with: the server's, else `call_<index>`.

@@ -42,7 +42,7 @@
 //! that id; Gemini's schema dialect (an OpenAPI subset) rejects many JSON-Schema keys, so tool
 //! parameters are filtered to what it accepts.
 
-use crate::llm::collect::{arguments_object, tool_name_for, tool_parts, Collector};
+use crate::llm::collect::{arguments_object, cut_short, tool_name_for, tool_parts, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
 use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
 use crate::llm::http::{ChatRequest, Message};
@@ -717,13 +717,8 @@ impl GeminiStream {
             BodyKind::Array(splitter) => splitter.closed(),
             BodyKind::Sse(mut decoder) => {
                 if let Some(event) = decoder.finish()? {
-                    // A last event whose JSON ends early was cut off with the connection:
-                    // truncation, not garbage.
                     let data = event.data.as_bytes();
-                    let cut_short = serde_json::from_slice::<Value>(data)
-                        .is_err_and(|e| e.is_eof())
-                        && !data.iter().all(u8::is_ascii_whitespace);
-                    if !cut_short {
+                    if !cut_short(data) {
                         self.chunk(data, &mut out)?;
                     }
                 }
@@ -731,11 +726,7 @@ impl GeminiStream {
             }
         };
         if !complete {
-            let mut ignored = Vec::new();
-            self.collector.settle(&mut ignored);
-            return Err(LlmError::Truncated {
-                partial: Box::new(self.collector.partial()),
-            });
+            return Err(self.collector.truncated());
         }
         self.collector.settle(&mut out);
         let completion = self.collector.complete()?;

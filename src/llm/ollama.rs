@@ -27,7 +27,7 @@
 //! result names its tool (`tool_name`, looked up from the call with that id) instead of
 //! carrying an id; sampling settings go under `options` (`num_predict` is the token limit).
 
-use crate::llm::collect::{arguments_object, tool_name_for, Collector};
+use crate::llm::collect::{arguments_object, cut_short, tool_name_for, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
 use crate::llm::error::{invalid_json, Failure, LlmError};
 use crate::llm::http::{function_tool, ChatRequest, Message};
@@ -294,19 +294,11 @@ impl OllamaStream {
         }
         let mut out = Vec::new();
         let line = std::mem::take(&mut self.line);
-        // A last line whose JSON ends early was cut off with the connection: truncation,
-        // not garbage.
-        let cut_short = serde_json::from_slice::<Value>(&line).is_err_and(|e| e.is_eof())
-            && !line.iter().all(u8::is_ascii_whitespace);
-        if !cut_short {
+        if !cut_short(&line) {
             self.line_done(&line, &mut out)?;
         }
         if !self.done {
-            let mut ignored = Vec::new();
-            self.collector.settle(&mut ignored);
-            return Err(LlmError::Truncated {
-                partial: Box::new(self.collector.partial()),
-            });
+            return Err(self.collector.truncated());
         }
         let completion = self.collector.complete()?;
         Ok((out, completion))
