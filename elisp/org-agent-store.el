@@ -113,6 +113,21 @@ with `org-agent--actuated'.")
 (defvar org-agent--progress-reporters (make-hash-table)
   "Request id → progress reporter of a directory ingest.")
 
+(defvar org-agent--directory-ingest nil
+  "The directory ingest in flight, as (REQUEST . DIRECTORIES), or nil.
+A second request for the same directories joins it rather than
+running beside it: two ingests of one file race, and the loser
+reported the file done before the winner had stored it.")
+
+(defun org-agent--add-callback (request callback)
+  "Call CALLBACK with the final event of REQUEST, after any callback already set."
+  (let ((before (gethash request org-agent--callbacks)))
+    (puthash request
+             (if before
+                 (lambda (event) (funcall before event) (funcall callback event))
+               callback)
+             org-agent--callbacks)))
+
 (defun org-agent--todo-lists ()
   "Return (TODO DONE): the default keywords from `org-todo-keywords'."
   (let (todo done)
@@ -161,12 +176,28 @@ Return non-nil when org-agent is running."
                (report (org-agent--store-open dir)))
           (add-hook 'kill-emacs-hook #'org-agent--shutdown)
           (setq org-agent--started t)
-          (when-let ((reason (plist-get report :rebuilt)))
-            (display-warning 'org-agent
-                             (format "%s\nThe old store was set aside; rebuilding it from your Org files." reason))
+          (when (plist-get report :rebuilt)
+            (org-agent--warn-rebuilt report)
             (when (org-agent--directories)
               (org-agent-ingest-directory)))
           t))))
+
+(defun org-agent--warn-rebuilt (report)
+  "Tell the user, once, that the store in REPORT could not be used.
+REPORT is the plist of `org-agent--store-open'."
+  (let ((aside (plist-get report :set-aside))
+        (log (plist-get report :log)))
+    (display-warning
+     'org-agent
+     (concat (format "org-agent could not use its store: %s\n"
+                     (plist-get report :rebuilt))
+             (if aside
+                 (format "It was set aside as %s.\n" aside)
+               "")
+             (if log
+                 (format "The store is being rebuilt from your Org files in %s." log)
+               "The store is being rebuilt from your Org files, in memory only: \
+no store file could be written, so it will be rebuilt again at the next start.")))))
 
 (defun org-agent--shutdown ()
   "Write every pending change to disk before Emacs exits."
@@ -202,6 +233,9 @@ Return non-nil when org-agent is running."
 (defun org-agent--dispatch (event)
   "Act on one EVENT plist from the module."
   (let ((request (plist-get event :request)))
+    (when (and (memq (plist-get event :type) '(directory-done failed))
+               (eql request (car org-agent--directory-ingest)))
+      (setq org-agent--directory-ingest nil))
     (pcase (plist-get event :type)
       ('progress
        (let ((reporter (or (gethash request org-agent--progress-reporters)
@@ -274,25 +308,13 @@ A buffer without a file is stored under its name."
     (let ((file (if buffer-file-name (expand-file-name buffer-file-name) (buffer-name)))
           (text (org-agent--buffer-text)))
       (pcase-let ((`(,todo ,done) (org-agent--buffer-keywords)))
+        ;; The module takes any text, raw bytes (undecodable input) included: each
+        ;; becomes U+FFFD, one character as in the buffer, so positions agree.
         (if async
-            (let ((request (org-agent--with-unicode-text
-                            (lambda (text) (org-agent--ingest-text-async file text todo done))
-                            text)))
+            (let ((request (org-agent--ingest-text-async file text todo done)))
               (when callback (puthash request callback org-agent--callbacks))
               request)
-          (org-agent--with-unicode-text
-           (lambda (text) (org-agent--ingest-text file text todo done))
-           text))))))
-
-(defun org-agent--with-unicode-text (fn text)
-  "Call FN with TEXT, or with TEXT's raw bytes replaced if the module refuses them.
-A raw byte (undecodable input) is one character in the buffer, and so
-is its replacement, U+FFFD: buffer positions still agree."
-  (condition-case err
-      (funcall fn text)
-    (rust-module-non-unicode-string
-     (ignore err)
-     (funcall fn (replace-regexp-in-string "[\x3fff80-\x3fffff]" "\ufffd" text t t)))))
+          (org-agent--ingest-text file text todo done))))))
 
 (defun org-agent--after-save ()
   "Re-ingest the current Org buffer after it was saved, off the main thread."
@@ -307,14 +329,20 @@ is its replacement, U+FFFD: buffer positions still agree."
   "Ingest every Org file under `org-agent-directories' off the main thread.
 Unchanged files are skipped; files that are gone leave the store.
 Progress shows in the echo area.  CALLBACK, if given, is called with
-the final event plist.  Return the request id."
+the final event plist.  While an ingest of the same directories
+runs, join it instead of starting another.  Return the request id."
   (interactive)
   (org-agent--require-started)
   (let ((dirs (org-agent--directories)))
     (unless dirs
       (user-error "Set `org-agent-directories' or `org-directory' first"))
-    (let ((request (org-agent--ingest-directories-async dirs)))
-      (when callback (puthash request callback org-agent--callbacks))
+    (let ((request
+           (if (equal (cdr org-agent--directory-ingest) dirs)
+               (car org-agent--directory-ingest)
+             (let ((request (org-agent--ingest-directories-async dirs)))
+               (setq org-agent--directory-ingest (cons request dirs))
+               request))))
+      (when callback (org-agent--add-callback request callback))
       request)))
 
 ;;;; Queries

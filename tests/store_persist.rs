@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use org_agent::store::{Config, OpenReport, Store, LOG_NAME};
+use org_agent::store::{persist, Config, OpenReport, Store, LOG_NAME};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -762,4 +762,252 @@ fn concurrent_commits_sharing_versions_replay_in_order() {
     assert!(!report.torn_tail);
     assert_eq!(store_fp(&store), fp);
     assert_eq!(store.stats().files, 160);
+}
+
+/// The records of a log, batch by batch, read with decode groups of about `group` bytes.
+fn load_batches(path: &Path, group: usize) -> (Vec<usize>, persist::Loaded) {
+    let mut sizes = Vec::new();
+    let loaded = persist::load_in_groups(path, group, |batch| {
+        sizes.push(batch.len());
+        Ok(())
+    })
+    .unwrap_or_else(|e| panic!("load {}: {e}", path.display()));
+    (sizes, loaded)
+}
+
+/// A gigabyte of zeros after the last batch (a file system's leftovers after a crash) is a
+/// torn tail, read in bounded memory: opening once took 1.1 GB for it.
+#[test]
+fn gigabyte_zero_tail_is_read_in_bounded_memory() {
+    let rec = record_commits();
+    let dir = tempfile::tempdir().unwrap();
+    let path = log_path(dir.path());
+    std::fs::write(&path, &rec.log).unwrap();
+    let good = rec.log.len() as u64;
+    // Sparse: the test costs no disk space.
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(good + (1 << 30)).unwrap();
+    drop(file);
+
+    let (sizes, loaded) = load_batches(&path, persist::DECODE_GROUP);
+    assert_eq!(sizes.len(), rec.prefixes.len() - 1, "one batch per commit");
+    assert!(loaded.torn_tail);
+    assert_eq!(loaded.valid_len, good);
+    // Only the real batches were ever held, never the zeros.
+    assert!(
+        loaded.peak_buffered < rec.log.len(),
+        "held {} bytes",
+        loaded.peak_buffered
+    );
+
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none());
+    assert!(report.torn_tail);
+    assert_eq!(&store_fp(&store), &rec.prefixes.last().unwrap().1);
+    assert_eq!(log_len(dir.path()), good, "the zeros are cut off");
+}
+
+/// Zeros followed by anything else are not a torn write but damage: set aside.
+#[test]
+fn zeros_then_garbage_is_corruption() {
+    let rec = record_commits();
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = rec.log.clone();
+    bytes.extend_from_slice(&vec![0; 3 * persist::READ_BUFFER + 5]);
+    bytes.push(1);
+    bytes.extend_from_slice(&[0; 100]);
+    std::fs::write(log_path(dir.path()), &bytes).unwrap();
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_some());
+    assert_eq!(corrupt_files(dir.path()).len(), 1);
+    assert_eq!(store.stats().files, 0);
+    drop(store);
+
+    // The same with the zeros a hole of a sparse file, which is skipped, not read.
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(log_path(dir.path()), &rec.log).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(log_path(dir.path()))
+        .unwrap();
+    file.seek(SeekFrom::Start(rec.log.len() as u64 + (256 << 20)))
+        .unwrap();
+    file.write_all(b"\x01").unwrap();
+    drop(file);
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_some());
+    assert_eq!(store.stats().files, 0);
+}
+
+/// Batches are decoded and applied group by group: the loader never holds much more than
+/// one group, and the state is the same whatever the group size.
+#[test]
+fn loading_holds_one_group_of_batches_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (store, _) = open(dir.path());
+        for i in 0..300 {
+            let text: String = (0..20).map(|j| format!("* H{i} {j}\nbody {i}\n")).collect();
+            ingest(&store, &format!("/org/f{}.org", i % 50), &text);
+        }
+        store.flush().unwrap();
+    }
+    let path = log_path(dir.path());
+    let total = std::fs::metadata(&path).unwrap().len() as usize;
+    let (whole, loaded_whole) = load_batches(&path, usize::MAX);
+    assert_eq!(whole.len(), 300);
+    assert!(loaded_whole.peak_buffered > total / 2);
+    let group = 16 << 10;
+    let (grouped, loaded) = load_batches(&path, group);
+    assert_eq!(grouped, whole);
+    assert_eq!(loaded.valid_len, loaded_whole.valid_len);
+    assert!(
+        loaded.peak_buffered < group + (8 << 10),
+        "held {} bytes for groups of {group} in a log of {total}",
+        loaded.peak_buffered
+    );
+}
+
+/// `store.log` that is a directory could not be read and stopped org-agent. It is set aside
+/// (never deleted), a fresh log takes its place, and that one persists.
+#[test]
+fn log_that_is_a_directory_is_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = log_path(dir.path());
+    std::fs::create_dir(&path).unwrap();
+    std::fs::write(path.join("keep.txt"), "mine").unwrap();
+    let (store, report) = open(dir.path());
+    let reason = report.rebuilt.clone().expect("a reason");
+    assert!(reason.contains("store.log"), "{reason}");
+    let aside = report.set_aside.clone().expect("set aside");
+    assert_eq!(aside.parent(), Some(dir.path()));
+    assert!(aside
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("store.unusable-")));
+    assert_eq!(
+        std::fs::read_to_string(aside.join("keep.txt")).unwrap(),
+        "mine"
+    );
+    assert_eq!(report.log.as_deref(), Some(path.as_path()));
+    ingest(&store, A, "* A\n");
+    store.flush().unwrap();
+    drop(store);
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_none() && report.set_aside.is_none());
+    assert_eq!(titles(&store, A), ["A"]);
+}
+
+/// When no log can be opened at all (here the "state directory" is a file), the store still
+/// opens, in memory, and says why.
+#[test]
+fn no_writable_log_leaves_a_working_store_in_memory() {
+    let parent = tempfile::tempdir().unwrap();
+    let not_a_dir = parent.path().join("state");
+    std::fs::write(&not_a_dir, "a file, not a directory").unwrap();
+    let (store, report) = open(&not_a_dir);
+    assert!(report.rebuilt.is_some());
+    assert_eq!(report.log, None);
+    assert_eq!(report.set_aside, None);
+    assert_eq!(store.stats().path, None);
+    ingest(&store, A, "* A\n");
+    assert_eq!(titles(&store, A), ["A"]);
+    assert!(store.flush().is_ok());
+    assert_eq!(
+        std::fs::read_to_string(&not_a_dir).unwrap(),
+        "a file, not a directory"
+    );
+}
+
+/// Two directory ingests started together (a start on a corrupt store did this): when
+/// either reports done, every file is in the store. Side by side, the one superseded on a
+/// file reported it while the other was still parsing it.
+#[test]
+fn concurrent_directory_ingests_report_done_only_when_stored() {
+    let org = tempfile::tempdir().unwrap();
+    let files: Vec<String> = (0..60)
+        .map(|i| {
+            let f = path_in(org.path(), &format!("f{i:02}.org"));
+            let text: String = (0..300).map(|j| format!("* H{i} {j}\nbody\n")).collect();
+            std::fs::write(&f, text).unwrap();
+            f
+        })
+        .collect();
+    let dirs = vec![org.path().to_path_buf()];
+    for round in 0..6 {
+        let store = mem_store();
+        let missing_at_done = |store: &Store| -> Vec<String> {
+            let r = store.ingest_directories(&dirs, |_, _, _| {}, || false);
+            assert!(r.errors.is_empty(), "{:?}", r.errors);
+            files
+                .iter()
+                .filter(|f| nodes(store, f).len() != 301)
+                .cloned()
+                .collect()
+        };
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(|| missing_at_done(&store));
+            let b = s.spawn(|| missing_at_done(&store));
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        assert!(
+            a.is_empty() && b.is_empty(),
+            "round {round}: reported done without {a:?} / {b:?}"
+        );
+    }
+}
+
+/// Makes a file immutable (`chattr +i`) for as long as it lives: even root can then neither
+/// write it nor move it. `None` where the file system or the privileges do not allow it.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn set(path: &Path) -> Option<Immutable> {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Immutable(path.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// A log that can be neither used nor moved aside: the store uses a fresh log beside it,
+/// and finds it again at the next start.
+#[test]
+fn log_that_cannot_be_moved_leads_to_the_fallback_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = log_path(dir.path());
+    std::fs::write(&path, "not a log, and stuck").unwrap();
+    let Some(_stuck) = Immutable::set(&path) else {
+        eprintln!("chattr +i is not available here: cannot make a log that cannot be moved");
+        return;
+    };
+    let fallback = dir.path().join(org_agent::store::FALLBACK_LOG_NAME);
+    {
+        let (store, report) = open(dir.path());
+        let reason = report.rebuilt.clone().expect("a reason");
+        assert!(reason.contains("cannot be moved aside"), "{reason}");
+        assert_eq!(report.set_aside, None);
+        assert_eq!(report.log.as_deref(), Some(fallback.as_path()));
+        ingest(&store, A, "* A\n");
+        store.flush().unwrap();
+    }
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_some(), "store.log is still unusable");
+    assert_eq!(report.log.as_deref(), Some(fallback.as_path()));
+    assert_eq!(titles(&store, A), ["A"]);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "not a log, and stuck"
+    );
 }

@@ -3,8 +3,8 @@
 use super::org_agent_error;
 use crate::agent::event::ChatUpdate;
 use crate::agent::Event;
-use crate::store::{FileDoc, NodeContent, NodeKind, NodeRef, Query, TodoType, Version};
-use ::emacs::{Env, IntoLisp, Result, Value};
+use crate::store::{filename, FileDoc, NodeContent, NodeKind, NodeRef, Query, TodoType, Version};
+use ::emacs::{Env, ErrorKind, IntoLisp, ModuleError, Result, Value};
 use std::sync::Arc;
 
 ::emacs::use_symbols! {
@@ -103,6 +103,80 @@ pub fn lisp_string(env: &Env, v: Value) -> Result<String> {
     }
 }
 
+/// Whether `e` is the module API refusing a string that is not Unicode.
+fn is_non_unicode(e: &::emacs::Error) -> bool {
+    matches!(
+        e.downcast_ref::<ErrorKind>(),
+        Some(ErrorKind::Module(ModuleError::NonUnicodeString { .. }))
+    )
+}
+
+/// The bytes of the Lisp string `v` encoded with `coding`. The module API only hands over
+/// Unicode text, so they cross as base64; every step is one C primitive (or plain Rust), so
+/// this stays linear and cheap on the main thread.
+fn encoded_bytes(env: &Env, v: Value, coding: Value) -> Result<Vec<u8>> {
+    use base64::Engine;
+    let encoded = env.call("encode-coding-string", (v, coding, true))?;
+    let b64: String = env
+        .call("base64-encode-string", (encoded, true))?
+        .into_rust()?;
+    match base64::engine::general_purpose::STANDARD.decode(b64) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) => env.signal(org_agent_error, (format!("cannot take the text: {e}"),)),
+    }
+}
+
+/// A string argument as text. Emacs may hold text the module API refuses: raw bytes
+/// (undecodable input, one character each) and characters beyond Unicode. Such text is taken
+/// through its UTF-8 encoding, each of those characters becoming one U+FFFD, so buffer
+/// positions still agree (see [`crate::store::text::from_emacs_utf8`]).
+pub fn text_arg(env: &Env, v: Value) -> Result<String> {
+    match v.into_rust::<String>() {
+        Err(e) if is_non_unicode(&e) => {
+            let bytes = encoded_bytes(env, v, env.intern("utf-8-unix")?)?;
+            Ok(crate::store::text::from_emacs_utf8(&bytes))
+        }
+        other => other,
+    }
+}
+
+/// The coding system Emacs encodes file names with, as `ENCODE_FILE` picks it.
+fn file_name_coding<'e>(env: &'e Env) -> Result<Value<'e>> {
+    for var in ["file-name-coding-system", "default-file-name-coding-system"] {
+        let coding = env.call("symbol-value", [env.intern(var)?])?;
+        if coding.is_not_nil() {
+            return Ok(coding);
+        }
+    }
+    env.intern("utf-8-unix")
+}
+
+/// A file name argument as the store's key for it (see [`crate::store::filename`]): a name
+/// whose bytes are not all UTF-8 (Unix file names are bytes) keeps them.
+pub fn file_arg(env: &Env, v: Value) -> Result<String> {
+    match v.into_rust::<String>() {
+        Ok(name) => Ok(filename::key_from_bytes(name.as_bytes()).into_owned()),
+        Err(e) if is_non_unicode(&e) => {
+            let bytes = encoded_bytes(env, v, file_name_coding(env)?)?;
+            Ok(filename::key_from_bytes(&bytes).into_owned())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The Emacs file name the store key `key` stands for.
+pub fn file_name_value<'e>(env: &'e Env, key: &str) -> Result<Value<'e>> {
+    if !filename::is_escaped(key) {
+        return key.into_lisp(env);
+    }
+    let bytes = filename::to_bytes(key);
+    let unibyte = (&*bytes).into_lisp(env)?;
+    env.call(
+        "decode-coding-string",
+        (unibyte, file_name_coding(env)?, true),
+    )
+}
+
 pub fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
@@ -120,12 +194,7 @@ pub fn candidate_display(r: &NodeRef, file: &str) -> String {
         display.push('/');
     }
     display.push_str(&n.content.title);
-    let mut tags = n.inherited_tags.clone();
-    for t in &n.content.tags {
-        if !tags.contains(t) {
-            tags.push(t.clone());
-        }
-    }
+    let tags = crate::store::node::distinct_tags(n.inherited_tags.iter().chain(&n.content.tags));
     if !tags.is_empty() {
         display.push_str("  :");
         display.push_str(&tags.join(":"));
@@ -223,7 +292,7 @@ impl<'e> NodePlists<'e> {
         match self.file {
             Some((p, v)) if p == ptr => Ok(v),
             _ => {
-                let v = (&*doc.path).into_lisp(self.env)?;
+                let v = file_name_value(self.env, &doc.path)?;
                 self.file = Some((ptr, v));
                 Ok(v)
             }
@@ -370,7 +439,7 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
         Event::Ingested { request, report } => vec![
             (k(":type")?, env.intern("ingested")?),
             (k(":request")?, (*request as i64).into_lisp(env)?),
-            (k(":file")?, report.file.as_str().into_lisp(env)?),
+            (k(":file")?, file_name_value(env, &report.file)?),
             (k(":nodes")?, report.nodes.into_lisp(env)?),
             (k(":changed")?, report.changed.into_lisp(env)?),
             (k(":new-versions")?, report.new_versions.into_lisp(env)?),
@@ -378,7 +447,7 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
         Event::Superseded { request, file } => vec![
             (k(":type")?, env.intern("superseded")?),
             (k(":request")?, (*request as i64).into_lisp(env)?),
-            (k(":file")?, file.as_str().into_lisp(env)?),
+            (k(":file")?, file_name_value(env, file)?),
         ],
         Event::Progress {
             request,
@@ -390,7 +459,7 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
             (k(":request")?, (*request as i64).into_lisp(env)?),
             (k(":done")?, done.into_lisp(env)?),
             (k(":total")?, total.into_lisp(env)?),
-            (k(":file")?, file.as_str().into_lisp(env)?),
+            (k(":file")?, file_name_value(env, file)?),
         ],
         Event::DirectoryDone { request, report } => vec![
             (k(":type")?, env.intern("directory-done")?),
@@ -588,7 +657,13 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
         } => vec![
             (k(":type")?, env.intern("failed")?),
             (k(":request")?, (*request as i64).into_lisp(env)?),
-            (k(":file")?, opt_str(env, file.as_deref())?),
+            (
+                k(":file")?,
+                match file {
+                    Some(f) => file_name_value(env, f)?,
+                    None => ().into_lisp(env)?,
+                },
+            ),
             (k(":message")?, message.as_str().into_lisp(env)?),
         ],
     };
@@ -622,7 +697,7 @@ pub fn parse_query(env: &Env, plist: Value) -> Result<(Query, Fields)> {
         let v = pair[1];
         let given = v.is_not_nil();
         match key.as_str() {
-            ":file" if given => q.file = Some(lisp_string(env, v)?),
+            ":file" if given => q.file = Some(file_arg(env, v)?),
             ":type" if given => {
                 q.kind = Some(match lisp_string(env, v)?.as_str() {
                     "file" => NodeKind::File,

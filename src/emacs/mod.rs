@@ -9,7 +9,7 @@ mod convert;
 mod lisp_sexp;
 
 use crate::agent::Runtime;
-use crate::store::{Dialect, TodoKeywords};
+use crate::store::{filename, Dialect, TodoKeywords};
 use ::emacs::{defun, Env, IntoLisp, Result, Value};
 use convert::*;
 use std::path::PathBuf;
@@ -93,7 +93,9 @@ fn set_privacy(env: &Env, tags: Value, files: Value) -> Result<()> {
 /// Return TEXT, the contents of FILE, without its private subtrees (see `set_privacy');
 /// signal an error when the whole file is private.
 #[defun]
-fn redact_private(env: &Env, text: String, file: String) -> Result<String> {
+fn redact_private(env: &Env, text: Value, file: Value) -> Result<String> {
+    let text = text_arg(env, text)?;
+    let file = file_arg(env, file)?;
     let rt = runtime(env)?;
     let doc = match rt.store().parse_unstored(&file, &text) {
         Ok(doc) => doc,
@@ -118,18 +120,30 @@ fn private_p(env: &Env, id: String) -> Result<bool> {
 }
 
 /// Open the persisted store in DIR (created if missing) and make it current.
-/// Return a plist (:files N :nodes N :rebuilt REASON :torn-tail BOOL); REASON is a string when
-/// the store on disk was unusable and was set aside, so the caller should re-ingest.
+/// Return a plist (:files N :nodes N :rebuilt REASON :set-aside PATH :log PATH :torn-tail
+/// BOOL). REASON is a string when the store on disk was unusable (corrupt, unreadable, not a
+/// file…), so the caller should re-ingest; PATH under :set-aside is where it was moved, if it
+/// could be; :log is the log now in use, nil when none could be written (the store then lives
+/// in memory only). The store always opens.
 #[defun]
-fn store_open<'e>(env: &'e Env, dir: String) -> Result<Value<'e>> {
+fn store_open<'e>(env: &'e Env, dir: Value<'e>) -> Result<Value<'e>> {
+    let dir = filename::to_path(&file_arg(env, dir)?);
     let rt = runtime(env)?;
-    match rt.open_store(std::path::Path::new(&dir)) {
+    let path = |p: Option<PathBuf>| -> Result<Value<'e>> {
+        match p {
+            Some(p) => file_name_value(env, &filename::key(&p)),
+            None => ().into_lisp(env),
+        }
+    };
+    match rt.open_store(&dir) {
         Ok(r) => plist(
             env,
             vec![
                 (kw(env, ":files")?, r.files.into_lisp(env)?),
                 (kw(env, ":nodes")?, r.nodes.into_lisp(env)?),
                 (kw(env, ":rebuilt")?, r.rebuilt.into_lisp(env)?),
+                (kw(env, ":set-aside")?, path(r.set_aside)?),
+                (kw(env, ":log")?, path(r.log)?),
                 (kw(env, ":torn-tail")?, r.torn_tail.into_lisp(env)?),
             ],
         ),
@@ -154,8 +168,10 @@ fn store_flush(env: &Env) -> Result<()> {
 }
 
 /// Ingest FILE from disk now; re-read it even if unchanged when FORCE. Return its node count.
+/// FILE may name bytes that are not UTF-8 (Unix file names are bytes): they are kept.
 #[defun]
-fn ingest_file(env: &Env, file: String, force: Value) -> Result<i64> {
+fn ingest_file(env: &Env, file: Value, force: Value) -> Result<i64> {
+    let file = file_arg(env, file)?;
     let store = runtime(env)?.store();
     match store.ingest_file(&file, force.is_not_nil()) {
         Ok(r) => Ok(r.nodes as i64),
@@ -177,7 +193,9 @@ fn keywords(env: &Env, todo: Value, done: Value) -> Result<Option<TodoKeywords>>
 /// Ingest TEXT as the contents of FILE now, with the buffer's TODO and DONE keywords (nil
 /// for both: read them from the text). Return the node count.
 #[defun]
-fn ingest_text(env: &Env, file: String, text: String, todo: Value, done: Value) -> Result<i64> {
+fn ingest_text(env: &Env, file: Value, text: Value, todo: Value, done: Value) -> Result<i64> {
+    let file = file_arg(env, file)?;
+    let text = text_arg(env, text)?;
     let kws = keywords(env, todo, done)?;
     let store = runtime(env)?.store();
     // Reserve a generation so an older asynchronous ingest of the same file still in
@@ -193,13 +211,9 @@ fn ingest_text(env: &Env, file: String, text: String, todo: Value, done: Value) 
 /// Like `org-agent--ingest-text' but on a worker: return a request id at once; the result
 /// arrives as an event. Only the newest text of a file is committed.
 #[defun]
-fn ingest_text_async(
-    env: &Env,
-    file: String,
-    text: String,
-    todo: Value,
-    done: Value,
-) -> Result<i64> {
+fn ingest_text_async(env: &Env, file: Value, text: Value, todo: Value, done: Value) -> Result<i64> {
+    let file = file_arg(env, file)?;
+    let text = text_arg(env, text)?;
     let kws = keywords(env, todo, done)?;
     Ok(runtime(env)?.ingest_text_async(file, text, kws) as i64)
 }
@@ -207,10 +221,11 @@ fn ingest_text_async(
 /// Ingest every Org file under DIRS on a worker; return a request id at once.
 #[defun]
 fn ingest_directories_async(env: &Env, dirs: Value) -> Result<i64> {
-    let dirs: Vec<PathBuf> = string_list(env, dirs)?
-        .into_iter()
-        .map(PathBuf::from)
-        .collect();
+    let mut paths = Vec::new();
+    for dir in list_items(env, dirs)? {
+        paths.push(filename::to_path(&file_arg(env, dir)?));
+    }
+    let dirs = paths;
     Ok(runtime(env)?.ingest_directories_async(dirs) as i64)
 }
 
@@ -222,7 +237,8 @@ fn cancel(env: &Env, request: i64) -> Result<bool> {
 
 /// Drop FILE from the store. Return non-nil if it was there.
 #[defun]
-fn remove_file(env: &Env, file: String) -> Result<bool> {
+fn remove_file(env: &Env, file: Value) -> Result<bool> {
+    let file = file_arg(env, file)?;
     Ok(runtime(env)?.store().remove_file(&file))
 }
 
@@ -318,7 +334,7 @@ fn headline_candidates<'e>(env: &'e Env) -> Result<Value<'e>> {
                 env,
                 vec![
                     candidate_display(&r, file).into_lisp(env)?,
-                    (&*doc.path).into_lisp(env)?,
+                    file_name_value(env, &doc.path)?,
                     (n.begin_pos as i64).into_lisp(env)?,
                     (&*n.id).into_lisp(env)?,
                 ],
@@ -952,7 +968,8 @@ fn reply_pending_p(env: &Env, reply: i64) -> Result<bool> {
 /// Return the id of the innermost node of FILE holding buffer position POS (as of the
 /// file's last ingest), or nil if FILE is not in the store.
 #[defun]
-fn node_at<'e>(env: &'e Env, file: String, pos: i64) -> Result<Value<'e>> {
+fn node_at<'e>(env: &'e Env, file: Value<'e>, pos: i64) -> Result<Value<'e>> {
+    let file = file_arg(env, file)?;
     match runtime(env)?
         .store()
         .node_at(&file, pos.clamp(0, u32::MAX as i64) as u32)

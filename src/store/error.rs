@@ -19,8 +19,6 @@ pub enum StoreError {
         depth: usize,
         max: usize,
     },
-    #[error("cannot parse {}: {reason}", file.display())]
-    Parse { file: PathBuf, reason: String },
     #[error("the store at {} is unusable: {reason}", path.display())]
     Corrupt { path: PathBuf, reason: String },
     #[error("store I/O error on {}: {source}", path.display())]

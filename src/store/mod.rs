@@ -8,6 +8,7 @@
 //! writer thread, so no lock is ever held across I/O.
 
 pub mod error;
+pub mod filename;
 pub mod node;
 pub mod parse;
 pub mod persist;
@@ -61,11 +62,12 @@ impl FileDoc {
         let mut tag_index: HashMap<String, Vec<u32>> = HashMap::default();
         let mut todo_index: HashMap<String, Vec<u32>> = HashMap::default();
         for (i, n) in nodes.iter().enumerate() {
-            let mut seen: Vec<&str> = Vec::new();
-            for t in n.content.tags.iter().chain(n.inherited_tags.iter()) {
-                if !seen.contains(&t.as_str()) {
-                    seen.push(t);
-                    tag_index.entry(t.clone()).or_default().push(i as u32);
+            for t in node::distinct_tags(n.content.tags.iter().chain(&n.inherited_tags)) {
+                match tag_index.get_mut(t) {
+                    Some(at) => at.push(i as u32),
+                    None => {
+                        tag_index.insert(t.to_string(), vec![i as u32]);
+                    }
                 }
             }
             if let Some(k) = &n.content.todo {
@@ -488,6 +490,10 @@ pub struct OpenReport {
     /// Set when the on-disk store could not be used and was set aside; the caller should
     /// re-ingest the Org files.
     pub rebuilt: Option<String>,
+    /// Where the unusable log was moved.
+    pub set_aside: Option<PathBuf>,
+    /// The log in use; `None` when none could be opened and the store is in memory only.
+    pub log: Option<PathBuf>,
     /// A torn last write (from a crash) was dropped.
     pub torn_tail: bool,
 }
@@ -516,6 +522,8 @@ pub struct Store {
     /// The newest ingest generation requested per file: older results are dropped.
     generations: Mutex<HashMap<String, u64>>,
     next_generation: std::sync::atomic::AtomicU64,
+    /// Held by a directory ingest for its whole run (see [`Store::ingest_directories`]).
+    directory_ingest: Mutex<()>,
 }
 
 fn now() -> i64 {
@@ -569,20 +577,67 @@ fn file_meta(path: &Path) -> std::io::Result<(i64, u64)> {
     Ok((mtime, md.len()))
 }
 
-/// A name for setting an unusable log aside that no earlier one has.
-fn set_aside_name(path: &Path) -> PathBuf {
+/// A name beside `path` for setting it aside that no earlier one has, e.g.
+/// `store.corrupt-1700000000` or `store.unusable-1700000000-2`.
+fn set_aside_name(path: &Path, label: &str) -> PathBuf {
     let stamp = now();
     (0u32..)
         .map(|n| match n {
-            0 => path.with_extension(format!("corrupt-{stamp}")),
-            n => path.with_extension(format!("corrupt-{stamp}-{n}")),
+            0 => path.with_extension(format!("{label}-{stamp}")),
+            n => path.with_extension(format!("{label}-{stamp}-{n}")),
         })
-        .find(|p| !p.exists())
-        .unwrap_or_else(|| path.with_extension("corrupt"))
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .unwrap_or_else(|| path.with_extension(label))
+}
+
+/// Move the unusable log at `path` (a file, a directory, anything) aside, never deleting it.
+/// Returns where it went, or `None` when there is nothing there (or no way to look).
+fn set_aside(path: &Path, label: &str) -> std::io::Result<Option<PathBuf>> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(None);
+    }
+    let aside = set_aside_name(path, label);
+    std::fs::rename(path, &aside)?;
+    Ok(Some(aside))
+}
+
+/// A log, replayed.
+struct Replayed {
+    state: State,
+    archive: Archive,
+    valid_len: u64,
+    torn_tail: bool,
+    /// File records read: when they far outnumber the live files, the log is compacted.
+    file_records: usize,
+}
+
+/// Load the log at `path` batch by batch into a state (a missing log is an empty one).
+fn replay_log(path: &Path) -> Result<Replayed> {
+    let mut state = State::default();
+    let mut archive = Archive::default();
+    let mut file_records = 0usize;
+    let loaded = persist::load(path, |batch| {
+        for rec in batch {
+            if matches!(rec, Record::File(_) | Record::RemoveFile(_)) {
+                file_records += 1;
+            }
+            state.replay(rec, &mut archive)?;
+        }
+        Ok(())
+    })?;
+    Ok(Replayed {
+        state,
+        archive,
+        valid_len: loaded.valid_len,
+        torn_tail: loaded.torn_tail,
+        file_records,
+    })
 }
 
 /// File name of the log inside the state directory.
 pub const LOG_NAME: &str = "store.log";
+/// The log used instead when `store.log` is unusable and cannot even be moved aside.
+pub const FALLBACK_LOG_NAME: &str = "store.fallback.log";
 
 impl Store {
     /// A store that lives in memory only.
@@ -605,68 +660,80 @@ impl Store {
             config: Mutex::new(config),
             generations: Mutex::new(HashMap::default()),
             next_generation: std::sync::atomic::AtomicU64::new(1),
+            directory_ingest: Mutex::new(()),
         }
     }
 
-    /// Open the store persisted in `dir`, loading it. An unusable log is moved aside (never
-    /// deleted) and an empty store returned, with the reason in the report.
+    /// Open the store persisted in `dir`, loading it. A log that cannot be used (corrupt,
+    /// unreadable, a directory…) never stops the store: it is moved aside (never deleted) and
+    /// an empty store returned, with the reason in the report, for the caller to rebuild from
+    /// the Org files. When it cannot even be moved, [`FALLBACK_LOG_NAME`] beside it is used;
+    /// when no log can be written at all, the store lives in memory only.
     pub fn open(dir: &Path, config: Config) -> Result<(Store, OpenReport)> {
-        let path = dir.join(LOG_NAME);
         let mut report = OpenReport::default();
-        let loaded = match persist::load(&path) {
-            Ok(l) => Some(l),
-            Err(e @ StoreError::Corrupt { .. }) => {
-                report.rebuilt = Some(e.to_string());
-                None
-            }
-            Err(e) => return Err(e),
-        };
-        let mut state = State::default();
-        let mut archive = Archive::default();
-        let mut valid_len = 0;
-        let mut dead_files = 0usize;
-        if let Some(loaded) = loaded {
-            report.torn_tail = loaded.torn_tail;
-            valid_len = loaded.valid_len;
-            let mut failure = None;
-            'outer: for batch in loaded.batches {
-                for rec in batch {
-                    if matches!(rec, Record::File(_) | Record::RemoveFile(_)) {
-                        dead_files += 1;
-                    }
-                    if let Err(e) = state.replay(rec, &mut archive) {
-                        failure = Some(e);
-                        break 'outer;
+        for name in [LOG_NAME, FALLBACK_LOG_NAME] {
+            let path = dir.join(name);
+            let failure = match replay_log(&path) {
+                Ok(replayed) => match LogWriter::open(&path, replayed.valid_len) {
+                    Ok(writer) => return Ok(Store::opened(replayed, writer, config, report)),
+                    Err(e) => e,
+                },
+                Err(e) => e,
+            };
+            let label = match failure {
+                StoreError::Corrupt { .. } => "corrupt",
+                _ => "unusable",
+            };
+            let mut reason = failure.to_string();
+            match set_aside(&path, label) {
+                Ok(Some(aside)) => {
+                    report.set_aside = Some(aside);
+                    if let Ok(writer) = LogWriter::open(&path, 0) {
+                        report.rebuilt.get_or_insert(reason);
+                        let empty = Replayed {
+                            state: State::default(),
+                            archive: Archive::default(),
+                            valid_len: 0,
+                            torn_tail: false,
+                            file_records: 0,
+                        };
+                        return Ok(Store::opened(empty, writer, config, report));
                     }
                 }
+                Ok(None) => {}
+                Err(e) => reason.push_str(&format!(" (it cannot be moved aside either: {e})")),
             }
-            if let Some(reason) = failure {
-                report.rebuilt = Some(format!(
-                    "the store at {} is unusable: {reason}",
-                    path.display()
-                ));
-                state = State::default();
-                archive = Archive::default();
-            }
+            report.rebuilt.get_or_insert(reason);
         }
-        if report.rebuilt.is_some() {
-            let aside = set_aside_name(&path);
-            std::fs::rename(&path, &aside).map_err(|source| StoreError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            valid_len = 0;
-            dead_files = 0;
-        }
+        Ok((
+            Store::with(Arc::new(State::default()), Archive::default(), None, config),
+            report,
+        ))
+    }
+
+    fn opened(
+        replayed: Replayed,
+        writer: LogWriter,
+        config: Config,
+        mut report: OpenReport,
+    ) -> (Store, OpenReport) {
+        let Replayed {
+            state,
+            archive,
+            torn_tail,
+            file_records,
+            ..
+        } = replayed;
         report.files = state.files.len();
         report.nodes = state.node_count();
-        let writer = LogWriter::open(&path, valid_len)?;
-        let compact = dead_files > 2 * state.files.len() + 64;
+        report.torn_tail = torn_tail;
+        report.log = Some(writer.path.clone());
+        let compact = file_records > 2 * state.files.len() + 64;
         let store = Store::with(Arc::new(state), archive, Some(writer), config);
         if compact {
             store.compact();
         }
-        Ok((store, report))
+        (store, report)
     }
 
     pub fn state(&self) -> Arc<State> {
@@ -759,7 +826,7 @@ impl Store {
             dialect: config.dialect,
             no_inherit_tags: &config.no_inherit_tags,
         };
-        let parsed = parse::parse(text, Path::new(file), &opts)?;
+        let parsed = parse::parse(text, &filename::to_path(file), &opts)?;
         let (mtime, size) = meta.unwrap_or((0, text.len() as u64));
         let doc = Arc::new(FileDoc::new(
             path.clone(),
@@ -806,7 +873,7 @@ impl Store {
             dialect: config.dialect,
             no_inherit_tags: &config.no_inherit_tags,
         };
-        let parsed = parse::parse(text, Path::new(file), &opts)?;
+        let parsed = parse::parse(text, &filename::to_path(file), &opts)?;
         Ok(Arc::new(FileDoc::new(
             Arc::from(file),
             0,
@@ -821,7 +888,7 @@ impl Store {
     /// Ingest a file from disk. Unchanged files (same mtime and size as stored) are not read
     /// again unless `force`. A file that no longer exists leaves the store.
     pub fn ingest_file(&self, file: &str, force: bool) -> Result<IngestReport> {
-        let path = Path::new(file);
+        let path = &filename::to_path(file);
         let meta = match file_meta(path) {
             Ok(m) => m,
             Err(source) => {
@@ -906,12 +973,18 @@ impl Store {
 
     /// Ingest every Org file under `dirs`, skipping unchanged ones, and drop files under
     /// those directories that are gone. `progress` is called after each file.
+    ///
+    /// Directory ingests run one after the other. Side by side, both read and parsed each
+    /// file, the first to start on it was superseded by the other's newer generation, and
+    /// could report the file done before the other had stored it. One after the other, the
+    /// second finds what the first stored unchanged, so done means every file is stored.
     pub fn ingest_directories(
         &self,
         dirs: &[PathBuf],
         progress: impl FnMut(usize, usize, &str) + Send,
         cancelled: impl Fn() -> bool + Sync,
     ) -> DirReport {
+        let _one_at_a_time = self.directory_ingest.lock();
         let files = Store::org_files_under(dirs);
         let report = DirReport {
             files: files.len(),
@@ -936,7 +1009,7 @@ impl Store {
                     }
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(f) = files.get(i) else { break };
-                    let name = f.to_string_lossy();
+                    let name = filename::key(f);
                     let result = self.ingest_file(&name, false);
                     let mut guard = shared.lock();
                     let (report, done, progress) = &mut *guard;
@@ -971,13 +1044,16 @@ impl Store {
         if !report.cancelled {
             let found: std::collections::HashSet<String> = files
                 .iter()
-                .map(|f| f.to_string_lossy().into_owned())
+                .map(|f| filename::key(f).into_owned())
                 .collect();
             let gone: Vec<String> = self
                 .state()
                 .files
                 .keys()
-                .filter(|p| dirs.iter().any(|d| Path::new(&***p).starts_with(d)))
+                .filter(|p| {
+                    let path = filename::to_path(p);
+                    dirs.iter().any(|d| path.starts_with(d))
+                })
                 .filter(|p| !found.contains(&***p))
                 .map(|p| p.to_string())
                 .collect();

@@ -182,3 +182,21 @@ impl Node {
         self.content.has_tag(tag) || self.inherited_tags.iter().any(|t| t == tag)
     }
 }
+
+/// `tags` without repeats, in the order of their first occurrence. Linear: a headline may
+/// carry tens of thousands of tags.
+pub fn distinct_tags<'a>(tags: impl IntoIterator<Item = &'a String>) -> Vec<&'a str> {
+    let all: Vec<&str> = tags.into_iter().map(String::as_str).collect();
+    if all.len() <= 8 {
+        // The usual handful: comparing beats hashing and allocates nothing more.
+        let mut out: Vec<&str> = Vec::with_capacity(all.len());
+        for t in all {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        return out;
+    }
+    let mut seen = rustc_hash::FxHashSet::default();
+    all.into_iter().filter(|t| seen.insert(*t)).collect()
+}

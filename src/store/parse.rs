@@ -1,15 +1,20 @@
 //! Org text → nodes.
 //!
-//! orgize finds the headline tree and its byte ranges. The fields of each headline (TODO
-//! keyword, priority, title, tags, planning, property drawer) are read by our own code, which
-//! follows `org-element-headline-parser` rule by rule: orgize 0.10.0-alpha.10 gets several of
-//! them wrong on real files (see the regression tests below), and Org is the reference.
+//! The headline tree comes from the headline lines alone, in one linear pass: where headlines
+//! are and how they nest is all a node needs of the document's structure. The fields of each
+//! headline (TODO keyword, priority, title, tags, planning, property drawer) follow
+//! `org-element-headline-parser` rule by rule, Org being the reference.
+//!
+//! orgize 0.10.0-alpha.10 did the tree before. It also parsed every element of every section,
+//! which nothing here used, and scanned to the end of the section from every unclosed
+//! `#+begin_…` or drawer line: 8,000 of them took 2 s, 100,000 more than five minutes. It got
+//! several headline fields wrong too (see the regression tests in `tests/store_ingest.rs`).
 
 use super::error::StoreError;
 use super::node::{Hash, Node, NodeContent, NodeKind, Planning, TodoType};
 use super::text::PositionMap;
-use super::todo::{collect_settings, strip_prefix_ci, TodoKeywords};
-use orgize::rowan::ast::AstNode;
+use super::todo::{collect_settings, headline_level, strip_prefix_ci, TodoKeywords};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::Arc;
@@ -37,7 +42,8 @@ impl Dialect {
     }
 }
 
-/// Deeper headline nesting than this is refused: the parser recurses per level.
+/// Deeper headline nesting than this is refused: no notes nest so deep, and Org's own parser,
+/// which the actuator and the user's Emacs run over the same file, recurses per level.
 pub const MAX_NESTING: usize = 256;
 /// Larger texts are refused rather than parsed (a 4 GiB offset would not fit our ranges).
 pub const MAX_TEXT_BYTES: usize = 1 << 31;
@@ -417,22 +423,62 @@ fn meta_after_headline(
     (planning, properties, pos)
 }
 
-/// Headline nesting depth of `text` (the longest chain of strictly deeper headlines).
-fn nesting_depth(text: &str) -> usize {
-    let mut stack: Vec<usize> = Vec::new();
-    let mut max = 0;
-    for line in text.split('\n') {
-        let stars = line.bytes().take_while(|&b| b == b'*').count();
-        if stars == 0 || line.as_bytes().get(stars) != Some(&b' ') {
-            continue;
+/// Byte offset and level of every headline line, in document order, wherever it is: Org ends
+/// blocks and drawers at the next headline, so nothing else in a section decides where
+/// headlines are.
+fn headline_lines(text: &str) -> Vec<(usize, u32)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(level) = headline_level(line) {
+            out.push((start, level as u32));
         }
-        while stack.last().is_some_and(|&l| l >= stars) {
-            stack.pop();
-        }
-        stack.push(stars);
-        max = max.max(stack.len());
+        start += line.len();
     }
-    max
+    out
+}
+
+/// Where one headline's subtree sits: from its line to the next headline of its level or
+/// above (or the end of the text), under `parent` (0 is the file node, `i + 1` headline `i`).
+struct OutlineEntry {
+    begin: usize,
+    end: usize,
+    parent: u32,
+}
+
+/// The headline tree of a text, in document order.
+struct Outline {
+    headlines: Vec<OutlineEntry>,
+    /// The longest chain of strictly deeper headlines.
+    depth: usize,
+}
+
+/// The headline tree from the headline lines alone, in one pass: each headline's parent is the
+/// nearest earlier headline of a lower level that is still open.
+fn outline(text: &str) -> Outline {
+    let lines = headline_lines(text);
+    let mut headlines: Vec<OutlineEntry> = Vec::with_capacity(lines.len());
+    // Open headlines as (index into `headlines`, level), shallowest first.
+    let mut open: Vec<(usize, u32)> = Vec::new();
+    let mut depth = 0;
+    for (begin, level) in lines {
+        while let Some(&(i, l)) = open.last() {
+            if l < level {
+                break;
+            }
+            headlines[i].end = begin;
+            open.pop();
+        }
+        let parent = open.last().map_or(0, |&(i, _)| i as u32 + 1);
+        open.push((headlines.len(), level));
+        depth = depth.max(open.len());
+        headlines.push(OutlineEntry {
+            begin,
+            end: text.len(),
+            parent,
+        });
+    }
+    Outline { headlines, depth }
 }
 
 struct Raw {
@@ -451,11 +497,11 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
             bytes: text.len(),
         });
     }
-    let depth = nesting_depth(text);
-    if depth > MAX_NESTING {
+    let outline = outline(text);
+    if outline.depth > MAX_NESTING {
         return Err(StoreError::TooDeep {
             file: file.to_path_buf(),
-            depth,
+            depth: outline.depth,
             max: MAX_NESTING,
         });
     }
@@ -467,22 +513,9 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
     };
     let by_length = keywords.by_length();
 
-    // orgize is third-party code running on user text: a panic in it must be an error for
-    // this one file, never a crash of the ingest (or of Emacs).
-    let org =
-        std::panic::catch_unwind(|| orgize::Org::parse(text)).map_err(|_| StoreError::Parse {
-            file: file.to_path_buf(),
-            reason: "the Org parser failed on this text".into(),
-        })?;
-    let doc = org.document();
-
     let mut raws: Vec<Raw> = Vec::new();
     // The file node: its body is the text before the first headline.
-    let first_headline = doc
-        .headlines()
-        .next()
-        .map(|h| usize::from(h.syntax().text_range().start()))
-        .unwrap_or(text.len());
+    let first_headline = outline.headlines.first().map_or(text.len(), |h| h.begin);
     let (file_props, body_start) = file_property_drawer(text, first_headline);
     let file_title = settings.title.clone().unwrap_or_else(|| {
         file.file_stem()
@@ -509,24 +542,15 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
         end: text.len(),
     });
 
-    // Depth-first, document order, without recursion.
-    let mut stack: Vec<(orgize::ast::Headline, u32)> =
-        doc.headlines().map(|h| (h, 0u32)).collect::<Vec<_>>();
-    stack.reverse();
-    while let Some((h, parent)) = stack.pop() {
-        let range = h.syntax().text_range();
-        let (begin, end) = (usize::from(range.start()), usize::from(range.end()));
-        let children: Vec<orgize::ast::Headline> = h.headlines().collect();
-        let own_end = children
-            .first()
-            .map(|c| usize::from(c.syntax().text_range().start()))
-            .unwrap_or(end);
-        let (line, line_end) = line_at(text, begin);
+    for (i, h) in outline.headlines.iter().enumerate() {
+        // The own text ends where the next headline starts, be it a child or not.
+        let own_end = outline.headlines.get(i + 1).map_or(text.len(), |n| n.begin);
+        let (line, line_end) = line_at(text, h.begin);
         let hl = parse_headline_line(line, &by_length, opts.dialect);
         let (planning, properties, body_start) =
             meta_after_headline(text, line_end.min(own_end), own_end);
         let idx = raws.len() as u32;
-        raws[parent as usize].children.push(idx);
+        raws[h.parent as usize].children.push(idx);
         let todo_type = hl.todo.as_deref().map(|k| {
             if keywords.is_done(k) {
                 TodoType::Done
@@ -548,17 +572,12 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
                 level: hl.level,
                 children: vec![],
             },
-            parent: Some(parent),
+            parent: Some(h.parent),
             children: vec![],
-            begin,
-            end,
+            begin: h.begin,
+            end: h.end,
         });
-        for c in children.into_iter().rev() {
-            stack.push((c, idx));
-        }
     }
-    drop(doc);
-    drop(org);
 
     Ok(finish(
         raws,
@@ -597,28 +616,36 @@ fn finish(
     no_inherit: &[String],
 ) -> Parsed {
     let n = raws.len();
-    let path_str = file.to_string_lossy();
+    let path_str = super::filename::key(file);
 
-    // Inherited tags: parents come before children in document order.
+    // Inherited tags: parents come before children in document order. Every child of a node
+    // inherits the same tags, so they are worked out once per parent, with a set: a headline
+    // may carry tens of thousands of tags.
+    let no_inherit: HashSet<&str> = no_inherit.iter().map(String::as_str).collect();
+    let mut for_children: HashMap<u32, Vec<String>> = HashMap::default();
     let mut inherited: Vec<Vec<String>> = Vec::with_capacity(n);
     for (i, raw) in raws.iter().enumerate() {
         let tags = match raw.parent {
             None => Vec::new(),
-            Some(p) => {
-                let p = p as usize;
-                let mut t = inherited[p].clone();
-                let from_parent: &[String] = if p == 0 {
-                    file_tags
-                } else {
-                    &raws[p].content.tags
-                };
-                for tag in from_parent {
-                    if !t.contains(tag) && !no_inherit.contains(tag) {
-                        t.push(tag.clone());
+            Some(p) => for_children
+                .entry(p)
+                .or_insert_with(|| {
+                    let above = &inherited[p as usize];
+                    let mut t = above.clone();
+                    let from_parent: &[String] = if p == 0 {
+                        file_tags
+                    } else {
+                        &raws[p as usize].content.tags
+                    };
+                    let mut have: HashSet<&str> = above.iter().map(String::as_str).collect();
+                    for tag in from_parent {
+                        if !no_inherit.contains(tag.as_str()) && have.insert(tag) {
+                            t.push(tag.clone());
+                        }
                     }
-                }
-                t
-            }
+                    t
+                })
+                .clone(),
         };
         debug_assert_eq!(inherited.len(), i);
         inherited.push(tags);

@@ -12,7 +12,7 @@ use super::node::{Hash, NodeContent};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -70,12 +70,20 @@ pub fn encode_batch(records: &[Record]) -> Vec<u8> {
     out
 }
 
+/// Bytes read from the log at a time.
+pub const READ_BUFFER: usize = 64 << 10;
+/// Checked batches are decoded in parallel in groups of about this many payload bytes: the
+/// loader holds one group (and at most one batch beyond it), never the whole log.
+pub const DECODE_GROUP: usize = 32 << 20;
+
 /// What loading a log found.
+#[derive(Debug)]
 pub struct Loaded {
-    pub batches: Vec<Vec<Record>>,
     /// Bytes of the log that hold whole batches; a torn tail beyond is cut off.
     pub valid_len: u64,
     pub torn_tail: bool,
+    /// The most payload bytes the loader held at once.
+    pub peak_buffered: usize,
 }
 
 fn corrupt(path: &Path, reason: impl Into<String>) -> StoreError {
@@ -85,88 +93,112 @@ fn corrupt(path: &Path, reason: impl Into<String>) -> StoreError {
     }
 }
 
-/// Read and check a whole log. A missing file is an empty store.
-pub fn load(path: &Path) -> Result<Loaded> {
-    let mut bytes = Vec::new();
-    match File::open(path) {
-        Ok(mut f) => {
-            f.read_to_end(&mut bytes).map_err(|source| StoreError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        }
+/// Read and check the log at `path`, handing each batch's records to `apply` in log order.
+/// A missing file is an empty store. Memory stays bounded by [`DECODE_GROUP`] and the largest
+/// batch, whatever the size of the file (a log once grew a gigabyte of zeros).
+pub fn load(path: &Path, apply: impl FnMut(Vec<Record>) -> Result<(), String>) -> Result<Loaded> {
+    load_in_groups(path, DECODE_GROUP, apply)
+}
+
+/// [`load`], decoding batches in groups of about `group` payload bytes.
+pub fn load_in_groups(
+    path: &Path,
+    group: usize,
+    mut apply: impl FnMut(Vec<Record>) -> Result<(), String>,
+) -> Result<Loaded> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = match File::open(path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Loaded {
-                batches: vec![],
                 valid_len: 0,
                 torn_tail: false,
+                peak_buffered: 0,
             })
         }
-        Err(source) => {
-            return Err(StoreError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    }
-    if bytes.len() < FILE_MAGIC.len() {
+        Err(source) => return Err(io(source)),
+    };
+    let file_len = file.metadata().map_err(io)?.len();
+    let mut reader = std::io::BufReader::with_capacity(READ_BUFFER, file);
+    let mut magic = [0u8; FILE_MAGIC.len()];
+    let got = read_up_to(&mut reader, &mut magic).map_err(io)?;
+    if got < FILE_MAGIC.len() {
         // A crash while creating the log leaves a prefix of the magic (or nothing).
-        if FILE_MAGIC.starts_with(&bytes) {
+        if FILE_MAGIC.starts_with(&magic[..got]) {
             return Ok(Loaded {
-                batches: vec![],
                 valid_len: 0,
-                torn_tail: !bytes.is_empty(),
+                torn_tail: got > 0,
+                peak_buffered: 0,
             });
         }
         return Err(corrupt(path, "not an org-agent store"));
     }
-    if &bytes[..FILE_MAGIC.len()] != FILE_MAGIC {
+    if &magic != FILE_MAGIC {
         return Err(corrupt(path, "not an org-agent store (bad magic)"));
     }
-    let mut pos = FILE_MAGIC.len();
-    // First check every batch (cheap), then decode them (the costly part) in parallel.
-    let mut spans: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+    let mut pos = FILE_MAGIC.len() as u64;
     let mut torn_tail = false;
-    while pos < bytes.len() {
-        let rest = &bytes[pos..];
-        if rest.iter().all(|&b| b == 0) {
-            torn_tail = true;
-            break;
-        }
-        if rest.len() < HEADER_LEN {
-            if BATCH_MAGIC.starts_with(&rest[..rest.len().min(4)]) {
+    let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut pending_bytes = 0usize;
+    let mut peak_buffered = 0usize;
+    while pos < file_len {
+        let rest = file_len - pos;
+        let mut header = [0u8; HEADER_LEN];
+        let got = read_up_to(&mut reader, &mut header).map_err(io)?;
+        if header[..got].iter().all(|&b| b == 0) {
+            // File systems extend a file with zeros: a crash mid-append can leave any
+            // amount of them, and nothing else, after the last whole batch.
+            if zeros_to_end(&mut reader).map_err(io)? {
                 torn_tail = true;
                 break;
             }
             return Err(corrupt(path, format!("garbage at byte {pos}")));
         }
-        if &rest[..4] != BATCH_MAGIC {
+        if got < HEADER_LEN {
+            if got as u64 == rest && BATCH_MAGIC.starts_with(&header[..got.min(4)]) {
+                torn_tail = true;
+                break;
+            }
+            return Err(corrupt(path, format!("garbage at byte {pos}")));
+        }
+        if &header[..4] != BATCH_MAGIC {
             return Err(corrupt(path, format!("bad batch marker at byte {pos}")));
         }
-        let header_crc = u32::from_le_bytes([rest[8], rest[9], rest[10], rest[11]]);
-        if crc32fast::hash(&rest[..8]) != header_crc {
+        let header_crc = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
+        if crc32fast::hash(&header[..8]) != header_crc {
             return Err(corrupt(path, format!("bad batch header at byte {pos}")));
         }
-        let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+        let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
         if len > MAX_BATCH {
             return Err(corrupt(
                 path,
                 format!("impossible batch length at byte {pos}"),
             ));
         }
-        let total = HEADER_LEN + len as usize + 4;
-        if rest.len() < total {
+        let total = (HEADER_LEN + len as usize + 4) as u64;
+        if rest < total {
             torn_tail = true;
             break;
         }
-        let payload = &rest[HEADER_LEN..HEADER_LEN + len as usize];
-        let crc_bytes = &rest[HEADER_LEN + len as usize..total];
-        let crc = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
-        if crc32fast::hash(payload) != crc {
+        // Allocated only once the file is known to hold it all.
+        let mut payload = vec![0u8; len as usize];
+        let mut crc_bytes = [0u8; 4];
+        if read_up_to(&mut reader, &mut payload).map_err(io)? < payload.len()
+            || read_up_to(&mut reader, &mut crc_bytes).map_err(io)? < 4
+        {
+            // The file shrank while we read it: what is left is a torn tail.
+            torn_tail = true;
+            break;
+        }
+        let crc = u32::from_le_bytes(crc_bytes);
+        if crc32fast::hash(&payload) != crc {
             // The last batch of the file whose checksum reads back as zeros: its header
             // reached the disk but its data did not (file systems extend files with zeros).
             // That is a torn write, not damage to what was committed.
-            if pos + total == bytes.len() && crc == 0 {
+            if pos + total == file_len && crc == 0 {
                 torn_tail = true;
                 break;
             }
@@ -175,47 +207,123 @@ pub fn load(path: &Path) -> Result<Loaded> {
                 format!("checksum mismatch in batch at byte {pos}"),
             ));
         }
-        spans.push((pos, pos + HEADER_LEN..pos + HEADER_LEN + len as usize));
+        pending_bytes += payload.len();
+        peak_buffered = peak_buffered.max(pending_bytes);
+        pending.push((pos, payload));
         pos += total;
+        if pending_bytes >= group {
+            apply_group(path, &pending, &mut apply)?;
+            pending.clear();
+            pending_bytes = 0;
+        }
     }
-    let batches = decode_batches(path, &bytes, &spans)?;
+    apply_group(path, &pending, &mut apply)?;
     Ok(Loaded {
-        batches,
-        valid_len: pos as u64,
+        valid_len: pos,
         torn_tail,
+        peak_buffered,
     })
 }
 
-/// Decode checked batches, on as many threads as there are cores.
-fn decode_batches(
+/// Fill `buf` from `r` as far as the data goes; returns how many bytes were read.
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Whether everything `reader` has left is zero bytes, read [`READ_BUFFER`] at a time.
+/// Holes of a sparse file are skipped without reading them.
+fn zeros_to_end(reader: &mut std::io::BufReader<File>) -> std::io::Result<bool> {
+    static ZEROS: [u8; READ_BUFFER] = [0; READ_BUFFER];
+    let buffered = reader.buffer().len();
+    // A slice comparison is a memcmp: a gigabyte of zeros is checked in a blink.
+    if reader.buffer() != &ZEROS[..buffered] {
+        return Ok(false);
+    }
+    reader.consume(buffered);
+    let file = reader.get_mut();
+    let mut chunk = vec![0u8; READ_BUFFER];
+    loop {
+        if !skip_hole(file)? {
+            return Ok(true);
+        }
+        let n = read_up_to(file, &mut chunk)?;
+        if chunk[..n] != ZEROS[..n] {
+            return Ok(false);
+        }
+        if n < chunk.len() {
+            return Ok(true);
+        }
+    }
+}
+
+/// Move `file` past a hole at its offset (`SEEK_DATA`). Returns false when nothing but holes
+/// is left. Where the file system cannot tell, the offset stays and the bytes are read.
+fn skip_hole(file: &mut File) -> std::io::Result<bool> {
+    use std::os::unix::io::AsRawFd;
+    let here = file.stream_position()?;
+    let Ok(offset) = libc::off_t::try_from(here) else {
+        return Ok(true);
+    };
+    // SAFETY: lseek on a descriptor this `File` owns; no memory is involved.
+    let at = unsafe { libc::lseek(file.as_raw_fd(), offset, libc::SEEK_DATA) };
+    if at >= 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ENXIO) {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::Start(here))?;
+    Ok(true)
+}
+
+/// Decode a group of checked batches and hand their records to `apply`, in order.
+fn apply_group(
     path: &Path,
-    bytes: &[u8],
-    spans: &[(usize, std::ops::Range<usize>)],
-) -> Result<Vec<Vec<Record>>> {
-    let decode = |(pos, range): &(usize, std::ops::Range<usize>)| {
-        postcard::from_bytes::<Vec<Record>>(&bytes[range.clone()])
+    group: &[(u64, Vec<u8>)],
+    apply: &mut impl FnMut(Vec<Record>) -> Result<(), String>,
+) -> Result<()> {
+    for records in decode_batches(path, group)? {
+        apply(records).map_err(|reason| corrupt(path, reason))?;
+    }
+    Ok(())
+}
+
+/// Decode checked batches, on as many threads as there are cores.
+fn decode_batches(path: &Path, batches: &[(u64, Vec<u8>)]) -> Result<Vec<Vec<Record>>> {
+    let decode = |(pos, payload): &(u64, Vec<u8>)| {
+        postcard::from_bytes::<Vec<Record>>(payload)
             .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))
     };
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 4);
-    if threads == 1 || spans.len() < 2 {
-        return spans.iter().map(decode).collect();
+    if threads == 1 || batches.len() < 2 {
+        return batches.iter().map(decode).collect();
     }
     // Contiguous chunks of similar byte size, so batch order is kept by concatenation.
-    let total: usize = spans.iter().map(|(_, r)| r.len()).sum();
-    let mut chunks: Vec<&[(usize, std::ops::Range<usize>)]> = Vec::new();
+    let total: usize = batches.iter().map(|(_, p)| p.len()).sum();
+    let mut chunks: Vec<&[(u64, Vec<u8>)]> = Vec::new();
     let mut start = 0;
     let mut acc = 0;
-    for (i, (_, r)) in spans.iter().enumerate() {
-        acc += r.len();
+    for (i, (_, p)) in batches.iter().enumerate() {
+        acc += p.len();
         if acc * threads >= total * (chunks.len() + 1) && chunks.len() + 1 < threads {
-            chunks.push(&spans[start..=i]);
+            chunks.push(&batches[start..=i]);
             start = i + 1;
         }
     }
-    chunks.push(&spans[start..]);
+    chunks.push(&batches[start..]);
     let results: Vec<Result<Vec<Vec<Record>>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = chunks
             .iter()
@@ -229,7 +337,7 @@ fn decode_batches(
             })
             .collect()
     });
-    let mut out = Vec::with_capacity(spans.len());
+    let mut out = Vec::with_capacity(batches.len());
     for r in results {
         out.extend(r?);
     }

@@ -38,6 +38,62 @@ fn normalize_eol(text: &str) -> Cow<'_, str> {
     Cow::Borrowed(text)
 }
 
+/// The text of an Emacs string from its UTF-8 encoding (`encode-coding-string` with
+/// `utf-8-unix`), one character for each character Emacs had: what Emacs's own UTF-8 decoder
+/// reads as one character stays one (U+FFFD when it is beyond Unicode), and every other byte
+/// (a raw byte: undecodable input, one character in Emacs) becomes one U+FFFD. Buffer
+/// positions computed on the result are Emacs's. Linear: a buffer may hold megabytes of raw
+/// bytes.
+pub fn from_emacs_utf8(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let Some(chunk) = bytes[i..].utf8_chunks().next() else {
+            break;
+        };
+        out.push_str(chunk.valid());
+        i += chunk.valid().len();
+        // Invalid bytes come in runs (a binary blob in a buffer): take them here, one check
+        // each, until a valid character starts again.
+        while i < bytes.len() && !starts_char(&bytes[i..]) {
+            out.push('\u{FFFD}');
+            i += beyond_unicode_len(&bytes[i..]).unwrap_or(1);
+        }
+    }
+    out
+}
+
+/// Whether `b` (not empty) starts with a valid UTF-8 character.
+#[inline]
+fn starts_char(b: &[u8]) -> bool {
+    let cont = |i: usize| b.get(i).is_some_and(|&c| (0x80..=0xBF).contains(&c));
+    let second = |lo: u8, hi: u8| b.get(1).is_some_and(|&c| (lo..=hi).contains(&c));
+    match b[0] {
+        0x00..=0x7F => true,
+        0xC2..=0xDF => cont(1),
+        0xE0 => second(0xA0, 0xBF) && cont(2),
+        0xED => second(0x80, 0x9F) && cont(2),
+        0xE1..=0xEF => cont(1) && cont(2),
+        0xF0 => second(0x90, 0xBF) && cont(2) && cont(3),
+        0xF4 => second(0x80, 0x8F) && cont(2) && cont(3),
+        0xF1..=0xF3 => cont(1) && cont(2) && cont(3),
+        _ => false,
+    }
+}
+
+/// The length of the sequence at the start of `b` if it is one Emacs reads as a single
+/// character beyond Unicode (U+110000 up to its raw-byte range): four bytes from F4 90, or
+/// five from F8 88.
+fn beyond_unicode_len(b: &[u8]) -> Option<usize> {
+    let cont = |s: &[u8]| s.iter().all(|&c| (0x80..=0xBF).contains(&c));
+    match *b {
+        [0xF4, b1, ..] if (0x90..=0xBF).contains(&b1) && b.len() >= 4 && cont(&b[1..4]) => Some(4),
+        [0xF5..=0xF7, ..] if b.len() >= 4 && cont(&b[1..4]) => Some(4),
+        [0xF8, b1, ..] if (0x88..=0x8F).contains(&b1) && b.len() >= 5 && cont(&b[1..5]) => Some(5),
+        _ => None,
+    }
+}
+
 /// Maps UTF-8 byte offsets of one text to Emacs buffer positions (1-based, in characters).
 /// Offsets must be asked for in increasing order, which is how ingest walks a file.
 pub struct PositionMap<'a> {
@@ -88,6 +144,32 @@ mod tests {
         assert_eq!(decode(b"* a\r\n* b\n"), "* a\r\n* b\n");
         assert_eq!(decode(b"* a\r* b\r"), "* a\n* b\n");
         assert_eq!(decode(b"* caf\xE9\n"), "* caf\u{e9}\n");
+    }
+
+    #[test]
+    fn emacs_utf8_keeps_one_character_per_emacs_character() {
+        // Each case: bytes, and the characters Emacs 28 decodes them to (as checked with
+        // `decode-coding-string` and `utf-8`).
+        let cases: [(&[u8], &str); 12] = [
+            (b"plain \xC3\xA9", "plain \u{e9}"),
+            (b"a\x80b", "a\u{FFFD}b"),
+            (b"\xE2\x82A", "\u{FFFD}\u{FFFD}A"),
+            (b"\xED\xA0\x80", "\u{FFFD}\u{FFFD}\u{FFFD}"),
+            (b"\xF4\x90\x80\x80", "\u{FFFD}"),
+            (b"\xF7\xBF\xBF\xBFz", "\u{FFFD}z"),
+            (b"\xF8\x88\x80\x80\x80", "\u{FFFD}"),
+            (
+                b"\xF8\x87\xBF\xBF\xBF",
+                "\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}",
+            ),
+            (b"\xF0\x80\x80\x80", "\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}"),
+            (b"\xC0\x80", "\u{FFFD}\u{FFFD}"),
+            (b"\xF4\x90\x80", "\u{FFFD}\u{FFFD}\u{FFFD}"),
+            (b"\xF4\x8F\xBF\xBF", "\u{10FFFF}"),
+        ];
+        for (bytes, want) in cases {
+            assert_eq!(from_emacs_utf8(bytes), want, "{bytes:?}");
+        }
     }
 
     #[test]

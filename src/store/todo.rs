@@ -1,5 +1,6 @@
 //! TODO keywords and other per-file settings that Org reads from `#+` keyword lines.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
 /// The TODO keywords in force for one file: Org's `org-todo-keywords-1` split by type.
@@ -102,23 +103,17 @@ fn collect_into(
     depth: usize,
     seen: &mut Vec<PathBuf>,
 ) {
-    let mut in_block: Option<String> = None;
-    for line in text.lines() {
-        let trimmed = line.trim_start_matches([' ', '\t']);
-        if !trimmed.starts_with("#+") {
+    let lines: Vec<&str> = text.lines().collect();
+    let block_ends = block_ends(&lines);
+    let mut i = 0;
+    while i < lines.len() {
+        let trimmed = lines[i].trim_start_matches([' ', '\t']);
+        if let Some(&end) = block_ends.get(&i) {
+            i = end + 1;
             continue;
         }
-        if let Some(end) = &in_block {
-            if let Some(rest) = strip_prefix_ci(trimmed, "#+end_") {
-                if strip_prefix_ci(rest, end).is_some() {
-                    in_block = None;
-                }
-            }
-            continue;
-        }
-        if let Some(rest) = strip_prefix_ci(trimmed, "#+begin_") {
-            let name: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
-            in_block = Some(name);
+        i += 1;
+        if !trimmed.starts_with("#+") || block_name(trimmed).is_some() {
             continue;
         }
         let Some(colon) = trimmed.find(':') else {
@@ -175,6 +170,49 @@ fn collect_into(
             _ => {}
         }
     }
+}
+
+/// The name of the block a `#+begin_NAME` line (without its indentation) opens.
+fn block_name(trimmed: &str) -> Option<&str> {
+    let rest = strip_prefix_ci(trimmed, "#+begin_")?;
+    let name = &rest[..rest.find(char::is_whitespace).unwrap_or(rest.len())];
+    (!name.is_empty()).then_some(name)
+}
+
+/// Line index of each `#+begin_NAME` line that a `#+end_NAME` closes → index of that end line.
+/// As in Org, a block ends at the first matching end line of its section; one without is no
+/// block at all (a paragraph), so keyword lines after it count. One pass from the bottom,
+/// remembering the nearest end line of each name, keeps this linear however many begin lines
+/// are left open.
+fn block_ends(lines: &[&str]) -> HashMap<usize, usize> {
+    let mut nearest_end: HashMap<String, usize> = HashMap::default();
+    let mut ends = HashMap::default();
+    for (i, line) in lines.iter().enumerate().rev() {
+        if headline_level(line).is_some() {
+            // No block reaches across a headline.
+            nearest_end.clear();
+            continue;
+        }
+        let trimmed = line.trim_start_matches([' ', '\t']);
+        if let Some(name) = strip_prefix_ci(trimmed, "#+end_") {
+            let name = name.trim_end_matches([' ', '\t']);
+            if !name.is_empty() && !name.contains(char::is_whitespace) {
+                nearest_end.insert(name.to_ascii_lowercase(), i);
+            }
+        } else if let Some(name) = block_name(trimmed) {
+            if let Some(&end) = nearest_end.get(&name.to_ascii_lowercase()) {
+                ends.insert(i, end);
+            }
+        }
+    }
+    ends
+}
+
+/// The level of `line` if it is a headline: stars followed by a space, as Org's
+/// `org-outline-regexp-bol` has it.
+pub fn headline_level(line: &str) -> Option<usize> {
+    let stars = line.bytes().take_while(|&b| b == b'*').count();
+    (stars > 0 && line.as_bytes().get(stars) == Some(&b' ')).then_some(stars)
 }
 
 /// `s` without `prefix`, compared ASCII-case-insensitively (Org keywords are ASCII).

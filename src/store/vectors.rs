@@ -114,12 +114,7 @@ pub fn embedding_text(node: &NodeRef) -> String {
         out.push_str(" / ");
     }
     out.push_str(c.title.trim());
-    let mut tags: Vec<&str> = Vec::new();
-    for t in c.tags.iter().chain(&n.inherited_tags) {
-        if !tags.contains(&t.as_str()) {
-            tags.push(t);
-        }
-    }
+    let tags = super::node::distinct_tags(c.tags.iter().chain(&n.inherited_tags));
     if !tags.is_empty() {
         out.push_str("\nTags: ");
         out.push_str(&tags.join(", "));

@@ -347,6 +347,186 @@ The copy's directory is bound to `notes'."
         (goto-char (plist-get second :begin))
         (should (looking-at-p "\\* Second"))))))
 
+;; 512 KiB of raw bytes took 120 s on the main thread (`replace-regexp-in-string' over
+;; each one); this megabyte would take minutes if that work were not linear.
+(ert-deftest org-agent-megabyte-of-raw-bytes-ingests ()
+  "A buffer of raw bytes ingests at once; each byte is one character, as in the buffer."
+  (org-agent-test-with-store
+    (with-temp-buffer
+      (insert "* First\n")
+      (dotimes (i 16)
+        (insert (make-string 65536 (+ #x3fff80 (* i 8))) "\n* Chunk " (number-to-string i) "\n"))
+      (org-mode)
+      (should (= (org-agent-ingest-buffer) 18))
+      (dotimes (i 16)
+        (let ((node (org-agent-test-node-titled (format "Chunk %d" i))))
+          (goto-char (plist-get node :begin))
+          (should (looking-at-p (format "\\* Chunk %d$" i)))
+          (should (= (plist-get node :end)
+                     (if (< i 15)
+                         (plist-get (org-agent-test-node-titled (format "Chunk %d" (1+ i))) :begin)
+                       (point-max))))))
+      (let ((body (plist-get (org-agent-node (plist-get (org-agent-test-node-titled "First") :id))
+                             :body)))
+        (should (= (length body) 65537))
+        (should (string-match-p "\\`\ufffd+\n\\'" body)))
+      ;; The asynchronous path, which the save hook takes, copies the same way.
+      (let (done)
+        (org-agent-ingest-buffer nil t (lambda (e) (setq done e)))
+        (should (org-agent-test-wait (lambda () done)))
+        (should (eq (plist-get done :type) 'ingested))))))
+
+(ert-deftest org-agent-save-hook-with-raw-bytes ()
+  "Saving a buffer that holds raw bytes re-ingests it, with positions that match."
+  (org-agent-test-with-store
+    (let ((file (make-temp-file "org-agent-raw" nil ".org"))
+          (org-agent-directories nil)
+          (org-directory nil)
+          done)
+      (org-agent-mode 1)
+      (unwind-protect
+          (with-current-buffer (find-file-noselect file)
+            (let ((org-agent-ingest-functions
+                   (list (lambda (e) (when (eq (plist-get e :type) 'ingested) (setq done e))))))
+              (insert "* Binary\n" (make-string 300000 #x3fffe9) "\n* After the blob\n")
+              ;; UTF-8 writes each raw byte back as the byte it was read from.
+              (let ((coding-system-for-write 'utf-8-unix))
+                (save-buffer))
+              (should (org-agent-test-wait (lambda () done)))
+              (let ((after (org-agent-test-node-titled "After the blob" file)))
+                (goto-char (plist-get after :begin))
+                (should (looking-at-p "\\* After the blob"))))
+            (set-buffer-modified-p nil)
+            (kill-buffer))
+        (org-agent-mode -1)
+        (delete-file file)))))
+
+(ert-deftest org-agent-file-name-with-raw-byte ()
+  "A file whose name is not valid UTF-8 ingests and keeps its name (Unix names are bytes)."
+  (org-agent-test-with-store
+    (let* ((dir (file-name-as-directory (make-temp-file "org-agent-names" t)))
+           ;; The byte \351 alone is not UTF-8: Emacs reads it as a raw byte.
+           (name (concat dir (decode-coding-string "caf\351.org" 'utf-8-unix)))
+           (plain (expand-file-name "plain.org" dir)))
+      (unwind-protect
+          (progn
+            (write-region "* Menu\n** Soup\n" nil name)
+            (write-region "* Plain\n" nil plain)
+            (should (member name (directory-files dir t "\\.org\\'")))
+            (should (= (org-agent-ingest-file name) 3))
+            (let ((soup (org-agent-test-node-titled "Soup" name)))
+              (should (equal (plist-get soup :file) name))
+              (should (equal (org-agent--node-at name (plist-get soup :begin))
+                             (plist-get soup :id))))
+            (should (org-agent-ingest-file name t))
+            (let ((org-agent-directories (list dir)) final)
+              (org-agent-ingest-directory (lambda (e) (setq final e)))
+              (should (org-agent-test-wait (lambda () final)))
+              (should (null (plist-get final :errors)))
+              (should (= (plist-get final :files) 2))
+              (should (equal (sort (delete-dups (mapcar (lambda (n) (plist-get n :file))
+                                                        (org-agent-query :type 'headline)))
+                                   #'string<)
+                             (sort (list name plain) #'string<))))
+            (delete-file name)
+            (should-error (org-agent-ingest-file name) :type 'org-agent-error)
+            (should (null (org-agent-query :file name))))
+        (delete-directory dir t)))))
+
+(defmacro org-agent-test-starting (state &rest body)
+  "Run BODY as if org-agent started afresh with its state in STATE.
+Warnings shown meanwhile are collected in `warnings', newest first."
+  (declare (indent 1) (debug t))
+  `(let ((org-agent--started nil)
+         (org-agent--directory-ingest nil)
+         (org-agent-state-directory ,state)
+         (warnings nil))
+     (cl-letf (((symbol-function 'display-warning)
+                (lambda (type message &rest _) (push (list type message) warnings))))
+       (unwind-protect (progn ,@body)
+         (org-agent-test-wait (lambda () (null org-agent--directory-ingest)))
+         (org-agent--store-close)))))
+
+(ert-deftest org-agent-unreadable-store-is-set-aside-with-one-warning ()
+  "A store.log that cannot be read (here a directory) no longer stops org-agent.
+It is set aside, one warning names where, and the store is rebuilt."
+  (org-agent-test-with-notes
+    (let ((state (make-temp-file "org-agent-state" t))
+          (org-agent-directories (list notes)))
+      (unwind-protect
+          (org-agent-test-starting state
+            (make-directory (expand-file-name "store.log" state))
+            (should (org-agent--start))
+            (should (= (length warnings) 1))
+            (pcase-let ((`(,type ,message) (car warnings)))
+              (should (eq type 'org-agent))
+              (let ((aside (car (directory-files state t "\\`store\\.unusable-"))))
+                (should (file-directory-p aside))
+                (should (string-match-p (regexp-quote aside) message))))
+            (should (org-agent-test-wait
+                     (lambda () (= (plist-get (org-agent-store-stats) :files) 4))))
+            (org-agent-flush)
+            (should (file-regular-p (expand-file-name "store.log" state))))
+        (delete-directory state t)))))
+
+(defun org-agent-test-all-stored-p (dir)
+  "Return non-nil when every Org file under DIR is in the store with its headlines."
+  (cl-every (lambda (f)
+              (= (org-agent-count :file f :type 'headline)
+                 (with-temp-buffer
+                   (insert-file-contents f)
+                   (how-many "^\\*+ " (point-min) (point-max)))))
+            (directory-files dir t "\\.org\\'")))
+
+(ert-deftest org-agent-start-on-corrupt-store-ingests-once ()
+  "Turning the mode on over a corrupt store runs one directory ingest, not two.
+And when it reports done, every file is in the store."
+  (org-agent-test-with-notes
+    (let ((state (make-temp-file "org-agent-state" t))
+          (org-agent-directories (list notes))
+          (calls 0)
+          done-ok)
+      (with-temp-file (expand-file-name "store.log" state)
+        (set-buffer-multibyte nil)
+        (insert "ORG-AGENT-LOG-1\nOAB1 damaged"))
+      (unwind-protect
+          (org-agent-test-starting state
+            (advice-add 'org-agent--ingest-directories-async :before
+                        (lambda (&rest _) (cl-incf calls))
+                        '((name . org-agent-test-count)))
+            (unwind-protect
+                (progn
+                  (org-agent-mode 1)
+                  (should (= (length warnings) 1))
+                  ;; A request for the same directories joins the one running.
+                  (should (equal (org-agent-ingest-directory
+                                  (lambda (_) (setq done-ok (org-agent-test-all-stored-p notes))))
+                                 (car org-agent--directory-ingest)))
+                  (should (org-agent-test-wait (lambda () done-ok)))
+                  (should (= calls 1)))
+              (org-agent-mode -1)
+              (advice-remove 'org-agent--ingest-directories-async 'org-agent-test-count)))
+        (delete-directory state t)))))
+
+(ert-deftest org-agent-directory-done-means-stored ()
+  "Directory ingests asked for together report done only once every file is stored."
+  (org-agent-test-with-notes
+    (let ((org-agent-directories (list notes))
+          (org-agent--directory-ingest nil)
+          results)
+      (dotimes (i 30)
+        (write-region (mapconcat (lambda (j) (format "* H%d %d\n" i j)) (number-sequence 1 200) "")
+                      nil (expand-file-name (format "extra-%d.org" i) notes)))
+      (let ((first (org-agent-ingest-directory
+                    (lambda (_) (push (org-agent-test-all-stored-p notes) results))))
+            (second (org-agent-ingest-directory
+                     (lambda (_) (push (org-agent-test-all-stored-p notes) results)))))
+        (should (equal first second))
+        (should (org-agent-test-wait (lambda () (= (length results) 2))))
+        (should (equal results '(t t)))
+        ;; Once done, a new request starts a new ingest.
+        (should-not (equal (org-agent-ingest-directory) first))))))
+
 (ert-deftest org-agent-clear-error-without-cargo ()
   "Building without cargo says what is missing."
   (let* ((org-agent-cargo-program "no-such-cargo-here")
