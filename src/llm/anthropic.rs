@@ -830,9 +830,13 @@ impl AnthropicStream {
 
     fn feed_inner(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
         let mut out = Vec::new();
-        for event in self.body.feed(bytes)? {
+        let mut events = Vec::new();
+        // Events before a decoding error come first, wherever the chunk was cut.
+        let decoded = self.body.feed_into(bytes, &mut events);
+        for event in events {
             self.event(&event, &mut out)?;
         }
+        decoded?;
         Ok(out)
     }
 
@@ -1015,6 +1019,33 @@ mod tests {
             messages,
             ..ChatRequest::default()
         }
+    }
+
+    /// An error event and, in the same chunk, a line over the limit: the error event came
+    /// first, so it is the outcome, whether or not the body was cut between the two (the
+    /// decoder used to drop the events of a chunk that ended in a decoding error).
+    #[test]
+    fn events_before_a_decoding_error_come_first() {
+        let mut body = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\ndata: ".to_vec();
+        body.extend(std::iter::repeat_n(b'x', 200));
+        let opts = StreamOptions {
+            max_line_len: 100,
+            ..StreamOptions::default()
+        };
+        let run = |chunks: Vec<&[u8]>| {
+            let mut p = AnthropicStream::with_options(opts);
+            chunks
+                .into_iter()
+                .map(|c| p.feed(c))
+                .find(Result::is_err)
+                .unwrap_or(Ok(Vec::new()))
+        };
+        let whole = run(vec![&body[..]]);
+        assert!(
+            !matches!(whole, Err(LlmError::LineTooLong { .. }) | Ok(_)),
+            "{whole:?}"
+        );
+        assert_eq!(whole, run(body.chunks(7).collect()));
     }
 
     #[test]

@@ -438,9 +438,10 @@ impl ArraySplitter {
         Ok(())
     }
 
-    /// Takes the next chunk; returns the elements it completes.
-    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Vec<u8>>, LlmError> {
-        let mut done = Vec::new();
+    /// Takes the next chunk; adds the elements it completes to `done`, also those before
+    /// an error in the chunk (the caller parses them first, so the outcome does not depend
+    /// on where the body was cut).
+    fn feed(&mut self, bytes: &[u8], done: &mut Vec<Vec<u8>>) -> Result<(), LlmError> {
         let mut rest = bytes;
         while let Some((&first, tail)) = rest.split_first() {
             match self.state {
@@ -482,7 +483,7 @@ impl ArraySplitter {
                 ArrayState::Closed => break,
             }
         }
-        Ok(done)
+        Ok(())
     }
 
     /// Advances the string and depth state over `bytes` (inside an element) and returns the
@@ -600,22 +601,25 @@ impl GeminiStream {
             }
             BodyKind::Array(splitter) => {
                 let was_closed = splitter.closed();
-                let elements = splitter.feed(bytes)?;
+                let mut elements = Vec::new();
+                let split = splitter.feed(bytes, &mut elements);
                 let closed = splitter.closed();
                 for element in elements {
                     self.chunk(&element, out)?;
                 }
+                split?;
                 if closed && !was_closed {
                     self.collector.settle(out);
                 }
                 Ok(())
             }
             BodyKind::Sse(decoder) => {
-                let events = decoder.feed(bytes)?;
+                let mut events = Vec::new();
+                let decoded = decoder.feed_into(bytes, &mut events);
                 for event in events {
                     self.chunk(event.data.as_bytes(), out)?;
                 }
-                Ok(())
+                decoded
             }
         }
     }
@@ -982,9 +986,16 @@ mod tests {
         let mut s = ArraySplitter::new(1 << 20);
         let mut out = Vec::new();
         for b in input.chunks(1) {
-            out.extend(s.feed(b).unwrap());
+            s.feed(b, &mut out).unwrap();
         }
         (out, s.closed())
+    }
+
+    /// `ArraySplitter::feed` on a fresh splitter: the elements, and the outcome.
+    fn feed_once(limit: usize, input: &[u8]) -> (Vec<Vec<u8>>, Result<(), LlmError>) {
+        let mut out = Vec::new();
+        let result = ArraySplitter::new(limit).feed(input, &mut out);
+        (out, result)
     }
 
     #[test]
@@ -1005,17 +1016,47 @@ mod tests {
         assert_eq!(elements.len(), 1);
         assert!(!closed);
         assert!(matches!(
-            ArraySplitter::new(100).feed(b"[1]"),
+            feed_once(100, b"[1]").1,
             Err(LlmError::Malformed(_))
         ));
         assert!(matches!(
-            ArraySplitter::new(100).feed(b"x"),
+            feed_once(100, b"x").1,
             Err(LlmError::Malformed(_))
         ));
         assert_eq!(
-            ArraySplitter::new(8).feed(br#"[{"a": "123456"}]"#),
+            feed_once(8, br#"[{"a": "123456"}]"#).1,
             Err(LlmError::ResponseTooLarge { limit: 8 })
         );
+        // The elements before an error in the same chunk are kept, for the caller to
+        // handle first.
+        let (elements, result) = feed_once(100, br#"[{"a": 1}, 0]"#);
+        assert_eq!(elements, vec![br#"{"a": 1}"#.to_vec()]);
+        assert!(matches!(result, Err(LlmError::Malformed(_))));
+    }
+
+    /// Found by the fuzz suite: a bad element followed by a bad byte in the same chunk
+    /// reported the later error, and only when the body came in one piece.
+    #[test]
+    fn errors_come_in_stream_order_however_the_body_is_cut() {
+        let body = br#"[{"candidates":[{"content":{"parts":[{"text":"\ud83d"}]}}]},
+0]"#;
+        let run = |chunks: Vec<&[u8]>| {
+            let mut p = GeminiStream::with_options(StreamOptions::default());
+            let mut result = Ok(Vec::new());
+            for c in chunks {
+                result = p.feed(c);
+                if result.is_err() {
+                    break;
+                }
+            }
+            result
+        };
+        let whole = run(vec![&body[..]]);
+        assert!(
+            matches!(whole, Err(LlmError::InvalidJson { .. })),
+            "{whole:?}"
+        );
+        assert_eq!(whole, run(body.chunks(1).collect()));
     }
 
     #[test]

@@ -564,9 +564,13 @@ impl OpenAiStream {
 
     fn feed_inner(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
         let mut out = Vec::new();
-        for event in self.body.feed(bytes)? {
+        let mut events = Vec::new();
+        // Events before a decoding error come first, wherever the chunk was cut.
+        let decoded = self.body.feed_into(bytes, &mut events);
+        for event in events {
             out.extend(self.chat.push_event(&event)?);
         }
+        decoded?;
         Ok(out)
     }
 

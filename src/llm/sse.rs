@@ -87,11 +87,18 @@ impl SseDecoder {
     /// Decodes the next chunk of the stream and returns the events it completes. After an
     /// error the decoder is unusable and returns the same error again.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, LlmError> {
-        self.failed.check()?;
         let mut out = Vec::new();
-        let result = self.feed_inner(bytes, &mut out);
-        self.failed.keep(result)?;
+        self.feed_into(bytes, &mut out)?;
         Ok(out)
+    }
+
+    /// [`SseDecoder::feed`], adding the events to `out`; on an error, the events the chunk
+    /// completed before it are in `out` too, so a caller handles them first and the
+    /// outcome does not depend on where the body was cut.
+    pub fn feed_into(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
+        self.failed.check()?;
+        let result = self.feed_inner(bytes, out);
+        self.failed.keep(result)
     }
 
     /// Ends the stream: a last line without a line ending is processed, and a last event
@@ -268,11 +275,17 @@ impl SseOrJson {
         }
     }
 
-    /// The SSE events `bytes` completes: none while the body is blank or JSON.
-    pub(crate) fn feed(&mut self, mut bytes: &[u8]) -> Result<Vec<SseEvent>, LlmError> {
+    /// Adds the SSE events `bytes` completes to `out`: none while the body is blank or
+    /// JSON. On an error, `out` has the events completed before it (see
+    /// [`SseDecoder::feed_into`]).
+    pub(crate) fn feed_into(
+        &mut self,
+        mut bytes: &[u8],
+        out: &mut Vec<SseEvent>,
+    ) -> Result<(), LlmError> {
         if let BodyKind::Undecided = self.kind {
             let Some(start) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
-                return Ok(Vec::new());
+                return Ok(());
             };
             bytes = bytes.get(start..).unwrap_or_default();
             self.kind = if bytes.first() == Some(&b'{') {
@@ -282,7 +295,7 @@ impl SseOrJson {
             };
         }
         match &mut self.kind {
-            BodyKind::Undecided => Ok(Vec::new()),
+            BodyKind::Undecided => Ok(()),
             BodyKind::Json(body) => {
                 if body.len().saturating_add(bytes.len()) > self.max_json {
                     return Err(LlmError::ResponseTooLarge {
@@ -290,9 +303,9 @@ impl SseOrJson {
                     });
                 }
                 body.extend_from_slice(bytes);
-                Ok(Vec::new())
+                Ok(())
             }
-            BodyKind::Sse => self.sse.feed(bytes),
+            BodyKind::Sse => self.sse.feed_into(bytes, out),
         }
     }
 

@@ -165,6 +165,11 @@ impl Sexp {
         self.0.as_ref().unwrap_or(&Value::Nil)
     }
 
+    /// The value, to change it in place (`None` only while it is being dropped).
+    pub fn value_mut(&mut self) -> Option<&mut Value> {
+        self.0.as_mut()
+    }
+
     /// Take the value out (the caller then owns its drop: wrap it again or use
     /// [`drop_iteratively`] if it may be large).
     pub fn into_value(mut self) -> Value {

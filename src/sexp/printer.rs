@@ -81,7 +81,10 @@ fn print_atom(out: &mut String, v: &Value) {
         Value::Symbol(name) => symbol(out, name),
         Value::Keyword(name) => {
             out.push(':');
-            symbol(out, name);
+            // `:` alone is the keyword with an empty name, not `:##`.
+            if !name.is_empty() {
+                symbol(out, name);
+            }
         }
         Value::String(s) => string(out, s),
         Value::Bytes(bytes) => {
@@ -138,32 +141,24 @@ fn string(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// Whether Emacs would read `name` as a number if it were printed bare.
-fn looks_numeric(name: &str) -> bool {
-    let body = name.strip_prefix(['+', '-']).unwrap_or(name);
-    !body.is_empty()
-        && body.chars().any(|c| c.is_ascii_digit())
-        && body
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'))
-}
-
 fn symbol(out: &mut String, name: &str) {
     if name.is_empty() {
         out.push_str("##");
         return;
     }
-    if looks_numeric(name) {
+    // Emacs would read these bare as a number, a dotted pair's dot or a character.
+    if super::reader::is_number_syntax(name) || name == "." || name.starts_with('?') {
         out.push('\\');
     }
     for (i, c) in name.chars().enumerate() {
-        let special = c.is_whitespace()
+        let special = c <= ' '
+            || c == '\u{a0}'
             || c.is_control()
             || matches!(
                 c,
                 '(' | ')' | '[' | ']' | '"' | '\'' | ';' | '`' | ',' | '#' | '\\'
             )
-            || (i == 0 && matches!(c, '?' | '.'));
+            || (i > 0 && c == '?');
         if special {
             out.push('\\');
         }

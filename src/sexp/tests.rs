@@ -160,12 +160,80 @@ fn printer_round_trips_through_the_reader() {
 }
 
 #[test]
-fn escaped_symbols_are_refused_clearly() {
-    let err = read("(foo\\ bar)").unwrap_err();
-    assert!(
-        matches!(&err, SexpError::Syntax { message, .. } if message.contains("escaped")),
-        "{err}"
-    );
+fn escaped_symbols_read_as_emacs_reads_them() {
+    // A backslash makes the next character part of the name, and the token a symbol.
+    for (text, name) in [
+        ("foo\\ bar", "foo bar"),
+        ("\\1.5", "1.5"),
+        ("\\.", "."),
+        ("a\\(b", "a(b"),
+        ("\\?q", "?q"),
+        ("\\`", "`"),
+    ] {
+        let s = read(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert!(equal(s.value(), &Value::symbol(name)), "{text}: {s:?}");
+        // And the printer escapes just as much.
+        assert_eq!(read(&print(s.value())).unwrap(), s, "{text}");
+    }
+    let s = read("(:A\\ B 1)").unwrap();
+    assert_eq!(s.plist_keys().unwrap(), ["a b"]);
+    assert!(read("foo\\").is_err());
+}
+
+/// Emacs reads `` `x `` as (\` x), `,x` as (\, x) and `,@x` as (\,@ x); a symbol written
+/// `quasiquote` stays that symbol.
+#[test]
+fn backquotes_read_as_emacs_reads_them() {
+    let s = read("(`a ,b ,@c quasiquote unquote)").unwrap();
+    let want = Value::list(vec![
+        Value::list(vec![Value::symbol("`"), Value::symbol("a")]),
+        Value::list(vec![Value::symbol(","), Value::symbol("b")]),
+        Value::list(vec![Value::symbol(",@"), Value::symbol("c")]),
+        Value::symbol("quasiquote"),
+        Value::symbol("unquote"),
+    ]);
+    assert!(equal(s.value(), &want), "{s:?}");
+}
+
+/// Character literals as Emacs reads them; `lexpr` refused `?(` and read none of the
+/// modifier forms.
+#[test]
+fn character_literals_read_as_emacs_reads_them() {
+    for (text, code) in [
+        ("?a", 97),
+        ("?(", 40),
+        ("?\\(", 40),
+        ("?\\n", 10),
+        ("?\\s", 32),
+        ("?\\^I", 9),
+        ("?\\C-a", 1),
+        ("?\\^?", 127),
+        ("?\\M-a", 134_217_825),
+        ("?\\C-\\M-a", 134_217_729),
+        ("?\\x41", 65),
+        ("?\\101", 65),
+        ("?\\u00e9", 233),
+        ("?\\U0001F389", 0x1F389),
+        ("?é", 233),
+    ] {
+        let s = read(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert!(equal(s.value(), &Value::from(code as i64)), "{text}: {s:?}");
+    }
+    let s = read("(?a?b)").unwrap();
+    assert_eq!(print(s.value()), "(?a ?b)");
+    for bad in ["?ab", "?", "?\\u12", "?\\N{SNOWMAN}"] {
+        assert!(read(bad).is_err(), "{bad}");
+    }
+}
+
+/// Emacs reads a `.` followed by a closing bracket as a symbol: `(a .)` is (a \.).
+#[test]
+fn a_dot_before_a_closing_bracket_is_a_symbol() {
+    let s = read("(a . )").unwrap();
+    let want = Value::list(vec![Value::symbol("a"), Value::symbol(".")]);
+    assert!(equal(s.value(), &want), "{s:?}");
+    let s = read("(a . b)").unwrap();
+    assert_eq!(print(s.value()), "(a . b)");
 }
 
 #[test]
@@ -176,4 +244,157 @@ fn printer_writes_emacs_syntax() {
     assert_eq!(print(&Value::symbol("")), "##");
     assert_eq!(print(&Value::symbol("1.5")), "\\1.5");
     assert_eq!(print(&Value::symbol("a b")), "a\\ b");
+}
+
+/// What Emacs 28's `read` gives for each token (checked against real Emacs, with more
+/// generated cases, in tests/fuzz.rs).
+#[test]
+fn numbers_read_as_emacs_reads_them() {
+    let int = |i: i64| Value::from(i);
+    let float = |f: f64| Value::from(f);
+    let sym = |s: &str| Value::symbol(s);
+    let cases: Vec<(&str, Value)> = vec![
+        (".5", float(0.5)),
+        ("-.5", float(-0.5)),
+        ("+.5", float(0.5)),
+        (".0", float(0.0)),
+        ("-.0", float(-0.0)),
+        ("1.", int(1)),
+        ("-1.", int(-1)),
+        ("+1.", int(1)),
+        ("+1", int(1)),
+        ("-0", int(0)),
+        ("007", int(7)),
+        ("1.e3", float(1000.0)),
+        ("1.E3", float(1000.0)),
+        (".5e1", float(5.0)),
+        ("+.5e-2", float(0.005)),
+        ("1e3", float(1000.0)),
+        ("1e01", float(10.0)),
+        ("1e-400", float(0.0)),
+        ("00.5", float(0.5)),
+        ("-0.0", float(-0.0)),
+        ("0.30000000000000004", float(0.1 + 0.2)),
+        ("1.7976931348623157e308", float(f64::MAX)),
+        ("4.9406564584124654e-324", float(f64::from_bits(1))),
+        ("9223372036854775807", int(i64::MAX)),
+        ("-9223372036854775808", int(i64::MIN)),
+        ("18446744073709551615", Value::from(u64::MAX)),
+        ("-.", sym("-.")),
+        ("+.", sym("+.")),
+        (".e3", sym(".e3")),
+        ("5.e", sym("5.e")),
+        ("1e", sym("1e")),
+        ("1e+", sym("1e+")),
+        (".5e", sym(".5e")),
+        ("..5", sym("..5")),
+        (".5.", sym(".5.")),
+        ("1.5.2", sym("1.5.2")),
+        ("0x10", sym("0x10")),
+        ("1_000", sym("1_000")),
+        ("+-1", sym("+-1")),
+        ("1+", sym("1+")),
+        (".-5", sym(".-5")),
+        (".foo", sym(".foo")),
+        ("-.5e-3x", sym("-.5e-3x")),
+        ("+", sym("+")),
+        ("-", sym("-")),
+        ("1e+INFx", sym("1e+INFx")),
+        ("é", sym("é")),
+        ("{x}", sym("{x}")),
+        ("a\u{2003}b", sym("a\u{2003}b")),
+        ("oa\u{E000}", sym("oa\u{E000}")),
+    ];
+    for (text, want) in &cases {
+        let got = read(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert!(
+            equal(got.value(), want) && got.value().is_number() == want.is_number(),
+            "{text}: read {got:?}, Emacs reads {}",
+            print(want)
+        );
+        if let Some(f) = want.as_f64().filter(|_| want.is_f64()) {
+            let g = got.value().as_f64().unwrap_or(f64::NAN);
+            assert_eq!(g.to_bits(), f.to_bits(), "{text}: {g} is not {f}");
+        }
+    }
+    // In context: lists, dotted pairs, vectors, quotes, keyword values.
+    let s = read("(:a .5 :b (1. . -.5) :c [.5e1 x 1+] :d '.5)").unwrap();
+    assert_eq!(
+        print(s.value()),
+        "(:a 0.5 :b (1 . -0.5) :c [5.0 x 1+] :d (quote 0.5))"
+    );
+    let forms = read_all(".5 1+ 2.5 (.25)").unwrap();
+    let printed: Vec<String> = forms.iter().map(|f| print(f.value())).collect();
+    assert_eq!(printed, ["0.5", "1+", "2.5", "(0.25)"]);
+}
+
+#[test]
+fn numbers_a_plist_cannot_hold_are_refused() {
+    for text in [
+        "1.0e+INF",
+        "-1.0e+INF",
+        "1e+INF",
+        ".5e+INF",
+        "0.0e+NaN",
+        "(:a 1e400)",
+        "-1e400",
+        "99999999999999999999",
+        "-9223372036854775809",
+    ] {
+        let err = read(text).unwrap_err();
+        assert!(
+            matches!(&err, SexpError::Syntax { message, .. } if message.contains("range") || message.contains("finite")),
+            "{text}: {err}"
+        );
+    }
+    // The error names where the token starts.
+    assert_eq!(
+        read("(:a\n  1e999)").unwrap_err(),
+        SexpError::Syntax {
+            line: 2,
+            column: 3,
+            message: "float `1e999' is out of range".into()
+        }
+    );
+}
+
+#[test]
+fn a_hash_anywhere_outside_strings_is_refused() {
+    // Emacs ends a symbol at `#` and reads `#b1` as the integer 1: `foo#b1` is two atoms.
+    for text in ["(foo#b1)", "(a#.(x))", "(:k#x10)"] {
+        let err = read(text).unwrap_err();
+        assert!(
+            matches!(&err, SexpError::Syntax { message, .. } if message.contains("reader macro")),
+            "{text}: {err}"
+        );
+    }
+}
+
+#[test]
+fn control_characters_and_no_break_spaces_separate_atoms() {
+    let s = read("(a\u{1}b\u{a0}c\u{c}d)").unwrap();
+    assert_eq!(print(s.value()), "(a b c d)");
+}
+
+/// Found by the fuzz suite: `:` alone (the keyword with an empty name) was printed `:##`,
+/// which no reader reads back.
+#[test]
+fn the_empty_keyword_prints_as_a_colon() {
+    let s = read("(: 1)").unwrap();
+    assert_eq!(print(s.value()), "(: 1)");
+    assert_eq!(read(&print(s.value())).unwrap(), s);
+}
+
+/// Found by the fuzz suite: a string right after a symbol or keyword (`:a"b"`) was read
+/// into the symbol's name; Emacs ends the symbol at the `"`.
+#[test]
+fn a_string_right_after_a_symbol_is_a_separate_atom() {
+    let s = read("(:a\"b\" c\"d\")").unwrap();
+    let want = Value::list(vec![
+        Value::keyword("a"),
+        Value::string("b"),
+        Value::symbol("c"),
+        Value::string("d"),
+    ]);
+    assert!(equal(s.value(), &want), "{s:?}");
 }
