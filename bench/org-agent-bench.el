@@ -20,7 +20,13 @@
 ;;   5. resident memory of the loaded 100k-headline store;
 ;;   6. the chat against the test LLM server (tests/support/server.rs):
 ;;      C-c C-c to the request leaving, main-thread stalls and share
-;;      while a 2,000-token answer streams at 100 tokens/s, interrupt.
+;;      while a 2,000-token answer streams at 100 tokens/s, interrupt;
+;;   8. hostile input (issue 9), each case in a fresh child Emacs with a
+;;      time limit: 100,000 unclosed `#+begin_quote', `#+begin_src' and
+;;      `:LOGBOOK:' lines, 256 KiB and 512 KiB of invalid bytes, one
+;;      headline with 50,000 tags (ingested through the save path), and a
+;;      store log with a long tail of zeros (opened): time, peak memory
+;;      (VmHWM) and main-thread ms/MB.
 ;;
 ;; MB means 10^6 bytes throughout.  The report goes to stdout, progress
 ;; to stderr.  Environment knobs (defaults in parentheses):
@@ -29,7 +35,10 @@
 ;;   ORG_AGENT_BENCH_EVERY      org-element times every Nth file (4)
 ;;   ORG_AGENT_BENCH_CORPUS     corpus directory (../shared/corpus)
 ;;   ORG_AGENT_BENCH_KEEP       non-empty: keep the temporary directory
-;;   ORG_AGENT_BENCH_ONLY       "chat": only section 6 (on the memex)
+;;   ORG_AGENT_BENCH_ONLY       "chat": only section 6 (on the memex);
+;;                              "hostile": only section 8
+;;   ORG_AGENT_BENCH_HOSTILE_TIMEOUT  seconds one hostile case may take (60)
+;;   ORG_AGENT_BENCH_ZEROS_MB   MB of zeros after the store log (1024)
 ;;   ORG_AGENT_BENCH_LLM_SERVER the test server executable (built if unset)
 
 ;;; Code:
@@ -61,6 +70,8 @@
 (declare-function org-agent--ingest-text-async "org-agent-module")
 (declare-function org-agent--store-open "org-agent-module")
 (declare-function org-agent--store-close "org-agent-module")
+(declare-function org-agent--ingest-file "org-agent-module")
+(declare-function org-agent-ingest-buffer "org-agent-store")
 
 (defconst org-agent-bench-root
   (expand-file-name ".." (file-name-directory (or load-file-name buffer-file-name)))
@@ -1006,6 +1017,230 @@ See `org-agent-bench--clock'.")
       (advice-remove 'org-agent-chat--insert #'org-agent-bench--count-main)
       (org-agent-test-server-stop))))
 
+;;;; 8. Hostile input
+
+(defconst org-agent-bench-hostile-timeout
+  (org-agent-bench--env-int "ORG_AGENT_BENCH_HOSTILE_TIMEOUT" 60)
+  "Seconds a hostile case may run before its child Emacs is killed.")
+
+(defconst org-agent-bench-zeros-mb (org-agent-bench--env-int "ORG_AGENT_BENCH_ZEROS_MB" 1024)
+  "MB of zeros appended to the store log in the zeros case.")
+
+(defconst org-agent-bench-hostile-cases
+  '(("quote" . "100,000 unclosed #+begin_quote lines")
+    ("src" . "100,000 unclosed #+begin_src lines")
+    ("logbook" . "100,000 unclosed :LOGBOOK: lines")
+    ("raw-256k" . "256 KiB of invalid bytes")
+    ("raw-512k" . "512 KiB of invalid bytes")
+    ("tags-50k" . "one headline with 50,000 tags")
+    ("zeros" . "store log followed by zeros"))
+  "The hostile cases of issue 9: name and description.")
+
+(defun org-agent-bench--proc-kb (field)
+  "FIELD (e.g. \"VmHWM\") of this process's /proc status, in kB."
+  (when (file-readable-p "/proc/self/status")
+    (with-temp-buffer
+      (insert-file-contents "/proc/self/status")
+      (when (re-search-forward (format "^%s:[ \t]+\\([0-9]+\\) kB" field) nil t)
+        (string-to-number (match-string 1))))))
+
+(defun org-agent-bench--hostile-file (name file)
+  "Write the Org file of hostile case NAME to FILE."
+  (let ((coding-system-for-write 'no-conversion))
+    (with-temp-file file
+      (set-buffer-multibyte nil)
+      (pcase name
+        ((or "quote" "src" "logbook")
+         (let ((line (pcase name
+                       ("quote" "#+begin_quote\n") ("src" "#+begin_src\n")
+                       (_ ":LOGBOOK:\n"))))
+           (insert "* A headline\n")
+           (dotimes (_ 100000) (insert line))))
+        ((or "raw-256k" "raw-512k")
+         (insert "* Raw bytes\n")
+         (dotimes (i (* 1024 (if (equal name "raw-256k") 256 512)))
+           ;; Bytes 0x80-0xFF are never valid UTF-8 on their own; a line end now and then.
+           (insert (if (= 79 (% i 80)) ?\n (+ #x80 (org-agent-bench--rand 128))))))
+        ("tags-50k"
+         (insert "* One headline with many tags :")
+         (dotimes (i 50000) (insert (format "t%d:" i)))
+         (insert "\nBody.\n"))))))
+
+(defun org-agent-bench--await (request seconds)
+  "Wait up to SECONDS for REQUEST's final event; return it, or nil."
+  (org-agent-bench--wait request seconds))
+
+(defun org-agent-bench-hostile-child (name)
+  "In a fresh Emacs: run hostile case NAME and print what it measured."
+  (org-agent-bench--setup)
+  (unwind-protect
+      (let* ((file (expand-file-name (format "hostile-%s.org" name) org-agent-bench--tmp))
+             (out (list :case name)))
+        (if (equal name "zeros")
+            ;; A store with the demo notes, then a long run of zeros after its log, as a
+            ;; disk that filled up or a crashed preallocation leaves it.
+            (let* ((state (expand-file-name "state-zeros/" org-agent-bench--tmp))
+                   (log (expand-file-name "store.log" state)))
+              (org-agent--store-open state)
+              (dolist (f (directory-files (expand-file-name "demo/notes" org-agent-bench-root)
+                                          t "\\.org\\'"))
+                (org-agent--ingest-file f t))
+              (org-agent-flush)
+              (org-agent--store-close)
+              ;; A sparse tail: reads as zeros, costs no disk.
+              (call-process "truncate" nil nil nil "-s"
+                            (format "+%dM" org-agent-bench-zeros-mb) log)
+              (garbage-collect)
+              (let* ((bytes (org-agent-bench--size log))
+                     (rss (org-agent-bench--proc-kb "VmRSS"))
+                     (hwm (org-agent-bench--proc-kb "VmHWM"))
+                     report
+                     (secs (org-agent-bench--time (setq report (org-agent--store-open state)))))
+                (setq out (append out (list :bytes bytes
+                                            :main-secs secs :open-secs secs
+                                            :rss-before rss :hwm-before hwm
+                                            :hwm-after (org-agent-bench--proc-kb "VmHWM")
+                                            :ok (list :report report))))))
+          (org-agent-bench--hostile-file name file)
+          (let* ((coding-system-for-read 'utf-8)
+                 (buf (let ((enable-local-variables nil)) (find-file-noselect file)))
+                 (rss (progn (garbage-collect) (org-agent-bench--proc-kb "VmRSS")))
+                 (hwm (org-agent-bench--proc-kb "VmHWM"))
+                 (t0 (current-time))
+                 request main-secs event ingest-secs)
+            ;; The save path: what `org-agent--after-save' does on the main thread. The first
+            ;; call's event times the ingest; the main thread's share is the median of 5
+            ;; calls (the text is copied every time, even when it did not change).
+            (setq main-secs (org-agent-bench--time
+                              (setq request (with-current-buffer buf
+                                              (org-agent-ingest-buffer nil t)))))
+            (setq event (org-agent-bench--await request org-agent-bench-hostile-timeout))
+            (setq ingest-secs (float-time (time-since t0)))
+            (when event
+              (let ((times (list main-secs)))
+                (dotimes (_ 4)
+                  (garbage-collect)
+                  (push (org-agent-bench--time
+                          (setq request (with-current-buffer buf
+                                          (org-agent-ingest-buffer nil t))))
+                        times)
+                  (org-agent-bench--await request org-agent-bench-hostile-timeout))
+                (setq main-secs (org-agent-bench--median times))))
+            (setq out (append out (list :bytes (org-agent-bench--size file)
+                                        :main-secs main-secs
+                                        :ingest-secs ingest-secs
+                                        :rss-before rss :hwm-before hwm
+                                        :ok (if (memq (plist-get event :type) '(ingested superseded))
+                                                (list :nodes (plist-get event :nodes))
+                                              (or event 'timeout)))))
+            (when (equal name "tags-50k")
+              ;; Every start opens the store again: time that too.
+              (org-agent-flush)
+              (org-agent--store-close)
+              (let ((secs (org-agent-bench--time
+                            (org-agent--store-open org-agent-state-directory))))
+                (setq out (append out (list :open-secs secs
+                                            :log-bytes (org-agent-bench--size
+                                                        (expand-file-name
+                                                         "store.log" org-agent-state-directory)))))))
+            (setq out (append out (list :hwm-after (org-agent-bench--proc-kb "VmHWM"))))))
+        (princ (format "ORG-AGENT-BENCH-HOSTILE %S\n" out)))
+    (ignore-errors (org-agent--store-close))
+    (org-agent-bench--cleanup)))
+
+(defun org-agent-bench--hostile-run (name)
+  "Run hostile case NAME in a child Emacs, killed after the time limit.
+Return its plist, or (:case NAME :timeout t)."
+  (let* ((emacs (expand-file-name invocation-name invocation-directory))
+         (buf (generate-new-buffer " *org-agent-bench-hostile*"))
+         (process-environment (cons (concat "ORG_AGENT_BENCH_MODULE_DIR="
+                                            org-agent-module-directory)
+                                    process-environment))
+         (proc (make-process :name "org-agent-bench-hostile" :buffer buf :noquery t
+                             :connection-type 'pipe :stderr (get-buffer-create " *hostile-err*")
+                             :command (list emacs "-Q" "--batch" "-l"
+                                            (expand-file-name "bench/org-agent-bench.el"
+                                                              org-agent-bench-root)
+                                            "--eval" (format "(org-agent-bench-hostile-child %S)"
+                                                             name))))
+         ;; Writing the case and starting Emacs come on top of the case's own limit.
+         (deadline (+ (float-time) org-agent-bench-hostile-timeout 30)))
+    (while (and (process-live-p proc) (< (float-time) deadline))
+      (accept-process-output proc 0.05))
+    (prog1
+        (if (process-live-p proc)
+            (progn (delete-process proc) (list :case name :timeout t))
+          (with-current-buffer buf
+            (goto-char (point-min))
+            (if (re-search-forward "^ORG-AGENT-BENCH-HOSTILE \\(.*\\)$" nil t)
+                (car (read-from-string (match-string 1)))
+              (list :case name :error (buffer-string)))))
+      (kill-buffer buf))))
+
+(defun org-agent-bench-hostile ()
+  "Section 8: every hostile input of issue 9, each in a fresh child Emacs."
+  (org-agent-bench--out "\n== 8. Hostile input (issue 9): each case in a fresh emacs --batch, limit %d s"
+                        org-agent-bench-hostile-timeout)
+  (org-agent-bench--out "  save path = `org-agent-ingest-buffer' (async, as the after-save hook): main thread = that call (median of 5); ingest = until the worker's first event")
+  (dolist (c org-agent-bench-hostile-cases)
+    (org-agent-bench--progress "hostile: %s..." (cdr c))
+    (let* ((r (org-agent-bench--hostile-run (car c)))
+           (name (car c))
+           (mb (and (plist-get r :bytes) (org-agent-bench--mb (plist-get r :bytes))))
+           (main-ms (and (plist-get r :main-secs) (* 1000 (plist-get r :main-secs))))
+           (main-per-mb (org-agent-bench--div main-ms mb))
+           (ingest (plist-get r :ingest-secs))
+           (ingest-per-mb (org-agent-bench--div ingest mb))
+           (peak (and (plist-get r :hwm-after) (plist-get r :rss-before)
+                      (/ (- (plist-get r :hwm-after) (plist-get r :rss-before)) 1024.0)))
+           (ok (plist-get r :ok))
+           (failed (or (plist-get r :timeout) (plist-get r :error)
+                       (and (not (equal name "zeros")) (not (plist-member ok :nodes))))))
+      (cond
+       ((plist-get r :timeout)
+        (org-agent-bench--out "  %-8s %s: killed after the time limit (> %d s)"
+                              name (cdr c) org-agent-bench-hostile-timeout))
+       ((plist-get r :error)
+        (org-agent-bench--out "  %-8s %s: the child failed:\n%s" name (cdr c)
+                              (string-trim (plist-get r :error))))
+       (t
+        (org-agent-bench--out "  %-8s %s (%.2f MB): main thread %s ms = %s ms/MB; %s %s s = %s s/MB; peak memory +%s MB (VmHWM %s MB); %S"
+                              name (cdr c) mb
+                              (org-agent-bench--fmt main-ms) (org-agent-bench--fmt main-per-mb)
+                              (if (equal name "zeros") "open" "ingest")
+                              (org-agent-bench--fmt (or ingest (plist-get r :open-secs)))
+                              (org-agent-bench--fmt (org-agent-bench--div
+                                                     (or ingest (plist-get r :open-secs)) mb))
+                              (org-agent-bench--fmt peak)
+                              (org-agent-bench--fmt (/ (plist-get r :hwm-after) 1024.0))
+                              ok)
+        (when (plist-get r :open-secs)
+          (org-agent-bench--out "           store open: %s ms (log %.2f MB)"
+                                (org-agent-bench--fmt (* 1000 (plist-get r :open-secs)))
+                                (org-agent-bench--mb (or (plist-get r :log-bytes)
+                                                         (plist-get r :bytes)))))))
+      (let ((verdict (lambda (v bound) (if failed "MISS" (org-agent-bench--verdict v #'<= bound)))))
+        (org-agent-bench--row (format "8  %s: main-thread ms per MB" name)
+                              (and (not failed) main-per-mb) "ms/MB" "<= 10 ms/MB"
+                              (funcall verdict main-per-mb 10))
+        (unless (equal name "zeros")
+          (org-agent-bench--row (format "8  %s: ingest seconds per MB" name)
+                                (and (not failed) ingest-per-mb) "s/MB" "<= 1 s/MB"
+                                (funcall verdict ingest-per-mb 1)))
+        (when (plist-get r :open-secs)
+          (let* ((log-mb (org-agent-bench--mb (or (plist-get r :log-bytes) (plist-get r :bytes))))
+                 (open-per-mb (org-agent-bench--div (* 1000 (plist-get r :open-secs)) log-mb)))
+            (org-agent-bench--row (format "8  %s: store open, main-thread ms per MB of log" name)
+                                  open-per-mb "ms/MB" "<= 10 ms/MB"
+                                  (funcall verdict open-per-mb 10))))
+        (org-agent-bench--row (format "8  %s: peak memory above the start (VmHWM)" name)
+                              (and (not failed) peak) "MB"
+                              (if (equal name "zeros") "<= 64 MB" "(no target)")
+                              (cond ((not (equal name "zeros")) (if peak "info" "n/a"))
+                                    (t (funcall verdict peak 64)))))))
+  (when (equal (getenv "ORG_AGENT_BENCH_ONLY") "hostile")
+    (org-agent-bench--summary)))
+
 ;;;; Driver
 
 (defun org-agent-bench--header ()
@@ -1049,6 +1284,12 @@ See `org-agent-bench--clock'.")
   (let ((start (current-time))
         (only-chat (equal (getenv "ORG_AGENT_BENCH_ONLY") "chat")))
     (org-agent-bench--setup)
+    (when (equal (getenv "ORG_AGENT_BENCH_ONLY") "hostile")
+      (unwind-protect
+          (progn (org-agent-bench--header)
+                 (org-agent-bench-hostile))
+        (org-agent-bench--cleanup))
+      (kill-emacs 0))
     (unwind-protect
         (progn
           (org-agent-bench--header)
@@ -1072,7 +1313,8 @@ See `org-agent-bench--clock'.")
               (org-agent-bench-queries files headlines)
               (org-agent-bench-store-open dir (plist-get (org-agent-store-stats) :nodes))
               (org-agent-bench-memory dir headlines)
-              (org-agent-bench-save files))
+              (org-agent-bench-save files)
+              (org-agent-bench-hostile))
             (org-agent-bench-chat (plist-get (org-agent-store-stats) :headlines)))
           (org-agent-bench--summary)
           (org-agent-bench--out "\n  total run time %.0f s" (float-time (time-since start))))
