@@ -99,7 +99,10 @@ action returns.  Unknown actions and bad arguments are :error results."
           (unless entry
             (org-agent-actuator--fail "unknown Emacs action %S" name))
           (org-agent-actuator--check name (car entry) action)
-          (let ((data (funcall (cdr entry) action)))
+          ;; Edits write Org's log inside their undo step; this catches any other
+          ;; action's (an Elisp tool that calls `org-todo', say).
+          (let ((data (org-agent-actuator--logging-now
+                       (lambda () (funcall (cdr entry) action)))))
             (append (list :status :ok :message (format "%s done" (string-remove-prefix ":" (symbol-name name)))) data))))
     (org-agent-action-error (list :status :error :message (cadr err)))
     (error (list :status :error :message (error-message-string err)))))
@@ -178,7 +181,7 @@ undone; if it succeeds, the store is brought up to date (see
                  ;; Its own undo step: apart from the user's last edit and the next.
                  (undo-boundary)
                  (activate-change-group ,group)
-                 (setq ,value (progn ,@body))
+                 (setq ,value (org-agent-actuator--logging-now (lambda () ,@body)))
                  (setq ,done t))
              (if ,done
                  (progn (accept-change-group ,group)
@@ -216,6 +219,52 @@ not WAS-MODIFIED before the edit.  A preview's copy stays as it is."
     (when (and org-agent-actuator-save-after-edit (not was-modified) buffer-file-name)
       (save-buffer))
     (org-agent-ingest-buffer nil t)))
+
+;;;; Org's log notes
+
+(defun org-agent-actuator--logging-now (fn)
+  "Call FN, write at once any log entry Org set up meanwhile; return FN's value.
+Org logs state changes, repeats and reschedules (`org-log-done',
+`org-log-repeat', `org-todo-log-states', `org-log-reschedule'...)
+from `post-command-hook': `org-add-log-note' deletes the other
+windows, shows the Org buffer and prompts for a note.  An agent's
+edit runs from a process filter, outside any command of the user's,
+so that prompt would take over the user's next command and window
+\(and after a preview, point into a scratch copy already killed).
+So the entry is written here, inside the edit (its undo step, its
+preview), as Org writes it when no note text is given: the log line
+with its time stamp; an agent has no note to add.  Org's pending-note
+state is let-bound, so a note Org was about to ask the user for
+stays pending, untouched."
+  (let ((hooked (memq #'org-add-log-note (default-value 'post-command-hook)))
+        (org-log-setup nil)
+        (org-log-note-marker (make-marker))
+        (org-log-note-return-to (make-marker))
+        (org-log-note-purpose nil)
+        (org-log-note-state nil)
+        (org-log-note-previous-state nil)
+        (org-log-note-how nil)
+        (org-log-note-extra nil)
+        (org-log-note-effective-time nil)
+        (org-log-note-window-configuration nil)
+        (org-log-post-message nil))
+    (unwind-protect
+        (prog1 (funcall fn)
+          (when (and org-log-setup (marker-buffer org-log-note-marker))
+            (org-agent-actuator--store-log-entry)))
+      (unless hooked (remove-hook 'post-command-hook #'org-add-log-note))
+      (set-marker org-log-note-marker nil)
+      (set-marker org-log-note-return-to nil))))
+
+(defun org-agent-actuator--store-log-entry ()
+  "Write the log entry Org set up, with no note text and no window change."
+  ;; `org-store-log-note' restores this configuration when done: the one we have.
+  (let ((org-log-note-window-configuration (current-window-configuration))
+        (inhibit-message t))
+    (move-marker org-log-note-return-to (point))
+    (save-current-buffer
+      ;; It reads the note from the current buffer and kills that buffer.
+      (with-temp-buffer (org-store-log-note)))))
 
 ;;;; The vocabulary
 
@@ -407,7 +456,8 @@ tool, in particular, is never run to preview it)."
 (defun org-agent-actuator--preview-edit (action)
   "Run the edit ACTION on a scratch copy; see `org-agent-actuator-preview'."
   (let* ((org-agent-actuator--preview t)
-         (org-inhibit-logging 'note)
+         ;; "Entry repeats: ..." and the like would tell of an edit not made.
+         (inhibit-message t)
          (result (unwind-protect
                      (org-agent-actuator-run action)
                    (when (consp org-agent-actuator--preview)

@@ -81,7 +81,9 @@ the host of its :url."
 
 (defun org-agent-embed-notes (&optional callback)
   "Embed the notes that are new or changed; report when done.
-CALLBACK, if given, is called with the final event plist."
+The notes are the headlines with the property EMBED t, or all of
+them with `org-agent-embed-all'; never a private one.  CALLBACK, if
+given, is called with the final event plist."
   (interactive)
   (org-agent--require-started)
   (let ((backend (or (org-agent-semantic--backend)
@@ -100,17 +102,81 @@ CALLBACK, if given, is called with the final event plist."
                    (pcase (plist-get event :type)
                      ('embedded
                       (when (or callback by-user (> (plist-get event :embedded) 0))
-                        (message "org-agent: %d notes embedded, %d dropped%s; %d in the index"
-                                 (plist-get event :embedded) (plist-get event :dropped)
-                                 (if (> (plist-get event :refused) 0)
-                                     (format ", %d refused by the server"
-                                             (plist-get event :refused))
-                                   "")
-                                 (plist-get event :indexed))))
+                        (message "org-agent: %s" (org-agent-semantic--report event))))
                      (_ (message "org-agent: %s" (plist-get event :message))))
                    (when callback (funcall callback event)))
                  org-agent--callbacks)
         request))))
+
+(defun org-agent-semantic--report (event)
+  "Return what the `embedded' EVENT of an embedding run means for the user."
+  (cond
+   ((zerop (plist-get event :candidates))
+    (format "nothing to embed: %s" (org-agent-semantic--why-nothing)))
+   ((and (zerop (plist-get event :embedded)) (zerop (plist-get event :dropped))
+         (zerop (plist-get event :refused)))
+    (format "nothing new to embed; %d in the index" (plist-get event :indexed)))
+   (t
+    (format "%d notes embedded, %d dropped%s; %d in the index"
+            (plist-get event :embedded) (plist-get event :dropped)
+            (if (> (plist-get event :refused) 0)
+                (format ", %d refused by the server" (plist-get event :refused))
+              "")
+            (plist-get event :indexed)))))
+
+(defun org-agent-semantic--marked-count ()
+  "How many headlines of the store are marked for embedding (EMBED t)."
+  (org-agent-count :type 'headline :property '("EMBED" . "t")))
+
+(defun org-agent-semantic--anything-to-embed-p ()
+  "Whether the store has headlines to embed, private ones aside.
+Stops at the first: cheap when there are some."
+  (apply #'org-agent-query :type 'headline :limit 1 :fields '(:id)
+         (unless org-agent-embed-all (list :property '("EMBED" . "t")))))
+
+(defun org-agent-semantic--headlines (n)
+  "N headlines, in words: \"1 headline\", \"2 headlines\"."
+  (format "%d headline%s" n (if (= n 1) "" "s")))
+
+(defun org-agent-semantic--why-nothing ()
+  "Why no headline is to be embedded, and what to do about it."
+  (let ((headlines (org-agent-count :type 'headline))
+        (marked (if org-agent-embed-all 0 (org-agent-semantic--marked-count))))
+    (cond
+     ((zerop headlines)
+      "the store has no headlines yet (set `org-agent-directories' and turn on \
+`org-agent-mode', or M-x org-agent-ingest-directory)")
+     ((and (not org-agent-embed-all) (zerop marked))
+      (format "none of the %s is marked for it.  Give the headlines to search by \
+meaning the property EMBED with the value t (C-c C-x p EMBED RET t RET), or set \
+`org-agent-embed-all' to embed every headline"
+              (org-agent-semantic--headlines headlines)))
+     (t
+      (format "%s %s private, and private notes are never embedded (see \
+`org-agent-private-tags' and `org-agent-private-files')"
+              (if org-agent-embed-all
+                  (format "all %s of the store" (org-agent-semantic--headlines headlines))
+                (format "the %s marked EMBED t" (org-agent-semantic--headlines marked)))
+              (if (= (if org-agent-embed-all headlines marked) 1) "is" "are"))))))
+
+(defconst org-agent-semantic--empty-index-error "no note is embedded yet"
+  "How the module's search error starts when the vector index is empty.")
+
+(defun org-agent-semantic--search-failed (message)
+  "What to tell the user when a search failed with MESSAGE."
+  (cond
+   ((not (string-prefix-p org-agent-semantic--empty-index-error message))
+    message)
+   (org-agent-semantic--running
+    "the notes are being embedded right now; search again when that is done")
+   (t
+    (format "%s, but none is embedded yet: M-x org-agent-embed-notes embeds them \
+\(then new and changed notes are embedded on their own after each save)"
+            (if org-agent-embed-all
+                (format "the store has %s"
+                        (org-agent-semantic--headlines (org-agent-count :type 'headline)))
+              (format "%s marked EMBED t"
+                      (org-agent-semantic--headlines (org-agent-semantic--marked-count))))))))
 
 (defun org-agent-semantic--after-ingest (event)
   "Embed new notes a little after EVENT, an ingest that changed something."
@@ -162,19 +228,24 @@ CALLBACK, if given, is called with the final event plist."
 ;;;###autoload
 (defun org-agent-semantic-search (query)
   "Find the notes closest in meaning to QUERY; show them in a buffer.
-Each result opens its headline.  Needs `org-agent-embedding-backend'."
+Each result opens its headline.  Needs `org-agent-embedding-backend',
+and notes to search: headlines with the property EMBED t, or all of
+them with `org-agent-embed-all' (see `org-agent-embed-notes')."
   (interactive (list (read-string "Search notes by meaning: ")))
   (org-agent--require-started)
   (when (string-empty-p (string-trim query))
     (user-error "Nothing to search for"))
   (let ((backend (or (org-agent-semantic--backend)
                      (user-error "Set `org-agent-embedding-backend' first"))))
+    (unless (org-agent-semantic--anything-to-embed-p)
+      (user-error "Nothing to search by meaning: %s" (org-agent-semantic--why-nothing)))
     (org-agent--send-privacy)
     (puthash (org-agent--semantic-search backend query 20)
              (lambda (event)
                (if (eq (plist-get event :type) 'search-results)
                    (org-agent-semantic--show query (plist-get event :hits))
-                 (message "org-agent: %s" (plist-get event :message))))
+                 (message "org-agent: %s"
+                          (org-agent-semantic--search-failed (plist-get event :message)))))
              org-agent--callbacks)
     (message "org-agent: searching...")))
 

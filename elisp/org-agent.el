@@ -25,6 +25,7 @@
 ;;; Code:
 
 (require 'org)
+(require 'cl-lib)
 (require 'org-agent-build)
 (require 'org-agent-store)
 (require 'org-agent-actuator)
@@ -107,25 +108,152 @@ thread only copies the text, a worker parses it."
 (declare-function org-agent--log "org-agent-module")
 (declare-function org-agent--telemetry "org-agent-module")
 
+;;;; The log
+
+(defcustom org-agent-log-refresh-interval 1
+  "Seconds between refreshes of `*org-agent-log*' while it is shown.
+nil: refresh it only on \\[revert-buffer] or \\[org-agent-log]."
+  :type '(choice (const :tag "Only on request" nil) number)
+  :group 'org-agent)
+
+(defvar-local org-agent-log--entries []
+  "The log entries the buffer shows, a vector, oldest first.")
+
+(defvar-local org-agent-log--timer nil
+  "The timer refreshing this log buffer while it is shown.")
+
+(defvar org-agent-log-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "g" #'revert-buffer)
+    (define-key map "q" #'quit-window)
+    map)
+  "Keymap of `org-agent-log-mode'.")
+
+(define-derived-mode org-agent-log-mode org-mode "Agent-Log"
+  "Major mode of `*org-agent-log*': what org-agent did recently.
+The buffer follows the log while a window shows it (see
+`org-agent-log-refresh-interval'), and stays at the end when point
+was there; \\[revert-buffer] refreshes it at once.
+
+\\{org-agent-log-mode-map}"
+  (setq buffer-read-only t)
+  (setq-local revert-buffer-function (lambda (_ignore-auto _noconfirm)
+                                       (org-agent-log--refresh)))
+  (add-hook 'window-buffer-change-functions #'org-agent-log--shown nil t)
+  (add-hook 'kill-buffer-hook #'org-agent-log--stop nil t)
+  (add-hook 'change-major-mode-hook #'org-agent-log--stop nil t))
+
+(defun org-agent-log--line (entry)
+  "The text of the log ENTRY, a list (TIME-MS KIND MESSAGE)."
+  (pcase-let ((`(,ms ,kind ,message) entry))
+    (format "- [%s] *%s* %s\n"
+            (format-time-string "%F %T" (/ ms 1000.0))
+            kind
+            ;; A message of several lines stays inside its list item.
+            (replace-regexp-in-string "\n" "\n  " message t t))))
+
+(defun org-agent-log--overlap (old new)
+  "How many entries at the start of NEW are the last ones of OLD (vectors).
+The module keeps the last 500 entries: a refresh finds the old ones
+minus those that fell off the front, then the new ones."
+  (let* ((lo (length old))
+         (p (min lo (length new)))
+         (found 0))
+    ;; The longest overlap first; a wrong alignment fails at its first entry.
+    (while (and (> p 0) (zerop found))
+      (when (cl-loop for i below p
+                     always (equal (aref new i) (aref old (+ (- lo p) i))))
+        (setq found p))
+      (setq p (1- p)))
+    found))
+
+(defun org-agent-log--refresh ()
+  "Bring the current log buffer up to date with the module's log.
+Entries that fell out of the log are deleted from the top, new ones
+are added at the end; the rest of the text is left alone, so point
+and the windows stay where they are, except that a window (or point)
+at the end stays at the end."
+  (let* ((new (vconcat (org-agent--log)))
+         (old org-agent-log--entries)
+         (overlap (org-agent-log--overlap old new))
+         (inhibit-read-only t)
+         (header "#+TITLE: org-agent log\n\n")
+         (at-end (eobp))
+         (windows-at-end (seq-filter (lambda (w) (= (window-point w) (point-max)))
+                                     (get-buffer-window-list nil nil t))))
+    (unless (equal old new)
+      (save-excursion
+        (if (zerop overlap)
+            (erase-buffer)
+          ;; The entries that fell off the front of the log.
+          (let ((gone (cl-loop for i below (- (length old) overlap)
+                               sum (length (org-agent-log--line (aref old i))))))
+            (delete-region (+ (point-min) (length header))
+                           (+ (point-min) (length header) gone))))
+        (when (= (point-min) (point-max)) (insert header))
+        (goto-char (point-max))
+        (cl-loop for i from overlap below (length new)
+                 do (insert (org-agent-log--line (aref new i)))))
+      (setq org-agent-log--entries new)
+      (when at-end (goto-char (point-max)))
+      (dolist (w windows-at-end) (set-window-point w (point-max))))))
+
+(defun org-agent-log--start ()
+  "Refresh the current log buffer every `org-agent-log-refresh-interval' seconds.
+Only while a window shows it: the timer stops itself when none does,
+and `org-agent-log--shown' starts it again."
+  (when (and org-agent-log-refresh-interval (not (timerp org-agent-log--timer)))
+    (let ((buffer (current-buffer))
+          (timer nil))
+      (setq timer
+            (run-with-timer
+             org-agent-log-refresh-interval org-agent-log-refresh-interval
+             (lambda ()
+               (if (not (and (buffer-live-p buffer) (get-buffer-window buffer 'visible)))
+                   (progn (cancel-timer timer)
+                          (when (buffer-live-p buffer)
+                            (with-current-buffer buffer (setq org-agent-log--timer nil))))
+                 (with-current-buffer buffer
+                   (condition-case err
+                       (org-agent-log--refresh)
+                     ;; Once, not every second: the module was unloaded or the
+                     ;; runtime shut down.
+                     (error (org-agent-log--stop)
+                            (message "org-agent: the log stopped refreshing: %s"
+                                     (error-message-string err)))))))))
+      (setq org-agent-log--timer timer))))
+
+(defun org-agent-log--stop ()
+  "Stop refreshing the current log buffer."
+  (when (timerp org-agent-log--timer)
+    (cancel-timer org-agent-log--timer))
+  (setq org-agent-log--timer nil))
+
+(defun org-agent-log--shown (window)
+  "Refresh the log buffer shown in WINDOW, and follow the log again."
+  (with-current-buffer (window-buffer window)
+    (when (derived-mode-p 'org-agent-log-mode)
+      ;; Run by redisplay: an error here must not disturb it.
+      (with-demoted-errors "org-agent: cannot refresh the log: %S"
+        (org-agent-log--refresh)
+        (org-agent-log--start)))))
+
 ;;;###autoload
 (defun org-agent-log ()
-  "Show what org-agent did recently (the last 500 events)."
+  "Show what org-agent did recently (the last 500 events), as it happens.
+The buffer refreshes itself while it is shown; see `org-agent-log-mode'."
   (interactive)
   (org-agent--require-started)
-  (let ((entries (org-agent--log)))
-    (with-current-buffer (get-buffer-create "*org-agent-log*")
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (org-mode)
-        (insert "#+TITLE: org-agent log\n\n")
-        (dolist (e entries)
-          (pcase-let ((`(,ms ,kind ,message) e))
-            (insert (format "- [%s] *%s* %s\n"
-                            (format-time-string "%F %T" (/ ms 1000.0))
-                            kind message))))
-        (goto-char (point-max))
-        (setq buffer-read-only t))
-      (pop-to-buffer (current-buffer)))))
+  (let ((buffer (get-buffer-create "*org-agent-log*")))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'org-agent-log-mode)
+        (org-agent-log-mode))
+      (org-agent-log--refresh)
+      (goto-char (point-max)))
+    (pop-to-buffer buffer)
+    (with-current-buffer buffer
+      (org-agent-log--start))
+    buffer))
 
 (defun org-agent--status-table (title rows)
   "Insert an Org table titled TITLE with the telemetry ROWS."

@@ -235,3 +235,50 @@ async fn related_notes_and_the_tool_reach_the_llm() {
         "{result}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_nothing_embedded_no_query_is_sent() {
+    let (llm, emb) = (LlmServer::start().await, LlmServer::start().await);
+    let store = Arc::new(Store::in_memory(Config::default()));
+    let unmarked = "* Garden\nTulips and roses.\n";
+    store
+        .ingest_text("/n/a.org", unmarked, None, None, None)
+        .unwrap();
+    let s = semantic(&emb);
+    let cancel = CancelToken::new();
+    // Nothing is marked EMBED t: nothing is embedded, nothing asked of the server.
+    let report = s
+        .update(&store, &Privacy::default(), false, &cancel)
+        .await
+        .unwrap();
+    assert_eq!((report.candidates, report.indexed), (0, 0));
+    let hits = s
+        .search(&store, &Privacy::default(), "flowers", 5, 0.0, &cancel)
+        .await
+        .unwrap();
+    assert!(hits.is_empty(), "{hits:?}");
+    // A chat turn looks for related notes without asking the embedding server either.
+    let mut eq = Equipment::new(
+        ChatClient::new(Backend::new(llm.base_url(), "m")).unwrap(),
+        store.clone(),
+    );
+    eq.semantic = Some(s);
+    llm.push(Reply::chat_sse("Tulips.", &[]));
+    let answer = run_turn(
+        &eq,
+        &mut Conversation::default(),
+        "What grows in my garden?",
+        &TurnConfig::default(),
+        &cancel,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "Tulips.");
+    assert_eq!(emb.requests().len(), 0);
+    let system = llm.requests()[0].json()["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!system.contains("Related notes"), "{system}");
+}

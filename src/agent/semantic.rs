@@ -48,7 +48,8 @@ pub struct Semantic {
 impl Semantic {
     /// The notes most similar to `text`: at most `k`, with a score ≥ `min_score`, none that
     /// `privacy` hides (the store is checked at search time: a node made private after it
-    /// was embedded is not shown either).
+    /// was embedded is not shown either). With nothing embedded there is nothing to find,
+    /// and the server is not asked to embed `text`.
     pub async fn search(
         &self,
         store: &Store,
@@ -59,7 +60,15 @@ impl Semantic {
         cancel: &CancelToken,
     ) -> Result<Vec<(String, f32)>, LlmError> {
         let model = &self.client.backend().model;
-        let indexed = self.index.lock().model().to_owned();
+        let indexed = {
+            let ix = self.index.lock();
+            if ix.is_empty() {
+                // Every chat turn looks for related notes: a user who set an embedding
+                // backend but marked nothing to embed must not pay a request per turn.
+                return Ok(Vec::new());
+            }
+            ix.model().to_owned()
+        };
         if !indexed.is_empty() && indexed != *model {
             // Vectors of another model are not comparable, even with the same dimension.
             return Err(LlmError::Config(format!(

@@ -141,5 +141,112 @@ The file name is bound to `file'."
       (should (string-match-p "^\\* NEXT Write report" (buffer-string)))
       (should (string-match-p "^\\* A new first headline" (buffer-string))))))
 
+;;;; Org's log notes
+
+(defconst org-agent-actuator-test-repeating
+  "#+TODO: TODO | DONE\n* TODO Water the plants\nSCHEDULED: <2026-11-20 Fri +1w>\n:PROPERTIES:\n:ID:       water\n:END:\nEvery Friday.\n* Other\n"
+  "A file with a repeating task.")
+
+(defun org-agent-actuator-test--post-command-error ()
+  "Run `post-command-hook' as the command loop does after a command.
+Return the error it signals, or nil."
+  (condition-case err
+      (progn (run-hooks 'post-command-hook) nil)
+    (error err)))
+
+(defun org-agent-actuator-test--no-pending-note ()
+  "Assert that Org has no log note pending and nothing in `post-command-hook' errs."
+  (should-not (memq #'org-add-log-note (default-value 'post-command-hook)))
+  (should-not org-log-setup)
+  (should-not (marker-buffer org-log-note-marker))
+  (should-not (org-agent-actuator-test--post-command-error))
+  (should-not (get-buffer "*Org Note*")))
+
+(ert-deftest org-agent-actuator-repeating-task-is-logged-without-a-note-prompt ()
+  "Closing a repeating task with Org logging on: the repeat advances, the log is written,
+no note prompt is left in `post-command-hook', from the preview or the edit, and no
+window changes."
+  (pcase-dolist (`(,how ,entry)
+                 '((time "- State \"DONE\" +from \"TODO\" +\\[[0-9-]+ [A-Za-z.]+ [0-9:]+\\]")
+                   (note "- CLOSING NOTE \\[[0-9-]+ [A-Za-z.]+ [0-9:]+\\]")))
+    (org-agent-actuator-test-with-file org-agent-actuator-test-repeating
+      (let ((org-log-done how)
+            (org-log-repeat how)
+            (org-log-into-drawer t)
+            (chat (get-buffer-create " *org-agent-test-chat-window*"))
+            (windows (length (window-list)))
+            (action '(:type :request :target :emacs :action :set-todo :id "water" :state "DONE")))
+        (unwind-protect
+            (progn
+              (switch-to-buffer chat)
+              (let ((diff (plist-get (org-agent-actuator-preview action) :diff)))
+                (should (string-match-p "^-SCHEDULED: <2026-11-20 Fri \\+1w>$" diff))
+                (should (string-match-p "^\\+SCHEDULED: <2026-11-27 Fri \\+1w>$" diff))
+                (should (string-match-p "^\\+:LAST_REPEAT: +\\[" diff))
+                (should (string-match-p (concat "^\\+" entry "$") diff)))
+              (org-agent-actuator-test--no-pending-note)
+              (should (eq (window-buffer (selected-window)) chat))
+              (let ((result (org-agent-actuator-run action)))
+                (should (eq (plist-get result :status) :ok))
+                ;; The repeat put the task back to TODO.
+                (should (equal (plist-get result :todo) "TODO")))
+              (org-agent-actuator-test--no-pending-note)
+              (should (eq (window-buffer (selected-window)) chat))
+              (should (= (length (window-list)) windows))
+              (let ((text (org-agent-actuator-test-file-text file)))
+                (should (string-match-p "^\\* TODO Water the plants\nSCHEDULED: <2026-11-27 Fri \\+1w>\n" text))
+                (should (string-match-p ":LAST_REPEAT: +\\[" text))
+                (should-not (string-match-p "CLOSED:" text))
+                (should (string-match-p (concat ":END:\n:LOGBOOK:\n" entry "\n:END:\nEvery Friday.\n") text))
+                ;; One entry, written once.
+                (should (= 1 (cl-count-if (lambda (l) (string-prefix-p "- " l))
+                                          (split-string text "\n")))))
+              ;; The log entry is part of the edit's undo step.
+              (with-current-buffer (get-file-buffer file)
+                (undo-boundary)
+                (let ((last-command nil)) (undo))
+                (should (equal (buffer-string) org-agent-actuator-test-repeating))))
+          (kill-buffer chat))))))
+
+(ert-deftest org-agent-actuator-elisp-tool-leaves-no-note-prompt ()
+  "An Elisp tool that closes a repeating task through Org leaves no note pending."
+  (require 'org-agent-tools)
+  (org-agent-actuator-test-with-file org-agent-actuator-test-repeating
+    (let ((org-log-done 'note) (org-log-repeat 'note) (org-log-into-drawer t))
+      (org-agent-define-tool
+       :name "close_water" :description "Close the watering task."
+       :function (lambda ()
+                   (with-current-buffer (find-file-noselect file)
+                     (goto-char (point-min))
+                     (re-search-forward "^\\* TODO Water")
+                     (org-todo "DONE")
+                     (save-buffer)
+                     "closed")))
+      (unwind-protect
+          (should (eq :ok (plist-get (org-agent-actuator-test-do :action :call-tool :name "close_water")
+                                     :status)))
+        (org-agent-remove-tool "close_water"))
+      (org-agent-actuator-test--no-pending-note)
+      (let ((text (with-current-buffer (get-file-buffer file) (buffer-string))))
+        (should (string-match-p "SCHEDULED: <2026-11-27 Fri \\+1w>" text))
+        (should (string-match-p ":LOGBOOK:\n- CLOSING NOTE \\[" text))))))
+
+(ert-deftest org-agent-actuator-leaves-a-pending-note-of-the-user-alone ()
+  "A note Org set up for the user's own command stays pending across an agent edit."
+  (org-agent-actuator-test-with-file org-agent-actuator-test-repeating
+    (let ((org-log-done 'time) (org-log-repeat 'time) (org-log-into-drawer t))
+      (with-current-buffer (find-file-noselect file)
+        (goto-char (point-max))
+        (org-add-log-setup 'note))
+      (unwind-protect
+          (progn
+            (should (eq :ok (plist-get (org-agent-actuator-test-do :action :set-todo :id "water" :state "DONE") :status)))
+            (should org-log-setup)
+            (should (memq #'org-add-log-note (default-value 'post-command-hook)))
+            (should (eq (marker-buffer org-log-note-marker) (get-file-buffer file))))
+        (remove-hook 'post-command-hook #'org-add-log-note)
+        (setq org-log-setup nil)
+        (set-marker org-log-note-marker nil)))))
+
 (provide 'org-agent-actuator-test)
 ;;; org-agent-actuator-test.el ends here
