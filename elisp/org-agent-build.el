@@ -114,12 +114,15 @@ It is added to `load-path'."
   (list (org-agent--cargo) "build" "--release" "--jobs"
         (number-to-string (max 1 (min 2 (or (and (fboundp 'num-processors) (num-processors)) 1))))))
 
+(defconst org-agent--build-buffer "*org-agent-build*"
+  "The compilation buffer of an interactive module build.")
+
 (defun org-agent-build-module-sync ()
   "Build and install the module synchronously; signal an error on failure."
   (let* ((default-directory org-agent--source-directory)
          (process-environment (cons "CARGO_TERM_COLOR=never" process-environment))
          (cmd (org-agent--build-command))
-         (buf (get-buffer-create "*org-agent-build*"))
+         (buf (get-buffer-create org-agent--build-buffer))
          (status (progn
                    (with-current-buffer buf (erase-buffer))
                    (message "org-agent: building the module with %s..." (string-join cmd " "))
@@ -135,16 +138,31 @@ It is added to `load-path'."
 (defvar org-agent--after-build-functions nil
   "Functions called with no argument once an interactive build loaded the module.")
 
+(defun org-agent--build-running-p ()
+  "Whether an interactive build of the module is running now."
+  (let* ((buffer (get-buffer org-agent--build-buffer))
+         (process (and buffer (get-buffer-process buffer))))
+    (and process (process-live-p process))))
+
 ;;;###autoload
 (defun org-agent-build-module ()
-  "Build the org-agent module with cargo in a compilation buffer, then load it."
+  "Build the org-agent module with cargo in a compilation buffer, then load it.
+While a build runs, another is not started: it would only ask to kill
+the first one."
   (interactive)
   (org-agent--check-emacs)
+  (if (org-agent--build-running-p)
+      (message "org-agent: the module is being built already; see buffer %s"
+               org-agent--build-buffer)
+    (org-agent--start-build)))
+
+(defun org-agent--start-build ()
+  "Start cargo in the build buffer; load the module when it has finished."
   (let ((default-directory org-agent--source-directory)
         (process-environment (cons "CARGO_TERM_COLOR=never" process-environment))
         (cmd (org-agent--build-command)))
     (let ((buf (compilation-start (mapconcat #'shell-quote-argument cmd " ")
-                                  nil (lambda (_) "*org-agent-build*"))))
+                                  nil (lambda (_) org-agent--build-buffer))))
       (with-current-buffer buf
         (add-hook 'compilation-finish-functions #'org-agent--build-finished nil t)))))
 
@@ -195,6 +213,8 @@ compilation buffer.  Return non-nil when the module is loaded now."
     (org-agent-build-module-sync)
     (org-agent--load-module)
     t)
+   ;; A build is under way (started by `org-agent-mode', say): its end loads the module.
+   ((org-agent--build-running-p) nil)
    ((or org-agent-build-without-asking
         (y-or-n-p (format "Org-agent needs its module %s (%s); build it with cargo now? "
                           org-agent-version

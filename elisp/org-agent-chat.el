@@ -37,7 +37,8 @@ the key comes from `auth-source' for the URL's host, e.g. a line
 ~/.authinfo.gpg); :headers, an alist of extra HTTP headers;
 :connect-timeout, :first-byte-timeout, :idle-timeout and :total-timeout
 in seconds; :context-window, the model's context size in tokens (the
-notes get a quarter of it, see `org-agent-context-budget'); :price,
+notes get a quarter of it, see `org-agent-context-budget'); :max-tokens,
+the most tokens one answer may take (a bound for slow local models); :price,
 a cons of prices per million input and output tokens (see
 `org-agent-budget').  When one fails (down, rate-limited, over its
 time limits, answering garbage) the next is asked; see
@@ -71,6 +72,12 @@ Nil means a quarter of the first backend's :context-window, or 8000
 tokens when it has none.  The node you are on is always shown; the
 rest is filled by priority, whole notes only."
   :type '(choice (const :tag "From the backend" nil) natnum)
+  :group 'org-agent)
+
+(defcustom org-agent-context-due-days 7
+  "Open tasks scheduled or due within this many days are shown to the agent.
+Overdue ones too; today's date always goes with them."
+  :type 'natnum
   :group 'org-agent)
 
 (defcustom org-agent-context-recent-days 7
@@ -118,6 +125,23 @@ Either `qwen', Qwen2.5-Coder-0.5B (491 MB, makes tool calls), or
 llama.cpp's server and are installed on first use by scripts/local-llm.
 The value nil never starts one."
   :type '(choice (const qwen) (const smollm2) (const :tag "Never" nil))
+  :group 'org-agent)
+
+(defcustom org-agent-local-max-tokens 384
+  "The most tokens one answer of the local model may take.
+The local model (see `org-agent-local-model') writes a few tokens a
+second on a CPU; without a bound a confused small model rambles for
+minutes."
+  :type 'natnum
+  :group 'org-agent)
+
+(defcustom org-agent-tool-rounds nil
+  "How many rounds of tool calls one chat turn may make before it must answer.
+After that many steps with tool calls the model is asked without
+tools.  nil means no bound but `org-agent-max-depth'; 0 means no tools.
+The local model (see `org-agent-local-model') is offered no tools: it
+answers from the notes in its context."
+  :type '(choice (const :tag "Only the depth limit" nil) natnum)
   :group 'org-agent)
 
 (defcustom org-agent-max-depth 10
@@ -179,6 +203,9 @@ ANSWER is nil when the turn ended with an error or was interrupted.")
 (defvar-local org-agent-chat--step-start nil
   "Where the answer text of the current step began, or nil before it has any.
 When its backend fails mid-answer, the text from here on is dropped.")
+(defvar org-agent-chat--tool-rounds nil
+  "Rounds of tool calls the next turn may make, when a command knows better.
+`org-agent-summarize-buffer' sends the text itself and binds it to 0.")
 (defvar org-agent-chat--tier 'cognition
   "The tier of the next request (see `org-agent-model-tiers').
 Commands bind it around `org-agent-chat--command'.")
@@ -195,6 +222,12 @@ Commands bind it around `org-agent-chat--command'.")
 (defvar-local org-agent-chat--after-tool nil
   "Non-nil when the last thing shown was a tool subtree.
 More answer text then needs a heading of its own.")
+(defvar-local org-agent-chat--turn-start nil
+  "When the turn in flight was sent, for the header line.")
+(defvar-local org-agent-chat--streamed-chars 0
+  "Characters of answer and reasoning the turn in flight has received.")
+(defvar-local org-agent-chat--ticker nil
+  "The timer refreshing the header line once a second during a turn.")
 (defvar-local org-agent-chat--question nil
   "The question waiting for the user: (REPLY MARKER OVERLAY) or nil.
 MARKER is where its keys line starts; OVERLAY carries the keys.")
@@ -221,13 +254,45 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
   (setq header-line-format '(:eval (org-agent-chat--header))))
 
 (defun org-agent-chat--header ()
-  "The header line: backend, state, tokens, focus."
-  (format " org-agent  %s  %s  %d tokens%s"
-          (or org-agent-chat--backend-name "no backend")
-          org-agent-chat--state org-agent-chat--tokens
+  "The header line: backend, state (with time and tokens so far), tokens, focus."
+  (format " org-agent  %s  %s%s  %d tokens%s"
+          (or org-agent-chat--backend-name (org-agent-chat--next-backend-label))
+          org-agent-chat--state
+          (if org-agent-chat--turn-start
+              (format " %ds%s"
+                      (round (float-time (time-subtract nil org-agent-chat--turn-start)))
+                      (if (> org-agent-chat--streamed-chars 0)
+                          ;; Providers count tokens only at the end; about 4 characters each.
+                          (format ", ~%d tokens written" (/ org-agent-chat--streamed-chars 4))
+                        ""))
+            "")
+          org-agent-chat--tokens
           (if org-agent-chat--focus-title
               (format "  focus: %s" org-agent-chat--focus-title)
             "")))
+
+(defun org-agent-chat--next-backend-label ()
+  "Who will answer the next message, before any has been sent."
+  (cond
+   (org-agent-backends
+    (let ((name (car org-agent-cascade)))
+      (org-agent-chat--backend-label
+       (or (and name (seq-find (lambda (b) (equal (plist-get b :name) name))
+                               org-agent-backends))
+           (car org-agent-backends)))))
+   (org-agent-local-model
+    (format "local %s (starts with your first message)" org-agent-local-model))
+   (t "no backend: set org-agent-backends")))
+
+(defun org-agent-chat--tick (buffer)
+  "Refresh the header line of BUFFER during its turn; stop ticking after it."
+  (if (and (buffer-live-p buffer) (buffer-local-value 'org-agent-chat--turn-start buffer))
+      (with-current-buffer buffer (force-mode-line-update))
+    (when (buffer-live-p buffer)
+      (with-current-buffer buffer
+        (when org-agent-chat--ticker
+          (cancel-timer org-agent-chat--ticker)
+          (setq org-agent-chat--ticker nil))))))
 
 (defun org-agent-chat--focus-here ()
   "The store id and title of the node at point, or nil (in the chat, or not Org)."
@@ -235,13 +300,32 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
     (when-let ((id (ignore-errors (org-agent-node-at-point))))
       (cons id (plist-get (org-agent-node id) :title)))))
 
+(defvar org-agent-chat--open-after-build nil
+  "The argument of `org-agent-chat' called while the module was being built.")
+
+(defun org-agent-chat--open-after-build ()
+  "Open the chat that was asked for while the module was being built."
+  (remove-hook 'org-agent--after-build-functions #'org-agent-chat--open-after-build)
+  (org-agent-chat (car org-agent-chat--open-after-build)))
+
 ;;;###autoload
 (defun org-agent-chat (&optional earlier)
-  "Open the org-agent chat buffer.
+  "Open the org-agent chat buffer and return it.
 With a prefix argument EARLIER, pick a conversation saved earlier and
-continue it with its history."
+continue it with its history.  While the module is being built (the
+first time, or after an upgrade), the chat opens once it is loaded,
+and this returns nil."
   (interactive "P")
-  (org-agent--require-started)
+  (if (not (org-agent--start))
+      (progn
+        (setq org-agent-chat--open-after-build (list earlier))
+        (add-hook 'org-agent--after-build-functions #'org-agent-chat--open-after-build)
+        (message "org-agent: building the module; the chat opens when it is loaded")
+        nil)
+    (org-agent-chat--open earlier)))
+
+(defun org-agent-chat--open (earlier)
+  "Open the chat buffer (a saved conversation if EARLIER) and return it."
   (let ((focus (org-agent-chat--focus-here))
         (buffer (if earlier
                     (org-agent-chat--continue (org-agent-chat--pick-saved))
@@ -251,8 +335,8 @@ continue it with its history."
         (org-agent-chat-mode)
         (setq org-agent-chat--conversation
               (format "chat-%s-%d" (format-time-string "%Y%m%dT%H%M%S") (random 100000)))
-        (insert (format "#+TITLE: org-agent chat\n#+CONVERSATION: %s\n\n* You\n"
-                        org-agent-chat--conversation)))
+        (insert (format "#+TITLE: org-agent chat\n#+CONVERSATION: %s\n\n%s* You\n"
+                        org-agent-chat--conversation (org-agent-chat--local-model-note))))
       (when focus
         (setq org-agent-chat--focus (car focus)
               org-agent-chat--focus-title (cdr focus))))
@@ -360,8 +444,42 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
      (when (process-live-p process)
        (list :name (format "local %s" org-agent-local-model) :type 'openai
              :url (format "http://127.0.0.1:%d/v1" port) :model "local"
+             ;; The server's window (scripts/local_llm_server.py): the notes get a
+             ;; quarter of it, so the prompt fits and is read in seconds, not minutes.
+             :context-window org-agent-chat--local-context-window
+             ;; A small model on a CPU writes a few tokens a second and can ramble.
+             :max-tokens org-agent-local-max-tokens
              ;; Small models on shared machines can be slow to start answering.
              :first-byte-timeout 300)))))
+
+(defconst org-agent-chat--local-context-window 4096
+  "The context window the local model server is started with, in tokens.")
+
+(defun org-agent-chat--local-model-note ()
+  "Return the text the chat begins with when the local model answers, or \"\"."
+  (if (or org-agent-backends (null org-agent-local-model))
+      ""
+    (format "No LLM backend is configured, so a small model runs on this
+computer (%s, on the CPU).  It starts with your first
+message, answers only from the notes it is shown (the node you are on,
+what is due, your projects, what you finished lately), cannot look
+things up or edit, and is often wrong.  It is there to try the
+commands; a real backend gives real answers.
+One line configures one, with its key in ~/.authinfo.gpg (see README.org,
+\"LLM backends and API keys\"):
+- OpenAI: =(setq org-agent-backends '((:name \"openai\" :type openai :url \"https://api.openai.com/v1\" :model \"gpt-4o-mini\")))=
+  and =machine api.openai.com login apikey password sk-...=
+- Anthropic: =(setq org-agent-backends '((:name \"claude\" :type anthropic :url \"https://api.anthropic.com/v1\" :model \"claude-sonnet-4-5\")))=
+  and =machine api.anthropic.com login apikey password sk-ant-...=
+- Gemini: =(setq org-agent-backends '((:name \"gemini\" :type gemini :url \"https://generativelanguage.googleapis.com/v1beta\" :model \"gemini-2.5-flash\")))=
+  and =machine generativelanguage.googleapis.com login apikey password ...=
+- Ollama (no key): =(setq org-agent-backends '((:name \"ollama\" :type ollama :url \"http://127.0.0.1:11434\" :model \"qwen2.5\")))=
+
+"
+            (pcase org-agent-local-model
+              ('qwen "Qwen2.5-Coder 0.5B")
+              ('smollm2 "SmolLM2 135M")
+              (other other)))))
 
 (defun org-agent-chat--free-port ()
   "A TCP port on 127.0.0.1 that nothing listens on now."
@@ -403,10 +521,25 @@ The model is `org-agent-local-model'."
                           (let ((was-ready (nth 2 org-agent-chat--local)))
                             (setq org-agent-chat--local nil)
                             (unless was-ready
+                              (org-agent-chat--local-failed)
                               (message "org-agent: the local model server stopped; see buffer %s"
                                        (buffer-name (process-buffer proc))))))))))
       (setq org-agent-chat--local (list process port nil))
       (add-hook 'kill-emacs-hook #'org-agent-chat--stop-local))))
+
+(defun org-agent-chat--local-failed ()
+  "The local model did not start: chats waiting for it stop waiting.
+Their message stays after \"* You\", to send again."
+  (dolist (buffer (buffer-list))
+    (with-current-buffer buffer
+      (when (and (derived-mode-p 'org-agent-chat-mode)
+                 org-agent-chat--turn-start (not org-agent-chat--request))
+        (setq org-agent-chat--turn-start nil
+              org-agent-chat--state "idle: the local model did not start")
+        (when org-agent-chat--ticker
+          (cancel-timer org-agent-chat--ticker)
+          (setq org-agent-chat--ticker nil))
+        (force-mode-line-update)))))
 
 (defun org-agent-chat--stop-local ()
   "Stop the local model server."
@@ -463,26 +596,51 @@ The model is `org-agent-local-model'."
       (user-error "Type your message after the last \"* You\" heading"))
     (org-agent-chat--dispatch prompt)))
 
+(defun org-agent-chat--start-clock ()
+  "Start timing the turn being sent, shown in the header line each second."
+  (setq org-agent-chat--turn-start (current-time)
+        org-agent-chat--streamed-chars 0)
+  (unless org-agent-chat--ticker
+    (setq org-agent-chat--ticker
+          (run-at-time 1 1 #'org-agent-chat--tick (current-buffer)))))
+
 (defun org-agent-chat--dispatch (prompt)
   "Send PROMPT, starting the local model first if it is the backend and not up."
-  (if (and (null org-agent-backends) org-agent-local-model
-           (not (org-agent-chat--local-backend)))
-      ;; No backend configured: bring up the local model, then send.
-      (let ((buffer (current-buffer)))
-        (setq org-agent-chat--state "starting the local model…")
-        (unless org-agent-chat--local
-          (org-agent-chat--start-local
-           (lambda ()
-             (when (buffer-live-p buffer)
-               (with-current-buffer buffer
-                 (org-agent-chat--send-prompt prompt (org-agent-chat--backends)))))))
-        (force-mode-line-update)
-        nil)
-    (org-agent-chat--send-prompt prompt (org-agent-chat--backends))))
+  (org-agent-chat--start-clock)
+  ;; Now, while the command's bindings (tier, tool rounds) hold.
+  (let ((options (org-agent-chat--options)))
+    (if (and (null org-agent-backends) org-agent-local-model
+             (not (org-agent-chat--local-backend)))
+        ;; No backend configured: bring up the local model, then send.
+        (let ((buffer (current-buffer)))
+          (setq org-agent-chat--state "starting the local model…")
+          (unless org-agent-chat--local
+            (org-agent-chat--start-local
+             (lambda ()
+               (when (buffer-live-p buffer)
+                 (with-current-buffer buffer
+                   (org-agent-chat--send-prompt prompt (org-agent-chat--backends) options))))))
+          (force-mode-line-update)
+          nil)
+      (org-agent-chat--send-prompt prompt (org-agent-chat--backends) options))))
 
 (defun org-agent-chat--options ()
   "The options of the next turn for the module."
+  (let ((local (and (null org-agent-backends) org-agent-local-model t)))
+    (append
+     (and org-agent-chat--tool-rounds (list :tool-rounds org-agent-chat--tool-rounds))
+     (and local
+          ;; A small model on a CPU answers from the notes in its context, greedily
+          ;; decoded: llama.cpp's tool grammar made it write a token every few seconds,
+          ;; and its tool template refused prose while tools were offered.
+          (list :tool-rounds 0
+                :temperature (or org-agent-temperature 0)))
+     (org-agent-chat--common-options))))
+
+(defun org-agent-chat--common-options ()
+  "The options of the next turn, whatever the backend."
   (list :max-depth org-agent-max-depth
+        :tool-rounds org-agent-tool-rounds
         :temperature org-agent-temperature
         :focus org-agent-chat--focus
         :tools (org-agent-tools--specs)
@@ -502,6 +660,9 @@ The model is `org-agent-local-model'."
         :embedding (org-agent-semantic--backend)
         :related-threshold org-agent-related-threshold
         :context-budget org-agent-context-budget
+        :today (format-time-string "%F %a")
+        :due-before (format-time-string
+                     "%F" (time-add nil (* 86400 (1+ org-agent-context-due-days))))
         :done-since (format-time-string
                      "%F" (time-subtract nil (* 86400 org-agent-context-recent-days)))))
 
@@ -545,13 +706,18 @@ Anthropic /v1/models, Gemini models, Ollama /api/tags); the choice
 becomes the backend's :model in `org-agent-backends' for this session
 \(`customize-save-variable' keeps it)."
   (interactive
-   (list (if (cdr org-agent-backends)
-             (completing-read "Backend: "
-                              (mapcar (lambda (b) (plist-get b :name)) org-agent-backends)
-                              nil t)
-           (plist-get (car org-agent-backends) :name))))
+   (list (cond
+          ((null org-agent-backends)
+           (user-error "No backend is configured (`org-agent-backends'): the local \
+model serves only itself; choose it with `org-agent-local-model'"))
+          ((cdr org-agent-backends)
+           (completing-read "Backend: " (mapcar #'org-agent-chat--backend-name
+                                                org-agent-backends)
+                            nil t))
+          (t (org-agent-chat--backend-name (car org-agent-backends))))))
   (org-agent--require-started)
-  (let ((backend (or (seq-find (lambda (b) (equal (plist-get b :name) backend-name))
+  (let ((backend (or (seq-find (lambda (b) (equal (org-agent-chat--backend-name b)
+                                                   backend-name))
                                org-agent-backends)
                      (user-error "No backend is named %S in `org-agent-backends'"
                                  backend-name))))
@@ -581,11 +747,16 @@ becomes the backend's :model in `org-agent-backends' for this session
       (org-agent-chat--set-model backend-name model)
       (message "org-agent: %s now uses %s" backend-name model))))
 
+(defun org-agent-chat--backend-name (backend)
+  "The name of BACKEND: its :name, else \"MODEL @ URL\" as the module names it."
+  (or (plist-get backend :name)
+      (format "%s @ %s" (plist-get backend :model) (plist-get backend :url))))
+
 (defun org-agent-chat--set-model (backend-name model)
   "Make MODEL the :model of the backend BACKEND-NAME, for this session."
   (setq org-agent-backends
         (mapcar (lambda (b)
-                  (if (equal (plist-get b :name) backend-name)
+                  (if (equal (org-agent-chat--backend-name b) backend-name)
                       (plist-put (copy-sequence b) :model model)
                     b))
                 org-agent-backends)))
@@ -608,8 +779,9 @@ becomes the backend's :model in `org-agent-backends' for this session
         (setq buffer-read-only t))
       (display-buffer (current-buffer)))))
 
-(defun org-agent-chat--send-prompt (prompt backends)
-  "Send PROMPT (already in the buffer) to BACKENDS and show the answer as it comes."
+(defun org-agent-chat--send-prompt (prompt backends options)
+  "Send PROMPT (already in the buffer) to BACKENDS and show the answer as it comes.
+OPTIONS are the turn's, from `org-agent-chat--options'."
   (goto-char (point-max))
   (unless (bolp) (insert "\n"))
   (insert "* Assistant\n")
@@ -628,8 +800,9 @@ becomes the backend's :model in `org-agent-backends' for this session
                               :payload (list :sensor :chat-message :text prompt)
                               :meta (list :session org-agent-chat--conversation)
                               :depth 0)
-                        backends (org-agent-chat--options)))))
+                        backends options))))
         (setq org-agent-chat--request request)
+        (unless org-agent-chat--turn-start (org-agent-chat--start-clock))
         (puthash request (current-buffer) org-agent-chat--in-flight)
         request)
     (error
@@ -651,6 +824,7 @@ The node at point, if any, is the focus of the question."
   "Open the chat (focused on the node at point) and send a message.
 SHOWN is what the chat shows of it after \"* You\"; SENT is the text
 the agent receives."
+  (org-agent--require-started)
   (with-current-buffer (org-agent-chat)
     (when org-agent-chat--request
       (user-error "The agent is still answering; C-c C-k interrupts it"))
@@ -673,7 +847,9 @@ is the focus."
                 (if buffer-file-name (expand-file-name buffer-file-name) (buffer-name))))
          (cut (> (length text) org-agent-summarize-max-chars))
          (shown (format "Summarize the buffer %s." name))
-         (org-agent-chat--tier 'reflex))
+         (org-agent-chat--tier 'reflex)
+         ;; The text goes with the question: nothing to look up.
+         (org-agent-chat--tool-rounds 0))
     (org-agent-chat--command
      shown
      (format "%s\n\nIts text%s:\n\n#+begin_example\n%s\n#+end_example"
@@ -864,6 +1040,15 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
           (if (string-suffix-p "\n" text) "" "\n")
           (car (split-string kind))))
 
+(defun org-agent-chat--conclude (heading text)
+  "Insert TEXT, the end of a turn, where the user can see it.
+After tool subtrees it goes under a heading of its own (HEADING):
+inside the last one, folding would hide it."
+  (org-agent-chat--insert
+   (if org-agent-chat--after-tool
+       (format "\n** %s\n%s" heading text)
+     (concat "\n" text))))
+
 (defun org-agent-chat--finish (answer)
   "End the current turn (ANSWER is nil on error) and open a new prompt."
   (org-agent-chat--insert "")
@@ -875,7 +1060,11 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
   (let ((conversation org-agent-chat--conversation))
     (remhash org-agent-chat--request org-agent-chat--in-flight)
     (setq org-agent-chat--request nil
+          org-agent-chat--turn-start nil
           org-agent-chat--state "idle")
+    (when org-agent-chat--ticker
+      (cancel-timer org-agent-chat--ticker)
+      (setq org-agent-chat--ticker nil))
     (save-excursion
       (goto-char (point-max))
       (unless (bolp) (insert "\n"))
@@ -919,14 +1108,19 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
       (with-current-buffer buffer
         (pcase (plist-get event :kind)
           ('text
-           (setq org-agent-chat--state "answering…")
+           (setq org-agent-chat--state "answering…"
+                 org-agent-chat--streamed-chars (+ org-agent-chat--streamed-chars
+                                                   (length (plist-get event :text))))
            (org-agent-chat--stream (plist-get event :text)))
           ('ask
            (setq org-agent-chat--after-tool t
                  org-agent-chat--step-start nil)
            (org-agent-chat--ask event))
           ('reasoning
-           (setq org-agent-chat--reasoning
+           (setq org-agent-chat--state "reasoning…"
+                 org-agent-chat--streamed-chars (+ org-agent-chat--streamed-chars
+                                                   (length (plist-get event :text)))
+                 org-agent-chat--reasoning
                  (concat org-agent-chat--reasoning (plist-get event :text))))
           ('tool
            (setq org-agent-chat--state (format "tool %s…" (plist-get event :name))
@@ -965,9 +1159,11 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
           ('done
            (org-agent-chat--finish (plist-get event :answer)))
           ('error
-           (org-agent-chat--insert
-            (concat "\n" (org-agent-chat--block "example"
-                                                (concat "Error: " (plist-get event :message)))))
+           (org-agent-chat--conclude
+            "Error" (org-agent-chat--block "example" (concat "Error: " (plist-get event :message))))
+           (org-agent-chat--finish nil))
+          ('interrupted
+           (org-agent-chat--conclude "Interrupted" "- /Interrupted: you stopped this turn./\n")
            (org-agent-chat--finish nil)))
         (force-mode-line-update)))))
 

@@ -90,6 +90,9 @@ fn main() {
         focus_is_users: true,
         related: &related,
         done_since: Some("2026-11-15"),
+        // As the chat sends them: today's date and the open tasks due within a week.
+        today: Some("2026-11-23 Mon"),
+        due_before: Some("2026-12-01"),
         budget_tokens: DEFAULT_BUDGET_TOKENS,
     };
     let mut times = Vec::new();
@@ -101,7 +104,7 @@ fn main() {
     }
     times.sort();
     println!(
-        "context assembly (focus + 5 related + projects + recent, budget {DEFAULT_BUDGET_TOKENS} tokens): median {}, max {} (100 runs)",
+        "context assembly (today, focus + 5 related + due soon + projects + recent, budget {DEFAULT_BUDGET_TOKENS} tokens): median {}, max {} (100 runs)",
         ms(times[times.len() / 2]),
         ms(times[times.len() - 1])
     );

@@ -132,6 +132,72 @@ fn real_model_tool_call_is_gated_run_and_sent_back() {
     }
 }
 
+/// What a newcomer gets with no backend configured, with the chat's settings for the local
+/// model: no tools (llama.cpp's tool grammar made its answers 100 times slower, and its
+/// template refused prose while tools were offered), an answer bounded to 384 tokens, the
+/// notes fitted to the server's 4096-token window with today's date and what is due. Before,
+/// it looped on tool calls until the depth limit, minutes per answer; now one request
+/// answers in prose from the context.
+#[test]
+fn the_zero_config_local_model_answers_from_the_context_in_one_request() {
+    let server = start("qwen");
+    let mut backend = Backend::new(server.base_url(), "local");
+    backend.first_byte_timeout = Duration::from_secs(240);
+    backend.idle_timeout = Duration::from_secs(120);
+    backend.total_timeout = Duration::from_secs(600);
+    backend.max_tokens = Some(384);
+    let store = Store::in_memory(Config::default());
+    for name in ["projects.org", "tasks.org", "journal.org"] {
+        let p = root().join("demo/notes").join(name);
+        store.ingest_file(p.to_str().unwrap(), true).unwrap();
+    }
+    let eq = Equipment::new(ChatClient::new(backend).unwrap(), Arc::new(store));
+    let cfg = TurnConfig {
+        temperature: Some(0.0),
+        tool_rounds: Some(0),
+        context_budget: 1024,
+        today: Some("2026-11-23 Mon".into()),
+        due_before: Some("2026-12-01".into()),
+        ..TurnConfig::default()
+    };
+    let mut events = Vec::new();
+    let answer = runtime()
+        .block_on(run_turn(
+            &eq,
+            &mut Conversation::default(),
+            "What is waiting?",
+            &cfg,
+            &CancelToken::new(),
+            |e| events.push(e),
+        ))
+        .unwrap_or_else(|e| panic!("the turn failed: {e}; events {events:?}"));
+    let requests: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            TurnEvent::Request {
+                took,
+                completion_tokens,
+                ..
+            } => Some((*took, *completion_tokens)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(requests.len(), 1, "{events:?}");
+    assert!(
+        requests[0].1 <= 384,
+        "the answer was not bounded: {requests:?}"
+    );
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, TurnEvent::Proposed { .. })));
+    let answer = answer.trim();
+    assert!(!answer.is_empty());
+    assert!(
+        !answer.starts_with('(') && !answer.starts_with('{'),
+        "not prose: {answer}"
+    );
+}
+
 #[test]
 fn real_server_speaks_anthropic_messages_and_serves_a_cascade() {
     use org_agent::llm::cascade::{Cascade, CascadeEvent, Health, Policy};
@@ -222,4 +288,39 @@ fn real_server_speaks_anthropic_messages_and_serves_a_cascade() {
     assert_eq!(answer.backend, "real");
     assert!(!answer.completion.text.trim().is_empty());
     assert_eq!(failed, ["dead"]);
+}
+
+/// Several suites start servers at once, and on a fresh machine each is the first to install:
+/// two installs into the same empty directory must both succeed and leave one working install.
+/// Without the lock both assembled the Qwen model into the same temporary file and both
+/// failed its checksum.
+#[test]
+fn concurrent_installs_into_an_empty_directory_both_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let install = || {
+        std::process::Command::new(root().join("scripts/local-llm"))
+            .args(["install", "qwen"])
+            .env("ORG_AGENT_LOCAL_LLM", dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("scripts/local-llm runs")
+    };
+    let (first, second) = (install(), install());
+    for child in [first, second] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "an install failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let model = std::process::Command::new(root().join("scripts/local-llm"))
+        .args(["model", "qwen"])
+        .env("ORG_AGENT_LOCAL_LLM", dir.path())
+        .output()
+        .unwrap();
+    let path = String::from_utf8(model.stdout).unwrap();
+    let len = std::fs::metadata(path.trim()).map(|m| m.len()).unwrap_or(0);
+    assert!(len > 400_000_000, "no model file at {path}");
 }

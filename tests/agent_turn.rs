@@ -1005,3 +1005,152 @@ async fn plist_actions_cannot_reach_private_nodes_or_edit_when_edits_are_off() {
         .iter()
         .all(|t| !t.contains("never leaves this machine")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_repeated_word_for_word_runs_once_even_when_approved_for_the_conversation() {
+    // Seen with a small local model: approved for the conversation, the same set_todo ran
+    // eight more times (each advancing a repeating task again).
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let plumber = id_of(&eq, "Call the plumber about the leak");
+    let edit = ("set_todo", json!({"id": plumber, "state": "DONE"}));
+    for _ in 0..3 {
+        server.push(sse("", std::slice::from_ref(&edit)));
+    }
+    server.push(sse("Marked.", &[]));
+    let operator = Scripted::answering(&[Approval::ForConversation]);
+    eq.operator = operator.clone();
+    eq.edit_tools = true;
+    let (answer, events) = turn(
+        &eq,
+        &mut Conversation::default(),
+        "The plumber came.",
+        &TurnConfig::default(),
+    )
+    .await;
+    assert_eq!(answer.unwrap(), "Marked.");
+    assert_eq!(operator.asked.lock().unwrap().len(), 1);
+    assert_eq!(
+        operator.actuated.lock().unwrap().len(),
+        1,
+        "the edit ran again"
+    );
+    let results = tool_messages(&server.requests()[3].json());
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results[0].contains(":status :ok"), "{results:?}");
+    for repeat in &results[1..] {
+        assert!(
+            repeat.contains("set_todo with these arguments was already made in this turn"),
+            "{results:?}"
+        );
+    }
+    let repeats = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                TurnEvent::Proposed {
+                    decision: "repeated",
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(repeats, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_edit_repeated_is_not_asked_again() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let plumber = id_of(&eq, "Call the plumber about the leak");
+    let edit = ("set_todo", json!({"id": plumber, "state": "DONE"}));
+    server.push(sse("", std::slice::from_ref(&edit)));
+    server.push(sse("", std::slice::from_ref(&edit)));
+    server.push(sse("Left as it is.", &[]));
+    let operator = Scripted::answering(&[Approval::Deny, Approval::Once]);
+    eq.operator = operator.clone();
+    eq.edit_tools = true;
+    let (answer, _) = turn(
+        &eq,
+        &mut Conversation::default(),
+        "The plumber came.",
+        &TurnConfig::default(),
+    )
+    .await;
+    assert_eq!(answer.unwrap(), "Left as it is.");
+    assert_eq!(operator.asked.lock().unwrap().len(), 1);
+    assert!(operator.actuated.lock().unwrap().is_empty());
+    let results = tool_messages(&server.requests()[2].json());
+    assert!(
+        results[1].contains("was already denied by the user"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_that_only_echoes_a_plist_is_never_the_answer() {
+    // Seen with a small local model: it answered with the (:loop-error …) plist it had been
+    // sent, and the chat showed that as the answer.
+    let server = LlmServer::start().await;
+    let eq = equipment(&server);
+    server.push(sse(
+        "(:loop-error \"HTTP 500\") Your last reply could not be used; reply again.",
+        &[],
+    ));
+    server.push(sse("(:status :ok :message \"done\")", &[]));
+    server.push(sse("(:loop-error \"again\")", &[]));
+    let (result, events) = turn(
+        &eq,
+        &mut Conversation::default(),
+        "What waits?",
+        &TurnConfig::default(),
+    )
+    .await;
+    let err = result.unwrap_err();
+    assert!(err.to_string().contains("not an action"), "{err}");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, TurnEvent::ErrorFedBack(_)))
+            .count(),
+        2
+    );
+    // A plist-only reply followed by prose still ends in the prose answer.
+    let server = LlmServer::start().await;
+    let eq = equipment(&server);
+    server.push(sse("(:status :ok)", &[]));
+    server.push(sse("Nothing waits.", &[]));
+    let (answer, _) = turn(
+        &eq,
+        &mut Conversation::default(),
+        "What waits?",
+        &TurnConfig::default(),
+    )
+    .await;
+    assert_eq!(answer.unwrap(), "Nothing waits.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_its_tool_rounds_the_model_is_asked_without_tools() {
+    // A small local model calls tools until the depth limit, and llama.cpp's tool template
+    // refuses its prose while tools are offered: after one round it must answer.
+    let server = LlmServer::start().await;
+    let eq = equipment(&server);
+    server.push(sse("", &[("query_notes", json!({"todo": "WAITING"}))]));
+    server.push(sse("The domain name transfer waits.", &[]));
+    let cfg = TurnConfig {
+        tool_rounds: Some(1),
+        ..TurnConfig::default()
+    };
+    let (answer, _) = turn(&eq, &mut Conversation::default(), "What waits?", &cfg).await;
+    assert_eq!(answer.unwrap(), "The domain name transfer waits.");
+    let requests = server.requests();
+    assert!(!offered_tools(&requests[0].json()).is_empty());
+    assert!(
+        requests[1].json().get("tools").is_none(),
+        "tools were offered again: {}",
+        requests[1].json()
+    );
+    assert!(tool_messages(&requests[1].json())[0].contains("Domain name transfer"));
+}

@@ -51,6 +51,7 @@ fn sections_come_in_priority_order_and_whole() {
         related: &related,
         done_since: Some("2026-11-15"),
         budget_tokens: 100_000,
+        ..ContextSpec::default()
     };
     let all = assemble(&notes, &spec);
     let at = |s: &str| all.find(s).unwrap_or_else(|| panic!("{s} missing:\n{all}"));
@@ -121,8 +122,57 @@ fn the_focus_is_shown_even_over_budget_and_never_twice() {
             related: &related,
             done_since: None,
             budget_tokens: 10,
+            ..ContextSpec::default()
         },
     );
     assert!(out.contains("A long body line about the focus."));
     assert!(!out.contains("* Related notes"), "{out}");
+}
+
+#[test]
+fn today_and_the_open_tasks_due_soon_are_shown_earliest_first() {
+    // Asked "what should I do today?", a model knows neither the date nor the agenda.
+    let store = Store::in_memory(Config::default());
+    let text = "* TODO Renew the card\nSCHEDULED: <2026-11-23 Mon .+1w>\n\
+                * TODO Overdue report\nDEADLINE: <2026-11-01 Sun>\n\
+                * TODO Next month\nSCHEDULED: <2026-12-24 Thu>\n\
+                * DONE Done already\nSCHEDULED: <2026-11-22 Sun>\n\
+                * TODO Both dates\nSCHEDULED: <2026-11-25 Wed> DEADLINE: <2026-11-20 Fri>\n\
+                * TODO Secret errand :private:\nSCHEDULED: <2026-11-23 Mon>\n\
+                * No task at all\nSCHEDULED: <2026-11-23 Mon>\n";
+    store
+        .ingest_text("/n/tasks.org", text, None, None, None)
+        .unwrap();
+    let privacy = Privacy::default();
+    let notes = Notes {
+        store: &store,
+        privacy: &privacy,
+    };
+    let out = assemble(
+        &notes,
+        &ContextSpec {
+            today: Some("2026-11-23 Mon"),
+            due_before: Some("2026-12-01"),
+            ..ContextSpec::default()
+        },
+    );
+    assert!(out.starts_with("* Today is 2026-11-23 Mon\n"), "{out}");
+    let at = |s: &str| out.find(s).unwrap_or_else(|| panic!("{s} missing:\n{out}"));
+    at("* Open tasks scheduled or due before 2026-12-01, earliest first\n");
+    assert!(at("Overdue report") < at("Both dates"));
+    assert!(at("Both dates") < at("Renew the card"));
+    for absent in [
+        "Next month",
+        "Done already",
+        "Secret errand",
+        "No task at all",
+    ] {
+        assert!(!out.contains(absent), "{absent} shown:\n{out}");
+    }
+    // Without the dates, neither section.
+    let plain = assemble(&notes, &ContextSpec::default());
+    assert!(
+        !plain.contains("Today is") && !plain.contains("Open tasks"),
+        "{plain}"
+    );
 }

@@ -468,3 +468,32 @@ fn bad_configuration_is_typed() {
         "{err:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backends_max_tokens_bounds_every_request() {
+    let server = LlmServer::start().await;
+    let capped = client(&server, |b| b.max_tokens = Some(64));
+    for (asked, sent) in [(None, 64), (Some(500), 64), (Some(10), 10)] {
+        server.push(Reply::chat_sse("Hi.", &[]));
+        let request = ChatRequest {
+            max_tokens: asked,
+            ..hello(true)
+        };
+        chat(&capped, &request).await.1.unwrap();
+        let body = server.requests().last().unwrap().json();
+        assert_eq!(body["max_tokens"], sent, "asked {asked:?}");
+    }
+    // Without a bound the request says nothing and the server decides.
+    server.push(Reply::chat_sse("Hi.", &[]));
+    chat(&client(&server, |_| {}), &hello(true))
+        .await
+        .1
+        .unwrap();
+    assert!(server
+        .requests()
+        .last()
+        .unwrap()
+        .json()
+        .get("max_tokens")
+        .is_none());
+}

@@ -119,4 +119,6 @@ pub enum ChatUpdate {
     Done(String),
     /// The turn ended with an error.
     Error(String),
+    /// The turn was interrupted by the user (`org-agent-interrupt`).
+    Interrupted,
 }

@@ -337,6 +337,11 @@ impl Runtime {
                 ..
             } => Some(("chat", format!("{conversation}: error: {m}"))),
             Event::Chat {
+                update: ChatUpdate::Interrupted,
+                conversation,
+                ..
+            } => Some(("chat", format!("{conversation}: interrupted"))),
+            Event::Chat {
                 update: ChatUpdate::Retrying(m),
                 conversation,
                 ..
@@ -920,6 +925,7 @@ impl Runtime {
             self.replies.lock().retain(|_, (r, _)| *r != request);
             send(match outcome {
                 Ok(Ok(answer)) => ChatUpdate::Done(answer),
+                Ok(Err(_)) if cancel.is_cancelled() => ChatUpdate::Interrupted,
                 Ok(Err(message)) => ChatUpdate::Error(message),
                 Err(p) => {
                     ChatUpdate::Error(format!("internal error (panic): {}", panic_message(&*p)))

@@ -27,6 +27,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use thiserror::Error;
 
+/// Added to the system prompt when tools are offered.
+const TOOLS_NOTE: &str = " Use the tools to look things up before you answer.";
+
+/// Added to the system prompt when no tools are offered (a small local model; the tool
+/// rounds are used up): the answer must come from what the request shows.
+const NO_TOOLS_NOTE: &str = " Answer from the notes below: name the headlines that answer \
+                              the question, with their dates.";
+
 /// Added to the system prompt when the edit tools are offered.
 const EDITING_NOTE: &str = " To change the notes, call the edit tools with node ids from \
                             the tools or the context below; the user approves each edit.";
@@ -45,6 +53,10 @@ pub struct TurnConfig {
     pub related: Vec<(String, f32)>,
     /// Tasks closed on or after this date (YYYY-MM-DD) are shown as recently completed.
     pub done_since: Option<String>,
+    /// Today as the user's calendar has it ("2026-11-23 Mon"), told to the model.
+    pub today: Option<String>,
+    /// Open tasks scheduled or due before this date (YYYY-MM-DD) are shown.
+    pub due_before: Option<String>,
     /// The most tokens the notes in the system prompt may take (estimated).
     pub context_budget: usize,
     /// The focus is the node the last tool was about, not the user's.
@@ -55,14 +67,20 @@ pub struct TurnConfig {
     /// Notes at least this similar to the question are shown as related (when the
     /// equipment has semantic search and `related` is empty).
     pub related_threshold: f32,
+    /// After this many steps with tool calls, the next request offers no tools, so the model
+    /// must answer (small local models otherwise call tools until the depth limit, and some
+    /// servers' tool templates refuse a prose answer while tools are offered). `None`: no
+    /// bound but the depth limit.
+    pub tool_rounds: Option<u32>,
+    /// This step offers no tools (set by the turn once `tool_rounds` are used up).
+    pub tools_off: bool,
 }
 
 impl Default for TurnConfig {
     fn default() -> Self {
         TurnConfig {
             system_prompt: "You are org-agent, an assistant inside Emacs that works in the \
-                            user's Org notes. Use the tools to look things up before you \
-                            answer; answer briefly, in Org markup."
+                            user's Org notes. Answer briefly, in Org markup."
                 .into(),
             max_depth: 10,
             max_error_feedback: 2,
@@ -72,10 +90,14 @@ impl Default for TurnConfig {
             focus: None,
             related: Vec::new(),
             done_since: None,
+            today: None,
+            due_before: None,
             context_budget: crate::context::DEFAULT_BUDGET_TOKENS,
             related_threshold: 0.75,
             consensus: 0,
             focus_from_tool: false,
+            tool_rounds: None,
+            tools_off: false,
         }
     }
 }
@@ -392,8 +414,13 @@ fn tool_action(call: &ToolCall) -> Action {
 /// `org-agent-context-preview` shows is exactly this.
 pub fn step_request(eq: &Equipment, conversation: &Conversation, cfg: &TurnConfig) -> ChatRequest {
     let mut system = cfg.system_prompt.clone();
-    if eq.edit_tools {
-        system.push_str(EDITING_NOTE);
+    if cfg.tools_off {
+        system.push_str(NO_TOOLS_NOTE);
+    } else {
+        system.push_str(TOOLS_NOTE);
+        if eq.edit_tools {
+            system.push_str(EDITING_NOTE);
+        }
     }
     let context = crate::context::assemble(
         &eq.notes(),
@@ -402,6 +429,8 @@ pub fn step_request(eq: &Equipment, conversation: &Conversation, cfg: &TurnConfi
             focus_is_users: !cfg.focus_from_tool,
             related: &cfg.related,
             done_since: cfg.done_since.as_deref(),
+            today: cfg.today.as_deref(),
+            due_before: cfg.due_before.as_deref(),
             budget_tokens: cfg.context_budget,
         },
     );
@@ -413,7 +442,11 @@ pub fn step_request(eq: &Equipment, conversation: &Conversation, cfg: &TurnConfi
     messages.extend(conversation.messages.iter().cloned());
     ChatRequest {
         messages,
-        tools: eq.schemas(),
+        tools: if cfg.tools_off {
+            Vec::new()
+        } else {
+            eq.schemas()
+        },
         stream: cfg.stream,
         temperature: cfg.temperature,
         max_tokens: None,
@@ -519,20 +552,34 @@ pub async fn run_turn(
     // Built-in tool calls made since the last edit: small models repeat a call word for
     // word; its answer would be the same, so they are told so instead of burning a step.
     let mut asked_before: std::collections::HashSet<(String, String)> = Default::default();
+    // Emacs actions already settled in this turn (made, or denied by the user): a model that
+    // repeats one must not advance a repeating task again or ask the user twice, even when
+    // the user approved that kind of edit for the conversation.
+    let mut settled_edits: std::collections::HashMap<String, &'static str> = Default::default();
+    let mut tool_rounds = 0u32;
     for _step in 0..cfg.max_depth {
         if cancel.is_cancelled() {
             return Err(TurnError::Cancelled);
         }
         // Without a node the user was on, the node the last tool was about is the focus.
-        let refocused;
+        let tools_off = cfg.tool_rounds.is_some_and(|n| tool_rounds >= n);
+        let adjusted;
         let step_cfg = match (&cfg.focus, &tool_focus) {
             (None, Some(id)) => {
-                refocused = TurnConfig {
+                adjusted = TurnConfig {
                     focus: Some(id.clone()),
                     focus_from_tool: true,
+                    tools_off,
                     ..cfg.clone()
                 };
-                &refocused
+                &adjusted
+            }
+            _ if tools_off => {
+                adjusted = TurnConfig {
+                    tools_off,
+                    ..cfg.clone()
+                };
+                &adjusted
             }
             _ => cfg,
         };
@@ -710,7 +757,8 @@ pub async fn run_turn(
                     errors_fed_back += 1;
                     emit(TurnEvent::ErrorFedBack(problem.clone()));
                     conversation.messages.push(Message::User(format!(
-                        "(:loop-error \"{}\") Write the action again as one plist.",
+                        "(:loop-error \"{}\") Answer in prose, or write the action again as \
+                         one plist.",
                         problem.replace('"', "'")
                     )));
                     continue;
@@ -725,6 +773,7 @@ pub async fn run_turn(
                 }
             }
         };
+        tool_rounds += 1;
         conversation.messages.push(Message::Assistant {
             content: completion.text.clone(),
             tool_calls: if native {
@@ -739,23 +788,23 @@ pub async fn run_turn(
                 Ok(a) => a.clone(),
                 Err(problem) => {
                     // Wrong arguments: nothing to gate or run; the LLM sees why.
-                    emit(TurnEvent::Proposed {
-                        call: call.clone(),
-                        decision: "invalid",
-                        reasons: vec![problem.clone()],
-                    });
-                    let content = tool_error(problem);
-                    emit(TurnEvent::ToolResult {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        ok: false,
-                        content: content.clone(),
-                        took: std::time::Duration::ZERO,
-                    });
-                    push_result(conversation, native, call, false, content);
+                    refuse_unrun(&mut emit, conversation, native, call, "invalid", problem);
                     continue;
                 }
             };
+            let edit_key = match &action {
+                Action::Emacs(_) => Some(sexp::print(action.to_sexp().value())),
+                Action::Tool { .. } => None,
+            };
+            if let Some(before) = edit_key.as_ref().and_then(|k| settled_edits.get(k)) {
+                let why = format!(
+                    "{} with these arguments {before} in this turn; its result is above: \
+                     do not repeat it, go on or answer",
+                    call.name
+                );
+                refuse_unrun(&mut emit, conversation, native, call, "repeated", &why);
+                continue;
+            }
             let mut verdict = eq.gates.decide(action.clone(), &ctx);
             // A tie between backends is the user's to break: what the gates would allow
             // is asked instead.
@@ -851,6 +900,13 @@ pub async fn run_turn(
                 }
                 (false, format!("denied: {}", reasons.join("; ")))
             };
+            if let Some(key) = edit_key {
+                if ok {
+                    settled_edits.insert(key, "was already made");
+                } else if decision == "ask: denied" {
+                    settled_edits.insert(key, "was already denied by the user");
+                }
+            }
             if ok {
                 if let Some(id) = call.arguments.get("id").and_then(|v| v.as_str()) {
                     if eq.notes().node(id).is_ok() {
@@ -876,14 +932,16 @@ pub async fn run_turn(
 }
 
 /// An action the LLM wrote as a plist (optionally in a code fence), if its reply is one:
-/// `None` for prose, an error for a plist that does not read or is not an action.
+/// `None` for prose, an error for a plist that does not read or is not an action. A reply
+/// that is nothing but a plist is never an answer for the user: small models echo plists
+/// they were shown (a tool result, an error) instead of answering.
 fn sexp_action(text: &str) -> Option<Result<Action, String>> {
     let mut t = text.trim();
     if let Some(rest) = t.strip_prefix("```") {
         let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '-');
         t = rest.trim().trim_end_matches("```").trim();
     }
-    if !t.starts_with("(:type") {
+    if !t.starts_with("(:") {
         return None;
     }
     Some(
@@ -919,6 +977,32 @@ fn feedable(e: &LlmError) -> bool {
             | LlmError::Malformed(..)
             | LlmError::Provider { .. }
     ) || matches!(e, LlmError::Http { status, .. } if *status == 500 || *status == 400)
+}
+
+/// Answer `call` with an error the LLM sees, without gating or running it (`decision` says
+/// why: invalid arguments, a repeat).
+fn refuse_unrun(
+    emit: &mut impl FnMut(TurnEvent),
+    conversation: &mut Conversation,
+    native: bool,
+    call: &ToolCall,
+    decision: &'static str,
+    why: &str,
+) {
+    emit(TurnEvent::Proposed {
+        call: call.clone(),
+        decision,
+        reasons: vec![why.to_owned()],
+    });
+    let content = tool_error(why);
+    emit(TurnEvent::ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        ok: false,
+        content: content.clone(),
+        took: std::time::Duration::ZERO,
+    });
+    push_result(conversation, native, call, false, content);
 }
 
 /// Add a tool's result to the conversation: as a `tool` message for native calls, as a

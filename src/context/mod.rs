@@ -15,7 +15,7 @@
 
 pub mod privacy;
 
-use crate::store::{NodeKind, NodeRef, Query};
+use crate::store::{NodeKind, NodeRef, Query, TodoType};
 use crate::tools::builtin::{render_node, summary};
 use crate::tools::Notes;
 
@@ -25,6 +25,8 @@ const MAX_PROJECTS: usize = 30;
 const MAX_PROJECT_CHILDREN: usize = 8;
 /// Most recently completed tasks listed.
 const MAX_RECENT_DONE: usize = 15;
+/// Most open tasks listed as scheduled or due soon.
+const MAX_DUE: usize = 20;
 /// Longest body of a related note, in characters.
 const MAX_RELATED_BODY: usize = 1_500;
 
@@ -41,6 +43,11 @@ pub struct ContextSpec<'a> {
     pub related: &'a [(String, f32)],
     /// Tasks closed on or after this date (YYYY-MM-DD) are listed as recently completed.
     pub done_since: Option<&'a str>,
+    /// Today's date as the user's calendar has it ("2026-11-23 Mon"): relative questions
+    /// ("what is due this week?") need it, and no model knows it.
+    pub today: Option<&'a str>,
+    /// Open tasks scheduled or due before this date (overdue ones too) are shown.
+    pub due_before: Option<&'a str>,
     /// The most tokens the context may take (estimated, see [`estimate_tokens`]).
     pub budget_tokens: usize,
 }
@@ -52,6 +59,8 @@ impl Default for ContextSpec<'_> {
             focus_is_users: true,
             related: &[],
             done_since: None,
+            today: None,
+            due_before: None,
             budget_tokens: DEFAULT_BUDGET_TOKENS,
         }
     }
@@ -129,6 +138,11 @@ pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
         budget: spec.budget_tokens,
         used: 0,
     };
+    if let Some(today) = spec.today {
+        let line = format!("* Today is {today}\n");
+        f.used += estimate_tokens(&line);
+        f.out.push_str(&line);
+    }
     let focus = spec.focus.and_then(|id| notes.node(id).ok());
     if let Some(r) = &focus {
         let mut text = String::from(if spec.focus_is_users {
@@ -153,6 +167,17 @@ pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
         .filter_map(|(id, score)| notes.node(id).ok().map(|r| related_item(&r, *score)))
         .collect();
     f.section("* Related notes (by meaning)\n", &related);
+
+    if let Some(before) = spec.due_before {
+        let items: Vec<String> = due_soon(notes, before)
+            .iter()
+            .map(|r| format!("{}\n", summary(r)))
+            .collect();
+        f.section(
+            &format!("* Open tasks scheduled or due before {before}, earliest first\n"),
+            &items,
+        );
+    }
 
     let mut projects = notes.store.query(&Query {
         kind: Some(NodeKind::Headline),
@@ -197,6 +222,50 @@ pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
         f.section("* Recently completed\n", &items);
     }
     f.out
+}
+
+/// The first `MAX_DUE` open tasks scheduled or with a deadline before `before` (overdue ones
+/// included), by their earliest such date, then title. One pass over the open tasks; only
+/// the ones shown are sorted.
+fn due_soon(notes: &Notes, before: &str) -> Vec<NodeRef> {
+    /// The `YYYY-MM-DD` of a timestamp, as bytes (no allocation per task).
+    fn day(ts: &Option<String>) -> Option<[u8; 10]> {
+        let t = ts.as_deref()?.trim_start_matches(['<', '[']);
+        t.as_bytes().get(..10)?.try_into().ok()
+    }
+    let bound: [u8; 10] = match before.as_bytes().get(..10).and_then(|b| b.try_into().ok()) {
+        Some(b) => b,
+        None => return Vec::new(),
+    };
+    let mut due: Vec<([u8; 10], NodeRef)> = notes
+        .store
+        .query(&Query {
+            kind: Some(NodeKind::Headline),
+            todo_type: Some(TodoType::Todo),
+            ..Query::default()
+        })
+        .into_iter()
+        .filter_map(|r| {
+            let p = &r.node().content.planning;
+            let earliest = [day(&p.scheduled), day(&p.deadline)]
+                .into_iter()
+                .flatten()
+                .filter(|d| *d < bound)
+                .min()?;
+            Some((earliest, r))
+        })
+        .filter(|(_, r)| notes.shows(r))
+        .collect();
+    let order = |(a, x): &([u8; 10], NodeRef), (b, y): &([u8; 10], NodeRef)| {
+        a.cmp(b)
+            .then_with(|| x.node().content.title.cmp(&y.node().content.title))
+    };
+    if due.len() > MAX_DUE {
+        due.select_nth_unstable_by(MAX_DUE, order);
+        due.truncate(MAX_DUE);
+    }
+    due.sort_by(order);
+    due.into_iter().map(|(_, r)| r).collect()
 }
 
 fn project_item(notes: &Notes, p: &NodeRef) -> String {

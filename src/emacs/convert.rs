@@ -580,6 +580,7 @@ pub fn event_plist<'e>(env: &'e Env, e: &Event) -> Result<Value<'e>> {
                 ChatUpdate::Error(m) => {
                     ("error", vec![(k(":message")?, m.as_str().into_lisp(env)?)])
                 }
+                ChatUpdate::Interrupted => ("interrupted", vec![]),
             };
             pairs.push((k(":kind")?, env.intern(kind)?));
             pairs.append(&mut rest);

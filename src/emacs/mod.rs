@@ -470,6 +470,9 @@ fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backe
     if let Some(window) = get(":context-window")? {
         b.context_window = Some(window.into_rust::<i64>()?.max(0) as u64);
     }
+    if let Some(cap) = get(":max-tokens")? {
+        b.max_tokens = Some(cap.into_rust::<i64>()?.max(1) as u64);
+    }
     if let Some(headers) = get(":headers")? {
         for pair in list_items(env, headers)? {
             b.headers.push((
@@ -662,6 +665,10 @@ fn turn_setup(
     if depth.is_not_nil() {
         cfg.max_depth = depth.into_rust::<i64>()?.clamp(1, 100) as u32;
     }
+    let rounds = get(":tool-rounds")?;
+    if rounds.is_not_nil() {
+        cfg.tool_rounds = Some(rounds.into_rust::<i64>()?.clamp(0, 100) as u32);
+    }
     let temperature = get(":temperature")?;
     if temperature.is_not_nil() {
         cfg.temperature = Some(env.call("float", [temperature])?.into_rust()?);
@@ -783,6 +790,14 @@ fn turn_setup(
     let since = get(":done-since")?;
     if since.is_not_nil() {
         cfg.done_since = Some(since.into_rust()?);
+    }
+    let today = get(":today")?;
+    if today.is_not_nil() {
+        cfg.today = Some(today.into_rust()?);
+    }
+    let due = get(":due-before")?;
+    if due.is_not_nil() {
+        cfg.due_before = Some(due.into_rust()?);
     }
     Ok(TurnSetup {
         backends,

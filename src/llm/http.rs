@@ -101,6 +101,9 @@ pub struct Backend {
     pub context_window: Option<u64>,
     /// Price per million tokens (input, output), when the user said (cost budgets).
     pub price: Option<(f64, f64)>,
+    /// The most tokens one answer may take, when the user said: a small local model on a
+    /// CPU can otherwise ramble for minutes.
+    pub max_tokens: Option<u64>,
 }
 
 impl Backend {
@@ -127,6 +130,20 @@ impl Backend {
             stream_options: StreamOptions::default(),
             context_window: None,
             price: None,
+            max_tokens: None,
+        }
+    }
+
+    /// `request` with this backend's `max_tokens` when it asks for more (or sets none).
+    fn capped<'r>(&self, request: &'r ChatRequest) -> std::borrow::Cow<'r, ChatRequest> {
+        match self.max_tokens {
+            Some(cap) if request.max_tokens.is_none_or(|n| n > cap) => {
+                std::borrow::Cow::Owned(ChatRequest {
+                    max_tokens: Some(cap),
+                    ..request.clone()
+                })
+            }
+            _ => std::borrow::Cow::Borrowed(request),
         }
     }
 
@@ -391,7 +408,7 @@ impl ChatClient {
                     "application/json"
                 },
             )
-            .json(&b.wire.request_body(request, &b.model));
+            .json(&b.wire.request_body(&b.capped(request), &b.model));
         let mut response = wait.send(send, first_byte).await?;
 
         let mut stream = b.wire.parser(b.stream_options);

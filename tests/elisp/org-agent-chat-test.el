@@ -193,7 +193,7 @@
       (org-agent-interrupt)
       (should (org-agent-test-wait (lambda () finished) 30))
       (should (null (car finished)))
-      (should (string-match-p "Error: cancelled" (buffer-string)))
+      (should (string-match-p "^- /Interrupted: you stopped this turn\\./$" (buffer-string)))
       (should-not (org-agent-busy-p)))))
 
 (ert-deftest org-agent-chat-backend-keys-come-from-key-env-or-auth-source ()

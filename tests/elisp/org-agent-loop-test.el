@@ -200,7 +200,9 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
     (org-agent-interrupt)
     (should (org-agent-test-wait (lambda () finished) 10))
     (should (null (cadr finished)))
-    (should (string-match-p "Error: cancelled" (buffer-string)))
+    ;; An interrupt is the user's doing, not an error.
+    (should (string-match-p "^- /Interrupted: you stopped this turn\\./$" (buffer-string)))
+    (should-not (string-search "Error" (buffer-string)))
     (should-not (org-agent-busy-p))
     ;; The rest of the stream did not arrive.
     (should (< (how-many "word" (point-min) (point-max)) 500))
@@ -221,7 +223,48 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
       (should (null (cadr finished)))
       (should (string-match-p "Error: stopped after 2 steps without an answer (the depth limit)"
                               (buffer-string)))
+      ;; After the tool subtrees it has a heading of its own: folding them does not hide it.
+      (should (string-match-p "^#\\+end_example\n\n\\*\\* Error\n#\\+begin_example\nError: stopped"
+                              (buffer-string)))
+      (goto-char (point-min))
+      (search-forward "Error: stopped after")
+      (should-not (invisible-p (point)))
+      (goto-char (point-min))
+      (search-forward "*** Result")
+      (should (invisible-p (point)))
       (should (= (length (org-agent-test-server-requests)) 2)))))
+
+(ert-deftest org-agent-loop-an-interrupt-after-a-tool-shows-outside-its-subtree ()
+  "Interrupting while a tool's turn goes on says so where folding does not hide it."
+  (org-agent-loop-test--with-chat
+    (org-agent-test-server-push :text "" :calls [("list_files" nil)])
+    ;; The next step's answer does not come: the turn waits after the tool.
+    (org-agent-test-server-push :text "Never shown" :stall_at 0)
+    (org-agent-loop-test--send "Look, then talk.")
+    (should (org-agent-test-wait (lambda () (string-search "*** Result" (buffer-string))) 60))
+    (should (org-agent-test-wait (lambda () (= (length (org-agent-test-server-requests)) 2)) 60))
+    (org-agent-interrupt)
+    (should (org-agent-test-wait (lambda () finished) 10))
+    (should (string-match-p "^\\*\\* Interrupted\n- /Interrupted: you stopped this turn\\./$"
+                            (buffer-string)))
+    (goto-char (point-min))
+    (search-forward "Interrupted: you stopped this turn")
+    (should-not (invisible-p (point)))))
+
+(ert-deftest org-agent-loop-the-header-names-the-backend-and-counts-while-thinking ()
+  "Before the first message the header names who will answer; during a turn, the time."
+  (org-agent-loop-test--with-chat
+    (should (string-match-p "^ org-agent  test (test)  idle  0 tokens" (org-agent-chat--header)))
+    (let ((org-agent-backends nil))
+      (should (string-match-p "local qwen (starts with your first message)"
+                              (org-agent-chat--header))))
+    (org-agent-test-server-push :tokens 200 :text "word " :drip_ms 20)
+    (org-agent-loop-test--send "Talk.")
+    (should (org-agent-test-wait (lambda () (string-search "word word" (buffer-string))) 60))
+    (should (string-match-p "answering… [0-9]+s, ~[0-9]+ tokens written" (org-agent-chat--header)))
+    (should (org-agent-test-wait (lambda () finished) 60))
+    (should (string-match-p "  idle  " (org-agent-chat--header)))
+    (should-not org-agent-chat--ticker)))
 
 (ert-deftest org-agent-loop-faults-give-clear-messages-and-the-chat-stays-usable ()
   "Wrong key, rate limit, a cut stream and a stalled one each end the turn with a clear message."
@@ -380,6 +423,22 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
           (let ((system (cdr (assoc "content" (car (cdr (assoc "messages" sent)))))))
             (should (string-match-p "Call the plumber about the leak" system))
             (should (string-match-p "^\\* Active projects" system))))))))
+
+(ert-deftest org-agent-loop-select-model-says-why-without-a-backend ()
+  "With no backend configured, `org-agent-select-model' says so instead of naming nil."
+  (let ((org-agent-backends nil))
+    (let ((err (should-error (call-interactively #'org-agent-select-model) :type 'user-error)))
+      (should (string-match-p "No backend is configured (.org-agent-backends.)"
+                              (cadr err)))
+      (should-not (string-match-p "nil" (cadr err))))))
+
+(ert-deftest org-agent-loop-select-model-finds-a-backend-without-a-name ()
+  "A backend without :name is offered by the name the module gives it, MODEL @ URL."
+  (let ((org-agent-backends '((:url "http://127.0.0.1:9/v1" :model "m"))))
+    (should (equal (org-agent-chat--backend-name (car org-agent-backends))
+                   "m @ http://127.0.0.1:9/v1"))
+    (org-agent-chat--set-model "m @ http://127.0.0.1:9/v1" "n")
+    (should (equal (plist-get (car org-agent-backends) :model) "n"))))
 
 (ert-deftest org-agent-loop-select-model-offers-what-the-server-lists ()
   "`org-agent-select-model' lists the server's models and sets the chosen one."
