@@ -1006,36 +1006,49 @@ async fn plist_actions_cannot_reach_private_nodes_or_edit_when_edits_are_off() {
         .all(|t| !t.contains("never leaves this machine")));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_edit_repeated_word_for_word_runs_once_even_when_approved_for_the_conversation() {
-    // Seen with a small local model: approved for the conversation, the same set_todo ran
-    // eight more times (each advancing a repeating task again).
+/// A turn in which the model proposes the same `set_todo` `times` times, then answers
+/// `answer`; the user answers the questions with `approvals`. Returns the answer, the events,
+/// the operator (what was asked and run) and the tool results the LLM finally saw.
+async fn the_same_edit(
+    times: usize,
+    answer: &str,
+    approvals: &[Approval],
+) -> (String, Vec<TurnEvent>, Arc<Scripted>, Vec<String>) {
     let server = LlmServer::start().await;
     let mut eq = equipment(&server);
     let plumber = id_of(&eq, "Call the plumber about the leak");
     let edit = ("set_todo", json!({"id": plumber, "state": "DONE"}));
-    for _ in 0..3 {
+    for _ in 0..times {
         server.push(sse("", std::slice::from_ref(&edit)));
     }
-    server.push(sse("Marked.", &[]));
-    let operator = Scripted::answering(&[Approval::ForConversation]);
+    server.push(sse(answer, &[]));
+    let operator = Scripted::answering(approvals);
     eq.operator = operator.clone();
     eq.edit_tools = true;
-    let (answer, events) = turn(
+    let (result, events) = turn(
         &eq,
         &mut Conversation::default(),
         "The plumber came.",
         &TurnConfig::default(),
     )
     .await;
-    assert_eq!(answer.unwrap(), "Marked.");
+    let results = tool_messages(&server.requests()[times].json());
+    (result.unwrap(), events, operator, results)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_repeated_word_for_word_runs_once_even_when_approved_for_the_conversation() {
+    // Seen with a small local model: approved for the conversation, the same set_todo ran
+    // eight more times (each advancing a repeating task again).
+    let (answer, events, operator, results) =
+        the_same_edit(3, "Marked.", &[Approval::ForConversation]).await;
+    assert_eq!(answer, "Marked.");
     assert_eq!(operator.asked.lock().unwrap().len(), 1);
     assert_eq!(
         operator.actuated.lock().unwrap().len(),
         1,
         "the edit ran again"
     );
-    let results = tool_messages(&server.requests()[3].json());
     assert_eq!(results.len(), 3, "{results:?}");
     assert!(results[0].contains(":status :ok"), "{results:?}");
     for repeat in &results[1..] {
@@ -1061,27 +1074,11 @@ async fn an_edit_repeated_word_for_word_runs_once_even_when_approved_for_the_con
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_edit_repeated_is_not_asked_again() {
-    let server = LlmServer::start().await;
-    let mut eq = equipment(&server);
-    let plumber = id_of(&eq, "Call the plumber about the leak");
-    let edit = ("set_todo", json!({"id": plumber, "state": "DONE"}));
-    server.push(sse("", std::slice::from_ref(&edit)));
-    server.push(sse("", std::slice::from_ref(&edit)));
-    server.push(sse("Left as it is.", &[]));
-    let operator = Scripted::answering(&[Approval::Deny, Approval::Once]);
-    eq.operator = operator.clone();
-    eq.edit_tools = true;
-    let (answer, _) = turn(
-        &eq,
-        &mut Conversation::default(),
-        "The plumber came.",
-        &TurnConfig::default(),
-    )
-    .await;
-    assert_eq!(answer.unwrap(), "Left as it is.");
+    let (answer, _, operator, results) =
+        the_same_edit(2, "Left as it is.", &[Approval::Deny, Approval::Once]).await;
+    assert_eq!(answer, "Left as it is.");
     assert_eq!(operator.asked.lock().unwrap().len(), 1);
     assert!(operator.actuated.lock().unwrap().is_empty());
-    let results = tool_messages(&server.requests()[2].json());
     assert!(
         results[1].contains("was already denied by the user"),
         "{results:?}"
