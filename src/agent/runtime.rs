@@ -496,7 +496,6 @@ impl Runtime {
         request
     }
 
-    /// Ingest every Org file under `dirs` off the main thread, with progress events.
     /// Ingest `file` from disk on a worker (a saved buffer); returns the request id.
     pub fn ingest_file_async(&'static self, file: String) -> u64 {
         let request = self.next_id();
@@ -514,6 +513,7 @@ impl Runtime {
         request
     }
 
+    /// Ingest every Org file under `dirs` off the main thread, with progress events.
     pub fn ingest_directories_async(&'static self, dirs: Vec<PathBuf>) -> u64 {
         let request = self.next_id();
         let cancel = Arc::new(AtomicBool::new(false));
