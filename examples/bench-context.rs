@@ -4,10 +4,12 @@
 //!
 //!   cargo run --release --example bench-context [HEADLINES]
 
-use org_agent::context::privacy::Privacy;
-use org_agent::context::{assemble, estimate_tokens, ContextSpec, DEFAULT_BUDGET_TOKENS};
+use org_agent::context::{assemble, ContextSpec, DEFAULT_BUDGET_TOKENS};
+use org_agent::llm::estimate_tokens;
+use org_agent::notes::Notes;
+use org_agent::notes::Privacy;
 use org_agent::store::{Config, Query, Store};
-use org_agent::tools::Notes;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn ms(d: Duration) -> String {
@@ -81,10 +83,8 @@ fn main() {
         .collect();
     let related: Vec<(String, f32)> = ids[1..].iter().map(|id| (id.clone(), 0.8)).collect();
     let privacy = Privacy::default();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
+    let store = Arc::new(store);
+    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
     let spec = ContextSpec {
         focus: Some(&ids[0]),
         focus_is_users: true,

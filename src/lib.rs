@@ -2,11 +2,13 @@
 //! module (`src/emacs/`, the only code that touches Emacs) and a plain Rust library whose
 //! core (`store`, …) is tested with `cargo test` without Emacs.
 
+pub mod action;
 pub mod agent;
 pub mod context;
 pub mod emacs;
 pub mod gates;
 pub mod llm;
+pub mod notes;
 pub mod sexp;
 pub mod store;
 pub mod tools;

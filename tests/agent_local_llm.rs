@@ -5,7 +5,8 @@
 //! whose first backend is a dead port. Temperature 0, generous timeouts, assertions on
 //! structure, never on wording.
 
-use org_agent::agent::turn::{run_turn, Conversation, Equipment, TurnConfig, TurnError, TurnEvent};
+use org_agent::agent::equipment::Equipment;
+use org_agent::agent::turn::{run_turn, Conversation, TurnConfig, TurnError, TurnEvent};
 use org_agent::llm::completion::Delta;
 use org_agent::llm::error::LlmError;
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};

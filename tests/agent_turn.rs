@@ -4,11 +4,10 @@
 
 mod support;
 
-use org_agent::agent::message::{Action, EmacsAction};
-use org_agent::agent::turn::{
-    run_turn, Approval, BoxFuture, Conversation, Equipment, Operator, TurnConfig, TurnError,
-    TurnEvent,
-};
+use org_agent::action::{Action, EmacsAction};
+use org_agent::agent::equipment::Equipment;
+use org_agent::agent::operator::{Approval, BoxFuture, Operator};
+use org_agent::agent::turn::{run_turn, Conversation, TurnConfig, TurnError, TurnEvent};
 use org_agent::gates::Pipeline;
 use org_agent::llm::completion::ToolCall;
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
@@ -25,16 +24,21 @@ fn sse(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {
     Reply::chat_sse(text, calls).split(7)
 }
 
-fn equipment(server: &LlmServer) -> Equipment {
+/// The demo projects and tasks, as the turn tests' equipment holds them.
+fn demo_store() -> Store {
     let store = Store::in_memory(Config::default());
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     for name in ["projects.org", "tasks.org"] {
         let p = root.join("demo/notes").join(name);
         store.ingest_file(p.to_str().unwrap(), true).unwrap();
     }
+    store
+}
+
+fn equipment(server: &LlmServer) -> Equipment {
     Equipment::new(
         ChatClient::new(Backend::new(server.base_url(), "test")).unwrap(),
-        Arc::new(store),
+        Arc::new(demo_store()),
     )
 }
 
@@ -284,10 +288,10 @@ impl org_agent::gates::Gate for AskForSearch {
     }
     fn check(
         &self,
-        action: &org_agent::agent::message::Action,
+        action: &org_agent::action::Action,
         ctx: &org_agent::gates::Context,
     ) -> Result<org_agent::gates::Decision, String> {
-        let kind = org_agent::gates::action_kind(action);
+        let kind = action.kind();
         Ok(
             if kind == "tool:search_notes" && !ctx.approved.contains(&kind) {
                 org_agent::gates::Decision::Ask("searching needs a yes".into())
@@ -355,12 +359,11 @@ async fn a_model_without_tool_calling_can_act_with_a_plist() {
         .clone();
     assert_eq!(last["role"], "user");
     let text = last["content"].as_str().unwrap();
-    let stimulus = org_agent::agent::message::Stimulus::from_sexp(
-        org_agent::sexp::read(text).unwrap().value(),
-    )
-    .unwrap();
+    let stimulus =
+        org_agent::action::Stimulus::from_sexp(org_agent::sexp::read(text).unwrap().value())
+            .unwrap();
     match stimulus.sensor {
-        org_agent::agent::message::Sensor::ToolResult { call, ok, content } => {
+        org_agent::action::Sensor::ToolResult { call, ok, content } => {
             assert_eq!(call, "sexp-1");
             assert!(ok);
             assert!(
@@ -424,9 +427,10 @@ async fn plist_edits_of_org_files_pass_the_gates_too() {
     );
 }
 
-/// The id of the headline titled `title` in the equipment's store.
-fn id_of(eq: &Equipment, title: &str) -> String {
-    eq.store
+/// The id of the headline titled `title` in the demo notes the equipment holds (private
+/// ones too: ids are the same in every store of the same files).
+fn id_of(_eq: &Equipment, title: &str) -> String {
+    demo_store()
         .query(&org_agent::store::Query::default())
         .into_iter()
         .find(|r| r.node().content.title == title)
@@ -787,8 +791,7 @@ async fn private_notes_never_reach_the_llm_and_cannot_be_edited() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_over_budget_is_refused_or_goes_to_the_cheaper_tier() {
-    use org_agent::agent::turn::Budget;
-    use org_agent::gates::budget::{Ledger, Limits};
+    use org_agent::gates::budget::{Budget, Ledger, Limits};
     use org_agent::llm::cascade::Cascade;
     let (main, cheap) = (LlmServer::start().await, LlmServer::start().await);
     let dir = tempfile::tempdir().unwrap();

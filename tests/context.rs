@@ -1,9 +1,11 @@
 //! The context of a request: what is in it, in which priority, and the token budget.
 
-use org_agent::context::privacy::Privacy;
-use org_agent::context::{assemble, estimate_tokens, ContextSpec};
+use org_agent::context::{assemble, ContextSpec};
+use org_agent::llm::estimate_tokens;
+use org_agent::notes::Notes;
+use org_agent::notes::Privacy;
 use org_agent::store::{Config, Store};
-use org_agent::tools::Notes;
+use std::sync::Arc;
 
 fn store() -> Store {
     let store = Store::in_memory(Config::default());
@@ -39,10 +41,8 @@ fn id(store: &Store, title: &str) -> String {
 fn sections_come_in_priority_order_and_whole() {
     let store = store();
     let privacy = Privacy::default();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
+    let store = Arc::new(store);
+    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
     let focus = id(&store, "The focus");
     let related = vec![(id(&store, "Tulips"), 0.91f32)];
     let spec = ContextSpec {
@@ -108,10 +108,8 @@ fn sections_come_in_priority_order_and_whole() {
 fn the_focus_is_shown_even_over_budget_and_never_twice() {
     let store = store();
     let privacy = Privacy::default();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
+    let store = Arc::new(store);
+    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
     let focus = id(&store, "The focus");
     let related = vec![(focus.clone(), 0.99f32)];
     let out = assemble(
@@ -144,10 +142,8 @@ fn today_and_the_open_tasks_due_soon_are_shown_earliest_first() {
         .ingest_text("/n/tasks.org", text, None, None, None)
         .unwrap();
     let privacy = Privacy::default();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
+    let store = Arc::new(store);
+    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
     let out = assemble(
         &notes,
         &ContextSpec {

@@ -2,11 +2,13 @@
 //! redacted buffer. Every check below searches the produced text for words that only occur in
 //! private subtrees, so a leak through any field (title, body, property, child line) fails.
 
-use org_agent::context::privacy::Privacy;
 use org_agent::context::render;
+use org_agent::notes::Notes;
+use org_agent::notes::Privacy;
 use org_agent::store::{Config, Store};
-use org_agent::tools::{Notes, Registry};
+use org_agent::tools::Registry;
 use serde_json::json;
+use std::sync::Arc;
 
 const NOTES: &str = "\
 #+TITLE: Mixed
@@ -86,10 +88,8 @@ fn id_of(store: &Store, title: &str) -> String {
 fn tools_never_show_private_notes() {
     let store = store();
     let privacy = privacy();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
+    let store = Arc::new(store);
+    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
     let tools = Registry::with_builtins();
     let mut shown = String::new();
     for (name, args) in [
@@ -138,10 +138,8 @@ fn without_rules_the_same_notes_are_visible() {
     // The check above would pass trivially if the notes never showed at all.
     let store = store();
     let none = Privacy::none();
-    let notes = Notes {
-        store: &store,
-        privacy: &none,
-    };
+    let store = Arc::new(store);
+    let notes = Notes::new(store.clone(), Arc::new(none.clone()));
     let out = Registry::with_builtins()
         .call(&notes, "search_notes", &json!({"text": "e", "limit": 200}))
         .unwrap();
@@ -154,10 +152,8 @@ fn without_rules_the_same_notes_are_visible() {
 fn the_context_leaves_private_nodes_out() {
     let store = store();
     let privacy = privacy();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
+    let store = Arc::new(store);
+    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
     // A private focus is not shown at all; a public one is shown without its private child.
     let focus = id_of(&store, "Plan the offsite");
     let ctx = render(&notes, Some(&focus));
@@ -208,10 +204,8 @@ fn private_tags_count_even_when_not_inherited() {
         .ingest_text("/n/a.org", NOTES, None, None, None)
         .unwrap();
     let privacy = Privacy::default();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
+    let store = Arc::new(store);
+    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
     let err = Registry::with_builtins()
         .call(
             &notes,

@@ -5,11 +5,12 @@
 
 mod support;
 
+use org_agent::agent::equipment::Equipment;
 use org_agent::agent::semantic::Semantic;
-use org_agent::agent::turn::{run_turn, Conversation, Equipment, TurnConfig};
-use org_agent::context::privacy::Privacy;
+use org_agent::agent::turn::{run_turn, Conversation, TurnConfig};
 use org_agent::llm::embeddings::{EmbeddingBackend, EmbeddingClient, EmbeddingWire};
 use org_agent::llm::{Backend, CancelToken, ChatClient};
+use org_agent::notes::{Notes, Privacy};
 use org_agent::store::vectors::VectorIndex;
 use org_agent::store::{Config, Store};
 use parking_lot::Mutex;
@@ -80,6 +81,11 @@ fn inputs(server: &LlmServer) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The store as the agent may see it under `privacy`.
+fn notes_of(store: &Arc<Store>, privacy: impl Into<Arc<Privacy>>) -> Notes {
+    Notes::new(store.clone(), privacy.into())
+}
+
 fn id(store: &Store, title: &str) -> String {
     store
         .query(&org_agent::store::Query::default())
@@ -92,7 +98,7 @@ fn id(store: &Store, title: &str) -> String {
 #[tokio::test]
 async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
     let server = LlmServer::start().await;
-    let store = Store::in_memory(Config::default());
+    let store = Arc::new(Store::in_memory(Config::default()));
     store
         .ingest_text("/n/a.org", NOTES, None, None, None)
         .unwrap();
@@ -104,7 +110,10 @@ async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
     server.push(Reply::error(500, "input is too large", "server_error"));
     server.push(vectors(&[[1.0, 0.0, 0.0]]));
     server.push(vectors(&[[0.0, 1.0, 0.0]]));
-    let report = s.update(&store, &privacy, false, &cancel).await.unwrap();
+    let report = s
+        .update(&notes_of(&store, privacy.clone()), false, &cancel)
+        .await
+        .unwrap();
     assert_eq!(
         (report.candidates, report.embedded, report.refused),
         (2, 2, 0)
@@ -119,7 +128,10 @@ async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
     );
 
     // Nothing changed: nothing is sent.
-    let report = s.update(&store, &privacy, false, &cancel).await.unwrap();
+    let report = s
+        .update(&notes_of(&store, privacy.clone()), false, &cancel)
+        .await
+        .unwrap();
     assert_eq!((report.embedded, report.indexed), (0, 2));
     assert_eq!(server.requests().len(), 3);
 
@@ -129,7 +141,10 @@ async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
         .ingest_text("/n/a.org", &changed, None, None, None)
         .unwrap();
     server.push(vectors(&[[0.0, 1.0, 0.1]]));
-    let report = s.update(&store, &privacy, false, &cancel).await.unwrap();
+    let report = s
+        .update(&notes_of(&store, privacy.clone()), false, &cancel)
+        .await
+        .unwrap();
     assert_eq!((report.embedded, report.dropped), (1, 1));
     let sent = inputs(&server);
     assert_eq!(sent[3].len(), 1);
@@ -138,7 +153,13 @@ async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
     // Search: best first, and a note that became private since is not found.
     server.push(vectors(&[[0.9, 0.1, 0.0]]));
     let hits = s
-        .search(&store, &privacy, "flowers", 5, 0.0, &cancel)
+        .search(
+            &notes_of(&store, privacy.clone()),
+            "flowers",
+            5,
+            0.0,
+            &cancel,
+        )
         .await
         .unwrap();
     assert_eq!(hits[0].0, id(&store, "Garden"));
@@ -154,7 +175,13 @@ async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
         index: s.index.clone(),
     };
     let err = other
-        .search(&store, &privacy, "flowers", 5, 0.0, &cancel)
+        .search(
+            &notes_of(&store, privacy.clone()),
+            "flowers",
+            5,
+            0.0,
+            &cancel,
+        )
         .await
         .unwrap_err()
         .to_string();
@@ -162,7 +189,13 @@ async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
     let stricter = Privacy::new(["private".to_string()], ["/n/*.org".to_string()]);
     server.push(vectors(&[[0.9, 0.1, 0.0]]));
     let hits = s
-        .search(&store, &stricter, "flowers", 5, 0.0, &cancel)
+        .search(
+            &notes_of(&store, stricter.clone()),
+            "flowers",
+            5,
+            0.0,
+            &cancel,
+        )
         .await
         .unwrap();
     assert!(hits.is_empty(), "{hits:?}");
@@ -177,9 +210,13 @@ async fn related_notes_and_the_tool_reach_the_llm() {
         .unwrap();
     let s = semantic(&emb);
     emb.push(vectors(&[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]));
-    s.update(&store, &Privacy::default(), false, &CancelToken::new())
-        .await
-        .unwrap();
+    s.update(
+        &notes_of(&store, Privacy::default()),
+        false,
+        &CancelToken::new(),
+    )
+    .await
+    .unwrap();
     let mut eq = Equipment::new(
         ChatClient::new(Backend::new(llm.base_url(), "m")).unwrap(),
         store.clone(),
@@ -248,12 +285,18 @@ async fn with_nothing_embedded_no_query_is_sent() {
     let cancel = CancelToken::new();
     // Nothing is marked EMBED t: nothing is embedded, nothing asked of the server.
     let report = s
-        .update(&store, &Privacy::default(), false, &cancel)
+        .update(&notes_of(&store, Privacy::default()), false, &cancel)
         .await
         .unwrap();
     assert_eq!((report.candidates, report.indexed), (0, 0));
     let hits = s
-        .search(&store, &Privacy::default(), "flowers", 5, 0.0, &cancel)
+        .search(
+            &notes_of(&store, Privacy::default()),
+            "flowers",
+            5,
+            0.0,
+            &cancel,
+        )
         .await
         .unwrap();
     assert!(hits.is_empty(), "{hits:?}");

@@ -1,11 +1,12 @@
 //! The built-in tools against a store holding the demo notes.
 
-use org_agent::context::privacy::Privacy;
+use org_agent::notes::{Notes, Privacy};
 use org_agent::store::{Config, Store};
-use org_agent::tools::{Notes, Registry, ToolError};
+use org_agent::tools::{Registry, ToolError};
 use serde_json::json;
+use std::sync::Arc;
 
-fn demo_store() -> Store {
+fn demo_store() -> Arc<Store> {
     let store = Store::in_memory(Config {
         snapshot_capacity: 20,
         ..Config::default()
@@ -17,16 +18,12 @@ fn demo_store() -> Store {
             .ingest_file(path.to_str().unwrap(), true)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
-    store
+    Arc::new(store)
 }
 
 /// The store as the LLM sees it, under the default privacy rules.
-fn notes(store: &Store) -> Notes<'_> {
-    static PRIVACY: std::sync::OnceLock<Privacy> = std::sync::OnceLock::new();
-    Notes {
-        store,
-        privacy: PRIVACY.get_or_init(Privacy::default),
-    }
+fn notes(store: &Arc<Store>) -> Notes {
+    Notes::new(store.clone(), Arc::new(Privacy::default()))
 }
 
 #[test]

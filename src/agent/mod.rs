@@ -1,9 +1,11 @@
 //! The agent's runtime: worker threads, the event queue that carries results back to Emacs,
 //! the perceive → think → decide → act loop, and semantic search.
 
+pub mod chat;
 pub mod embedding;
+pub mod equipment;
 pub mod event;
-pub mod message;
+pub mod operator;
 pub mod runtime;
 pub mod semantic;
 pub mod telemetry;

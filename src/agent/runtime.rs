@@ -5,24 +5,18 @@
 //! `open_channel`), whose filter calls the module's drain function on the main thread.
 
 use super::event::{ChatUpdate, Event};
-use super::message::{Action, EmacsAction};
+use super::operator::Approval;
 use super::telemetry::Telemetry;
-use super::turn::{
-    run_turn, Approval, BoxFuture, Conversation, Equipment, Operator, TurnConfig, TurnEvent,
-};
+use super::turn::Conversation;
 use crate::agent::semantic::Semantic;
-use crate::agent::turn::Budget;
-use crate::context::privacy::Privacy;
-use crate::gates::audit::AuditLog;
-use crate::gates::budget::{Ledger, Limits};
-use crate::llm::cascade::{Cascade, Health, Policy};
-use crate::llm::completion::{Delta, ToolCall};
+use crate::gates::budget::Ledger;
+use crate::llm::cascade::Health;
 use crate::llm::embeddings::{EmbeddingBackend, EmbeddingClient};
-use crate::llm::http::{Backend, CancelToken, ChatClient};
+use crate::llm::http::{Backend, CancelToken};
+use crate::notes::{Notes, Privacy};
 use crate::sexp::Sexp;
 use crate::store::vectors::{write_atomic, VectorError, VectorIndex};
 use crate::store::{Config, OpenReport, Store, StoreError, TodoKeywords};
-use crate::tools::emacs::ElispTool;
 use futures_util::FutureExt;
 use once_cell::sync::OnceCell;
 use parking_lot::{Mutex, RwLock};
@@ -56,6 +50,9 @@ pub struct Runtime {
     /// When Emacs was last woken, and whether a wake for streamed text is scheduled.
     last_wake: Mutex<std::time::Instant>,
     wake_scheduled: AtomicBool,
+    /// The least time between two wakes for streamed text, in microseconds: the one
+    /// throttle of a streaming answer (`org-agent-chat-redisplay-interval`).
+    text_interval_us: AtomicU64,
     /// The privacy rules every turn (and embedding job) starts with.
     privacy: RwLock<Arc<Privacy>>,
     /// Which backends failed recently, shared by every turn's cascade.
@@ -70,75 +67,13 @@ pub struct Runtime {
 /// The vector index's file in the state directory.
 const VECTORS_FILE: &str = "vectors.bin";
 
-/// Streamed text wakes Emacs at most this often (the chat inserts at most every 0.1 s too).
+/// Streamed text wakes Emacs at most this often unless Emacs sets another interval.
 const TEXT_WAKE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What a turn waits for from the main thread.
-enum Pending {
+pub(super) enum Pending {
     Answer(oneshot::Sender<Approval>),
     Result(oneshot::Sender<Result<Sexp, String>>),
-}
-
-/// What a chat turn is equipped with besides its backend and configuration.
-#[derive(Default)]
-pub struct ChatSetup {
-    pub elisp_tools: Vec<ElispTool>,
-    /// Where gate decisions are appended (none: not audited).
-    pub audit_file: Option<PathBuf>,
-    /// Whether the user may be asked (false in batch Emacs: asking means deny).
-    pub interactive: bool,
-    /// The embedding server, for semantic search and related notes.
-    pub embedding: Option<EmbeddingBackend>,
-    /// Token and cost limits, and the backends of the cheaper tier requests over them go to
-    /// (none: they are refused).
-    pub budget: Option<(Limits, Option<Vec<Backend>>)>,
-}
-
-/// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
-/// actions to the actuator, as events; the answers come back through [`Runtime::answer`]
-/// and [`Runtime::actuated`].
-struct EmacsOperator {
-    rt: &'static Runtime,
-    request: u64,
-    conversation: String,
-    interactive: bool,
-}
-
-impl Operator for EmacsOperator {
-    fn ask(&self, call: &ToolCall, action: &Action, reasons: &[String]) -> BoxFuture<Approval> {
-        if !self.interactive {
-            return Box::pin(async { Approval::Deny });
-        }
-        let (tx, rx) = oneshot::channel();
-        let reply = self.rt.expect_reply(self.request, Pending::Answer(tx));
-        self.rt.push(Event::Chat {
-            request: self.request,
-            conversation: self.conversation.clone(),
-            update: ChatUpdate::Ask {
-                reply,
-                name: call.name.clone(),
-                arguments: call.arguments.to_string(),
-                action: action.to_sexp(),
-                reasons: reasons.to_vec(),
-            },
-        });
-        // A question nobody answers (the buffer was killed) is a refusal.
-        Box::pin(async move { rx.await.unwrap_or(Approval::Deny) })
-    }
-
-    fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>> {
-        let (tx, rx) = oneshot::channel();
-        let reply = self.rt.expect_reply(self.request, Pending::Result(tx));
-        self.rt.push(Event::Actuate {
-            request: self.request,
-            reply,
-            action: action.to_sexp(),
-        });
-        Box::pin(async move {
-            rx.await
-                .unwrap_or_else(|_| Err("Emacs dropped the action without running it".into()))
-        })
-    }
 }
 
 static RUNTIME: OnceCell<Runtime> = OnceCell::new();
@@ -150,7 +85,7 @@ fn default_config() -> Config {
     }
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+pub(super) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         s.to_string()
     } else if let Some(s) = p.downcast_ref::<String>() {
@@ -205,6 +140,7 @@ impl Runtime {
             replies: Mutex::new(HashMap::new()),
             last_wake: Mutex::new(std::time::Instant::now()),
             wake_scheduled: AtomicBool::new(false),
+            text_interval_us: AtomicU64::new(TEXT_WAKE_INTERVAL.as_micros() as u64),
             privacy: RwLock::new(Arc::new(Privacy::default())),
             health: Arc::default(),
             vectors: Arc::new(Mutex::new(VectorIndex::new(""))),
@@ -220,6 +156,11 @@ impl Runtime {
     /// Replace the privacy rules; turns already running keep the rules they started with.
     pub fn set_privacy(&self, privacy: Privacy) {
         *self.privacy.write() = Arc::new(privacy);
+    }
+
+    /// The notes as the agent may see them now: the current store under the rules in force.
+    pub fn notes(&self) -> Notes {
+        Notes::new(self.store(), self.privacy())
     }
 
     pub fn store(&self) -> Arc<Store> {
@@ -404,20 +345,30 @@ impl Runtime {
         }
     }
 
-    /// Wake Emacs so that it drains the queue.
-    /// Wake Emacs for streamed text: at once if it was last woken [`TEXT_WAKE_INTERVAL`]
-    /// ago, else when that much time has passed (text arriving meanwhile joins the queued
+    /// Set the least time between two wakes for streamed text (clamped to 0–10 s).
+    pub fn set_text_interval(&self, interval: std::time::Duration) {
+        let us = interval.min(std::time::Duration::from_secs(10)).as_micros() as u64;
+        self.text_interval_us.store(us, Ordering::Relaxed);
+    }
+
+    fn text_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.text_interval_us.load(Ordering::Relaxed))
+    }
+
+    /// Wake Emacs for streamed text: at once if it was last woken the text interval ago,
+    /// else when that much time has passed (text arriving meanwhile joins the queued
     /// piece). A fast stream then costs Emacs a few drains a second, not one per token.
     fn wake_for_text(&self) {
         let since = self.last_wake.lock().elapsed();
-        if since >= TEXT_WAKE_INTERVAL {
+        let interval = self.text_interval();
+        if since >= interval {
             self.push_wake();
             return;
         }
         if self.wake_scheduled.swap(true, Ordering::AcqRel) {
             return;
         }
-        let delay = TEXT_WAKE_INTERVAL - since;
+        let delay = interval - since;
         self.tokio.spawn(async move {
             tokio::time::sleep(delay).await;
             if let Some(rt) = RUNTIME.get() {
@@ -427,6 +378,7 @@ impl Runtime {
         });
     }
 
+    /// Wake Emacs so that it drains the queue.
     pub fn push_wake(&self) {
         *self.last_wake.lock() = std::time::Instant::now();
         {
@@ -446,7 +398,7 @@ impl Runtime {
         self.events.lock().len()
     }
 
-    fn next_id(&self) -> u64 {
+    pub(super) fn next_id(&self) -> u64 {
         self.next_request.fetch_add(1, Ordering::SeqCst)
     }
 
@@ -568,7 +520,7 @@ impl Runtime {
     }
 
     /// Note that turn `request` waits for `pending`; returns the reply id Emacs answers.
-    fn expect_reply(&self, request: u64, pending: Pending) -> u64 {
+    pub(super) fn expect_reply(&self, request: u64, pending: Pending) -> u64 {
         let reply = self.next_id();
         self.replies.lock().insert(reply, (request, pending));
         reply
@@ -635,57 +587,11 @@ impl Runtime {
         self.conversations.lock().remove(id);
     }
 
-    /// What the next turn of conversation `id` would send for `text` to `backend` (what
-    /// `org-agent-context-preview` shows), built by the same code as a turn (related notes
-    /// included, which takes an embedding request): an [`Event::Preview`] with the exact
-    /// request body. Nothing is sent to the LLM. Returns the request id at once.
-    pub fn preview_async(
-        &'static self,
-        id: String,
-        text: String,
-        backend: Backend,
-        cfg: TurnConfig,
-        setup: ChatSetup,
-    ) -> u64 {
-        let request = self.next_id();
-        let store = self.store();
-        let privacy = self.privacy();
-        let messages = self.conversation_messages(&id).unwrap_or_default();
-        self.run_async(request, |cancel| async move {
-            let client = ChatClient::new(backend.clone()).map_err(|e| e.to_string())?;
-            let eq = Equipment {
-                edit_tools: true,
-                elisp_tools: setup.elisp_tools,
-                privacy,
-                semantic: self.semantic(setup.embedding)?,
-                ..Equipment::new(client, store)
-            };
-            let mut cfg = cfg;
-            if cfg.related.is_empty() {
-                cfg.related = crate::agent::turn::related_notes(&eq, &text, &cfg, &cancel)
-                    .await
-                    .unwrap_or_default();
-            }
-            let mut conversation = Conversation {
-                messages,
-                ..Conversation::default()
-            };
-            conversation
-                .messages
-                .push(crate::llm::http::Message::User(text));
-            let chat = crate::agent::turn::step_request(&eq, &conversation, &cfg);
-            let body = backend.wire.request_body(&chat, &backend.model);
-            Ok(Event::Preview {
-                request,
-                backend: backend.name.clone(),
-                url: backend.url(chat.stream),
-                body: serde_json::to_string_pretty(&body).unwrap_or_default(),
-            })
-        })
-    }
-
     /// Semantic search with `backend` over the runtime's vector index, if there is one.
-    fn semantic(&self, backend: Option<EmbeddingBackend>) -> Result<Option<Semantic>, String> {
+    pub(super) fn semantic(
+        &self,
+        backend: Option<EmbeddingBackend>,
+    ) -> Result<Option<Semantic>, String> {
         let Some(backend) = backend else {
             return Ok(None);
         };
@@ -700,14 +606,13 @@ impl Runtime {
     /// an [`Event::Embedded`] reports it. Returns the request id at once.
     pub fn embed_async(&'static self, backend: EmbeddingBackend, embed_all: bool) -> u64 {
         let request = self.next_id();
-        let store = self.store();
-        let privacy = self.privacy();
+        let notes = self.notes();
         self.run_async(request, |cancel| async move {
             let semantic = self
                 .semantic(Some(backend))?
                 .ok_or("no embedding backend")?;
             let report = semantic
-                .update(&store, &privacy, embed_all, &cancel)
+                .update(&notes, embed_all, &cancel)
                 .await
                 .map_err(|e| format!("embedding failed: {e}"))?;
             if report.embedded > 0 || report.dropped > 0 {
@@ -724,8 +629,7 @@ impl Runtime {
     /// [`Event::SearchResults`]. Returns the request id at once.
     pub fn search_async(&'static self, backend: EmbeddingBackend, text: String, k: usize) -> u64 {
         let request = self.next_id();
-        let store = self.store();
-        let privacy = self.privacy();
+        let notes = self.notes();
         self.run_async(request, |cancel| async move {
             let semantic = self
                 .semantic(Some(backend))?
@@ -734,7 +638,7 @@ impl Runtime {
                 return Err("no note is embedded yet (M-x org-agent-embed-notes)".to_string());
             }
             let hits = semantic
-                .search(&store, &privacy, &text, k, 0.0, &cancel)
+                .search(&notes, &text, k, 0.0, &cancel)
                 .await
                 .map_err(|e| format!("semantic search failed: {e}"))?;
             Ok(Event::SearchResults { request, hits })
@@ -758,7 +662,11 @@ impl Runtime {
 
     /// Runs `work` on the workers; its event (or its error, or a panic, as `Failed`) is
     /// pushed.
-    fn run_async<F>(&'static self, request: u64, work: impl FnOnce(CancelToken) -> F) -> u64
+    pub(super) fn run_async<F>(
+        &'static self,
+        request: u64,
+        work: impl FnOnce(CancelToken) -> F,
+    ) -> u64
     where
         F: std::future::Future<Output = Result<Event, String>> + Send + 'static,
     {
@@ -798,201 +706,43 @@ impl Runtime {
     }
 
     /// Which backends are in their cool-down.
+    /// The ledger of the days' spending, kept beside the store.
+    pub(super) fn ledger(&self) -> Arc<Ledger> {
+        self.ledger.read().clone()
+    }
+
+    /// Track chat turn `request`, so that it can be cancelled.
+    pub(super) fn register_chat(&self, request: u64, cancel: CancelToken) {
+        self.chat_cancels.lock().insert(request, cancel);
+    }
+
+    /// Chat turn `request` ended: it can no longer be cancelled, and whatever it still
+    /// waited for from Emacs is dropped (the actuator skips those actions).
+    pub(super) fn end_chat(&self, request: u64) {
+        self.chat_cancels.lock().remove(&request);
+        self.replies.lock().retain(|_, (r, _)| *r != request);
+    }
+
+    /// Conversation `id`, created empty if new; a turn holds its lock while it runs.
+    pub(super) fn conversation(&self, id: &str) -> Arc<tokio::sync::Mutex<Conversation>> {
+        self.conversations
+            .lock()
+            .entry(id.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    /// Run `future` on the workers.
+    pub(super) fn spawn_future(
+        &self,
+        future: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        self.tokio.spawn(future);
+    }
+
     pub fn health(&self) -> &Arc<Health> {
         &self.health
     }
-
-    /// Run one chat turn of conversation `id` for `text` on the workers, asking `backends`
-    /// in cascade order; updates arrive as [`Event::Chat`]. Returns the request id at once.
-    pub fn chat_async(
-        &'static self,
-        id: String,
-        text: String,
-        backends: Vec<Backend>,
-        policy: Policy,
-        cfg: TurnConfig,
-        setup: ChatSetup,
-    ) -> u64 {
-        let request = self.next_id();
-        let cancel = CancelToken::new();
-        self.chat_cancels.lock().insert(request, cancel.clone());
-        let conversation = self
-            .conversations
-            .lock()
-            .entry(id.clone())
-            .or_default()
-            .clone();
-        let store = self.store();
-        let privacy = self.privacy();
-        let names: Vec<String> = backends
-            .iter()
-            .map(|b| format!("{} ({} @ {})", b.name, b.model, b.base_url))
-            .collect();
-        self.telemetry.lock().log(
-            "chat",
-            format!("{id}: turn started with {}", names.join(", then ")),
-        );
-        let operator = Arc::new(EmacsOperator {
-            rt: self,
-            request,
-            conversation: id.clone(),
-            interactive: setup.interactive,
-        });
-        let send = move |update: ChatUpdate| {
-            self.push(Event::Chat {
-                request,
-                conversation: id.clone(),
-                update,
-            })
-        };
-        self.tokio.spawn(async move {
-            let outcome = AssertUnwindSafe(async {
-                let clients = backends
-                    .into_iter()
-                    .map(ChatClient::new)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| e.to_string())?;
-                let Some(first) = clients.first().cloned() else {
-                    return Err("no backend is configured".to_string());
-                };
-                let budget = match setup.budget {
-                    None => None,
-                    Some((limits, fallback)) => Some(Budget {
-                        limits,
-                        ledger: self.ledger.read().clone(),
-                        fallback: match fallback {
-                            None => None,
-                            Some(backends) => Some(Cascade::new(
-                                backends
-                                    .into_iter()
-                                    .map(ChatClient::new)
-                                    .collect::<Result<Vec<_>, _>>()
-                                    .map_err(|e| e.to_string())?,
-                                self.health.clone(),
-                                policy,
-                            )),
-                        },
-                    }),
-                };
-                let eq = Equipment {
-                    budget,
-                    semantic: self.semantic(setup.embedding)?,
-                    llm: Cascade::new(clients, self.health.clone(), policy),
-                    operator,
-                    edit_tools: true,
-                    elisp_tools: setup.elisp_tools,
-                    audit: setup.audit_file.map(AuditLog::new),
-                    privacy,
-                    ..Equipment::new(first, store)
-                };
-                let mut conv = conversation.lock().await;
-                run_turn(&eq, &mut conv, &text, &cfg, &cancel, |e| {
-                    match &e {
-                        TurnEvent::Request {
-                            backend: Some(backend),
-                            took,
-                            prompt_tokens,
-                            completion_tokens,
-                            ..
-                        } => self.telemetry.lock().llm_request(
-                            backend,
-                            true,
-                            *took,
-                            (*prompt_tokens, *completion_tokens),
-                        ),
-                        TurnEvent::Failover { backend, error, .. } => {
-                            let mut t = self.telemetry.lock();
-                            t.llm_request(backend, false, Default::default(), (0, 0));
-                            t.log("chat", format!("{backend} failed: {error}"));
-                        }
-                        TurnEvent::ToolResult { name, ok, took, .. } => {
-                            self.telemetry.lock().tool_call(name, *ok, *took)
-                        }
-                        TurnEvent::Warning(m) => self.telemetry.lock().log("warning", m.clone()),
-                        _ => {}
-                    }
-                    if let Some(u) = chat_update(e) {
-                        send(u)
-                    }
-                })
-                .await
-                .map_err(|e| e.to_string())
-            })
-            .catch_unwind()
-            .await;
-            self.chat_cancels.lock().remove(&request);
-            // Whatever this turn still waited for from Emacs is dropped.
-            self.replies.lock().retain(|_, (r, _)| *r != request);
-            send(match outcome {
-                Ok(Ok(answer)) => ChatUpdate::Done(answer),
-                Ok(Err(_)) if cancel.is_cancelled() => ChatUpdate::Interrupted,
-                Ok(Err(message)) => ChatUpdate::Error(message),
-                Err(p) => {
-                    ChatUpdate::Error(format!("internal error (panic): {}", panic_message(&*p)))
-                }
-            });
-        });
-        request
-    }
-}
-
-/// What of a turn event the chat buffer shows.
-fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
-    Some(match e {
-        TurnEvent::Delta(Delta::Text(t)) => ChatUpdate::Text(t),
-        TurnEvent::Delta(Delta::Reasoning(t)) => ChatUpdate::Reasoning(t),
-        TurnEvent::Delta(Delta::Usage(u)) => ChatUpdate::Usage {
-            prompt: u.prompt_tokens,
-            completion: u.completion_tokens,
-        },
-        TurnEvent::Delta(_) => return None,
-        TurnEvent::Proposed {
-            call,
-            decision,
-            reasons,
-        } => ChatUpdate::Tool {
-            name: call.name,
-            arguments: call.arguments.to_string(),
-            decision: decision.to_string(),
-            reasons,
-        },
-        TurnEvent::ToolResult {
-            name, ok, content, ..
-        } => ChatUpdate::ToolResult { name, ok, content },
-        TurnEvent::ErrorFedBack(m) => ChatUpdate::Retrying(m),
-        TurnEvent::Retry {
-            backend,
-            after,
-            error,
-        } => ChatUpdate::Retrying(format!(
-            "{backend}: {error}; asking it again in {:.1} s",
-            after.as_secs_f64()
-        )),
-        TurnEvent::Failover {
-            backend,
-            error,
-            streamed,
-            next,
-        } => ChatUpdate::Failover {
-            backend,
-            error,
-            next,
-            discard: streamed,
-        },
-        TurnEvent::Consensus {
-            agreed,
-            answered,
-            tie,
-            proposals,
-        } => ChatUpdate::Consensus {
-            agreed,
-            answered,
-            tie,
-            proposals,
-        },
-        TurnEvent::Warning(m) => ChatUpdate::Notice(m),
-        TurnEvent::Request { .. } => return None,
-    })
 }
 
 #[cfg(test)]

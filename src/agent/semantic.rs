@@ -3,12 +3,11 @@
 //! tool, and to find the notes related to a question for the context.
 
 use crate::agent::embedding::{embed_pending, EmbedReport};
-use crate::context::privacy::Privacy;
 use crate::llm::embeddings::EmbeddingClient;
 use crate::llm::error::LlmError;
 use crate::llm::http::CancelToken;
-use crate::store::vectors::{candidates, Candidate, VectorIndex};
-use crate::store::Store;
+use crate::notes::Notes;
+use crate::store::vectors::{Candidate, VectorIndex};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -47,13 +46,12 @@ pub struct Semantic {
 
 impl Semantic {
     /// The notes most similar to `text`: at most `k`, with a score ≥ `min_score`, none that
-    /// `privacy` hides (the store is checked at search time: a node made private after it
+    /// the notes hide (the store is checked at search time: a node made private after it
     /// was embedded is not shown either). With nothing embedded there is nothing to find,
     /// and the server is not asked to embed `text`.
     pub async fn search(
         &self,
-        store: &Store,
-        privacy: &Privacy,
+        notes: &Notes,
         text: &str,
         k: usize,
         min_score: f32,
@@ -80,7 +78,7 @@ impl Semantic {
         let query = vectors
             .pop()
             .ok_or_else(|| LlmError::Malformed("no embedding for the query".into()))?;
-        let shown = |id: &str| store.node(id).is_some_and(|r| !privacy.hides(&r));
+        let shown = |id: &str| notes.node(id).is_ok();
         Ok(self.index.lock().top_k(&query, k, min_score, &shown))
     }
 
@@ -91,13 +89,11 @@ impl Semantic {
     /// counted.
     pub async fn update(
         &self,
-        store: &Store,
-        privacy: &Privacy,
+        notes: &Notes,
         embed_all: bool,
         cancel: &CancelToken,
     ) -> Result<UpdateReport, LlmError> {
-        let exclude = |r: &crate::store::NodeRef| privacy.hides(r);
-        let wanted = candidates(store, embed_all, &exclude);
+        let wanted = notes.embedding_candidates(embed_all);
         let mut out = UpdateReport {
             candidates: wanted.len(),
             ..UpdateReport::default()

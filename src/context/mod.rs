@@ -13,11 +13,11 @@
 //! the foveal node is always shown (even alone over the budget: without it the request
 //! makes no sense).
 
-pub mod privacy;
+pub mod prompt;
 
+use crate::llm::estimate_tokens;
+use crate::notes::{summary, Notes};
 use crate::store::{NodeKind, NodeRef, Query, TodoType};
-use crate::tools::builtin::{render_node, summary};
-use crate::tools::Notes;
 
 /// Most active projects listed (before the budget has its say).
 const MAX_PROJECTS: usize = 30;
@@ -69,12 +69,6 @@ impl Default for ContextSpec<'_> {
 /// The context budget when a backend says nothing of its model: a quarter of an 8k window
 /// would starve the notes, a quarter of 32k is a fair share.
 pub const DEFAULT_BUDGET_TOKENS: usize = 8_000;
-
-/// A rough token count for `text`: one token per four bytes, the usual rule of thumb for
-/// English with BPE tokenizers. Budgets only need to be right within tens of percent.
-pub fn estimate_tokens(text: &str) -> usize {
-    text.len().div_ceil(4)
-}
 
 /// The context section of the system prompt with the default budget and nothing related;
 /// empty when there is nothing to show.
@@ -150,7 +144,7 @@ pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
         } else {
             "* The node in focus (the last tool was about it)\n"
         });
-        text.push_str(&render_node(r, notes.privacy));
+        text.push_str(&notes.render(r));
         if !text.ends_with('\n') {
             text.push('\n');
         }
@@ -179,12 +173,11 @@ pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
         );
     }
 
-    let mut projects = notes.store.query(&Query {
+    let projects = notes.query(&Query {
         kind: Some(NodeKind::Headline),
         projects: true,
         ..Query::default()
     });
-    projects.retain(|p| notes.shows(p));
     let total_projects = projects.len();
     let items: Vec<String> = projects
         .iter()
@@ -200,12 +193,11 @@ pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
     }
 
     if let Some(since) = spec.done_since {
-        let mut done = notes.store.query(&Query {
+        let mut done = notes.query(&Query {
             kind: Some(NodeKind::Headline),
             closed_since: Some(since.to_owned()),
             ..Query::default()
         });
-        done.retain(|r| notes.shows(r));
         // Most recent first: CLOSED timestamps sort as text.
         done.sort_by(|a, b| {
             b.node()
@@ -237,25 +229,19 @@ fn due_soon(notes: &Notes, before: &str) -> Vec<NodeRef> {
         Some(b) => b,
         None => return Vec::new(),
     };
-    let mut due: Vec<([u8; 10], NodeRef)> = notes
-        .store
-        .query(&Query {
-            kind: Some(NodeKind::Headline),
-            todo_type: Some(TodoType::Todo),
-            ..Query::default()
-        })
-        .into_iter()
-        .filter_map(|r| {
-            let p = &r.node().content.planning;
-            let earliest = [day(&p.scheduled), day(&p.deadline)]
-                .into_iter()
-                .flatten()
-                .filter(|d| *d < bound)
-                .min()?;
-            Some((earliest, r))
-        })
-        .filter(|(_, r)| notes.shows(r))
-        .collect();
+    let open_tasks = Query {
+        kind: Some(NodeKind::Headline),
+        todo_type: Some(TodoType::Todo),
+        ..Query::default()
+    };
+    let mut due = notes.query_picking(&open_tasks, |r| {
+        let p = &r.node().content.planning;
+        [day(&p.scheduled), day(&p.deadline)]
+            .into_iter()
+            .flatten()
+            .filter(|d| *d < bound)
+            .min()
+    });
     let order = |(a, x): &([u8; 10], NodeRef), (b, y): &([u8; 10], NodeRef)| {
         a.cmp(b)
             .then_with(|| x.node().content.title.cmp(&y.node().content.title))
@@ -271,16 +257,7 @@ fn due_soon(notes: &Notes, before: &str) -> Vec<NodeRef> {
 fn project_item(notes: &Notes, p: &NodeRef) -> String {
     let mut text = summary(p);
     text.push('\n');
-    let children: Vec<NodeRef> = p
-        .node()
-        .children
-        .iter()
-        .map(|&index| NodeRef {
-            doc: p.doc.clone(),
-            index,
-        })
-        .filter(|c| notes.shows(c))
-        .collect();
+    let children = notes.children(p);
     for c in children.iter().take(MAX_PROJECT_CHILDREN) {
         text.push_str("  ");
         text.push_str(&summary(c));

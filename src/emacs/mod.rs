@@ -16,8 +16,13 @@ use std::path::PathBuf;
 
 ::emacs::plugin_is_GPL_compatible!();
 
+// The parent and its kinds, so Elisp callers can `condition-case` on what went wrong. The
+// Elisp package defines the same (org-agent-base.el), so they exist before the module loads.
 ::emacs::define_errors! {
     org_agent_error "org-agent error" (error)
+    org_agent_config_error "org-agent configuration error" (org_agent_error)
+    org_agent_store_error "org-agent store error" (org_agent_error)
+    org_agent_llm_error "org-agent LLM error" (org_agent_error)
 }
 
 #[::emacs::module(
@@ -44,6 +49,32 @@ fn runtime(env: &Env) -> Result<&'static Runtime> {
 
 fn fail<T>(env: &Env, message: impl std::fmt::Display) -> Result<T> {
     env.signal(org_agent_error, (message.to_string(),))
+}
+
+/// Return the names of the Emacs actions the agent may propose, as keywords (`:set-todo`…):
+/// the vocabulary the Elisp actuator must implement, no more and no less.
+#[defun]
+fn action_names<'e>(env: &'e Env) -> Result<Value<'e>> {
+    let names = crate::action::EmacsAction::NAMES
+        .iter()
+        .map(|name| env.intern(&format!(":{name}")))
+        .collect::<Result<Vec<_>>>()?;
+    list(env, names)
+}
+
+/// Make streamed text wake Emacs at most every SECONDS (0 to 10): the one throttle of a
+/// streaming answer, whose pieces arriving meanwhile come together in one `chat' event.
+#[defun]
+fn set_redisplay_interval(env: &Env, seconds: Value) -> Result<()> {
+    let seconds: f64 = env.call("float", [seconds])?.into_rust()?;
+    if !seconds.is_finite() || seconds < 0.0 {
+        return fail(
+            env,
+            format!("the redisplay interval is {seconds} seconds, not 0 to 10"),
+        );
+    }
+    runtime(env)?.set_text_interval(std::time::Duration::from_secs_f64(seconds.min(10.0)));
+    Ok(())
 }
 
 /// Return the module's version, which must equal the Elisp package's.
@@ -86,7 +117,7 @@ fn configure(
 fn set_privacy(env: &Env, tags: Value, files: Value) -> Result<()> {
     let tags = string_list(env, tags)?;
     let files = string_list(env, files)?;
-    runtime(env)?.set_privacy(crate::context::privacy::Privacy::new(tags, files));
+    runtime(env)?.set_privacy(crate::notes::Privacy::new(tags, files));
     Ok(())
 }
 
@@ -573,7 +604,7 @@ fn tiers_from_lisp(
 /// actuator results) come from the loop itself and are refused, as are unknown shapes.
 #[defun]
 fn stimulus(env: &Env, stimulus: Value, backend: Value, options: Value) -> Result<i64> {
-    use crate::agent::message::{Sensor, Stimulus};
+    use crate::action::{Sensor, Stimulus};
     let plist = lisp_sexp::from_lisp(env, stimulus)?;
     let stimulus = match Stimulus::from_sexp(plist.value()) {
         Ok(s) => s,
@@ -607,7 +638,7 @@ struct TurnSetup {
     backends: Vec<crate::llm::http::Backend>,
     policy: crate::llm::cascade::Policy,
     cfg: crate::agent::turn::TurnConfig,
-    setup: crate::agent::runtime::ChatSetup,
+    setup: crate::agent::chat::ChatSetup,
 }
 
 fn turn_setup(
@@ -674,9 +705,11 @@ fn turn_setup(
         cfg.temperature = Some(env.call("float", [temperature])?.into_rust()?);
     }
     let prompt = get(":system-prompt")?;
-    if prompt.is_not_nil() {
-        cfg.system_prompt = prompt.into_rust()?;
-    }
+    let system_prompt = if prompt.is_not_nil() {
+        Some(prompt.into_rust()?)
+    } else {
+        None
+    };
     cfg.stream = !get(":no-stream")?.is_not_nil();
     let focus_option = get(":focus")?;
     cfg.focus = if focus_option.is_not_nil() {
@@ -684,7 +717,8 @@ fn turn_setup(
     } else {
         focus
     };
-    let mut setup = crate::agent::runtime::ChatSetup {
+    let mut setup = crate::agent::chat::ChatSetup {
+        system_prompt,
         interactive: get(":interactive")?.is_not_nil(),
         ..Default::default()
     };
@@ -941,7 +975,7 @@ fn semantic_search(env: &Env, backend: Value, text: String, k: i64) -> Result<i6
 /// Return whether a turn was waiting for it.
 #[defun]
 fn answer(env: &Env, reply: i64, answer: Value) -> Result<bool> {
-    use crate::agent::turn::Approval;
+    use crate::agent::operator::Approval;
     let name: String = env.call("symbol-name", [answer])?.into_rust()?;
     let approval = match name.as_str() {
         "once" => Approval::Once,

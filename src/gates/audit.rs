@@ -1,8 +1,8 @@
 //! The audit log: every gate decision, appended to an Org file in the state directory, so
 //! the user can read (and org-agent can ingest) what the agent was allowed to do and why.
 
-use super::{action_kind, Outcome, Verdict};
-use crate::agent::message::Action;
+use super::{Outcome, Verdict};
+use crate::action::Action;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -63,7 +63,7 @@ impl AuditLog {
         let mut entry = format!(
             "* {} {decision} {}\n:PROPERTIES:\n:ACTION:   {}\n:DECISION: {decision}\n",
             org_timestamp(time),
-            action_kind(action),
+            action.kind(),
             one_line(&crate::sexp::print(action.to_sexp().value())),
         );
         if let Some(step) = deciding {
@@ -88,7 +88,7 @@ impl AuditLog {
         self.write(format!(
             "* {} user {answer} {}\n:PROPERTIES:\n:ACTION:   {}\n:DECISION: user {answer}\n:END:\n",
             org_timestamp(time),
-            action_kind(action),
+            action.kind(),
             one_line(&crate::sexp::print(action.to_sexp().value())),
         ))
     }

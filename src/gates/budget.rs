@@ -4,14 +4,18 @@
 //! sent silently.
 //!
 //! Requests are estimated before they are sent (prompt bytes / 4, see
-//! [`crate::context::estimate_tokens`]); what they really used (the provider's usage, else
+//! [`crate::llm::estimate_tokens`]); what they really used (the provider's usage, else
 //! the estimate plus the answer's estimate) is recorded after. The day's spending is kept in
 //! `usage.json` in the state directory, so restarting Emacs does not reset it.
 
+use crate::llm::cascade::{Answer, Cascade};
+use crate::llm::completion::Completion;
+use crate::llm::estimate_tokens;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The limits; `None` is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -157,6 +161,74 @@ pub fn over(
         }
     }
     None
+}
+
+/// The budget gate of a turn: its limits, the ledger of the days, and where a request over
+/// the limits goes instead.
+pub struct Budget {
+    pub limits: Limits,
+    pub ledger: Arc<Ledger>,
+    /// A cheaper tier; `None`: a request over budget is refused.
+    pub fallback: Option<Cascade>,
+}
+
+/// Where a request goes, as the budget decides.
+pub enum Route<'a> {
+    /// The cascade it was meant for.
+    Within,
+    /// Over budget, to the cheaper tier instead (the reason says which limit).
+    Cheaper(&'a Cascade, String),
+    /// Over budget and no cheaper tier: not sent.
+    Refused(String),
+}
+
+impl Budget {
+    /// Where a request estimated at `tokens` goes on `day`, `conversation` tokens having been
+    /// used in its conversation, `price` being the price of the backend it would go to.
+    pub fn route(
+        &self,
+        day: &str,
+        conversation: u64,
+        tokens: u64,
+        price: Option<(f64, f64)>,
+    ) -> Route<'_> {
+        let estimated_cost = cost(price, tokens, 0);
+        let used = self.ledger.used(day);
+        match (
+            over(&self.limits, conversation, used, tokens, estimated_cost),
+            &self.fallback,
+        ) {
+            (None, _) => Route::Within,
+            (Some(reason), Some(cheaper)) => Route::Cheaper(cheaper, reason),
+            (Some(reason), None) => Route::Refused(reason),
+        }
+    }
+
+    /// Record on `day` what a request used, at `price`.
+    pub fn charge(&self, day: &str, (prompt, completion): (u64, u64), price: Option<(f64, f64)>) {
+        self.ledger
+            .add(day, prompt + completion, cost(price, prompt, completion));
+    }
+}
+
+/// What `answer` used, prompt and completion tokens: the provider's count, else `estimate`
+/// for the prompt and an estimate of the answer's text and tool arguments. Times `copies`
+/// (the backends asked in consensus: their own figures do not come back, each is counted as
+/// the winner).
+pub fn usage(answer: &Answer, estimate: u64, copies: u64) -> (u64, u64) {
+    let (prompt, completion) = match answer.completion.usage {
+        Some(u) => (u.prompt_tokens, u.completion_tokens),
+        None => (estimate, estimated_completion(&answer.completion)),
+    };
+    (prompt * copies, completion * copies)
+}
+
+fn estimated_completion(c: &Completion) -> u64 {
+    estimate_tokens(&c.text) as u64
+        + c.tool_calls
+            .iter()
+            .map(|call| estimate_tokens(&call.arguments.to_string()) as u64)
+            .sum::<u64>()
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 pub mod audit;
 pub mod budget;
 
-use crate::agent::message::{Action, EmacsAction};
+use crate::action::Action;
 use std::collections::HashSet;
 
 /// What one gate says about an action.
@@ -24,7 +24,7 @@ pub enum Decision {
 /// What a gate may know besides the action.
 #[derive(Debug, Default, Clone)]
 pub struct Context {
-    /// Action kinds (see [`action_kind`]) the user approved for this conversation.
+    /// Action kinds (see [`Action::kind`]) the user approved for this conversation.
     pub approved: HashSet<String>,
     /// Tools the agent has; calls to anything else are denied.
     pub tools: HashSet<String>,
@@ -65,49 +65,58 @@ pub struct Verdict {
     pub steps: Vec<Step>,
 }
 
-/// A short name for the kind of an action: the Emacs action or `tool:NAME`.
-pub fn action_kind(action: &Action) -> String {
-    match action {
-        Action::Tool { name, .. } => format!("tool:{name}"),
-        Action::Emacs(e) => match e {
-            EmacsAction::Insert { .. } => "insert",
-            EmacsAction::StreamAppend { .. } => "stream-append",
-            EmacsAction::Message { .. } => "message",
-            EmacsAction::AddHeadline { .. } => "add-headline",
-            EmacsAction::SetTodo { .. } => "set-todo",
-            EmacsAction::SetProperty { .. } => "set-property",
-            EmacsAction::DeleteProperty { .. } => "delete-property",
-            EmacsAction::SetTags { .. } => "set-tags",
-            EmacsAction::Schedule { .. } => "schedule",
-            EmacsAction::Deadline { .. } => "deadline",
-            EmacsAction::ReplaceBody { .. } => "replace-body",
-            EmacsAction::AppendBody { .. } => "append-body",
-            EmacsAction::VisitNode { .. } => "visit-node",
-            EmacsAction::CallTool { .. } => "call-tool",
+/// Gate rules from one source, attached to the pipeline together: the default policy today,
+/// a skill's gate table later. Rules are only ever added, and deny wins over ask over allow,
+/// so added rules can tighten the policy, never loosen it.
+pub struct GateRules {
+    /// Where the rules come from ("default policy", a skill's name), for the audit log.
+    pub source: String,
+    pub gates: Vec<Box<dyn Gate>>,
+}
+
+impl GateRules {
+    /// The default policy: known tools only, read-only tools allowed, displays allowed, any
+    /// edit of an Org file asks (unless approved for the conversation). There is no shell
+    /// tool and no Elisp evaluation.
+    pub fn default_policy() -> GateRules {
+        GateRules {
+            source: "default policy".into(),
+            gates: vec![Box::new(KnownTools), Box::new(ReadOnly), Box::new(OrgEdits)],
         }
-        .to_string(),
     }
 }
 
 #[derive(Default)]
 pub struct Pipeline {
-    gates: Vec<Box<dyn Gate>>,
+    rules: Vec<GateRules>,
 }
 
 impl Pipeline {
+    /// A pipeline of `gates` alone (a policy of their own, for tests and scripts).
     pub fn new(gates: Vec<Box<dyn Gate>>) -> Pipeline {
-        Pipeline { gates }
+        Pipeline::from_rules(vec![GateRules {
+            source: "custom".into(),
+            gates,
+        }])
     }
 
-    /// The default policy: known tools only, read-only tools allowed, displays allowed, any
-    /// edit of an Org file asks (unless approved for the conversation). There is no shell
-    /// tool and no Elisp evaluation.
+    pub fn from_rules(rules: Vec<GateRules>) -> Pipeline {
+        Pipeline { rules }
+    }
+
+    /// The default policy alone (see [`GateRules::default_policy`]).
     pub fn default_policy() -> Pipeline {
-        Pipeline::new(vec![
-            Box::new(KnownTools),
-            Box::new(ReadOnly),
-            Box::new(OrgEdits),
-        ])
+        Pipeline::from_rules(vec![GateRules::default_policy()])
+    }
+
+    /// Attach `rules` after the ones already there.
+    pub fn attach(&mut self, rules: GateRules) {
+        self.rules.push(rules);
+    }
+
+    /// Where the rules come from, in order.
+    pub fn sources(&self) -> Vec<&str> {
+        self.rules.iter().map(|r| r.source.as_str()).collect()
     }
 
     pub fn decide(&self, action: Action, ctx: &Context) -> Verdict {
@@ -115,7 +124,7 @@ impl Pipeline {
         let mut steps = Vec::new();
         let mut asks = Vec::new();
         let mut denies = Vec::new();
-        for gate in &self.gates {
+        for gate in self.rules.iter().flat_map(|r| &r.gates) {
             let name = gate.name().to_string();
             // A panicking gate is a failing gate.
             let result =
@@ -211,7 +220,7 @@ impl Gate for ReadOnly {
         Ok(match action {
             Action::Tool { name, .. }
                 if !ctx.read_only_tools.contains(name)
-                    && !ctx.approved.contains(&action_kind(action)) =>
+                    && !ctx.approved.contains(&action.kind()) =>
             {
                 Decision::Ask(format!("tool {name} may change things"))
             }
@@ -230,8 +239,8 @@ impl Gate for OrgEdits {
 
     fn check(&self, action: &Action, ctx: &Context) -> Result<Decision, String> {
         Ok(match action {
-            Action::Emacs(e) if e.edits_org() && !ctx.approved.contains(&action_kind(action)) => {
-                Decision::Ask(format!("{} edits an Org file", action_kind(action)))
+            Action::Emacs(e) if e.edits_org() && !ctx.approved.contains(&action.kind()) => {
+                Decision::Ask(format!("{} edits an Org file", action.kind()))
             }
             _ => Decision::Allow,
         })

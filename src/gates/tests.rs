@@ -1,6 +1,6 @@
 use super::audit::AuditLog;
 use super::*;
-use crate::agent::message::Action;
+use crate::action::{Action, EmacsAction};
 use crate::sexp::read;
 
 fn action(text: &str) -> Action {

@@ -121,6 +121,22 @@ pub enum CascadeEvent {
         streamed: bool,
         next: Option<String>,
     },
+    /// Several backends were asked the same (consensus): how many agreed, of how many
+    /// answered, and what each proposed.
+    Consensus {
+        agreed: usize,
+        answered: usize,
+        tie: bool,
+        proposals: Vec<String>,
+    },
+}
+
+/// The answer to [`Cascade::ask`], and why the user should decide about it when the
+/// backends asked in consensus were split evenly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub answer: Answer,
+    pub tie: Option<String>,
 }
 
 /// A completion and who gave it.
@@ -182,6 +198,46 @@ impl Cascade {
         &self.members
     }
 
+    /// Asks for an answer to `request`: from `voters` backends at once when more than one
+    /// may vote (the majority's proposal wins, its text passed on as if it had streamed),
+    /// else down the cascade ([`Cascade::chat`]).
+    pub async fn ask(
+        &self,
+        request: &ChatRequest,
+        voters: usize,
+        cancel: &CancelToken,
+        mut on_event: impl FnMut(CascadeEvent),
+    ) -> Result<Reply, LlmError> {
+        let voters = voters.min(self.members.len());
+        if voters <= 1 {
+            let answer = self.chat(request, cancel, on_event).await?;
+            return Ok(Reply { answer, tie: None });
+        }
+        let c = self.consensus(request, voters, cancel).await?;
+        let tie = c
+            .tie
+            .then(|| format!("the backends disagreed ({})", c.proposals.join("; ")));
+        on_event(CascadeEvent::Consensus {
+            agreed: c.agreed,
+            answered: c.answered,
+            tie: c.tie,
+            proposals: c.proposals,
+        });
+        let completion = &c.answer.completion;
+        if !completion.reasoning.is_empty() {
+            on_event(CascadeEvent::Delta(Delta::Reasoning(
+                completion.reasoning.clone(),
+            )));
+        }
+        if !completion.text.is_empty() {
+            on_event(CascadeEvent::Delta(Delta::Text(completion.text.clone())));
+        }
+        Ok(Reply {
+            answer: c.answer,
+            tie,
+        })
+    }
+
     /// Sends `request` down the cascade until a backend answers. With one backend, its own
     /// error comes back as it is; with several, [`LlmError::AllFailed`] lists each one's.
     pub async fn chat(
@@ -215,7 +271,7 @@ impl Cascade {
                             model: b.model.clone(),
                         });
                     }
-                    Err(e) if !worth_another_backend(&e) => return Err(e),
+                    Err(e) if !e.worth_another_backend() => return Err(e),
                     Err(e) => e,
                 };
                 if let Some(after) = error.retry_after() {
@@ -256,15 +312,6 @@ impl Cascade {
                 .map(|(name, e)| format!("{name}: {e}"))
                 .collect(),
         ))
-    }
-}
-
-/// Whether another backend (or the same one later) may succeed where this one failed.
-pub fn worth_another_backend(e: &LlmError) -> bool {
-    match e {
-        LlmError::Cancelled | LlmError::InvalidToolArguments { .. } => false,
-        LlmError::Http { status, .. } => !matches!(status, 400 | 413 | 422),
-        _ => true,
     }
 }
 
@@ -439,7 +486,7 @@ impl Cascade {
                     ));
                 }
                 Err(e) => {
-                    if worth_another_backend(&e) {
+                    if e.worth_another_backend() {
                         self.health.demote(&b.name, self.policy.cooldown);
                     }
                     proposals.push(format!("{}: failed ({e})", b.name));

@@ -107,3 +107,10 @@ impl FinishReason {
         }
     }
 }
+
+/// A rough token count for `text`: one token per four bytes, the usual rule of thumb for
+/// English with BPE tokenizers. Budgets and context sizes only need to be right within tens
+/// of percent, and no provider's tokenizer is at hand.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.len().div_ceil(4)
+}

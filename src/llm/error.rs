@@ -152,15 +152,80 @@ impl LlmError {
         }
     }
 
+    /// What the error says about what to do next: the one classification the cascade (try
+    /// another backend?) and the turn (tell the model?) both follow.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            LlmError::Cancelled => ErrorClass::Cancelled,
+            LlmError::InvalidToolArguments { .. } => ErrorClass::ModelMistake,
+            LlmError::Http { status: 400, .. } => ErrorClass::ModelMistake,
+            LlmError::Http {
+                status: 413 | 422, ..
+            } => ErrorClass::Refused,
+            LlmError::Http {
+                status: 408 | 409 | 429 | 500..=599,
+                ..
+            }
+            | LlmError::Timeout { .. }
+            | LlmError::Transport(_)
+            | LlmError::Truncated { .. } => ErrorClass::Transient,
+            LlmError::InvalidJson { .. } | LlmError::Malformed(_) | LlmError::Provider { .. } => {
+                ErrorClass::Unusable
+            }
+            LlmError::Http { .. }
+            | LlmError::LineTooLong { .. }
+            | LlmError::EventTooLarge { .. }
+            | LlmError::ResponseTooLarge { .. }
+            | LlmError::TooManyToolCalls { .. }
+            | LlmError::AllFailed(_)
+            | LlmError::Config(_) => ErrorClass::Backend,
+        }
+    }
+
     /// Whether trying again (later, or another backend) may help: HTTP 408, 409, 429, 5xx
     /// (and Anthropic's 529), timeouts, transport failures and cut-off streams.
     pub fn is_retryable(&self) -> bool {
-        match self {
-            LlmError::Http { status, .. } => matches!(status, 408 | 409 | 429 | 500..=599),
-            LlmError::Timeout { .. } | LlmError::Transport(_) | LlmError::Truncated { .. } => true,
-            _ => false,
-        }
+        self.class() == ErrorClass::Transient
     }
+
+    /// Whether another backend (or the same one later) may succeed where this one failed:
+    /// not when the caller cancelled, nor when the request or the model's own output is at
+    /// fault (every backend would refuse it alike).
+    pub fn worth_another_backend(&self) -> bool {
+        !matches!(
+            self.class(),
+            ErrorClass::Cancelled | ErrorClass::ModelMistake | ErrorClass::Refused
+        )
+    }
+
+    /// Whether the model should be told, so it can correct itself: its own mistakes and
+    /// replies that could not be used. HTTP 500 too: llama.cpp answers 500 when the model's
+    /// output does not fit the tool-call template.
+    pub fn worth_telling_the_model(&self) -> bool {
+        matches!(
+            self.class(),
+            ErrorClass::ModelMistake | ErrorClass::Unusable
+        ) || self.status() == Some(500)
+    }
+}
+
+/// What kind of failure an [`LlmError`] is (see [`LlmError::class`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The caller cancelled.
+    Cancelled,
+    /// The model's output (tool arguments that are not JSON) or the request it shaped (HTTP
+    /// 400) is wrong: another backend would refuse it alike; the model may fix it if told.
+    ModelMistake,
+    /// The request cannot be served as it is (HTTP 413 too large, 422 unprocessable).
+    Refused,
+    /// The backend failed for now (408, 409, 429, 5xx, timeouts, transport, a cut stream):
+    /// the same one later, or another one, may answer.
+    Transient,
+    /// The reply came but cannot be used (not JSON, no choices, a provider error payload).
+    Unusable,
+    /// This backend cannot serve the request (401, 403, 404, limits, configuration).
+    Backend,
 }
 
 /// The first error of a stream decoder: once it failed the stream is over, and every later

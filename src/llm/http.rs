@@ -279,6 +279,30 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
+    /// The estimated prompt tokens of the request: its messages and tool schemas.
+    pub fn estimated_tokens(&self) -> u64 {
+        let messages: usize = self
+            .messages
+            .iter()
+            .map(|m| match m {
+                Message::System(t) | Message::User(t) => t.len(),
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    content.len()
+                        + tool_calls
+                            .iter()
+                            .map(|c| c.name.len() + c.arguments.to_string().len())
+                            .sum::<usize>()
+                }
+                Message::Tool { content, .. } => content.len(),
+            })
+            .sum();
+        let tools: usize = self.tools.iter().map(|t| t.to_string().len()).sum();
+        (messages + tools).div_ceil(4) as u64
+    }
+
     /// The JSON body for `model`.
     pub fn to_json(&self, model: &str) -> Value {
         let mut body = Map::new();

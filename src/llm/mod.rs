@@ -21,8 +21,8 @@ pub mod sse;
 pub mod think;
 pub mod wire;
 
-pub use completion::{Completion, Delta, FinishReason, ToolCall, Usage};
-pub use error::{LlmError, TimeoutPhase};
+pub use completion::{estimate_tokens, Completion, Delta, FinishReason, ToolCall, Usage};
+pub use error::{ErrorClass, LlmError, TimeoutPhase};
 pub use http::{Backend, CancelToken, ChatClient, ChatRequest, Message};
 pub use sse::{SseDecoder, SseEvent};
 pub use think::ThinkTags;

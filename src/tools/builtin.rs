@@ -1,13 +1,11 @@
 //! The built-in tools: query the store, read a node, search titles and bodies, list files.
 
-use super::{Args, Notes, Param, ParamType, Tool};
-use crate::context::privacy::Privacy;
-use crate::store::{NodeContent, NodeKind, NodeRef, Query, TodoType};
+use super::{Args, Param, ParamType, Tool};
+use crate::notes::{summary, Notes};
+use crate::store::{NodeKind, NodeRef, Query, TodoType};
 
 /// Most results one call returns, whatever the LLM asks for.
 const MAX_RESULTS: i64 = 200;
-/// Longest body `read_node` returns, in characters.
-const MAX_BODY_CHARS: usize = 20_000;
 
 fn param(name: &'static str, kind: ParamType, description: &'static str, required: bool) -> Param {
     Param {
@@ -30,41 +28,6 @@ fn date(args: &Args, name: &str) -> Result<Option<String>, String> {
         }
         Some(d) => Err(format!("{name} must be a date YYYY-MM-DD, not {d:?}")),
     }
-}
-
-/// "TODO [#A] Title :tags:" — a headline's words as Org writes them.
-fn headline_words(c: &NodeContent) -> String {
-    let mut line = String::new();
-    if let Some(k) = &c.todo {
-        line.push_str(k);
-        line.push(' ');
-    }
-    if let Some(p) = c.priority {
-        line.push_str(&format!("[#{p}] "));
-    }
-    line.push_str(&c.title);
-    if !c.tags.is_empty() {
-        line.push_str(&format!(" :{}:", c.tags.join(":")));
-    }
-    line
-}
-
-/// One line describing a node: TODO keyword, title, tags, planning, id and file.
-pub(crate) fn summary(r: &NodeRef) -> String {
-    let n = r.node();
-    let c = &n.content;
-    let mut line = format!("- {}", headline_words(c));
-    for (label, ts) in [
-        ("SCHEDULED", &c.planning.scheduled),
-        ("DEADLINE", &c.planning.deadline),
-        ("CLOSED", &c.planning.closed),
-    ] {
-        if let Some(ts) = ts {
-            line.push_str(&format!(" {label}: {ts}"));
-        }
-    }
-    line.push_str(&format!(" (id: {}, file: {})", n.id, r.doc.path));
-    line
 }
 
 fn listing(hits: &[NodeRef], total: usize, what: &str) -> String {
@@ -108,8 +71,7 @@ fn query_notes(notes: &Notes, args: &Args) -> Result<String, String> {
         projects: args.bool("projects"),
         ..Query::default()
     };
-    let mut hits = notes.store.query(&q);
-    hits.retain(|r| notes.shows(r));
+    let hits = notes.query(&q);
     let n = limit(args, 20);
     Ok(listing(
         &hits[..hits.len().min(n)],
@@ -120,70 +82,7 @@ fn query_notes(notes: &Notes, args: &Args) -> Result<String, String> {
 
 fn read_node(notes: &Notes, args: &Args) -> Result<String, String> {
     let r = notes.node(args.str("id").unwrap_or_default())?;
-    Ok(render_node(&r, notes.privacy))
-}
-
-/// A node as Org text: outline path, file, headline, planning, properties, body (up to
-/// [`MAX_BODY_CHARS`]) and one line per child that `privacy` does not hide.
-pub(crate) fn render_node(r: &NodeRef, privacy: &Privacy) -> String {
-    let n = r.node();
-    let c = &n.content;
-    let mut out = String::new();
-    let path = r.outline_path();
-    if !path.is_empty() {
-        out.push_str(&format!("Outline path: {}\n", path.join(" / ")));
-    }
-    out.push_str(&format!("File: {}\nId: {}\n\n", r.doc.path, n.id));
-    if c.kind == NodeKind::Headline {
-        out.push_str(&format!(
-            "{} {}\n",
-            "*".repeat(c.level as usize),
-            headline_words(c)
-        ));
-    } else {
-        out.push_str(&format!("#+TITLE: {}\n", c.title));
-    }
-    let planning: Vec<String> = [
-        ("CLOSED", &c.planning.closed),
-        ("SCHEDULED", &c.planning.scheduled),
-        ("DEADLINE", &c.planning.deadline),
-    ]
-    .iter()
-    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}: {v}")))
-    .collect();
-    if !planning.is_empty() {
-        out.push_str(&planning.join(" "));
-        out.push('\n');
-    }
-    if !c.properties.is_empty() {
-        out.push_str(":PROPERTIES:\n");
-        for (k, v) in &c.properties {
-            out.push_str(&format!(":{k}: {v}\n"));
-        }
-        out.push_str(":END:\n");
-    }
-    let body: String = c.body.chars().take(MAX_BODY_CHARS).collect();
-    out.push_str(&body);
-    if c.body.chars().count() > MAX_BODY_CHARS {
-        out.push_str("\n[… body cut here …]\n");
-    }
-    let children: Vec<NodeRef> = n
-        .children
-        .iter()
-        .map(|&index| NodeRef {
-            doc: r.doc.clone(),
-            index,
-        })
-        .filter(|c| !privacy.hides(c))
-        .collect();
-    if !children.is_empty() {
-        out.push_str("\nChildren:\n");
-        for c in &children {
-            out.push_str(&summary(c));
-            out.push('\n');
-        }
-    }
-    out
+    Ok(notes.render(&r))
 }
 
 fn search_notes(notes: &Notes, args: &Args) -> Result<String, String> {
@@ -191,52 +90,20 @@ fn search_notes(notes: &Notes, args: &Args) -> Result<String, String> {
     if text.is_empty() {
         return Err("text must not be empty".into());
     }
-    let n = limit(args, 20);
-    let state = notes.store.state();
-    let mut hits = Vec::new();
-    let mut total = 0;
-    for doc in state.files.values() {
-        for (i, node) in doc.nodes.iter().enumerate() {
-            let c = &node.content;
-            if c.kind != NodeKind::Headline {
-                continue;
-            }
-            if c.title.to_lowercase().contains(&text) || c.body.to_lowercase().contains(&text) {
-                let r = NodeRef {
-                    doc: doc.clone(),
-                    index: i as u32,
-                };
-                if !notes.shows(&r) {
-                    continue;
-                }
-                total += 1;
-                if hits.len() < n {
-                    hits.push(r);
-                }
-            }
-        }
-    }
+    let (hits, total) = notes.find_headlines(limit(args, 20), |c| {
+        c.title.to_lowercase().contains(&text) || c.body.to_lowercase().contains(&text)
+    });
     Ok(listing(&hits, total, "headlines mention it"))
 }
 
 fn list_files(notes: &Notes, _args: &Args) -> Result<String, String> {
-    let state = notes.store.state();
     // A file whose file node is private (a private pattern, #+FILETAGS) is not listed.
-    let files: Vec<_> = state
-        .files
-        .values()
-        .filter(|doc| {
-            notes.shows(&NodeRef {
-                doc: (*doc).clone(),
-                index: 0,
-            })
-        })
-        .collect();
+    let files = notes.files();
     if files.is_empty() {
         return Ok("No files are in the store.".into());
     }
     let mut out = format!("{} Org files:\n", files.len());
-    for doc in files {
+    for doc in &files {
         out.push_str(&format!(
             "- {} ({} headlines, title: {})\n",
             doc.path,

@@ -6,7 +6,7 @@
 //! here, so a bad argument is an error the LLM sees before anything is asked or run).
 
 use super::{function_declaration, object_schema};
-use crate::agent::message::EmacsAction;
+use crate::action::EmacsAction;
 use serde_json::{json, Map, Value};
 
 /// A tool defined in Elisp: its declaration and whether its calls ask the user first.

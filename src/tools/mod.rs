@@ -8,8 +8,7 @@
 pub(crate) mod builtin;
 pub mod emacs;
 
-use crate::context::privacy::Privacy;
-use crate::store::{NodeRef, Store};
+use crate::notes::Notes;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -160,32 +159,20 @@ pub fn object_schema(properties: Map<String, Value>, required: &[&str]) -> Value
     })
 }
 
-/// What a tool reads: the store, seen through the privacy rules. Tools never take the store
-/// alone, so no tool can forget to hide private notes.
-#[derive(Clone, Copy)]
-pub struct Notes<'a> {
-    pub store: &'a Store,
-    pub privacy: &'a Privacy,
+/// Tools from one source, offered together: the built-in tools today, a skill's tools later.
+pub struct ToolSet {
+    /// Where the tools come from ("built-in", a skill's name).
+    pub source: String,
+    pub registry: Registry,
 }
 
-impl Notes<'_> {
-    /// Whether the LLM may see `r`.
-    pub fn shows(&self, r: &NodeRef) -> bool {
-        !self.privacy.hides(r)
-    }
-
-    /// The node `id`, or why it cannot be shown.
-    pub fn node(&self, id: &str) -> Result<NodeRef, String> {
-        let r = self
-            .store
-            .node(id)
-            .ok_or_else(|| format!("no node with id {id:?}"))?;
-        if self.privacy.hides(&r) {
-            return Err(format!(
-                "node {id:?} is private: the user keeps it out of the agent's view"
-            ));
+impl ToolSet {
+    /// The built-in tools: they read the notes, never change them.
+    pub fn builtins() -> ToolSet {
+        ToolSet {
+            source: "built-in".into(),
+            registry: Registry::with_builtins(),
         }
-        Ok(r)
     }
 }
 

@@ -440,7 +440,57 @@ impl Action {
     }
 }
 
+impl Action {
+    /// What the gates and the user's approvals call the action: the Emacs action's name
+    /// (`set-todo`), or `tool:NAME` for a tool call.
+    pub fn kind(&self) -> String {
+        match self {
+            Action::Tool { name, .. } => format!("tool:{name}"),
+            Action::Emacs(e) => e.name().to_string(),
+        }
+    }
+}
+
 impl EmacsAction {
+    /// Every Emacs action's name: the vocabulary the Elisp actuator implements (a test
+    /// checks that both sides name the same set).
+    pub const NAMES: [&'static str; 14] = [
+        "insert",
+        "stream-append",
+        "message",
+        "add-headline",
+        "set-todo",
+        "set-property",
+        "delete-property",
+        "set-tags",
+        "schedule",
+        "deadline",
+        "replace-body",
+        "append-body",
+        "visit-node",
+        "call-tool",
+    ];
+
+    /// The action's name, its `:action` keyword without the colon.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EmacsAction::Insert { .. } => "insert",
+            EmacsAction::StreamAppend { .. } => "stream-append",
+            EmacsAction::Message { .. } => "message",
+            EmacsAction::AddHeadline { .. } => "add-headline",
+            EmacsAction::SetTodo { .. } => "set-todo",
+            EmacsAction::SetProperty { .. } => "set-property",
+            EmacsAction::DeleteProperty { .. } => "delete-property",
+            EmacsAction::SetTags { .. } => "set-tags",
+            EmacsAction::Schedule { .. } => "schedule",
+            EmacsAction::Deadline { .. } => "deadline",
+            EmacsAction::ReplaceBody { .. } => "replace-body",
+            EmacsAction::AppendBody { .. } => "append-body",
+            EmacsAction::VisitNode { .. } => "visit-node",
+            EmacsAction::CallTool { .. } => "call-tool",
+        }
+    }
+
     /// The node the action reads or changes (an edit's `id`, a new headline's parent), and
     /// the file a new top-level headline goes to.
     pub fn target(&self) -> (Option<&str>, Option<&str>) {
@@ -550,15 +600,14 @@ impl EmacsAction {
         let s = |x: &str| Value::string(x);
         let opt = |x: &Option<String>| x.as_deref().map(Value::string).unwrap_or(Value::Nil);
         let strs = |xs: &[String]| Value::list(xs.iter().map(|x| s(x)).collect::<Vec<_>>());
-        let (name, args): (&str, Vec<(&str, Value)>) = match self {
+        let args: Vec<(&str, Value)> = match self {
             EmacsAction::Insert { buffer, text } => {
-                ("insert", vec![("buffer", s(buffer)), ("text", s(text))])
+                vec![("buffer", s(buffer)), ("text", s(text))]
             }
-            EmacsAction::StreamAppend { buffer, text } => (
-                "stream-append",
-                vec![("buffer", s(buffer)), ("text", s(text))],
-            ),
-            EmacsAction::Message { text } => ("message", vec![("text", s(text))]),
+            EmacsAction::StreamAppend { buffer, text } => {
+                vec![("buffer", s(buffer)), ("text", s(text))]
+            }
+            EmacsAction::Message { text } => vec![("text", s(text))],
             EmacsAction::AddHeadline {
                 file,
                 parent,
@@ -567,56 +616,51 @@ impl EmacsAction {
                 tags,
                 properties,
                 body,
-            } => (
-                "add-headline",
-                vec![
-                    ("file", opt(file)),
-                    ("parent", opt(parent)),
-                    ("title", s(title)),
-                    ("todo", opt(todo)),
-                    ("tags", strs(tags)),
-                    (
-                        "properties",
-                        Value::list(
-                            properties
-                                .iter()
-                                .map(|(k, v)| Value::cons(s(k), s(v)))
-                                .collect::<Vec<_>>(),
-                        ),
+            } => vec![
+                ("file", opt(file)),
+                ("parent", opt(parent)),
+                ("title", s(title)),
+                ("todo", opt(todo)),
+                ("tags", strs(tags)),
+                (
+                    "properties",
+                    Value::list(
+                        properties
+                            .iter()
+                            .map(|(k, v)| Value::cons(s(k), s(v)))
+                            .collect::<Vec<_>>(),
                     ),
-                    ("body", opt(body)),
-                ],
-            ),
+                ),
+                ("body", opt(body)),
+            ],
             EmacsAction::SetTodo { id, state } => {
-                ("set-todo", vec![("id", s(id)), ("state", opt(state))])
+                vec![("id", s(id)), ("state", opt(state))]
             }
-            EmacsAction::SetProperty { id, key, value } => (
-                "set-property",
-                vec![("id", s(id)), ("key", s(key)), ("value", s(value))],
-            ),
+            EmacsAction::SetProperty { id, key, value } => {
+                vec![("id", s(id)), ("key", s(key)), ("value", s(value))]
+            }
             EmacsAction::DeleteProperty { id, key } => {
-                ("delete-property", vec![("id", s(id)), ("key", s(key))])
+                vec![("id", s(id)), ("key", s(key))]
             }
             EmacsAction::SetTags { id, tags } => {
-                ("set-tags", vec![("id", s(id)), ("tags", strs(tags))])
+                vec![("id", s(id)), ("tags", strs(tags))]
             }
             EmacsAction::Schedule { id, date } => {
-                ("schedule", vec![("id", s(id)), ("date", opt(date))])
+                vec![("id", s(id)), ("date", opt(date))]
             }
             EmacsAction::Deadline { id, date } => {
-                ("deadline", vec![("id", s(id)), ("date", opt(date))])
+                vec![("id", s(id)), ("date", opt(date))]
             }
             EmacsAction::ReplaceBody { id, body } => {
-                ("replace-body", vec![("id", s(id)), ("body", s(body))])
+                vec![("id", s(id)), ("body", s(body))]
             }
             EmacsAction::AppendBody { id, text } => {
-                ("append-body", vec![("id", s(id)), ("text", s(text))])
+                vec![("id", s(id)), ("text", s(text))]
             }
-            EmacsAction::VisitNode { id } => ("visit-node", vec![("id", s(id))]),
-            EmacsAction::CallTool { name, args } => (
-                "call-tool",
-                vec![("name", s(name)), ("args", sexp::clone_value(args.value()))],
-            ),
+            EmacsAction::VisitNode { id } => vec![("id", s(id))],
+            EmacsAction::CallTool { name, args } => {
+                vec![("name", s(name)), ("args", sexp::clone_value(args.value()))]
+            }
         };
         let mut items = vec![
             kw("type"),
@@ -624,7 +668,7 @@ impl EmacsAction {
             kw("target"),
             kw("emacs"),
             kw("action"),
-            kw(name),
+            kw(self.name()),
         ];
         for (k, v) in args {
             items.push(kw(k));
@@ -798,6 +842,30 @@ mod tests {
             let back = action(&printed).unwrap_or_else(|err| panic!("{printed}: {err}"));
             assert_eq!(back, Action::Emacs(e), "{printed}");
         }
+    }
+
+    #[test]
+    fn the_vocabulary_is_what_the_reader_knows() {
+        for name in EmacsAction::NAMES {
+            let plist = format!("(:type :request :target :emacs :action :{name})");
+            match action(&plist) {
+                Ok(a) => panic!("{name} parsed without its arguments: {a:?}"),
+                Err(e) => assert!(
+                    !e.to_string().contains("unknown Emacs action"),
+                    "{name} is in NAMES but the reader does not know it: {e}"
+                ),
+            }
+        }
+        let unknown = action("(:type :request :target :emacs :action :format-disk)");
+        assert!(matches!(unknown, Err(e) if e.to_string().contains("unknown Emacs action")));
+        let visit = EmacsAction::VisitNode { id: "x".into() };
+        assert_eq!(visit.name(), "visit-node");
+        assert_eq!(Action::Emacs(visit).kind(), "visit-node");
+        let tool = Action::Tool {
+            name: "query_notes".into(),
+            args: Sexp::from(Value::Nil),
+        };
+        assert_eq!(tool.kind(), "tool:query_notes");
     }
 
     #[test]

@@ -1,0 +1,333 @@
+//! Chat turns on the runtime: Emacs as the operator of a turn (questions to the chat buffer,
+//! actions to the actuator, as events), the equipment a chat turn gets, the turn run on the
+//! workers with its events sent to the chat and counted, and the request preview.
+
+use super::equipment::Equipment;
+use super::event::{ChatUpdate, Event};
+use super::operator::{Approval, BoxFuture, Operator};
+use super::runtime::{panic_message, Pending, Runtime};
+use super::turn::{
+    related_notes, run_turn, step_request, Conversation, StepView, TurnConfig, TurnEvent,
+};
+use crate::action::{Action, EmacsAction};
+use crate::context::prompt::PromptFragment;
+use crate::gates::audit::AuditLog;
+use crate::gates::budget::{Budget, Limits};
+use crate::llm::cascade::{Cascade, Policy};
+use crate::llm::completion::{Delta, ToolCall};
+use crate::llm::embeddings::EmbeddingBackend;
+use crate::llm::http::{Backend, CancelToken, ChatClient, Message};
+use crate::sexp::Sexp;
+use crate::tools::emacs::ElispTool;
+use futures_util::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+/// What a chat turn is equipped with besides its backends and configuration.
+#[derive(Default)]
+pub struct ChatSetup {
+    /// The user's system prompt (`None`: the default one).
+    pub system_prompt: Option<String>,
+    pub elisp_tools: Vec<ElispTool>,
+    /// Where gate decisions are appended (none: not audited).
+    pub audit_file: Option<PathBuf>,
+    /// Whether the user may be asked (false in batch Emacs: asking means deny).
+    pub interactive: bool,
+    /// The embedding server, for semantic search and related notes.
+    pub embedding: Option<EmbeddingBackend>,
+    /// Token and cost limits, and the backends of the cheaper tier requests over them go to
+    /// (none: they are refused).
+    pub budget: Option<(Limits, Option<Vec<Backend>>)>,
+}
+
+/// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
+/// actions to the actuator, as events; the answers come back through [`Runtime::answer`]
+/// and [`Runtime::actuated`].
+struct EmacsOperator {
+    rt: &'static Runtime,
+    request: u64,
+    conversation: String,
+    interactive: bool,
+}
+
+impl Operator for EmacsOperator {
+    fn ask(&self, call: &ToolCall, action: &Action, reasons: &[String]) -> BoxFuture<Approval> {
+        if !self.interactive {
+            return Box::pin(async { Approval::Deny });
+        }
+        let (tx, rx) = oneshot::channel();
+        let reply = self.rt.expect_reply(self.request, Pending::Answer(tx));
+        self.rt.push(Event::Chat {
+            request: self.request,
+            conversation: self.conversation.clone(),
+            update: ChatUpdate::Ask {
+                reply,
+                name: call.name.clone(),
+                arguments: call.arguments.to_string(),
+                action: action.to_sexp(),
+                reasons: reasons.to_vec(),
+            },
+        });
+        // A question nobody answers (the buffer was killed) is a refusal.
+        Box::pin(async move { rx.await.unwrap_or(Approval::Deny) })
+    }
+
+    fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>> {
+        let (tx, rx) = oneshot::channel();
+        let reply = self.rt.expect_reply(self.request, Pending::Result(tx));
+        self.rt.push(Event::Actuate {
+            request: self.request,
+            reply,
+            action: action.to_sexp(),
+        });
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Err("Emacs dropped the action without running it".into()))
+        })
+    }
+}
+
+fn chat_clients(backends: Vec<Backend>) -> Result<Vec<ChatClient>, String> {
+    backends
+        .into_iter()
+        .map(ChatClient::new)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
+}
+
+impl Runtime {
+    /// The equipment of a chat turn: the cascade of `backends`, the notes as they are now
+    /// under the privacy rules in force, the edit tools, and what `setup` brings.
+    fn chat_equipment(
+        &'static self,
+        backends: Vec<Backend>,
+        policy: Policy,
+        setup: ChatSetup,
+        operator: Arc<dyn Operator>,
+    ) -> Result<Equipment, String> {
+        let clients = chat_clients(backends)?;
+        let Some(first) = clients.first().cloned() else {
+            return Err("no backend is configured".to_string());
+        };
+        let budget = match setup.budget {
+            None => None,
+            Some((limits, fallback)) => Some(Budget {
+                limits,
+                ledger: self.ledger(),
+                fallback: match fallback {
+                    None => None,
+                    Some(backends) => Some(Cascade::new(
+                        chat_clients(backends)?,
+                        self.health().clone(),
+                        policy,
+                    )),
+                },
+            }),
+        };
+        let mut eq = Equipment::new(first, self.store());
+        eq.notes = self.notes();
+        if let Some(prompt) = setup.system_prompt {
+            eq.prompts = vec![PromptFragment::users(prompt)];
+        }
+        eq.llm = Cascade::new(clients, self.health().clone(), policy);
+        eq.budget = budget;
+        eq.semantic = self.semantic(setup.embedding)?;
+        eq.operator = operator;
+        eq.edit_tools = true;
+        eq.elisp_tools = setup.elisp_tools;
+        eq.audit = setup.audit_file.map(AuditLog::new);
+        Ok(eq)
+    }
+
+    /// Compute what the next turn of conversation `id` would send for `text` to `backend`
+    /// (the context as it is now, related notes by meaning included, which takes an
+    /// embedding request): an [`Event::Preview`] with the exact request body. Nothing is
+    /// sent to the LLM. Returns the request id at once.
+    pub fn preview_async(
+        &'static self,
+        id: String,
+        text: String,
+        backend: Backend,
+        cfg: TurnConfig,
+        setup: ChatSetup,
+    ) -> u64 {
+        let request = self.next_id();
+        let messages = self.conversation_messages(&id).unwrap_or_default();
+        self.run_async(request, |cancel| async move {
+            let policy = Policy::default();
+            let eq = self.chat_equipment(
+                vec![backend.clone()],
+                policy,
+                setup,
+                Arc::new(super::operator::Unattended),
+            )?;
+            let mut cfg = cfg;
+            if cfg.related.is_empty() {
+                cfg.related = related_notes(&eq, &text, &cfg, &cancel)
+                    .await
+                    .unwrap_or_default();
+            }
+            let mut conversation = Conversation {
+                messages,
+                ..Conversation::default()
+            };
+            conversation.messages.push(Message::User(text));
+            let chat = step_request(&eq, &conversation, &cfg, StepView::default());
+            let body = backend.wire.request_body(&chat, &backend.model);
+            Ok(Event::Preview {
+                request,
+                backend: backend.name.clone(),
+                url: backend.url(chat.stream),
+                body: serde_json::to_string_pretty(&body).unwrap_or_default(),
+            })
+        })
+    }
+
+    /// Run one chat turn of conversation `id` for `text` on the workers, asking `backends`
+    /// in cascade order; updates arrive as [`Event::Chat`]. Returns the request id at once.
+    pub fn chat_async(
+        &'static self,
+        id: String,
+        text: String,
+        backends: Vec<Backend>,
+        policy: Policy,
+        cfg: TurnConfig,
+        setup: ChatSetup,
+    ) -> u64 {
+        let request = self.next_id();
+        let cancel = CancelToken::new();
+        self.register_chat(request, cancel.clone());
+        let conversation = self.conversation(&id);
+        let names: Vec<String> = backends
+            .iter()
+            .map(|b| format!("{} ({} @ {})", b.name, b.model, b.base_url))
+            .collect();
+        self.with_telemetry(|t| {
+            t.log(
+                "chat",
+                format!("{id}: turn started with {}", names.join(", then ")),
+            )
+        });
+        let operator = Arc::new(EmacsOperator {
+            rt: self,
+            request,
+            conversation: id.clone(),
+            interactive: setup.interactive,
+        });
+        let send = move |update: ChatUpdate| {
+            self.push(Event::Chat {
+                request,
+                conversation: id.clone(),
+                update,
+            })
+        };
+        self.spawn_future(async move {
+            let outcome = AssertUnwindSafe(async {
+                let eq = self.chat_equipment(backends, policy, setup, operator)?;
+                let mut conv = conversation.lock().await;
+                run_turn(&eq, &mut conv, &text, &cfg, &cancel, |e| {
+                    self.count(&e);
+                    if let Some(u) = chat_update(e) {
+                        send(u)
+                    }
+                })
+                .await
+                .map_err(|e| e.to_string())
+            })
+            .catch_unwind()
+            .await;
+            // Whatever this turn still waited for from Emacs is dropped.
+            self.end_chat(request);
+            send(match outcome {
+                Ok(Ok(answer)) => ChatUpdate::Done(answer),
+                Ok(Err(_)) if cancel.is_cancelled() => ChatUpdate::Interrupted,
+                Ok(Err(message)) => ChatUpdate::Error(message),
+                Err(p) => {
+                    ChatUpdate::Error(format!("internal error (panic): {}", panic_message(&*p)))
+                }
+            });
+        });
+        request
+    }
+
+    /// Count a turn event in the telemetry: requests per backend, failures, tool calls.
+    fn count(&self, e: &TurnEvent) {
+        self.with_telemetry(|t| match e {
+            TurnEvent::Request {
+                backend: Some(backend),
+                took,
+                prompt_tokens,
+                completion_tokens,
+                ..
+            } => t.llm_request(backend, true, *took, (*prompt_tokens, *completion_tokens)),
+            TurnEvent::Failover { backend, error, .. } => {
+                t.llm_request(backend, false, Default::default(), (0, 0));
+                t.log("chat", format!("{backend} failed: {error}"));
+            }
+            TurnEvent::ToolResult { name, ok, took, .. } => t.tool_call(name, *ok, *took),
+            TurnEvent::Warning(m) => t.log("warning", m.clone()),
+            _ => {}
+        })
+    }
+}
+
+/// What of a turn event the chat buffer shows.
+fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
+    Some(match e {
+        TurnEvent::Delta(Delta::Text(t)) => ChatUpdate::Text(t),
+        TurnEvent::Delta(Delta::Reasoning(t)) => ChatUpdate::Reasoning(t),
+        TurnEvent::Delta(Delta::Usage(u)) => ChatUpdate::Usage {
+            prompt: u.prompt_tokens,
+            completion: u.completion_tokens,
+        },
+        TurnEvent::Delta(_) => return None,
+        TurnEvent::Proposed {
+            call,
+            decision,
+            reasons,
+        } => ChatUpdate::Tool {
+            name: call.name,
+            arguments: call.arguments.to_string(),
+            decision: decision.to_string(),
+            reasons,
+        },
+        TurnEvent::ToolResult {
+            name, ok, content, ..
+        } => ChatUpdate::ToolResult { name, ok, content },
+        TurnEvent::ErrorFedBack(m) => ChatUpdate::Retrying(m),
+        TurnEvent::Retry {
+            backend,
+            after,
+            error,
+        } => ChatUpdate::Retrying(format!(
+            "{backend}: {error}; asking it again in {:.1} s",
+            after.as_secs_f64()
+        )),
+        TurnEvent::Failover {
+            backend,
+            error,
+            streamed,
+            next,
+        } => ChatUpdate::Failover {
+            backend,
+            error,
+            next,
+            discard: streamed,
+        },
+        TurnEvent::Consensus {
+            agreed,
+            answered,
+            tie,
+            proposals,
+        } => ChatUpdate::Consensus {
+            agreed,
+            answered,
+            tie,
+            proposals,
+        },
+        TurnEvent::Warning(m) => ChatUpdate::Notice(m),
+        TurnEvent::Request { .. } => return None,
+    })
+}

@@ -1,0 +1,171 @@
+//! The notes as the agent may see them: the store behind the privacy rules.
+//!
+//! [`Notes`] is the only way the layers above (gates, tools, context, the turn) read the
+//! store: its store is private, and every query, lookup, listing and rendering here leaves
+//! out what [`Privacy`] hides. A caller cannot forget to filter, because it never holds the
+//! unfiltered store. Rendering lives here too, so a node shown to the LLM (a tool result, the
+//! context) is written one way and lists only the children it may see.
+
+pub mod privacy;
+mod render;
+
+pub use privacy::Privacy;
+pub use render::summary;
+
+use crate::store::vectors::{self, Candidate};
+use crate::store::{FileDoc, NodeContent, NodeKind, NodeRef, Query, Store};
+use std::sync::Arc;
+
+/// The store seen through the privacy rules. Cheap to clone (two `Arc`s); a turn keeps the
+/// rules it started with even when the user changes them meanwhile.
+#[derive(Clone)]
+pub struct Notes {
+    store: Arc<Store>,
+    privacy: Arc<Privacy>,
+}
+
+impl Notes {
+    pub fn new(store: Arc<Store>, privacy: Arc<Privacy>) -> Notes {
+        Notes { store, privacy }
+    }
+
+    /// The rules in force (to tell a user why something is hidden, or redact a text).
+    pub fn privacy(&self) -> &Privacy {
+        &self.privacy
+    }
+
+    /// Whether the LLM may see `r`.
+    pub fn shows(&self, r: &NodeRef) -> bool {
+        !self.privacy.hides(r)
+    }
+
+    /// The node `id`, or why it cannot be shown.
+    pub fn node(&self, id: &str) -> Result<NodeRef, String> {
+        let r = self
+            .store
+            .node(id)
+            .ok_or_else(|| format!("no node with id {id:?}"))?;
+        if self.privacy.hides(&r) {
+            return Err(format!(
+                "node {id:?} is private: the user keeps it out of the agent's view"
+            ));
+        }
+        Ok(r)
+    }
+
+    /// The file node of `file` (named as the store names it: absolute, expanded), or why it
+    /// cannot be shown: it is not one of the notes, or it is private.
+    pub fn file(&self, file: &str) -> Result<NodeRef, String> {
+        let state = self.store.state();
+        let Some(doc) = state.files.get(file) else {
+            return Err(format!(
+                "{file} is not one of the notes (give the absolute file name list_files shows)"
+            ));
+        };
+        let file_node = NodeRef {
+            doc: doc.clone(),
+            index: 0,
+        };
+        if self.privacy.hides(&file_node) {
+            return Err(format!(
+                "{file} is private: the user keeps it out of the agent's view"
+            ));
+        }
+        Ok(file_node)
+    }
+
+    /// The nodes matching `q` that may be shown, in the store's order.
+    pub fn query(&self, q: &Query) -> Vec<NodeRef> {
+        let mut hits = self.store.query(q);
+        hits.retain(|r| self.shows(r));
+        hits
+    }
+
+    /// The nodes matching `q` for which `pick` gives a value, with it, leaving out those that
+    /// may not be shown. `pick` runs first, so privacy is only asked of what it picked.
+    pub fn query_picking<T>(
+        &self,
+        q: &Query,
+        mut pick: impl FnMut(&NodeRef) -> Option<T>,
+    ) -> Vec<(T, NodeRef)> {
+        self.store
+            .query(q)
+            .into_iter()
+            .filter_map(|r| pick(&r).map(|t| (t, r)))
+            .filter(|(_, r)| self.shows(r))
+            .collect()
+    }
+
+    /// The files whose file node may be shown (a private pattern or `#+FILETAGS` hides a
+    /// whole file), in path order.
+    pub fn files(&self) -> Vec<Arc<FileDoc>> {
+        self.store
+            .state()
+            .files
+            .values()
+            .filter(|doc| {
+                self.shows(&NodeRef {
+                    doc: (*doc).clone(),
+                    index: 0,
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The children of `r` that may be shown.
+    pub fn children(&self, r: &NodeRef) -> Vec<NodeRef> {
+        r.node()
+            .children
+            .iter()
+            .map(|&index| NodeRef {
+                doc: r.doc.clone(),
+                index,
+            })
+            .filter(|c| self.shows(c))
+            .collect()
+    }
+
+    /// The headlines `matches` accepts that may be shown: the first `limit` of them, and how
+    /// many there are in all. `matches` runs first, so privacy is only asked of hits.
+    pub fn find_headlines(
+        &self,
+        limit: usize,
+        matches: impl Fn(&NodeContent) -> bool,
+    ) -> (Vec<NodeRef>, usize) {
+        let state = self.store.state();
+        let mut hits = Vec::new();
+        let mut total = 0;
+        for doc in state.files.values() {
+            for (i, node) in doc.nodes.iter().enumerate() {
+                if node.content.kind != NodeKind::Headline || !matches(&node.content) {
+                    continue;
+                }
+                let r = NodeRef {
+                    doc: doc.clone(),
+                    index: i as u32,
+                };
+                if !self.shows(&r) {
+                    continue;
+                }
+                total += 1;
+                if hits.len() < limit {
+                    hits.push(r);
+                }
+            }
+        }
+        (hits, total)
+    }
+
+    /// The headlines to embed (those with `:EMBED: t`, or all with `embed_all`), never a
+    /// private one.
+    pub fn embedding_candidates(&self, embed_all: bool) -> Vec<Candidate> {
+        vectors::candidates(&self.store, embed_all, &|r| self.privacy.hides(r))
+    }
+
+    /// `r` as Org text for the LLM: outline path, file, headline, planning, properties, body
+    /// and one line per child it may see.
+    pub fn render(&self, r: &NodeRef) -> String {
+        render::node(r, &self.children(r))
+    }
+}

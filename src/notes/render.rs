@@ -1,0 +1,95 @@
+//! Nodes as Org text for the LLM: one line per node in listings, a whole node for reading.
+
+use crate::store::{NodeContent, NodeKind, NodeRef};
+
+/// Longest body a rendered node shows, in characters.
+const MAX_BODY_CHARS: usize = 20_000;
+
+/// "TODO [#A] Title :tags:" — a headline's words as Org writes them.
+fn headline_words(c: &NodeContent) -> String {
+    let mut line = String::new();
+    if let Some(k) = &c.todo {
+        line.push_str(k);
+        line.push(' ');
+    }
+    if let Some(p) = c.priority {
+        line.push_str(&format!("[#{p}] "));
+    }
+    line.push_str(&c.title);
+    if !c.tags.is_empty() {
+        line.push_str(&format!(" :{}:", c.tags.join(":")));
+    }
+    line
+}
+
+/// One line describing a node: TODO keyword, title, tags, planning, id and file.
+pub fn summary(r: &NodeRef) -> String {
+    let n = r.node();
+    let c = &n.content;
+    let mut line = format!("- {}", headline_words(c));
+    for (label, ts) in [
+        ("SCHEDULED", &c.planning.scheduled),
+        ("DEADLINE", &c.planning.deadline),
+        ("CLOSED", &c.planning.closed),
+    ] {
+        if let Some(ts) = ts {
+            line.push_str(&format!(" {label}: {ts}"));
+        }
+    }
+    line.push_str(&format!(" (id: {}, file: {})", n.id, r.doc.path));
+    line
+}
+
+/// A node as Org text: outline path, file, headline, planning, properties, body (up to
+/// [`MAX_BODY_CHARS`]) and one line per child in `children` (those the reader may see).
+pub(super) fn node(r: &NodeRef, children: &[NodeRef]) -> String {
+    let n = r.node();
+    let c = &n.content;
+    let mut out = String::new();
+    let path = r.outline_path();
+    if !path.is_empty() {
+        out.push_str(&format!("Outline path: {}\n", path.join(" / ")));
+    }
+    out.push_str(&format!("File: {}\nId: {}\n\n", r.doc.path, n.id));
+    if c.kind == NodeKind::Headline {
+        out.push_str(&format!(
+            "{} {}\n",
+            "*".repeat(c.level as usize),
+            headline_words(c)
+        ));
+    } else {
+        out.push_str(&format!("#+TITLE: {}\n", c.title));
+    }
+    let planning: Vec<String> = [
+        ("CLOSED", &c.planning.closed),
+        ("SCHEDULED", &c.planning.scheduled),
+        ("DEADLINE", &c.planning.deadline),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}: {v}")))
+    .collect();
+    if !planning.is_empty() {
+        out.push_str(&planning.join(" "));
+        out.push('\n');
+    }
+    if !c.properties.is_empty() {
+        out.push_str(":PROPERTIES:\n");
+        for (k, v) in &c.properties {
+            out.push_str(&format!(":{k}: {v}\n"));
+        }
+        out.push_str(":END:\n");
+    }
+    let body: String = c.body.chars().take(MAX_BODY_CHARS).collect();
+    out.push_str(&body);
+    if c.body.chars().count() > MAX_BODY_CHARS {
+        out.push_str("\n[… body cut here …]\n");
+    }
+    if !children.is_empty() {
+        out.push_str("\nChildren:\n");
+        for c in children {
+            out.push_str(&summary(c));
+            out.push('\n');
+        }
+    }
+    out
+}
