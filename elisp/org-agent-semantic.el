@@ -14,9 +14,12 @@
 
 ;;; Code:
 
-(require 'auth-source)
-(require 'url-parse)
+(require 'org-agent-base)
 (require 'org-agent-store)
+(require 'org-agent-backends)
+(org-agent--declare-module-functions)
+
+;;;; Options
 
 (defcustom org-agent-embedding-backend nil
   "The embedding server, a plist, or nil for no semantic search.
@@ -47,25 +50,9 @@ and the agent can search by meaning."
   :type 'number
   :group 'org-agent)
 
-(declare-function org-agent--embed "org-agent-module")
-(declare-function org-agent--semantic-search "org-agent-module")
-(declare-function org-agent--visit "org-agent")
+(declare-function org-agent--visit "org-agent" (file position))
 
-(defun org-agent--backend-key (backend)
-  "The API key for BACKEND (a chat or embedding backend plist), or nil.
-Its :key (a string, or a function returning one), else the
-environment variable named by its :key-env, else `auth-source' for
-the host of its :url."
-  (let ((key (plist-get backend :key))
-        (env (plist-get backend :key-env)))
-    (cond
-     ((stringp key) key)
-     ((functionp key) (funcall key))
-     ((stringp env) (getenv env))
-     (t (let* ((host (url-host (url-generic-parse-url (plist-get backend :url))))
-               (found (car (auth-source-search :host host :max 1)))
-               (secret (plist-get found :secret)))
-          (if (functionp secret) (funcall secret) secret))))))
+;;;; Embedding
 
 (defun org-agent-semantic--backend ()
   "The embedding backend plist with its key resolved, or nil."
@@ -79,6 +66,7 @@ the host of its :url."
 (defvar org-agent-semantic--timer nil
   "The idle timer of the next embedding update.")
 
+;;;###autoload
 (defun org-agent-embed-notes (&optional callback)
   "Embed the notes that are new or changed; report when done.
 The notes are the headlines with the property EMBED t, or all of
@@ -159,6 +147,26 @@ meaning the property EMBED with the value t (C-c C-x p EMBED RET t RET), or set 
                 (format "the %s marked EMBED t" (org-agent-semantic--headlines marked)))
               (if (= (if org-agent-embed-all headlines marked) 1) "is" "are"))))))
 
+(defun org-agent-semantic--after-ingest (event)
+  "Embed new notes a little after EVENT, an ingest that changed something."
+  (when (and org-agent-embedding-backend
+             (eq (plist-get event :type) 'ingested)
+             (plist-get event :changed))
+    (when (timerp org-agent-semantic--timer)
+      (cancel-timer org-agent-semantic--timer))
+    (setq org-agent-semantic--timer
+          (run-with-idle-timer org-agent-embed-idle-delay nil
+                               (lambda ()
+                                 (setq org-agent-semantic--timer nil)
+                                 (condition-case err
+                                     (org-agent-embed-notes)
+                                   (error (message "org-agent: embedding: %s"
+                                                   (error-message-string err)))))))))
+
+(add-hook 'org-agent-ingest-functions #'org-agent-semantic--after-ingest)
+
+;;;; Search
+
 (defconst org-agent-semantic--empty-index-error "no note is embedded yet"
   "How the module's search error starts when the vector index is empty.")
 
@@ -177,24 +185,6 @@ meaning the property EMBED with the value t (C-c C-x p EMBED RET t RET), or set 
                         (org-agent-semantic--headlines (org-agent-count :type 'headline)))
               (format "%s marked EMBED t"
                       (org-agent-semantic--headlines (org-agent-semantic--marked-count))))))))
-
-(defun org-agent-semantic--after-ingest (event)
-  "Embed new notes a little after EVENT, an ingest that changed something."
-  (when (and org-agent-embedding-backend
-             (eq (plist-get event :type) 'ingested)
-             (plist-get event :changed))
-    (when (timerp org-agent-semantic--timer)
-      (cancel-timer org-agent-semantic--timer))
-    (setq org-agent-semantic--timer
-          (run-with-idle-timer org-agent-embed-idle-delay nil
-                               (lambda ()
-                                 (setq org-agent-semantic--timer nil)
-                                 (condition-case err
-                                     (org-agent-embed-notes)
-                                   (error (message "org-agent: embedding: %s"
-                                                   (error-message-string err)))))))))
-
-(add-hook 'org-agent-ingest-functions #'org-agent-semantic--after-ingest)
 
 (defvar org-agent-semantic-results-buffer "*org-agent-search*"
   "The buffer that shows the results of a semantic search.")

@@ -14,9 +14,13 @@
 
 ;;; Code:
 
+(require 'org-agent-base)
 (require 'org)
 (require 'subr-x)
 (require 'org-agent-build)
+(org-agent--declare-module-functions)
+
+;;;; Options
 
 (defcustom org-agent-state-directory
   (locate-user-emacs-file "org-agent/")
@@ -62,6 +66,29 @@ directories, `?' one character."
   :set #'org-agent--set-privacy-option
   :group 'org-agent)
 
+(defun org-agent--set-redisplay-interval-option (symbol value)
+  "Set SYMBOL to VALUE and hand it to the module if it is loaded.
+The module refuses a value out of range before anything is set."
+  (when (fboundp 'org-agent--set-redisplay-interval)
+    (org-agent--set-redisplay-interval value))
+  (set-default symbol value))
+
+;; Here, beside the wake-up channel it paces, so that it reaches the module whenever the
+;; module is configured, whichever files are loaded.
+(defcustom org-agent-chat-redisplay-interval 0.1
+  "How often, in seconds, a streaming answer wakes Emacs (0 to 10).
+The module holds streamed text back for that long and hands over
+the pieces that arrived meanwhile together, so a fast stream costs
+Emacs a few insertions and redisplays a second, not one per token.
+The chat inserts each piece as it arrives.  Set it with
+`customize-set-variable' or Customize: once org-agent has started, a
+plain `setq' does not reach the module."
+  :type 'number
+  :set #'org-agent--set-redisplay-interval-option
+  :group 'org-agent)
+
+;;;; Events from the module
+
 (defvar org-agent-ingest-functions nil
   "Functions called with an event plist after each ingest reported by a worker.
 The plist has :type (`ingested', `superseded' or `failed'), :file,
@@ -76,30 +103,6 @@ The plist has :request, :conversation and :kind (`text', `reasoning',
   "Functions called with each request of the module to run an Emacs action.
 The plist has :request, :reply and :action; the actuator answers
 with `org-agent--actuated'.")
-
-(declare-function org-agent--configure "org-agent-module")
-(declare-function org-agent--set-privacy "org-agent-module")
-(declare-function org-agent--store-open "org-agent-module")
-(declare-function org-agent--store-close "org-agent-module")
-(declare-function org-agent--store-flush "org-agent-module")
-(declare-function org-agent--ingest-file "org-agent-module")
-(declare-function org-agent--ingest-text "org-agent-module")
-(declare-function org-agent--ingest-text-async "org-agent-module")
-(declare-function org-agent--ingest-directories-async "org-agent-module")
-(declare-function org-agent--cancel "org-agent-module")
-(declare-function org-agent--remove-file "org-agent-module")
-(declare-function org-agent--set-channel "org-agent-module")
-(declare-function org-agent--drain "org-agent-module")
-(declare-function org-agent--query "org-agent-module")
-(declare-function org-agent--count "org-agent-module")
-(declare-function org-agent--node "org-agent-module")
-(declare-function org-agent--node-history "org-agent-module")
-(declare-function org-agent--outline-path "org-agent-module")
-(declare-function org-agent--node-at "org-agent-module")
-(declare-function org-agent--stats "org-agent-module")
-(declare-function org-agent--snapshot "org-agent-module")
-(declare-function org-agent--snapshots "org-agent-module")
-(declare-function org-agent--rollback "org-agent-module")
 
 (defvar org-agent--started nil
   "Non-nil once the module is loaded and the store is open.")
@@ -128,6 +131,8 @@ reported the file done before the winner had stored it.")
                callback)
              org-agent--callbacks)))
 
+;;;; Starting
+
 (defun org-agent--todo-lists ()
   "Return (TODO DONE): the default keywords from `org-todo-keywords'."
   (let (todo done)
@@ -148,6 +153,7 @@ reported the file done before the winner had stored it.")
                           (let ((ex (default-value 'org-tags-exclude-from-inheritance)))
                             (if (listp ex) ex nil))
                           org-agent-snapshot-count))
+  (org-agent--set-redisplay-interval org-agent-chat-redisplay-interval)
   (org-agent--send-privacy))
 
 (defun org-agent--send-privacy ()
@@ -203,6 +209,8 @@ no store file could be written, so it will be rebuilt again at the next start.")
   "Write every pending change to disk before Emacs exits."
   (when org-agent--started
     (ignore-errors (org-agent--store-flush))))
+
+;;;; The wake-up channel
 
 (defun org-agent--open-channel ()
   "Create the wake-up pipe process and hand it to the module."

@@ -23,6 +23,7 @@
 
 ;;; Code:
 
+(require 'org-agent-base)
 (require 'cl-lib)
 (require 'json)
 (require 'seq)
@@ -36,13 +37,17 @@
   '(string number integer boolean array object null)
   "The JSON schema types an argument may have.")
 
+(defun org-agent-tools--invalid (format-string &rest args)
+  "Signal a configuration error with a message made from FORMAT-STRING and ARGS."
+  (signal 'org-agent-config-error (list (apply #'format format-string args))))
+
 (defun org-agent-tools--schema (spec)
   "The JSON schema (an alist for `json-encode') of the argument SPEC plist."
   (let ((type (plist-get spec :type)))
     (when (stringp type) (setq type (intern type)))
     (unless (memq type org-agent-tools--types)
-      (error "Argument %S: :type must be one of %s, not %S"
-             (plist-get spec :name) org-agent-tools--types type))
+      (org-agent-tools--invalid "Argument %S: :type must be one of %s, not %S"
+                                (plist-get spec :name) org-agent-tools--types type))
     (append
      `((type . ,(symbol-name type)))
      (when-let ((d (plist-get spec :description))) `((description . ,d)))
@@ -70,7 +75,6 @@
                                                     (plist-get a :name)))
                                                 args))))))))
 
-;;;###autoload
 (cl-defun org-agent-define-tool (&key name function description args confirm category)
   "Define the agent tool NAME whose body is the Elisp FUNCTION.
 DESCRIPTION tells the LLM what it is for.  ARGS is a list of
@@ -81,16 +85,17 @@ elements), :properties (of an object) and :optional; TYPE is one of
 FUNCTION is called with the arguments in that order (nil for one the
 LLM left out) and returns a string or a value to print.  With CONFIRM
 non-nil the user is asked before each call.  CATEGORY is a free label.
-Defining a tool again replaces it.  Return NAME."
+Defining a tool again replaces it.  Return NAME.  An invalid
+definition signals `org-agent-config-error'."
   (unless (and (stringp name) (string-match-p "\\`[A-Za-z0-9_-]\\{1,64\\}\\'" name))
-    (error "A tool name is 1 to 64 letters, digits, _ or -, not %S" name))
+    (org-agent-tools--invalid "A tool name is 1 to 64 letters, digits, _ or -, not %S" name))
   (unless (functionp function)
-    (error "Tool %s: :function must be a function" name))
+    (org-agent-tools--invalid "Tool %s: :function must be a function" name))
   (unless (and (stringp description) (not (string-empty-p description)))
-    (error "Tool %s: :description must be a non-empty string" name))
+    (org-agent-tools--invalid "Tool %s: :description must be a non-empty string" name))
   (dolist (a args)
     (unless (and (plist-get a :name) (stringp (plist-get a :name)))
-      (error "Tool %s: every argument needs a :name string, not %S" name a)))
+      (org-agent-tools--invalid "Tool %s: every argument needs a :name string, not %S" name a)))
   (let ((parameters (org-agent-tools--parameters args)))
     (puthash name (list :name name :function function :description description
                         :args args :confirm (and confirm t) :category category

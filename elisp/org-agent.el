@@ -18,25 +18,41 @@
 ;; on worker threads, so Emacs never waits.
 ;;
 ;; Enable `org-agent-mode' to ingest `org-agent-directories' and keep
-;; the store current as you save.  Commands: `org-agent-find',
-;; `org-agent-store-info', `org-agent-ingest-directory'.  The Elisp API
-;; (`org-agent-query', `org-agent-node', ...) is in org-agent-store.el.
+;; the store current as you save.  `org-agent-chat' opens the chat
+;; with the agent; `org-agent-ask', `org-agent-summarize-buffer' and
+;; `org-agent-organize-subtree' send it one request from where you
+;; are.  Other commands: `org-agent-find', `org-agent-semantic-search',
+;; `org-agent-embed-notes', `org-agent-context-preview',
+;; `org-agent-select-model', `org-agent-interrupt', `org-agent-log',
+;; `org-agent-status', `org-agent-store-info',
+;; `org-agent-ingest-directory' and `org-agent-build-module'.  The
+;; Elisp API (`org-agent-query', `org-agent-node', ...) is in
+;; org-agent-store.el; `org-agent-define-tool' (org-agent-tools.el)
+;; gives the agent tools of your own.
+;;
+;; The files: org-agent-base.el (the group, the errors, the module's
+;; functions), org-agent-build.el (building and loading the module),
+;; org-agent-store.el (the store and the module's events),
+;; org-agent-actuator.el (the agent's edits), org-agent-tools.el
+;; (tools in Elisp), org-agent-backends.el (the LLM backends),
+;; org-agent-semantic.el (search by meaning), org-agent-chat.el (the
+;; chat), and this one (the mode and the commands around the store).
 
 ;;; Code:
 
+(require 'org-agent-base)
 (require 'org)
 (require 'cl-lib)
 (require 'org-agent-build)
 (require 'org-agent-store)
 (require 'org-agent-actuator)
 (require 'org-agent-tools)
-(require 'org-agent-chat)
+(require 'org-agent-backends)
 (require 'org-agent-semantic)
+(require 'org-agent-chat)
+(org-agent--declare-module-functions)
 
-(defgroup org-agent nil
-  "An AI agent that lives inside Emacs and works in your Org notes."
-  :group 'org
-  :prefix "org-agent-")
+;;;; The mode
 
 ;;;###autoload
 (define-minor-mode org-agent-mode
@@ -67,6 +83,8 @@ thread only copies the text, a worker parses it."
   (when (and org-agent-mode (org-agent--start) (org-agent--directories))
     (org-agent-ingest-directory)))
 
+;;;; Finding headlines
+
 ;; Headlines are found by any part of their outline path, not only its start.
 (add-to-list 'completion-category-defaults
              '(org-agent-headline (styles substring basic)))
@@ -91,8 +109,6 @@ thread only copies the text, a worker parses it."
            (target (gethash choice table)))
       (org-agent--visit (nth 0 target) (nth 1 target)))))
 
-(declare-function org-agent--headline-candidates "org-agent-module")
-
 (defun org-agent--visit (file position)
   "Show FILE at buffer POSITION, with the headline there revealed."
   (if (file-exists-p file)
@@ -104,9 +120,6 @@ thread only copies the text, a worker parses it."
     (org-back-to-heading t)
     (org-show-context 'link-search)
     (org-show-entry)))
-
-(declare-function org-agent--log "org-agent-module")
-(declare-function org-agent--telemetry "org-agent-module")
 
 ;;;; The log
 
@@ -254,6 +267,8 @@ The buffer refreshes itself while it is shown; see `org-agent-log-mode'."
     (with-current-buffer buffer
       (org-agent-log--start))
     buffer))
+
+;;;; Status
 
 (defun org-agent--status-table (title rows)
   "Insert an Org table titled TITLE with the telemetry ROWS."

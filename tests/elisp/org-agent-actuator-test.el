@@ -248,5 +248,20 @@ window changes."
         (setq org-log-setup nil)
         (set-marker org-log-note-marker nil)))))
 
+(defun org-agent-actuator-test--sorted (keywords)
+  "KEYWORDS sorted by name."
+  (sort (copy-sequence keywords) (lambda (a b) (string< (symbol-name a) (symbol-name b)))))
+
+(ert-deftest org-agent-actuator-vocabulary-is-the-module-s ()
+  "The actuator runs exactly the Emacs actions the module lets the agent propose.
+An action added on one side only (Rust's EmacsAction::NAMES or
+`org-agent-actuator-define') fails here."
+  ;; :call-tool is defined with the Elisp tools.
+  (require 'org-agent-tools)
+  (let ((elisp (org-agent-actuator-test--sorted (hash-table-keys org-agent-actuator--actions)))
+        (rust (org-agent-actuator-test--sorted (org-agent--action-names))))
+    (should (seq-every-p #'keywordp rust))
+    (should (equal elisp rust))))
+
 (provide 'org-agent-actuator-test)
 ;;; org-agent-actuator-test.el ends here

@@ -17,7 +17,7 @@
 (defun org-agent-chat-test--server ()
   "Start (once) a real model server; return its port."
   (unless (process-live-p org-agent-chat-test--server)
-    (let ((port (org-agent-chat--free-port))
+    (let ((port (org-agent-backends--free-port))
           (ready nil))
       (setq org-agent-chat-test--server
             (make-process :name "local-llm" :buffer (get-buffer-create " *local-llm*")
@@ -66,7 +66,7 @@
 
 (ert-deftest org-agent-chat-reports-a-dead-backend-and-stays-usable ()
   "A backend that is not there gives a clear error in the chat, which stays usable."
-  (let* ((url (format "http://127.0.0.1:%d/v1" (org-agent-chat--free-port)))
+  (let* ((url (format "http://127.0.0.1:%d/v1" (org-agent-backends--free-port)))
          (org-agent-backends `((:name "dead" :url ,url :model "x" :connect-timeout 5)))
          (finished nil)
          (org-agent-turn-finished-functions (list (lambda (_conv answer) (setq finished (list answer))))))
@@ -98,7 +98,7 @@
 
 (ert-deftest org-agent-ask-puts-the-question-in-the-chat ()
   "`org-agent-ask' sends one question from the minibuffer through the chat."
-  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-chat--free-port))
+  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-backends--free-port))
                                       :model "x")))
          (finished nil)
          (org-agent-turn-finished-functions (list (lambda (_c answer) (setq finished (list answer))))))
@@ -111,7 +111,7 @@
 
 (ert-deftest org-agent-chat-saves-and-continues-conversations ()
   "Every turn saves the chat as an Org file; C-u org-agent-chat continues one with its history."
-  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-chat--free-port))
+  (let* ((org-agent-backends `((:name "dead" :url ,(format "http://127.0.0.1:%d/v1" (org-agent-backends--free-port))
                                       :model "x")))
          (finished nil)
          (org-agent-turn-finished-functions (list (lambda (c _answer) (setq finished c)))))
@@ -158,7 +158,7 @@
             (should (org-agent-test-wait (lambda () finished) 600))
             (should (stringp (car finished)))
             (should (string-match-p "local smollm2" org-agent-chat--backend-name)))
-        (org-agent-chat--stop-local)))))
+        (org-agent-backends--stop-local)))))
 
 (ert-deftest org-agent-chat-needs-a-backend-and-a-message ()
   "Sending without a backend or without text says what is missing."

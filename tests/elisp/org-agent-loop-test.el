@@ -36,7 +36,6 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
                      (org-agent-test-server-binary org-agent-test-root)))
               (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
                                            :model "test" :key "sk-test" :idle-timeout 2)))
-              (org-agent-chat-redisplay-interval 0.05)
               (finished nil)
               (org-agent-turn-finished-functions
                (list (lambda (conv answer) (setq finished (list conv answer))))))
@@ -211,6 +210,59 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
     (org-agent-loop-test--send "Still there?")
     (should (org-agent-test-wait (lambda () finished) 60))
     (should (equal (cadr finished) "Back."))))
+
+;; The module is the one throttle of a stream: the chat inserts each text event at once.
+(ert-deftest org-agent-loop-streamed-text-shows-when-its-event-arrives ()
+  "Each piece of a streamed answer is in the chat as soon as its event is handled."
+  (org-agent-loop-test--with-chat
+    (let* ((chat (current-buffer))
+           (pieces 0)
+           (late nil)
+           (check (lambda (event)
+                    (when (eq (plist-get event :kind) 'text)
+                      (cl-incf pieces)
+                      (with-current-buffer chat
+                        (let ((text (plist-get event :text))
+                              (end (marker-position org-agent-chat--marker)))
+                          (unless (equal (buffer-substring-no-properties
+                                          (max (point-min) (- end (length text))) end)
+                                         text)
+                            (push text late))))))))
+      ;; After the chat's own handler.
+      (add-hook 'org-agent-chat-functions check 90)
+      (unwind-protect
+          (progn
+            (org-agent-test-server-push :tokens 40 :text "word " :drip_ms 20)
+            (org-agent-loop-test--send "Talk.")
+            (should (org-agent-test-wait (lambda () finished) 60)))
+        (remove-hook 'org-agent-chat-functions check))
+      (should (> pieces 1))
+      (should-not late)
+      (should (= (how-many "word" (point-min) (point-max)) 40)))))
+
+(ert-deftest org-agent-loop-the-redisplay-interval-paces-the-stream ()
+  "`org-agent-chat-redisplay-interval', set as a user sets it, paces the text events."
+  (org-agent-loop-test--with-chat
+    (let* ((before org-agent-chat-redisplay-interval)
+           (events 0)
+           (count (lambda (event) (when (eq (plist-get event :kind) 'text) (cl-incf events)))))
+      (add-hook 'org-agent-chat-functions count)
+      (unwind-protect
+          (progn
+            (customize-set-variable 'org-agent-chat-redisplay-interval 1.0)
+            ;; About two seconds of text: at the default 0.1 s it comes in some twenty events.
+            (org-agent-test-server-push :tokens 100 :text "word " :drip_ms 20)
+            (org-agent-loop-test--send "Talk.")
+            (should (org-agent-test-wait (lambda () finished) 60))
+            (should (= (how-many "word" (point-min) (point-max)) 100))
+            ;; The first piece at once, then at most one a second; the rest comes with the end.
+            (should (<= 1 events 4)))
+        (remove-hook 'org-agent-chat-functions count)
+        (customize-set-variable 'org-agent-chat-redisplay-interval before))
+      ;; The module refuses a value out of range, and it is not set.
+      (should-error (customize-set-variable 'org-agent-chat-redisplay-interval -1)
+                    :type 'org-agent-error)
+      (should (equal org-agent-chat-redisplay-interval before)))))
 
 (ert-deftest org-agent-loop-the-depth-limit-ends-a-runaway-turn ()
   "A model that keeps calling tools is stopped at `org-agent-max-depth' with a clear message."
@@ -435,9 +487,9 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
 (ert-deftest org-agent-loop-select-model-finds-a-backend-without-a-name ()
   "A backend without :name is offered by the name the module gives it, MODEL @ URL."
   (let ((org-agent-backends '((:url "http://127.0.0.1:9/v1" :model "m"))))
-    (should (equal (org-agent-chat--backend-name (car org-agent-backends))
+    (should (equal (org-agent-backends--name (car org-agent-backends))
                    "m @ http://127.0.0.1:9/v1"))
-    (org-agent-chat--set-model "m @ http://127.0.0.1:9/v1" "n")
+    (org-agent-backends--set-model "m @ http://127.0.0.1:9/v1" "n")
     (should (equal (plist-get (car org-agent-backends) :model) "n"))))
 
 (ert-deftest org-agent-loop-select-model-offers-what-the-server-lists ()

@@ -1,0 +1,97 @@
+;;; org-agent-base.el --- What every org-agent file needs first -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The org-agent authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Every other org-agent file requires this one first.  It holds the
+;; customization group (so it exists before any `defcustom' of the
+;; package is evaluated), the error symbols callers can
+;; `condition-case' on, and the list of the functions of the Rust
+;; module, `org-agent-module', which each file declares to the byte
+;; compiler with `org-agent--declare-module-functions'.
+
+;;; Code:
+
+(defgroup org-agent nil
+  "An AI agent that lives inside Emacs and works in your Org notes."
+  :group 'org
+  :prefix "org-agent-")
+
+;;;; Errors
+
+;; The module defines the first four in the same way when it loads; they are here so that
+;; code can name them (and `condition-case' on them) before it is loaded.
+(define-error 'org-agent-error "org-agent error")
+(define-error 'org-agent-config-error "org-agent configuration error" 'org-agent-error)
+(define-error 'org-agent-store-error "org-agent store error" 'org-agent-error)
+(define-error 'org-agent-llm-error "org-agent LLM error" 'org-agent-error)
+;; The module cannot be built or loaded (org-agent-build.el).
+(define-error 'org-agent-module-error "org-agent module error" 'org-agent-error)
+;; An action of the agent failed (org-agent-actuator.el).
+(define-error 'org-agent-action-error "org-agent action error" 'org-agent-error)
+
+;;;; The module's functions
+
+(defconst org-agent--module-functions
+  '((org-agent--action-names)
+    (org-agent--set-redisplay-interval seconds)
+    (org-agent--version)
+    (org-agent--configure todo done org-version no-inherit snapshots)
+    (org-agent--set-privacy tags files)
+    (org-agent--redact-private text file)
+    (org-agent--private-p id)
+    (org-agent--store-open dir)
+    (org-agent--store-close)
+    (org-agent--store-flush)
+    (org-agent--ingest-file file force)
+    (org-agent--ingest-text file text todo done)
+    (org-agent--ingest-text-async file text todo done)
+    (org-agent--ingest-directories-async dirs)
+    (org-agent--cancel request)
+    (org-agent--remove-file file)
+    (org-agent--set-channel process)
+    (org-agent--drain)
+    (org-agent--query query)
+    (org-agent--count query)
+    (org-agent--node id)
+    (org-agent--node-history id)
+    (org-agent--outline-path id)
+    (org-agent--headline-candidates)
+    (org-agent--stats)
+    (org-agent--snapshot label)
+    (org-agent--snapshots)
+    (org-agent--rollback index)
+    (org-agent--read-sexp text)
+    (org-agent--print-sexp value)
+    (org-agent--stimulus stimulus backend options)
+    (org-agent--preview-request conversation text backend options)
+    (org-agent--list-models backend)
+    (org-agent--embed backend all)
+    (org-agent--semantic-search backend text k)
+    (org-agent--answer reply answer)
+    (org-agent--actuated reply result)
+    (org-agent--reply-pending-p reply)
+    (org-agent--node-at file pos)
+    (org-agent--chat-cancel-all)
+    (org-agent--chat-forget conversation)
+    (org-agent--log)
+    (org-agent--telemetry)
+    (org-agent--chat-restore conversation messages)
+    (org-agent--chat-history conversation))
+  "The functions of the module, `org-agent-module', as (NAME ARGUMENT...).
+Every `#[defun]' of src/emacs/mod.rs: Rust's fn NAME is org-agent--NAME
+with `_' as `-', and the arguments are those of its Rust signature.
+A test checks this list against the loaded module.")
+
+(defmacro org-agent--declare-module-functions ()
+  "Declare the module's functions to the byte compiler.
+A `declare-function' holds only in the file it is in: each file that
+calls the module expands this after requiring org-agent-base."
+  `(progn
+     ,@(mapcar (lambda (f) `(declare-function ,(car f) "org-agent-module" ,(cdr f)))
+               org-agent--module-functions)))
+
+(provide 'org-agent-base)
+;;; org-agent-base.el ends here
