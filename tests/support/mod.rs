@@ -1,8 +1,11 @@
-//! Test support: a local LLM provider over real HTTP.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests (tests/suite): a local LLM provider over real
+//! HTTP, a real model server, recorded bodies, the store's comparable fingerprints and the
+//! seeded generator.
 
 pub mod llm_server;
+pub mod local_llm;
 pub mod recording;
+pub mod store;
 
 mod rng;
 pub use rng::Rng;

@@ -2,9 +2,8 @@
 //! tails from crashes, corruption (set aside and rebuilt from the Org files), compaction,
 //! and directory scans that notice deleted and renamed files.
 
-mod common;
-
-use common::*;
+use crate::support::store::*;
+use crate::support::Rng;
 use org_agent::store::{persist, Config, OpenReport, Store, LOG_NAME};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,8 +2,7 @@
 //! recorded stream split at random byte boundaries, the request it sends, HTTP errors,
 //! truncation, timeouts and cancellation.
 
-mod support;
-
+use crate::support::llm_server::{openai_fixture, openai_fixtures, End, Framing, LlmServer, Reply};
 use org_agent::llm::openai::{read_stream, OpenAiStream, StreamOptions};
 use org_agent::llm::{
     Backend, CancelToken, ChatClient, ChatRequest, Completion, Delta, LlmError, Message,
@@ -11,7 +10,6 @@ use org_agent::llm::{
 };
 use serde_json::json;
 use std::time::Duration;
-use support::llm_server::{openai_fixture, openai_fixtures, End, Framing, LlmServer, Reply};
 
 const KEY: &str = "test-key";
 

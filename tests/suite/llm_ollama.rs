@@ -2,16 +2,13 @@
 //! (there is no recording): text, thinking, tool calls, mid-stream errors, truncation, a
 //! non-streaming body — each whole and cut at every byte boundary — and the request body.
 
-#[path = "support/rng.rs"]
-mod rng;
-
+use crate::support::Rng;
 use org_agent::llm::ollama::{parse_response, request_body, OllamaStream};
 use org_agent::llm::openai::StreamOptions;
 use org_agent::llm::{
     ChatRequest, Completion, Delta, FinishReason, LlmError, Message, ResponseParser, ToolCall,
     Usage,
 };
-use rng::Rng;
 use serde_json::{json, Value};
 
 type Outcome = Result<(Vec<Delta>, Completion), LlmError>;

@@ -5,15 +5,12 @@
 //! their way back through `request_body`), mid-stream errors, truncation, blocked prompts,
 //! split UTF-8, limits.
 
-#[path = "support/rng.rs"]
-mod rng;
-
+use crate::support::Rng;
 use org_agent::llm::gemini::{parse_response, request_body, GeminiStream};
 use org_agent::llm::openai::StreamOptions;
 use org_agent::llm::{
     ChatRequest, Completion, Delta, FinishReason, LlmError, Message, ResponseParser, Usage,
 };
-use rng::Rng;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

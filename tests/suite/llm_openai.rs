@@ -4,15 +4,13 @@
 //! streams for what recordings do not show: mid-stream errors, truncation, invalid tool
 //! arguments, split UTF-8 and tags, over-long lines, odd servers.
 
-mod support;
-
+use crate::support::{recording, Rng};
 use org_agent::llm::openai::{
     parse_response, read_stream, ChatStream, OpenAiStream, StreamOptions,
 };
 use org_agent::llm::{Completion, Delta, FinishReason, LlmError, ThinkTags, Usage};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use support::{recording, Rng};
 
 type Outcome = Result<(Vec<Delta>, Completion), LlmError>;
 

@@ -3,8 +3,7 @@
 //! found, a batch the server refuses is retried note by note, changed notes are embedded
 //! again and unchanged ones never, and the related notes reach the request's context.
 
-mod support;
-
+use crate::support::llm_server::{LlmServer, Reply};
 use org_agent::agent::semantic::Semantic;
 use org_agent::agent::turn::{run_turn, Conversation, Equipment, TurnConfig};
 use org_agent::context::privacy::Privacy;
@@ -15,7 +14,6 @@ use org_agent::store::{Config, Store};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use support::llm_server::{LlmServer, Reply};
 
 const NOTES: &str = "\
 * Garden

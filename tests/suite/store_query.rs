@@ -1,9 +1,7 @@
 //! Queries over the store: kind, tags, TODO, properties, planning dates, projects, sparse
 //! trees, limits and outline paths.
 
-mod common;
-
-use common::*;
+use crate::support::store::*;
 use org_agent::store::query::timestamp_date;
 use org_agent::store::{NodeKind, NodeRef, Query, Store, TodoType};
 

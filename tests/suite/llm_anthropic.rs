@@ -4,15 +4,10 @@
 //! recordings do not show: mid-stream errors, truncation, invalid tool arguments, split UTF-8,
 //! size and count limits.
 
-#[path = "support/recording.rs"]
-mod recording;
-#[path = "support/rng.rs"]
-mod rng;
-
+use crate::support::{recording, Rng};
 use org_agent::llm::anthropic::{parse_response, AnthropicStream};
 use org_agent::llm::openai::StreamOptions;
 use org_agent::llm::{Completion, Delta, FinishReason, LlmError, ResponseParser, ToolCall, Usage};
-use rng::Rng;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

@@ -7,10 +7,8 @@
 //! The long, coverage-guided run is `scripts/fuzz` (libFuzzer on the same targets).
 //! `FUZZ_CASES` overrides the number of cases per target.
 
-#[path = "support/rng.rs"]
-#[allow(dead_code)]
-mod rng;
-#[path = "fuzz/targets.rs"]
+use crate::support::Rng;
+#[path = "../fuzz/targets.rs"]
 mod targets;
 
 use proptest::collection::vec;
@@ -158,7 +156,7 @@ fn org_file() -> impl Strategy<Value = Vec<u8>> {
         any::<u64>(),
     )
         .prop_map(|(lines, eol, bom, seed)| {
-            let mut rng = rng::Rng::new(seed);
+            let mut rng = Rng::new(seed);
             let mut out = Vec::new();
             if bom {
                 out.extend_from_slice(b"\xEF\xBB\xBF");

@@ -1,9 +1,8 @@
 //! Ingest: Org text → file node and headlines, with every field Org reads, positions, TODO
 //! keyword settings, and regressions for orgize 0.10.0-alpha.10 bugs.
 
-mod common;
-
-use common::*;
+use crate::support::store::*;
+use crate::support::Rng;
 use org_agent::store::{
     Config, Dialect, NodeKind, Planning, Query, Store, StoreError, TodoKeywords, TodoType,
 };

@@ -14,9 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[path = "support/local_llm.rs"]
-mod local_llm;
-use local_llm::start;
+use crate::support::local_llm::start;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

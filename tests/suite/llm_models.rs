@@ -4,13 +4,11 @@
 //! failures: each provider's 401 (the key never shown), a body that is not JSON, a list
 //! without its array, a body over the limit, redirects to another host, cancellation.
 
-mod support;
-
+use crate::support::llm_server::{End, LlmServer, Recorded, Reply};
 use org_agent::llm::models::{list_models, ModelInfo, MAX_BODY, MAX_PAGES};
 use org_agent::llm::{Backend, CancelToken, LlmError, Wire};
 use serde_json::json;
 use std::time::Duration;
-use support::llm_server::{End, LlmServer, Recorded, Reply};
 
 const KEY: &str = "secret-key-123";
 

@@ -2,13 +2,11 @@
 //! each server's request log), retries on a short `retry-after`, cool-downs, a failure after
 //! part of the answer streamed, errors that must not fail over, and tier routing.
 
-mod support;
-
+use crate::support::llm_server::{End, LlmServer, Reply};
 use org_agent::llm::cascade::{Cascade, CascadeEvent, Health, Policy, Routing, Tier};
 use org_agent::llm::{Backend, CancelToken, ChatClient, ChatRequest, LlmError, Message};
 use std::sync::Arc;
 use std::time::Duration;
-use support::llm_server::{End, LlmServer, Reply};
 
 fn backend(name: &str, url: String) -> Backend {
     let mut b = Backend::new(url, "m");

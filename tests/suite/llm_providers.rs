@@ -3,14 +3,12 @@
 //! format (split at random byte boundaries), tool results sent back in each format, the
 //! recorded Anthropic and Gemini streams, and faults in each provider's own way.
 
-mod support;
-
+use crate::support::llm_server::{fixture_body, End, LlmServer, Recorded, Reply};
 use org_agent::llm::{
     Backend, CancelToken, ChatClient, ChatRequest, Delta, LlmError, Message, Wire,
 };
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use support::llm_server::{fixture_body, LlmServer, Recorded, Reply};
 
 const KEY: &str = "secret-key-123";
 
@@ -302,7 +300,7 @@ async fn faults_in_each_providers_own_way() {
         // Cut off before the format's end.
         let reply = Reply::answer(wire, "This answer is cut off before its end", &[]);
         let at = reply.body.len() * 2 / 3;
-        server.push(reply.end(support::llm_server::End::CutAt(at)));
+        server.push(reply.end(End::CutAt(at)));
         match chat(&c, &request).await.0 {
             Err(LlmError::Truncated { partial }) => {
                 assert!(partial.text.starts_with("This "), "{wire:?}: {partial:?}")

@@ -1,5 +1,4 @@
-//! Helpers shared by the store integration tests.
-#![allow(dead_code)]
+//! Helpers of the store tests: ingest and look up, and comparable fingerprints of a state.
 
 use org_agent::store::{
     Archive, Config, Hash, IngestReport, NodeContent, NodeRef, Query, State, Store,
@@ -199,9 +198,3 @@ pub fn arc_contents(refs: &[NodeRef]) -> Vec<Arc<NodeContent>> {
 pub fn path_in(dir: &Path, name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
 }
-
-#[path = "../support/rng.rs"]
-mod rng;
-// Not every test binary that includes this module draws random inputs.
-#[allow(unused_imports)]
-pub use rng::Rng;

@@ -2,8 +2,7 @@
 //! against the store with their results sent back, refusals fed back, the depth limit, LLM
 //! errors fed back at most twice, cancellation.
 
-mod support;
-
+use crate::support::llm_server::{LlmServer, Reply};
 use org_agent::agent::message::{Action, EmacsAction};
 use org_agent::agent::turn::{
     run_turn, Approval, BoxFuture, Conversation, Equipment, Operator, TurnConfig, TurnError,
@@ -18,7 +17,6 @@ use org_agent::tools::emacs::ElispTool;
 use serde_json::json;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use support::llm_server::{LlmServer, Reply};
 
 /// A streamed answer in the OpenAI format, written in pseudo-random chunks.
 fn sse(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {

@@ -1,8 +1,6 @@
 //! Identity, Merkle hashes, version history, snapshots and rollback of the in-memory store.
 
-mod common;
-
-use common::*;
+use crate::support::store::*;
 use org_agent::store::{Config, Hash, NodeRef, Store, StoreError};
 use std::collections::HashSet;
 use std::sync::Arc;
