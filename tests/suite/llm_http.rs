@@ -2,7 +2,8 @@
 //! recorded stream split at random byte boundaries, the request it sends, HTTP errors,
 //! truncation, timeouts and cancellation.
 
-use crate::support::llm_server::{openai_fixture, openai_fixtures, End, Framing, LlmServer, Reply};
+use crate::support::llm_server::{openai_fixture, End, Framing, LlmServer, Reply};
+use crate::support::recording;
 use org_agent::llm::openai::{read_stream, OpenAiStream, StreamOptions};
 use org_agent::llm::{
     Backend, CancelToken, ChatClient, ChatRequest, Completion, Delta, LlmError, Message,
@@ -65,12 +66,10 @@ fn text(deltas: &[Delta]) -> String {
 
 #[tokio::test]
 async fn every_stream_fixture_over_http_split_randomly() {
-    let mut names: Vec<String> = std::fs::read_dir(openai_fixtures())
-        .expect("fixture directory")
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    let names: Vec<String> = recording::names("openai")
+        .into_iter()
         .filter(|n| n.ends_with(".sse") || n.starts_with("thinking_stream_"))
         .collect();
-    names.sort();
     assert_eq!(names.len(), 17, "{names:?}");
     let server = LlmServer::start().await;
     let client = client(&server, |_| {});

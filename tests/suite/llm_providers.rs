@@ -3,12 +3,12 @@
 //! format (split at random byte boundaries), tool results sent back in each format, the
 //! recorded Anthropic and Gemini streams, and faults in each provider's own way.
 
-use crate::support::llm_server::{fixture_body, End, LlmServer, Recorded, Reply};
+use crate::support::llm_server::{End, LlmServer, Recorded, Reply};
+use crate::support::recording;
 use org_agent::llm::{
     Backend, CancelToken, ChatClient, ChatRequest, Delta, LlmError, Message, Wire,
 };
 use serde_json::{json, Value};
-use std::path::PathBuf;
 
 const KEY: &str = "secret-key-123";
 
@@ -194,12 +194,6 @@ async fn gemini_also_reads_a_streamed_json_array() {
     assert_eq!(chat(&c, &request).await.0.unwrap().text, "Array form. ");
 }
 
-fn fixtures(dir: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/llm-fixtures")
-        .join(dir)
-}
-
 #[tokio::test]
 async fn recorded_streams_replay_over_http_split_anywhere() {
     let cases = [
@@ -214,8 +208,7 @@ async fn recorded_streams_replay_over_http_split_anywhere() {
         (Wire::Gemini, "gemini", "thinking_stream_02.txt"),
     ];
     for (wire, dir, name) in cases {
-        let raw = std::fs::read(fixtures(dir).join(name)).unwrap();
-        let body = fixture_body(&raw);
+        let body = recording::body(&recording::raw(dir, name)).to_vec();
         let server = LlmServer::start().await;
         let c = client(&server, wire);
         let request = ChatRequest {

@@ -6,14 +6,12 @@
 //!
 //! One request per connection (every response says `Connection: close`). The server stops
 //! (its connections too) when the [`LlmServer`] is dropped.
-#![allow(dead_code)]
 
-use super::Rng;
+use super::{recording, Rng};
 use org_agent::llm::Wire;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,21 +23,9 @@ const MAX_BODY: usize = 16 * 1024 * 1024;
 /// No connection lives longer than this.
 const CONNECTION_LIMIT: Duration = Duration::from_secs(30);
 
-/// The OpenAI fixtures directory.
-pub fn openai_fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/llm-fixtures/openai")
-}
-
-/// A recording's response body (see [`super::recording::body`]).
-pub fn fixture_body(raw: &[u8]) -> Vec<u8> {
-    super::recording::body(raw).to_vec()
-}
-
-/// The body of fixture `name` in [`openai_fixtures`].
+/// The response body of OpenAI recording `name`.
 pub fn openai_fixture(name: &str) -> Vec<u8> {
-    let raw = std::fs::read(openai_fixtures().join(name))
-        .unwrap_or_else(|e| panic!("fixture {name}: {e}"));
-    fixture_body(&raw)
+    recording::body(&recording::raw("openai", name)).to_vec()
 }
 
 /// How the response body is framed.
@@ -425,6 +411,8 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     /// When the whole request had arrived.
+    // Read by the llm-test-server example (its `times` command), not by the suite.
+    #[allow(dead_code)]
     pub received: std::time::SystemTime,
 }
 

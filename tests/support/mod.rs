@@ -4,6 +4,7 @@
 
 pub mod llm_server;
 pub mod local_llm;
+pub mod parse;
 pub mod recording;
 pub mod store;
 
