@@ -1,5 +1,6 @@
 //! The context of a request: what is in it, in which priority, and the token budget.
 
+use crate::support::store::id_of;
 use org_agent::context::privacy::Privacy;
 use org_agent::context::{assemble, estimate_tokens, ContextSpec};
 use org_agent::store::{Config, Store};
@@ -26,15 +27,6 @@ fn store() -> Store {
     store
 }
 
-fn id(store: &Store, title: &str) -> String {
-    store
-        .query(&org_agent::store::Query::default())
-        .into_iter()
-        .find(|r| r.node().content.title == title)
-        .map(|r| r.node().id.to_string())
-        .unwrap()
-}
-
 #[test]
 fn sections_come_in_priority_order_and_whole() {
     let store = store();
@@ -43,8 +35,8 @@ fn sections_come_in_priority_order_and_whole() {
         store: &store,
         privacy: &privacy,
     };
-    let focus = id(&store, "The focus");
-    let related = vec![(id(&store, "Tulips"), 0.91f32)];
+    let focus = id_of(&store, "The focus");
+    let related = vec![(id_of(&store, "Tulips"), 0.91f32)];
     let spec = ContextSpec {
         focus: Some(&focus),
         focus_is_users: true,
@@ -112,7 +104,7 @@ fn the_focus_is_shown_even_over_budget_and_never_twice() {
         store: &store,
         privacy: &privacy,
     };
-    let focus = id(&store, "The focus");
+    let focus = id_of(&store, "The focus");
     let related = vec![(focus.clone(), 0.99f32)];
     let out = assemble(
         &notes,

@@ -2,6 +2,7 @@
 //! redacted buffer. Every check below searches the produced text for words that only occur in
 //! private subtrees, so a leak through any field (title, body, property, child line) fails.
 
+use crate::support::store::id_of;
 use org_agent::context::privacy::Privacy;
 use org_agent::context::render;
 use org_agent::store::{Config, Store};
@@ -68,18 +69,6 @@ fn assert_no_secret(what: &str, text: &str) {
     for s in SECRETS {
         assert!(!text.contains(s), "{what} shows private {s}:\n{text}");
     }
-}
-
-fn id_of(store: &Store, title: &str) -> String {
-    let state = store.state();
-    for doc in state.files.values() {
-        for n in doc.nodes.iter() {
-            if n.content.title == title {
-                return n.id.to_string();
-            }
-        }
-    }
-    panic!("no node {title:?}")
 }
 
 #[test]

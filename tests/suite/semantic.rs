@@ -4,6 +4,7 @@
 //! again and unchanged ones never, and the related notes reach the request's context.
 
 use crate::support::llm_server::{LlmServer, Reply};
+use crate::support::store::id_of;
 use org_agent::agent::semantic::Semantic;
 use org_agent::agent::turn::{run_turn, Conversation, Equipment, TurnConfig};
 use org_agent::context::privacy::Privacy;
@@ -78,15 +79,6 @@ fn inputs(server: &LlmServer) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn id(store: &Store, title: &str) -> String {
-    store
-        .query(&org_agent::store::Query::default())
-        .into_iter()
-        .find(|r| r.node().content.title == title)
-        .map(|r| r.node().id.to_string())
-        .unwrap()
-}
-
 #[tokio::test]
 async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
     let server = LlmServer::start().await;
@@ -139,7 +131,7 @@ async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
         .search(&store, &privacy, "flowers", 5, 0.0, &cancel)
         .await
         .unwrap();
-    assert_eq!(hits[0].0, id(&store, "Garden"));
+    assert_eq!(hits[0].0, id_of(&store, "Garden"));
     assert!(hits[0].1 > 0.9);
     // Another model's vectors are not compared with this one's, even of one dimension.
     let other = Semantic {

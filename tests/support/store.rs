@@ -57,6 +57,16 @@ pub fn by_title(store: &Store, file: &str, title: &str) -> NodeRef {
     found.into_iter().next().expect("one node")
 }
 
+/// The id of the node titled `title`, in any file (the first one, in query order).
+pub fn id_of(store: &Store, title: &str) -> String {
+    store
+        .query(&Query::default())
+        .into_iter()
+        .find(|r| r.node().content.title == title)
+        .map(|r| r.node().id.to_string())
+        .unwrap_or_else(|| panic!("no node titled {title:?}"))
+}
+
 pub fn ids(refs: &[NodeRef]) -> Vec<String> {
     refs.iter().map(|r| r.node().id.to_string()).collect()
 }
