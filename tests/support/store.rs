@@ -67,6 +67,21 @@ pub fn id_of(store: &Store, title: &str) -> String {
         .unwrap_or_else(|| panic!("no node titled {title:?}"))
 }
 
+/// Asserts that each of one file's nodes (all of them, in order) is addressed by the hash of
+/// its content, and that the content lists the hashes of its children.
+pub fn assert_hashes_follow_the_tree(all: &[NodeRef]) {
+    for r in all {
+        let n = r.node();
+        assert_eq!(n.hash, n.content.hash(), "{:?}", n.content.title);
+        let kids: Vec<Hash> = n
+            .children
+            .iter()
+            .map(|&c| all[c as usize].node().hash)
+            .collect();
+        assert_eq!(n.content.children, kids, "{:?}", n.content.title);
+    }
+}
+
 pub fn ids(refs: &[NodeRef]) -> Vec<String> {
     refs.iter().map(|r| r.node().id.to_string()).collect()
 }
