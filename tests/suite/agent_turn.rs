@@ -3,7 +3,7 @@
 //! errors fed back at most twice, cancellation.
 
 use crate::support::llm_server::{LlmServer, Reply};
-use crate::support::store::id_of;
+use crate::support::store::{demo_store, id_of};
 use org_agent::agent::message::{Action, EmacsAction};
 use org_agent::agent::turn::{
     run_turn, Approval, BoxFuture, Conversation, Equipment, Operator, TurnConfig, TurnError,
@@ -13,7 +13,7 @@ use org_agent::gates::Pipeline;
 use org_agent::llm::completion::ToolCall;
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
 use org_agent::sexp::Sexp;
-use org_agent::store::{Config, Store};
+use org_agent::store::Config;
 use org_agent::tools::emacs::ElispTool;
 use serde_json::json;
 use std::collections::VecDeque;
@@ -25,12 +25,7 @@ fn sse(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {
 }
 
 fn equipment(server: &LlmServer) -> Equipment {
-    let store = Store::in_memory(Config::default());
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for name in ["projects.org", "tasks.org"] {
-        let p = root.join("demo/notes").join(name);
-        store.ingest_file(p.to_str().unwrap(), true).unwrap();
-    }
+    let store = demo_store(Config::default(), &["projects.org", "tasks.org"]);
     Equipment::new(
         ChatClient::new(Backend::new(server.base_url(), "test")).unwrap(),
         Arc::new(store),

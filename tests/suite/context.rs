@@ -1,10 +1,8 @@
 //! The context of a request: what is in it, in which priority, and the token budget.
 
-use crate::support::store::id_of;
-use org_agent::context::privacy::Privacy;
+use crate::support::store::{id_of, notes};
 use org_agent::context::{assemble, estimate_tokens, ContextSpec};
 use org_agent::store::{Config, Store};
-use org_agent::tools::Notes;
 
 fn store() -> Store {
     let store = Store::in_memory(Config::default());
@@ -30,11 +28,7 @@ fn store() -> Store {
 #[test]
 fn sections_come_in_priority_order_and_whole() {
     let store = store();
-    let privacy = Privacy::default();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
+    let notes = notes(&store);
     let focus = id_of(&store, "The focus");
     let related = vec![(id_of(&store, "Tulips"), 0.91f32)];
     let spec = ContextSpec {
@@ -99,11 +93,7 @@ fn sections_come_in_priority_order_and_whole() {
 #[test]
 fn the_focus_is_shown_even_over_budget_and_never_twice() {
     let store = store();
-    let privacy = Privacy::default();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
+    let notes = notes(&store);
     let focus = id_of(&store, "The focus");
     let related = vec![(focus.clone(), 0.99f32)];
     let out = assemble(
@@ -135,11 +125,7 @@ fn today_and_the_open_tasks_due_soon_are_shown_earliest_first() {
     store
         .ingest_text("/n/tasks.org", text, None, None, None)
         .unwrap();
-    let privacy = Privacy::default();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
+    let notes = notes(&store);
     let out = assemble(
         &notes,
         &ContextSpec {

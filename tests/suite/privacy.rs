@@ -2,7 +2,7 @@
 //! redacted buffer. Every check below searches the produced text for words that only occur in
 //! private subtrees, so a leak through any field (title, body, property, child line) fails.
 
-use crate::support::store::id_of;
+use crate::support::store::{id_of, notes};
 use org_agent::context::privacy::Privacy;
 use org_agent::context::render;
 use org_agent::store::{Config, Store};
@@ -196,14 +196,9 @@ fn private_tags_count_even_when_not_inherited() {
     store
         .ingest_text("/n/a.org", NOTES, None, None, None)
         .unwrap();
-    let privacy = Privacy::default();
-    let notes = Notes {
-        store: &store,
-        privacy: &privacy,
-    };
     let err = Registry::with_builtins()
         .call(
-            &notes,
+            &notes(&store),
             "read_node",
             &json!({"id": id_of(&store, "Book the KESTREL rooms")}),
         )

@@ -1,10 +1,12 @@
 //! Helpers of the store tests: ingest and look up, and comparable fingerprints of a state.
 
+use org_agent::context::privacy::Privacy;
 use org_agent::store::{
     Archive, Config, Hash, IngestReport, NodeContent, NodeRef, Query, State, Store,
 };
+use org_agent::tools::Notes;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The configuration the store tests use unless they need another one.
 pub fn config() -> Config {
@@ -16,6 +18,28 @@ pub fn config() -> Config {
 
 pub fn mem_store() -> Store {
     Store::in_memory(config())
+}
+
+/// A store in memory under `config` holding the demo notes `names` (of demo/notes).
+pub fn demo_store(config: Config, names: &[&str]) -> Store {
+    let store = Store::in_memory(config);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/notes");
+    for name in names {
+        let path = path_in(&dir, name);
+        store
+            .ingest_file(&path, true)
+            .unwrap_or_else(|e| panic!("ingest {path}: {e}"));
+    }
+    store
+}
+
+/// `store` as the LLM sees it, under the default privacy rules.
+pub fn notes(store: &Store) -> Notes<'_> {
+    static PRIVACY: OnceLock<Privacy> = OnceLock::new();
+    Notes {
+        store,
+        privacy: PRIVACY.get_or_init(Privacy::default),
+    }
 }
 
 /// Ingest `text` as `file` with the file's own keywords, and return the report.
