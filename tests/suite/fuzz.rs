@@ -7,6 +7,7 @@
 //! The long, coverage-guided run is `scripts/fuzz` (libFuzzer on the same targets).
 //! `FUZZ_CASES` overrides the number of cases per target.
 
+use crate::support::emacs::batch_output;
 use crate::support::Rng;
 #[path = "../fuzz/targets.rs"]
 mod targets;
@@ -546,16 +547,7 @@ fn emacs_compare(lines: &[String], ours: &[Option<String>]) -> Vec<String> {
         input = input.display().to_string(),
         printed = printed.display().to_string(),
     );
-    let out = std::process::Command::new("emacs")
-        .args(["-Q", "--batch", "--eval", &program])
-        .output()
-        .expect("emacs must be installed for this test (scripts/deps installs it)");
-    assert!(
-        out.status.success(),
-        "emacs failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&batch_output(&program))
         .lines()
         .map(str::to_string)
         .collect()

@@ -14,12 +14,7 @@ const KEY: &str = "secret-key-123";
 
 /// A backend for `wire` on `server`, with the API root each provider uses.
 fn backend(server: &LlmServer, wire: Wire) -> Backend {
-    let base = match wire {
-        Wire::Ollama => server.base_url().trim_end_matches("/v1").to_owned(),
-        Wire::Gemini => server.base_url().replace("/v1", "/v1beta"),
-        _ => server.base_url(),
-    };
-    let mut b = Backend::with_wire(wire, base, "unused");
+    let mut b = Backend::with_wire(wire, server.root_for(wire), "unused");
     b.api_key = Some(KEY.to_owned());
     b
 }

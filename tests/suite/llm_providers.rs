@@ -13,13 +13,7 @@ use serde_json::{json, Value};
 const KEY: &str = "secret-key-123";
 
 fn client(server: &LlmServer, wire: Wire) -> ChatClient {
-    // The test server serves every path; the API roots differ per provider.
-    let base = match wire {
-        Wire::Ollama => server.base_url().trim_end_matches("/v1").to_owned(),
-        Wire::Gemini => server.base_url().replace("/v1", "/v1beta"),
-        _ => server.base_url(),
-    };
-    let mut b = Backend::with_wire(wire, base, "test-model");
+    let mut b = Backend::with_wire(wire, server.root_for(wire), "test-model");
     b.api_key = Some(KEY.to_owned());
     ChatClient::new(b).unwrap()
 }

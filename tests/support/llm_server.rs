@@ -483,6 +483,16 @@ impl LlmServer {
         self.state.lock().unwrap().replies.push_back(reply);
     }
 
+    /// The API root of `wire` on this server (it serves every path; the providers' roots
+    /// differ).
+    pub fn root_for(&self, wire: Wire) -> String {
+        match wire {
+            Wire::Ollama => self.base_url().trim_end_matches("/v1").to_owned(),
+            Wire::Gemini => self.base_url().replace("/v1", "/v1beta"),
+            _ => self.base_url(),
+        }
+    }
+
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
@@ -504,7 +514,7 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
 }
 
 /// Reads one request: head up to the blank line, then `Content-Length` bytes of body.
-async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded>> {
+pub async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded>> {
     let mut buf = Vec::new();
     let head_end = loop {
         if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {

@@ -2,6 +2,7 @@
 //! HTTP, a real model server, recorded bodies, the store's comparable fingerprints and the
 //! seeded generator.
 
+pub mod emacs;
 pub mod llm_server;
 pub mod local_llm;
 pub mod parse;
