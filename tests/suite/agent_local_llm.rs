@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::local_llm::start;
+use crate::support::refused_url;
 use crate::support::store::demo_store;
 
 fn root() -> PathBuf {
@@ -248,14 +249,8 @@ fn real_server_speaks_anthropic_messages_and_serves_a_cascade() {
     assert!(call.arguments.is_object(), "{:?}", call.arguments);
 
     // A cascade whose first backend is a dead port: the real server answers.
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        drop(l);
-        let mut b = Backend::new(format!("http://127.0.0.1:{port}/v1"), "none");
-        b.name = "dead".into();
-        b
-    };
+    let mut dead = Backend::new(refused_url(), "none");
+    dead.name = "dead".into();
     let mut real = patient(Backend::new(base, "local"));
     real.name = "real".into();
     let cascade = Cascade::new(

@@ -4,6 +4,7 @@
 //! `embed_pending` filling a vector index batch by batch.
 
 use crate::support::llm_server::{read_request, Recorded};
+use crate::support::refused_url;
 use base64::Engine as _;
 use org_agent::agent::embedding::{embed_pending, EmbedReport};
 use org_agent::llm::embeddings::{
@@ -409,16 +410,7 @@ async fn timeouts_and_cancellation() {
 
 #[tokio::test]
 async fn connection_refused_is_a_transport_error() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let c = client(
-        EmbeddingWire::OpenAi,
-        format!("http://127.0.0.1:{port}/v1"),
-        "m",
-        |_| {},
-    );
+    let c = client(EmbeddingWire::OpenAi, refused_url(), "m", |_| {});
     match c.embed(&texts(&["a"]), &CancelToken::new()).await {
         Err(LlmError::Transport(why)) => assert!(!why.contains(KEY)),
         other => panic!("{other:?}"),

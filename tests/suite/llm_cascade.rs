@@ -3,6 +3,7 @@
 //! part of the answer streamed, errors that must not fail over, and tier routing.
 
 use crate::support::llm_server::{End, LlmServer, Reply};
+use crate::support::refused_url;
 use org_agent::llm::cascade::{Cascade, CascadeEvent, Health, Policy, Routing, Tier};
 use org_agent::llm::{Backend, CancelToken, ChatClient, ChatRequest, LlmError, Message};
 use std::sync::Arc;
@@ -55,13 +56,6 @@ fn failovers(events: &[CascadeEvent]) -> Vec<(String, bool)> {
             _ => None,
         })
         .collect()
-}
-
-fn dead_port() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    drop(l);
-    format!("http://127.0.0.1:{port}/v1")
 }
 
 #[tokio::test]
@@ -126,7 +120,7 @@ async fn a_dead_port_and_timeouts_fail_over() {
     let health = Arc::new(Health::default());
     let cas = cascade(
         &[
-            ("dead", dead_port()),
+            ("dead", refused_url()),
             ("stalled", stalled.base_url()),
             ("good", good.base_url()),
         ],

@@ -3,7 +3,7 @@
 //! truncation, timeouts and cancellation.
 
 use crate::support::llm_server::{openai_fixture, End, Framing, LlmServer, Reply};
-use crate::support::recording;
+use crate::support::{recording, refused_url};
 use org_agent::llm::openai::{read_stream, OpenAiStream, StreamOptions};
 use org_agent::llm::{
     Backend, CancelToken, ChatClient, ChatRequest, Completion, Delta, LlmError, Message,
@@ -435,11 +435,7 @@ async fn cancellation_from_another_task() {
 
 #[tokio::test]
 async fn connection_refused_is_a_transport_error() {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
-    let mut backend = Backend::new(format!("http://127.0.0.1:{port}/v1"), "m");
+    let mut backend = Backend::new(refused_url(), "m");
     backend.api_key = Some(KEY.into());
     let client = ChatClient::new(backend).unwrap();
     let err = client
