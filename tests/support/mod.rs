@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests (tests/suite): a local LLM provider over real
-//! HTTP, a real model server, recorded bodies, the store's comparable fingerprints and the
-//! seeded generator.
+//! HTTP, a real model server, the recordings and the parse checks run on them, Emacs in
+//! batch, the store's lookups and comparable fingerprints, and the seeded generator.
 
 pub mod emacs;
 pub mod llm_server;
