@@ -1,9 +1,9 @@
 //! The fuzz targets: what must hold for any input. Shared by the short run inside `cargo test`
-//! (tests/fuzz.rs, structure-aware generated inputs) and the coverage-guided long run
+//! (tests/suite/fuzz.rs, structure-aware generated inputs) and the coverage-guided long run
 //! (tests/fuzz/harness, libFuzzer, `scripts/fuzz`). A target panics when a property fails;
 //! a panic or a hang in the code under test is a finding too.
 
-use crate::rng::Rng;
+use super::Rng;
 use org_agent::llm::completion::{Completion, Delta};
 use org_agent::llm::openai::StreamOptions;
 use org_agent::llm::sse::{SseDecoder, SseEvent};

@@ -6,14 +6,12 @@
 //!
 //! One request per connection (every response says `Connection: close`). The server stops
 //! (its connections too) when the [`LlmServer`] is dropped.
-#![allow(dead_code)]
 
-use super::Rng;
+use super::{recording, Rng};
 use org_agent::llm::Wire;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,21 +23,9 @@ const MAX_BODY: usize = 16 * 1024 * 1024;
 /// No connection lives longer than this.
 const CONNECTION_LIMIT: Duration = Duration::from_secs(30);
 
-/// The OpenAI fixtures directory.
-pub fn openai_fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/llm-fixtures/openai")
-}
-
-/// A recording's response body (see [`super::recording::body`]).
-pub fn fixture_body(raw: &[u8]) -> Vec<u8> {
-    super::recording::body(raw).to_vec()
-}
-
-/// The body of fixture `name` in [`openai_fixtures`].
+/// The response body of OpenAI recording `name`.
 pub fn openai_fixture(name: &str) -> Vec<u8> {
-    let raw = std::fs::read(openai_fixtures().join(name))
-        .unwrap_or_else(|e| panic!("fixture {name}: {e}"));
-    fixture_body(&raw)
+    recording::body(&recording::raw("openai", name)).to_vec()
 }
 
 /// How the response body is framed.
@@ -425,6 +411,8 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     /// When the whole request had arrived.
+    // Read by the llm-test-server example (its `times` command), not by the suite.
+    #[allow(dead_code)]
     pub received: std::time::SystemTime,
 }
 
@@ -495,6 +483,16 @@ impl LlmServer {
         self.state.lock().unwrap().replies.push_back(reply);
     }
 
+    /// The API root of `wire` on this server (it serves every path; the providers' roots
+    /// differ).
+    pub fn root_for(&self, wire: Wire) -> String {
+        match wire {
+            Wire::Ollama => self.base_url().trim_end_matches("/v1").to_owned(),
+            Wire::Gemini => self.base_url().replace("/v1", "/v1beta"),
+            _ => self.base_url(),
+        }
+    }
+
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
@@ -516,7 +514,7 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
 }
 
 /// Reads one request: head up to the blank line, then `Content-Length` bytes of body.
-async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded>> {
+pub async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded>> {
     let mut buf = Vec::new();
     let head_end = loop {
         if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {

@@ -2,6 +2,7 @@
 //! (llama.cpp's server from PyPI, installed on first use), stopped with its whole process
 //! group when dropped.
 
+use super::free_port;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -41,13 +42,6 @@ impl Drop for Server {
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 fn healthy(port: u16) -> bool {

@@ -1,5 +1,36 @@
 //! Recorded responses (../shared/llm-fixtures) as the parsers see them.
 
+use std::path::{Path, PathBuf};
+
+/// The recordings of `provider` (`openai`, `anthropic`, `gemini`).
+pub fn dir(provider: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/llm-fixtures")
+        .join(provider)
+}
+
+/// The names of `provider`'s recordings, sorted.
+pub fn names(provider: &str) -> Vec<String> {
+    let dir = dir(provider);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| {
+            e.unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Recording `name` of `provider`, as recorded.
+pub fn raw(provider: &str, name: &str) -> Vec<u8> {
+    std::fs::read(dir(provider).join(name))
+        .unwrap_or_else(|e| panic!("recording {provider}/{name}: {e}"))
+}
+
 /// A recording's response body: gptel-test recordings may start with the HTTP status line
 /// and headers (`HTTP/2 200`, or `### HTTP/2 200`), which the HTTP client strips before the
 /// body reaches a parser; they end at the first blank line.

@@ -18,7 +18,9 @@
 //!
 //! The server exits when standard input closes.
 
+// The tests' helpers; this process drives only their scripted server, the rest is unused.
 #[path = "mod.rs"]
+#[allow(dead_code)]
 mod support;
 
 use org_agent::llm::Wire;

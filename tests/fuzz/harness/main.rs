@@ -6,6 +6,8 @@
 mod rng;
 #[path = "../targets.rs"]
 mod targets;
+// What the targets draw their cuts and seeds with (they name it `super::Rng`).
+use rng::Rng;
 
 use std::sync::OnceLock;
 

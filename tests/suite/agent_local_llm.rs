@@ -10,30 +10,33 @@ use org_agent::agent::turn::{run_turn, Conversation, TurnConfig, TurnError, Turn
 use org_agent::llm::completion::Delta;
 use org_agent::llm::error::LlmError;
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
-use org_agent::store::{Config, Store};
+use org_agent::store::Config;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[path = "support/local_llm.rs"]
-mod local_llm;
-use local_llm::start;
+use crate::support::local_llm::start;
+use crate::support::refused_url;
+use crate::support::store::demo_store;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn equipment(base_url: String) -> Equipment {
-    let mut backend = Backend::new(base_url, "local");
+const DEMO_NOTES: [&str; 3] = ["projects.org", "tasks.org", "journal.org"];
+
+/// `backend` with timeouts for a real model on a shared machine.
+fn patient(mut backend: Backend) -> Backend {
     // Shared 2-core machines: a request that takes 2 s idle can take 100 s under load.
     backend.first_byte_timeout = Duration::from_secs(240);
     backend.idle_timeout = Duration::from_secs(120);
     backend.total_timeout = Duration::from_secs(600);
-    let store = Store::in_memory(Config::default());
-    for name in ["projects.org", "tasks.org", "journal.org"] {
-        let p = root().join("demo/notes").join(name);
-        store.ingest_file(p.to_str().unwrap(), true).unwrap();
-    }
+    backend
+}
+
+fn equipment(base_url: String) -> Equipment {
+    let backend = patient(Backend::new(base_url, "local"));
+    let store = demo_store(Config::default(), &DEMO_NOTES);
     Equipment::new(ChatClient::new(backend).unwrap(), Arc::new(store))
 }
 
@@ -142,16 +145,9 @@ fn real_model_tool_call_is_gated_run_and_sent_back() {
 #[test]
 fn the_zero_config_local_model_answers_from_the_context_in_one_request() {
     let server = start("qwen");
-    let mut backend = Backend::new(server.base_url(), "local");
-    backend.first_byte_timeout = Duration::from_secs(240);
-    backend.idle_timeout = Duration::from_secs(120);
-    backend.total_timeout = Duration::from_secs(600);
+    let mut backend = patient(Backend::new(server.base_url(), "local"));
     backend.max_tokens = Some(384);
-    let store = Store::in_memory(Config::default());
-    for name in ["projects.org", "tasks.org", "journal.org"] {
-        let p = root().join("demo/notes").join(name);
-        store.ingest_file(p.to_str().unwrap(), true).unwrap();
-    }
+    let store = demo_store(Config::default(), &DEMO_NOTES);
     let eq = Equipment::new(ChatClient::new(backend).unwrap(), Arc::new(store));
     let cfg = TurnConfig {
         temperature: Some(0.0),
@@ -205,13 +201,7 @@ fn real_server_speaks_anthropic_messages_and_serves_a_cascade() {
     use org_agent::llm::{ChatRequest, Message, Wire};
     let server = start("qwen");
     let base = server.base_url();
-    let slow = |mut b: Backend| {
-        b.first_byte_timeout = Duration::from_secs(240);
-        b.idle_timeout = Duration::from_secs(120);
-        b.total_timeout = Duration::from_secs(600);
-        b
-    };
-    let anthropic = ChatClient::new(slow(Backend::with_wire(
+    let anthropic = ChatClient::new(patient(Backend::with_wire(
         Wire::Anthropic,
         base.clone(),
         "local",
@@ -260,15 +250,9 @@ fn real_server_speaks_anthropic_messages_and_serves_a_cascade() {
     assert!(call.arguments.is_object(), "{:?}", call.arguments);
 
     // A cascade whose first backend is a dead port: the real server answers.
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        drop(l);
-        let mut b = Backend::new(format!("http://127.0.0.1:{port}/v1"), "none");
-        b.name = "dead".into();
-        b
-    };
-    let mut real = slow(Backend::new(base, "local"));
+    let mut dead = Backend::new(refused_url(), "none");
+    dead.name = "dead".into();
+    let mut real = patient(Backend::new(base, "local"));
     real.name = "real".into();
     let cascade = Cascade::new(
         vec![

@@ -3,25 +3,17 @@
 //! format (split at random byte boundaries), tool results sent back in each format, the
 //! recorded Anthropic and Gemini streams, and faults in each provider's own way.
 
-mod support;
-
+use crate::support::llm_server::{End, LlmServer, Recorded, Reply};
+use crate::support::recording;
 use org_agent::llm::{
     Backend, CancelToken, ChatClient, ChatRequest, Delta, LlmError, Message, Wire,
 };
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use support::llm_server::{fixture_body, LlmServer, Recorded, Reply};
 
 const KEY: &str = "secret-key-123";
 
 fn client(server: &LlmServer, wire: Wire) -> ChatClient {
-    // The test server serves every path; the API roots differ per provider.
-    let base = match wire {
-        Wire::Ollama => server.base_url().trim_end_matches("/v1").to_owned(),
-        Wire::Gemini => server.base_url().replace("/v1", "/v1beta"),
-        _ => server.base_url(),
-    };
-    let mut b = Backend::with_wire(wire, base, "test-model");
+    let mut b = Backend::with_wire(wire, server.root_for(wire), "test-model");
     b.api_key = Some(KEY.to_owned());
     ChatClient::new(b).unwrap()
 }
@@ -196,12 +188,6 @@ async fn gemini_also_reads_a_streamed_json_array() {
     assert_eq!(chat(&c, &request).await.0.unwrap().text, "Array form. ");
 }
 
-fn fixtures(dir: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/llm-fixtures")
-        .join(dir)
-}
-
 #[tokio::test]
 async fn recorded_streams_replay_over_http_split_anywhere() {
     let cases = [
@@ -216,8 +202,7 @@ async fn recorded_streams_replay_over_http_split_anywhere() {
         (Wire::Gemini, "gemini", "thinking_stream_02.txt"),
     ];
     for (wire, dir, name) in cases {
-        let raw = std::fs::read(fixtures(dir).join(name)).unwrap();
-        let body = fixture_body(&raw);
+        let body = recording::body(&recording::raw(dir, name)).to_vec();
         let server = LlmServer::start().await;
         let c = client(&server, wire);
         let request = ChatRequest {
@@ -302,7 +287,7 @@ async fn faults_in_each_providers_own_way() {
         // Cut off before the format's end.
         let reply = Reply::answer(wire, "This answer is cut off before its end", &[]);
         let at = reply.body.len() * 2 / 3;
-        server.push(reply.end(support::llm_server::End::CutAt(at)));
+        server.push(reply.end(End::CutAt(at)));
         match chat(&c, &request).await.0 {
             Err(LlmError::Truncated { partial }) => {
                 assert!(partial.text.starts_with("This "), "{wire:?}: {partial:?}")

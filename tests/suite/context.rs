@@ -1,13 +1,12 @@
 //! The context of a request: what is in it, in which priority, and the token budget.
 
+use crate::support::store::{id_of, notes};
 use org_agent::context::{assemble, ContextSpec};
 use org_agent::llm::estimate_tokens;
-use org_agent::notes::Notes;
-use org_agent::notes::Privacy;
 use org_agent::store::{Config, Store};
 use std::sync::Arc;
 
-fn store() -> Store {
+fn store() -> Arc<Store> {
     let store = Store::in_memory(Config::default());
     let mut text = String::from("#+TITLE: Work\n");
     for p in 0..12 {
@@ -25,26 +24,15 @@ fn store() -> Store {
     store
         .ingest_text("/n/work.org", &text, None, None, None)
         .unwrap();
-    store
-}
-
-fn id(store: &Store, title: &str) -> String {
-    store
-        .query(&org_agent::store::Query::default())
-        .into_iter()
-        .find(|r| r.node().content.title == title)
-        .map(|r| r.node().id.to_string())
-        .unwrap()
+    Arc::new(store)
 }
 
 #[test]
 fn sections_come_in_priority_order_and_whole() {
     let store = store();
-    let privacy = Privacy::default();
-    let store = Arc::new(store);
-    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
-    let focus = id(&store, "The focus");
-    let related = vec![(id(&store, "Tulips"), 0.91f32)];
+    let notes = notes(&store);
+    let focus = id_of(&store, "The focus");
+    let related = vec![(id_of(&store, "Tulips"), 0.91f32)];
     let spec = ContextSpec {
         focus: Some(&focus),
         focus_is_users: true,
@@ -107,10 +95,8 @@ fn sections_come_in_priority_order_and_whole() {
 #[test]
 fn the_focus_is_shown_even_over_budget_and_never_twice() {
     let store = store();
-    let privacy = Privacy::default();
-    let store = Arc::new(store);
-    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
-    let focus = id(&store, "The focus");
+    let notes = notes(&store);
+    let focus = id_of(&store, "The focus");
     let related = vec![(focus.clone(), 0.99f32)];
     let out = assemble(
         &notes,
@@ -141,9 +127,8 @@ fn today_and_the_open_tasks_due_soon_are_shown_earliest_first() {
     store
         .ingest_text("/n/tasks.org", text, None, None, None)
         .unwrap();
-    let privacy = Privacy::default();
     let store = Arc::new(store);
-    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
+    let notes = notes(&store);
     let out = assemble(
         &notes,
         &ContextSpec {

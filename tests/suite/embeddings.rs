@@ -3,6 +3,8 @@
 //! body, key header), provider errors, wrong counts, timeouts and cancellation, and
 //! `embed_pending` filling a vector index batch by batch.
 
+use crate::support::llm_server::{read_request, Recorded};
+use crate::support::refused_url;
 use base64::Engine as _;
 use org_agent::agent::embedding::{embed_pending, EmbedReport};
 use org_agent::llm::embeddings::{
@@ -35,24 +37,6 @@ enum Reply {
 
 fn ok(body: Value) -> Reply {
     Reply::Json(200, body, vec![])
-}
-
-#[derive(Clone, Debug)]
-struct Recorded {
-    method: String,
-    path: String,
-    /// Names lower-cased.
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-impl Recorded {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
 }
 
 #[derive(Default)]
@@ -107,49 +91,12 @@ impl Server {
 }
 
 async fn serve(mut socket: TcpStream, script: Arc<Mutex<Script>>) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let head_end = loop {
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break pos;
-        }
-        let mut chunk = [0u8; 4096];
-        let n = socket.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
+    let Some(request) = read_request(&mut socket).await? else {
+        return Ok(());
     };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next().unwrap_or_default().split(' ');
-    let method = first.next().unwrap_or_default().to_owned();
-    let path = first.next().unwrap_or_default().to_owned();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = buf[head_end + 4..].to_vec();
-    while body.len() < length {
-        let mut chunk = vec![0u8; length - body.len()];
-        let n = socket.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
     let reply = {
         let mut s = script.lock();
-        s.requests.push(Recorded {
-            method,
-            path,
-            headers,
-            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-        });
+        s.requests.push(request);
         s.replies.pop_front()
     }
     .unwrap_or_else(|| {
@@ -244,7 +191,7 @@ async fn openai_floats_in_index_order() {
     assert_eq!(req.header("authorization"), Some(&*format!("Bearer {KEY}")));
     assert_eq!(req.header("openai-organization"), Some("org-1"));
     assert_eq!(
-        req.body,
+        req.json(),
         json!({"model": "text-embedding-3-small", "input": ["first", "second"],
                "encoding_format": "float"})
     );
@@ -267,7 +214,7 @@ async fn openai_base64_is_exact() {
         .await
         .unwrap();
     assert_eq!(got, vec![a.to_vec(), b.to_vec()]);
-    assert_eq!(server.requests()[0].body["encoding_format"], "base64");
+    assert_eq!(server.requests()[0].json()["encoding_format"], "base64");
 }
 
 #[tokio::test]
@@ -287,7 +234,7 @@ async fn ollama_api_embed() {
     let req = &server.requests()[0];
     assert_eq!(req.path, "/api/embed");
     assert_eq!(
-        req.body,
+        req.json(),
         json!({"model": "all-minilm", "input": ["x", "y", "z"]})
     );
     assert_eq!(req.header("authorization"), Some(&*format!("Bearer {KEY}")));
@@ -320,7 +267,7 @@ async fn gemini_batch_embed_contents() {
     assert_eq!(req.header("x-goog-api-key"), Some(KEY));
     assert_eq!(req.header("authorization"), None);
     assert_eq!(
-        req.body,
+        req.json(),
         json!({"requests": [
             {"model": "models/text-embedding-004", "content": {"parts": [{"text": "one"}]}},
             {"model": "models/text-embedding-004", "content": {"parts": [{"text": "two"}]}},
@@ -463,16 +410,7 @@ async fn timeouts_and_cancellation() {
 
 #[tokio::test]
 async fn connection_refused_is_a_transport_error() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let c = client(
-        EmbeddingWire::OpenAi,
-        format!("http://127.0.0.1:{port}/v1"),
-        "m",
-        |_| {},
-    );
+    let c = client(EmbeddingWire::OpenAi, refused_url(), "m", |_| {});
     match c.embed(&texts(&["a"]), &CancelToken::new()).await {
         Err(LlmError::Transport(why)) => assert!(!why.contains(KEY)),
         other => panic!("{other:?}"),
@@ -533,7 +471,7 @@ async fn embed_pending_keeps_each_batch_and_embeds_a_text_once() {
     let inputs: Vec<Value> = server
         .requests()
         .iter()
-        .map(|r| r.body["input"].clone())
+        .map(|r| r.json()["input"].clone())
         .collect();
     assert_eq!(
         inputs,

@@ -4,39 +4,19 @@
 //! recordings do not show: mid-stream errors, truncation, invalid tool arguments, split UTF-8,
 //! size and count limits.
 
-#[path = "support/recording.rs"]
-mod recording;
-#[path = "support/rng.rs"]
-mod rng;
-
+use crate::support::parse::{assert_deltas_match, parse_chunks, usage_deltas, Outcome};
+use crate::support::{recording, Rng};
 use org_agent::llm::anthropic::{parse_response, AnthropicStream};
 use org_agent::llm::openai::StreamOptions;
 use org_agent::llm::{Completion, Delta, FinishReason, LlmError, ResponseParser, ToolCall, Usage};
-use rng::Rng;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-
-type Outcome = Result<(Vec<Delta>, Completion), LlmError>;
-
-const FIXTURES: &str = "../shared/llm-fixtures/anthropic";
-
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURES)
-}
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(fixture_dir().join(name)).unwrap()
+    recording::raw("anthropic", name)
 }
 
 fn run_chunks(chunks: &[&[u8]], opts: StreamOptions) -> Outcome {
-    let mut stream = AnthropicStream::with_options(opts);
-    let mut deltas = Vec::new();
-    for c in chunks {
-        deltas.extend(stream.feed(c)?);
-    }
-    let (tail, completion) = stream.finish()?;
-    deltas.extend(tail);
-    Ok((deltas, completion))
+    parse_chunks(Box::new(AnthropicStream::with_options(opts)), chunks)
 }
 
 fn run(body: &[u8]) -> Outcome {
@@ -78,69 +58,14 @@ fn assert_split_invariant(name: &str, input: &[u8], whole: &Outcome) {
     }
 }
 
-/// What must hold for any successful parse: the deltas add up to the completion.
-fn assert_deltas_match(name: &str, deltas: &[Delta], c: &Completion) {
-    let mut text = String::new();
-    let mut reasoning = String::new();
-    let mut refusal = String::new();
-    let mut starts = Vec::new();
-    let mut args: Vec<String> = Vec::new();
-    let mut usages = 0;
-    for d in deltas {
-        match d {
-            Delta::Text(t) => text.push_str(t),
-            Delta::Reasoning(r) => reasoning.push_str(r),
-            Delta::Refusal(r) => refusal.push_str(r),
-            Delta::ToolCallStart { index, id, name } => {
-                assert_eq!(*index, starts.len(), "{name}: tool calls start in order");
-                starts.push((id.clone(), name.clone()));
-                args.push(String::new());
-            }
-            Delta::ToolCallArgs { index, fragment } => args[*index].push_str(fragment),
-            Delta::Usage(u) => {
-                usages += 1;
-                assert_eq!(Some(*u), c.usage, "{name}: usage delta");
-            }
-            Delta::Finish(_) => {}
-        }
-    }
-    assert_eq!(text, c.text, "{name}: text deltas");
-    assert_eq!(reasoning, c.reasoning, "{name}: reasoning deltas");
+/// What must hold for any successful parse here: the deltas add up to the completion, and
+/// usage comes in one delta.
+fn assert_parse(name: &str, deltas: &[Delta], c: &Completion) {
+    assert_deltas_match(name, deltas, c);
     assert_eq!(
-        refusal,
-        c.refusal.clone().unwrap_or_default(),
-        "{name}: refusal deltas"
-    );
-    assert_eq!(
-        usages,
-        usize::from(c.usage.is_some()),
+        usage_deltas(deltas),
+        Vec::from_iter(c.usage),
         "{name}: one usage delta"
-    );
-    assert_eq!(starts.len(), c.tool_calls.len(), "{name}: tool call starts");
-    for (i, call) in c.tool_calls.iter().enumerate() {
-        assert_eq!(
-            starts[i],
-            (call.id.clone(), call.name.clone()),
-            "{name}: start {i}"
-        );
-        let parsed: Value = if args[i].is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(&args[i]).unwrap()
-        };
-        assert_eq!(parsed, call.arguments, "{name}: arguments of call {i}");
-    }
-    let finishes: Vec<_> = deltas
-        .iter()
-        .filter_map(|d| match d {
-            Delta::Finish(f) => Some(f.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        finishes.last().cloned(),
-        c.finish_reason,
-        "{name}: finish delta"
     );
 }
 
@@ -464,11 +389,7 @@ const PARTIAL_JSON: &str = "incomplete_partial_json_response.txt";
 
 #[test]
 fn every_fixture_whole_and_split() {
-    let mut names: Vec<String> = std::fs::read_dir(fixture_dir())
-        .expect("fixture directory")
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = recording::names("anthropic");
     assert_eq!(names.len(), 18, "fixtures: {names:?}");
     for name in &names {
         let raw = fixture(name);
@@ -481,7 +402,7 @@ fn every_fixture_whole_and_split() {
                 Ok(ok) => ok,
                 Err(e) => panic!("{name}: {e}"),
             };
-            assert_deltas_match(name, deltas, completion);
+            assert_parse(name, deltas, completion);
             check_fixture(name, completion);
         }
         assert_split_invariant(name, input, &whole);
@@ -742,7 +663,7 @@ fn utf8_split_inside_characters() {
     let whole = run_str(&input);
     let (deltas, c) = whole.as_ref().unwrap();
     assert_eq!(c.text, answer);
-    assert_deltas_match("utf8", deltas, c);
+    assert_parse("utf8", deltas, c);
     // Cut at every byte, most of them inside multi-byte characters.
     assert_every_cut("utf8", &input, &whole);
 }
@@ -813,7 +734,7 @@ fn tool_calls_are_numbered_among_themselves() {
         message_stop(),
     ]);
     let (deltas, c) = run_str(&input).unwrap();
-    assert_deltas_match("numbered", &deltas, &c);
+    assert_parse("numbered", &deltas, &c);
     assert_eq!(
         c.tool_calls,
         vec![
@@ -850,7 +771,7 @@ fn think_tags_in_text_are_reasoning() {
     let (deltas, c) = whole.as_ref().unwrap();
     assert_eq!(c.reasoning, "Check the units.");
     assert_eq!(c.text, "42 m");
-    assert_deltas_match("think tags", deltas, c);
+    assert_parse("think tags", deltas, c);
     assert_every_cut("think tags", &input, &whole);
 }
 
@@ -878,7 +799,7 @@ fn signed_thinking_rides_on_the_first_tool_call() {
         message_stop(),
     ]);
     let (deltas, c) = run_str(&input).unwrap();
-    assert_deltas_match("signed", &deltas, &c);
+    assert_parse("signed", &deltas, &c);
     assert_eq!(c.reasoning, "Need the file.");
     assert!(!c.text.contains("EqQBCgIYAhIM"));
     let echoed: Value =
@@ -1013,6 +934,6 @@ fn works_through_the_response_parser_trait() {
     assert_eq!(parser.partial().text, "Hello there!");
     let (tail, c) = parser.finish().unwrap();
     deltas.extend(tail);
-    assert_deltas_match("trait", &deltas, &c);
+    assert_parse("trait", &deltas, &c);
     assert_eq!(c.text, "Hello there!");
 }

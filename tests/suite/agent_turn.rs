@@ -2,8 +2,8 @@
 //! against the store with their results sent back, refusals fed back, the depth limit, LLM
 //! errors fed back at most twice, cancellation.
 
-mod support;
-
+use crate::support::llm_server::{LlmServer, Reply};
+use crate::support::store::{demo_store, id_of};
 use org_agent::action::{Action, EmacsAction};
 use org_agent::agent::equipment::Equipment;
 use org_agent::agent::operator::{Approval, BoxFuture, Operator};
@@ -17,28 +17,23 @@ use org_agent::tools::emacs::ElispTool;
 use serde_json::json;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use support::llm_server::{LlmServer, Reply};
 
 /// A streamed answer in the OpenAI format, written in pseudo-random chunks.
 fn sse(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {
     Reply::chat_sse(text, calls).split(7)
 }
 
-/// The demo projects and tasks, as the turn tests' equipment holds them.
-fn demo_store() -> Store {
-    let store = Store::in_memory(Config::default());
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for name in ["projects.org", "tasks.org"] {
-        let p = root.join("demo/notes").join(name);
-        store.ingest_file(p.to_str().unwrap(), true).unwrap();
-    }
-    store
+/// The demo projects and tasks the turn tests' equipment holds (ids are the same in every
+/// store of the same files, private nodes' too).
+fn turn_notes() -> Store {
+    demo_store(Config::default(), &["projects.org", "tasks.org"])
 }
 
 fn equipment(server: &LlmServer) -> Equipment {
+    let store = turn_notes();
     Equipment::new(
         ChatClient::new(Backend::new(server.base_url(), "test")).unwrap(),
-        Arc::new(demo_store()),
+        Arc::new(store),
     )
 }
 
@@ -54,6 +49,23 @@ async fn turn(
     (result, events)
 }
 
+/// The answer to `text` in a new conversation under `cfg`: the turn must succeed.
+async fn answer(eq: &Equipment, text: &str, cfg: &TurnConfig) -> String {
+    let (result, _) = turn(eq, &mut Conversation::default(), text, cfg).await;
+    result.unwrap_or_else(|e| panic!("the turn for {text:?} failed: {e}"))
+}
+
+/// How many errors the turn fed back to the LLM.
+fn errors_fed_back(events: &[TurnEvent]) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(e, TurnEvent::ErrorFedBack(_)))
+        .count()
+}
+
+/// The headline of demo/notes/tasks.org most tests edit.
+const PLUMBER: &str = "Call the plumber about the leak";
+
 /// A user who answers from a script and an Emacs that records the actions it is given
 /// and answers each with `(:status :ok :message "done")` or the scripted result.
 #[derive(Default)]
@@ -67,11 +79,29 @@ struct Scripted {
 }
 
 impl Scripted {
-    fn answering(answers: &[Approval]) -> Arc<Scripted> {
-        Arc::new(Scripted {
+    /// The user and Emacs of `eq` from now on; the user answers `answers` in turn, then no.
+    fn operate(eq: &mut Equipment, answers: &[Approval]) -> Arc<Scripted> {
+        let operator = Arc::new(Scripted {
             answers: Mutex::new(answers.iter().copied().collect()),
             ..Scripted::default()
-        })
+        });
+        eq.operator = operator.clone();
+        operator
+    }
+
+    /// Emacs answers the next action with `result` instead of the default.
+    fn next_result(&self, result: &'static str) {
+        self.results.lock().unwrap().push_back(Ok(result));
+    }
+
+    /// The reasons of every question the user was asked, a list per question.
+    fn asked(&self) -> Vec<Vec<String>> {
+        self.asked.lock().unwrap().clone()
+    }
+
+    /// Every action Emacs was given, printed.
+    fn actuated(&self) -> Vec<String> {
+        self.actuated.lock().unwrap().clone()
     }
 }
 
@@ -110,6 +140,21 @@ impl Operator for Scripted {
     }
 }
 
+/// The content of the last message of a recorded request body.
+fn last_message(body: &serde_json::Value) -> String {
+    let messages = body["messages"].as_array().expect("messages");
+    let last = messages.last().expect("a message");
+    last["content"].as_str().expect("text content").to_string()
+}
+
+/// The system prompt of a recorded request body.
+fn system_prompt(body: &serde_json::Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .expect("a system prompt")
+        .to_string()
+}
+
 /// The `role: tool` messages of a recorded request body.
 fn tool_messages(body: &serde_json::Value) -> Vec<String> {
     body["messages"]
@@ -138,14 +183,8 @@ async fn tool_call_runs_and_its_result_reaches_the_llm() {
     assert_eq!(requests.len(), 2);
     let first = requests[0].json();
     assert_eq!(first["messages"][1]["content"], "What is waiting?");
-    let names: Vec<&str> = first["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        names,
+        offered_tools(&first),
         ["list_files", "query_notes", "read_node", "search_notes"]
     );
     let results = tool_messages(&requests[1].json());
@@ -175,11 +214,7 @@ async fn refused_and_failing_calls_are_fed_back() {
     ));
     server.push(sse("I cannot do that.", &[]));
     let eq = equipment(&server);
-    let mut conv = Conversation::default();
-    let answer = turn(&eq, &mut conv, "Clean up.", &TurnConfig::default())
-        .await
-        .0
-        .unwrap();
+    let answer = answer(&eq, "Clean up.", &TurnConfig::default()).await;
     assert_eq!(answer, "I cannot do that.");
     let results = tool_messages(&server.requests()[1].json());
     assert!(
@@ -236,13 +271,7 @@ async fn llm_errors_are_fed_back_twice_then_reported() {
             .contains("does not match the expected format"),
         "{err}"
     );
-    assert_eq!(
-        events
-            .iter()
-            .filter(|e| matches!(e, TurnEvent::ErrorFedBack(_)))
-            .count(),
-        2
-    );
+    assert_eq!(errors_fed_back(&events), 2);
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     // The error reached the LLM in the next request.
@@ -311,16 +340,12 @@ async fn asking_the_user_and_approving_for_the_conversation() {
     let mut eq = equipment(&server);
     eq.gates = Pipeline::new(vec![Box::new(AskForSearch)]);
     let mut conv = Conversation::default();
-    let operator = Scripted::answering(&[Approval::ForConversation]);
-    eq.operator = operator.clone();
-    let answer = turn(&eq, &mut conv, "Find things.", &TurnConfig::default())
-        .await
-        .0
-        .unwrap();
-    assert_eq!(answer, "Found both.");
+    let operator = Scripted::operate(&mut eq, &[Approval::ForConversation]);
+    let (answer, _) = turn(&eq, &mut conv, "Find things.", &TurnConfig::default()).await;
+    assert_eq!(answer.unwrap(), "Found both.");
     // Asked once; the second search ran on the approval for the conversation.
     assert_eq!(
-        *operator.asked.lock().unwrap(),
+        operator.asked(),
         [vec!["searching needs a yes".to_string()]]
     );
     assert!(conv.context.approved.contains("tool:search_notes"));
@@ -343,25 +368,28 @@ async fn a_model_without_tool_calling_can_act_with_a_plist() {
     ));
     server.push(sse("The domain name transfer is waiting.", &[]));
     let eq = equipment(&server);
-    let mut conv = Conversation::default();
-    let (answer, events) = turn(&eq, &mut conv, "What is waiting?", &TurnConfig::default()).await;
-    let answer = answer.unwrap();
-    assert_eq!(answer, "The domain name transfer is waiting.");
+    let (answer, events) = turn(
+        &eq,
+        &mut Conversation::default(),
+        "What is waiting?",
+        &TurnConfig::default(),
+    )
+    .await;
+    assert_eq!(answer.unwrap(), "The domain name transfer is waiting.");
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     // The result went back as a tool-result stimulus plist, read by the same reader.
     let second = requests[1].json();
-    let last = second["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
-    assert_eq!(last["role"], "user");
-    let text = last["content"].as_str().unwrap();
+    assert_eq!(
+        second["messages"].as_array().unwrap().last().unwrap()["role"],
+        "user"
+    );
+    let text = last_message(&second);
     let stimulus =
-        org_agent::action::Stimulus::from_sexp(org_agent::sexp::read(text).unwrap().value())
+        org_agent::action::Stimulus::from_sexp(org_agent::sexp::read(&text).unwrap().value())
             .unwrap();
+    // The result of the first step's action: one deep in the turn's chain.
+    assert_eq!(stimulus.depth, 1);
     match stimulus.sensor {
         org_agent::action::Sensor::ToolResult { call, ok, content } => {
             assert_eq!(call, "sexp-1");
@@ -373,11 +401,7 @@ async fn a_model_without_tool_calling_can_act_with_a_plist() {
         }
         other => panic!("not a tool result: {other:?}"),
     }
-    let third = requests[2].json();
-    let fed = third["messages"].as_array().unwrap().last().unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let fed = last_message(&requests[2].json());
     assert!(
         fed.contains(":loop-error") && fed.contains("does not read"),
         "{fed}"
@@ -390,7 +414,7 @@ async fn plist_edits_of_org_files_pass_the_gates_too() {
     let server = LlmServer::start().await;
     let mut eq = equipment(&server);
     eq.edit_tools = true;
-    let plumber = id_of(&eq, "Call the plumber about the leak");
+    let plumber = id_of(&turn_notes(), PLUMBER);
     server.push(sse(
         &format!(
             "(:type :request :target :emacs :action :set-todo :id \"{plumber}\" :state \"DONE\")"
@@ -398,44 +422,16 @@ async fn plist_edits_of_org_files_pass_the_gates_too() {
         &[],
     ));
     server.push(sse("I may not change it without you.", &[]));
-    let operator = Scripted::answering(&[Approval::Deny]);
-    eq.operator = operator.clone();
-    let answer = turn(
-        &eq,
-        &mut Conversation::default(),
-        "Mark x done.",
-        &TurnConfig::default(),
-    )
-    .await
-    .0
-    .unwrap();
+    let operator = Scripted::operate(&mut eq, &[Approval::Deny]);
+    let answer = answer(&eq, "Mark x done.", &TurnConfig::default()).await;
     assert_eq!(answer, "I may not change it without you.");
-    assert_eq!(
-        operator.asked.lock().unwrap().len(),
-        1,
-        "an Org edit asks the user"
-    );
-    assert!(operator.actuated.lock().unwrap().is_empty());
-    let second = server.requests()[1].json();
-    let last = second["messages"].as_array().unwrap().last().unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    assert_eq!(operator.asked().len(), 1, "an Org edit asks the user");
+    assert!(operator.actuated().is_empty());
+    let last = last_message(&server.requests()[1].json());
     assert!(
         last.contains("denied: the user denied it (set-todo edits an Org file)"),
         "{last}"
     );
-}
-
-/// The id of the headline titled `title` in the demo notes the equipment holds (private
-/// ones too: ids are the same in every store of the same files).
-fn id_of(_eq: &Equipment, title: &str) -> String {
-    demo_store()
-        .query(&org_agent::store::Query::default())
-        .into_iter()
-        .find(|r| r.node().content.title == title)
-        .map(|r| r.node().id.to_string())
-        .unwrap_or_else(|| panic!("no headline {title:?}"))
 }
 
 /// The tool names offered in a recorded request.
@@ -461,17 +457,14 @@ async fn an_edit_tool_asks_runs_in_emacs_and_its_result_reaches_the_llm() {
     let server = LlmServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut eq = equipment(&server);
-    let plumber = id_of(&eq, "Call the plumber about the leak");
+    let plumber = id_of(&turn_notes(), PLUMBER);
     server.push(sse(
         "I will mark it done. ",
         &[("set_todo", json!({"id": plumber, "state": "DONE"}))],
     ));
     server.push(sse("Done.", &[]));
-    let operator = Scripted::answering(&[Approval::Once]);
-    operator.results.lock().unwrap().push_back(Ok(
-        "(:status :ok :message \"set-todo done\" :todo \"DONE\")",
-    ));
-    eq.operator = operator.clone();
+    let operator = Scripted::operate(&mut eq, &[Approval::Once]);
+    operator.next_result("(:status :ok :message \"set-todo done\" :todo \"DONE\")");
     eq.edit_tools = true;
     eq.audit = Some(org_agent::gates::audit::AuditLog::new(
         dir.path().join("audit.org"),
@@ -494,11 +487,11 @@ async fn an_edit_tool_asks_runs_in_emacs_and_its_result_reaches_the_llm() {
         );
     }
     assert_eq!(
-        *operator.asked.lock().unwrap(),
+        operator.asked(),
         [vec!["set-todo edits an Org file".to_string()]]
     );
     assert_eq!(
-        *operator.actuated.lock().unwrap(),
+        operator.actuated(),
         [format!(
             "(:type :request :target :emacs :action :set-todo :id \"{plumber}\" :state \"DONE\")"
         )]
@@ -524,28 +517,17 @@ async fn an_edit_tool_asks_runs_in_emacs_and_its_result_reaches_the_llm() {
 async fn an_actuator_error_and_bad_edit_arguments_reach_the_llm() {
     let server = LlmServer::start().await;
     let mut eq = equipment(&server);
-    let plumber = id_of(&eq, "Call the plumber about the leak");
+    let plumber = id_of(&turn_notes(), PLUMBER);
     server.push(sse("", &[("set_todo", json!({"state": "DONE"}))]));
     server.push(sse(
         "",
         &[("set_todo", json!({"id": plumber, "state": "MAYBE"}))],
     ));
     server.push(sse("It cannot be done.", &[]));
-    let operator = Scripted::answering(&[Approval::Once]);
-    operator.results.lock().unwrap().push_back(Ok(
-        "(:status :error :message \"\\\"MAYBE\\\" is not a TODO keyword\")",
-    ));
-    eq.operator = operator.clone();
+    let operator = Scripted::operate(&mut eq, &[Approval::Once]);
+    operator.next_result("(:status :error :message \"\\\"MAYBE\\\" is not a TODO keyword\")");
     eq.edit_tools = true;
-    let answer = turn(
-        &eq,
-        &mut Conversation::default(),
-        "Mark it.",
-        &TurnConfig::default(),
-    )
-    .await
-    .0
-    .unwrap();
+    let answer = answer(&eq, "Mark it.", &TurnConfig::default()).await;
     assert_eq!(answer, "It cannot be done.");
     let requests = server.requests();
     let first = tool_messages(&requests[1].json());
@@ -554,7 +536,7 @@ async fn an_actuator_error_and_bad_edit_arguments_reach_the_llm() {
         ["(:tool-error \"set_todo: argument 'id' is required\")"]
     );
     // The bad call was not asked about; the second was, and Emacs said no.
-    assert_eq!(operator.asked.lock().unwrap().len(), 1);
+    assert_eq!(operator.asked().len(), 1);
     let second = tool_messages(&requests[2].json());
     assert!(
         second[1].contains(":status :error") && second[1].contains("MAYBE"),
@@ -597,34 +579,19 @@ async fn elisp_tools_run_in_emacs_and_confirm_when_they_say_so() {
         ],
     ));
     server.push(sse("Rainy; mail not sent.", &[]));
-    let operator = Scripted::answering(&[Approval::Deny]);
-    operator.results.lock().unwrap().push_back(Ok(
-        "(:status :ok :message \"weather done\" :result \"rain\")",
-    ));
-    eq.operator = operator.clone();
-    let answer = turn(
-        &eq,
-        &mut Conversation::default(),
-        "Weather?",
-        &TurnConfig::default(),
-    )
-    .await
-    .0
-    .unwrap();
+    let operator = Scripted::operate(&mut eq, &[Approval::Deny]);
+    operator.next_result("(:status :ok :message \"weather done\" :result \"rain\")");
+    let answer = answer(&eq, "Weather?", &TurnConfig::default()).await;
     assert_eq!(answer, "Rainy; mail not sent.");
     let requests = server.requests();
     let tools = offered_tools(&requests[0].json());
     assert!(tools.contains(&"weather".to_string()) && tools.contains(&"send_mail".to_string()));
     assert_eq!(tools.iter().filter(|t| *t == "list_files").count(), 1);
     assert_eq!(
-        *operator.actuated.lock().unwrap(),
+        operator.actuated(),
         ["(:type :request :target :emacs :action :call-tool :name \"weather\" :args (:city \"Oslo\"))"]
     );
-    assert_eq!(
-        operator.asked.lock().unwrap().len(),
-        1,
-        "only send_mail asks"
-    );
+    assert_eq!(operator.asked().len(), 1, "only send_mail asks");
     let results = tool_messages(&requests[1].json());
     assert!(results[0].contains("rain"), "{results:?}");
     assert!(results[1].contains("the user denied it"), "{results:?}");
@@ -634,7 +601,7 @@ async fn elisp_tools_run_in_emacs_and_confirm_when_they_say_so() {
 async fn interrupting_while_the_user_is_asked_ends_the_turn() {
     let server = LlmServer::start().await;
     let mut eq = equipment(&server);
-    let plumber = id_of(&eq, "Call the plumber about the leak");
+    let plumber = id_of(&turn_notes(), PLUMBER);
     server.push(sse(
         "",
         &[("set_todo", json!({"id": plumber, "state": "DONE"}))],
@@ -666,24 +633,14 @@ async fn interrupting_while_the_user_is_asked_ends_the_turn() {
 async fn the_focus_node_and_active_projects_are_in_the_prompt() {
     let server = LlmServer::start().await;
     let eq = equipment(&server);
-    let plumber = id_of(&eq, "Call the plumber about the leak");
+    let plumber = id_of(&turn_notes(), PLUMBER);
     server.push(sse("Noted.", &[]));
     let cfg = TurnConfig {
         focus: Some(plumber.clone()),
         ..TurnConfig::default()
     };
-    run_turn(
-        &eq,
-        &mut Conversation::default(),
-        "What about this one?",
-        &cfg,
-        &CancelToken::new(),
-        |_| {},
-    )
-    .await
-    .unwrap();
-    let body = server.requests()[0].json();
-    let system = body["messages"][0]["content"].as_str().unwrap().to_string();
+    answer(&eq, "What about this one?", &cfg).await;
+    let system = system_prompt(&server.requests()[0].json());
     assert!(system.contains("* The node the user is on"), "{system}");
     assert!(system.contains(&format!("Id: {plumber}")), "{system}");
     assert!(system.contains("Outline path: Errands"), "{system}");
@@ -704,15 +661,7 @@ async fn a_call_repeated_word_for_word_is_answered_without_running_again() {
     server.push(sse("", &[("query_notes", json!({"todo": "WAITING"}))]));
     server.push(sse("", &[("query_notes", json!({"todo": "TODO"}))]));
     server.push(sse("Done looking.", &[]));
-    let answer = turn(
-        &eq,
-        &mut Conversation::default(),
-        "What waits?",
-        &TurnConfig::default(),
-    )
-    .await
-    .0
-    .unwrap();
+    let answer = answer(&eq, "What waits?", &TurnConfig::default()).await;
     assert_eq!(answer, "Done looking.");
     let results = tool_messages(&server.requests()[3].json());
     assert!(results[0].contains("Domain name transfer"), "{results:?}");
@@ -729,8 +678,8 @@ async fn private_notes_never_reach_the_llm_and_cannot_be_edited() {
     // machine" under it.
     let server = LlmServer::start().await;
     let mut eq = equipment(&server);
-    let private = id_of(&eq, "Private");
-    let child = id_of(&eq, "A note that never leaves this machine");
+    let private = id_of(&turn_notes(), "Private");
+    let child = id_of(&turn_notes(), "A note that never leaves this machine");
     server.push(sse(
         "Looking.",
         &[
@@ -745,29 +694,16 @@ async fn private_notes_never_reach_the_llm_and_cannot_be_edited() {
         ],
     ));
     server.push(sse("Nothing to see.", &[]));
-    let operator = Scripted::answering(&[Approval::Once, Approval::Once]);
-    eq.operator = operator.clone();
+    let operator = Scripted::operate(&mut eq, &[Approval::Once, Approval::Once]);
     eq.edit_tools = true;
     let cfg = TurnConfig {
         // Even as the focus, the private node is not shown.
         focus: Some(child.clone()),
         ..TurnConfig::default()
     };
-    run_turn(
-        &eq,
-        &mut Conversation::default(),
-        "What is private?",
-        &cfg,
-        &CancelToken::new(),
-        |_| {},
-    )
-    .await
-    .unwrap();
-    assert!(
-        operator.asked.lock().unwrap().is_empty(),
-        "nothing is asked"
-    );
-    assert!(operator.actuated.lock().unwrap().is_empty(), "nothing runs");
+    answer(&eq, "What is private?", &cfg).await;
+    assert!(operator.asked().is_empty(), "nothing is asked");
+    assert!(operator.actuated().is_empty(), "nothing runs");
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     for r in &requests {
@@ -876,8 +812,7 @@ async fn a_consensus_tie_is_the_users_to_break() {
         Arc::default(),
         Policy::default(),
     );
-    let operator = Scripted::answering(&[Approval::Deny]);
-    eq.operator = operator.clone();
+    let operator = Scripted::operate(&mut eq, &[Approval::Deny]);
     a.push(sse("", &[("query_notes", json!({"tag": "work"}))]));
     b.push(sse("", &[("query_notes", json!({"tag": "home"}))]));
     a.push(sse("Fine.", &[]));
@@ -890,7 +825,7 @@ async fn a_consensus_tie_is_the_users_to_break() {
     let answer = answer.unwrap();
     assert_eq!(answer, "Fine.");
     // A read-only call the gates allow is asked about, because the backends disagreed.
-    let asked = operator.asked.lock().unwrap().clone();
+    let asked = operator.asked();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert!(
         asked[0][0].starts_with("the backends disagreed (a: query_notes("),
@@ -911,25 +846,11 @@ async fn a_consensus_tie_is_the_users_to_break() {
 async fn without_a_user_focus_the_node_a_tool_read_becomes_the_focus() {
     let server = LlmServer::start().await;
     let eq = equipment(&server);
-    let plumber = id_of(&eq, "Call the plumber about the leak");
+    let plumber = id_of(&turn_notes(), PLUMBER);
     server.push(sse("", &[("read_node", json!({"id": plumber}))]));
     server.push(sse("It is about a leak.", &[]));
-    run_turn(
-        &eq,
-        &mut Conversation::default(),
-        "What is the plumber task?",
-        &TurnConfig::default(),
-        &CancelToken::new(),
-        |_| {},
-    )
-    .await
-    .unwrap();
-    let system = |i: usize| {
-        server.requests()[i].json()["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    answer(&eq, "What is the plumber task?", &TurnConfig::default()).await;
+    let system = |i: usize| system_prompt(&server.requests()[i].json());
     assert!(!system(0).contains("* The node"), "{}", system(0));
     let second = system(1);
     assert!(
@@ -943,8 +864,8 @@ async fn without_a_user_focus_the_node_a_tool_read_becomes_the_focus() {
 async fn plist_actions_cannot_reach_private_nodes_or_edit_when_edits_are_off() {
     let server = LlmServer::start().await;
     let mut eq = equipment(&server);
-    let private = id_of(&eq, "A note that never leaves this machine");
-    let plumber = id_of(&eq, "Call the plumber about the leak");
+    let private = id_of(&turn_notes(), "A note that never leaves this machine");
+    let plumber = id_of(&turn_notes(), PLUMBER);
     // Edits are not offered: a plist edit is refused before anyone is asked.
     server.push(sse(
         &format!(
@@ -953,19 +874,8 @@ async fn plist_actions_cannot_reach_private_nodes_or_edit_when_edits_are_off() {
         &[],
     ));
     server.push(sse("Fine.", &[]));
-    let operator = Scripted::answering(&[Approval::Once, Approval::Once]);
-    eq.operator = operator.clone();
-    let cfg = TurnConfig::default();
-    run_turn(
-        &eq,
-        &mut Conversation::default(),
-        "Go.",
-        &cfg,
-        &CancelToken::new(),
-        |_| {},
-    )
-    .await
-    .unwrap();
+    let operator = Scripted::operate(&mut eq, &[Approval::Once, Approval::Once]);
+    answer(&eq, "Go.", &TurnConfig::default()).await;
     // With edits on, a private node and a file outside the notes are refused too.
     eq.edit_tools = true;
     server.push(sse(
@@ -977,21 +887,9 @@ async fn plist_actions_cannot_reach_private_nodes_or_edit_when_edits_are_off() {
         &[],
     ));
     server.push(sse("Fine.", &[]));
-    run_turn(
-        &eq,
-        &mut Conversation::default(),
-        "Go.",
-        &cfg,
-        &CancelToken::new(),
-        |_| {},
-    )
-    .await
-    .unwrap();
-    assert!(
-        operator.asked.lock().unwrap().is_empty(),
-        "nothing was asked"
-    );
-    assert!(operator.actuated.lock().unwrap().is_empty(), "nothing ran");
+    answer(&eq, "Go.", &TurnConfig::default()).await;
+    assert!(operator.asked().is_empty(), "nothing was asked");
+    assert!(operator.actuated().is_empty(), "nothing ran");
     let texts: Vec<String> = server
         .requests()
         .iter()
@@ -1019,14 +917,13 @@ async fn the_same_edit(
 ) -> (String, Vec<TurnEvent>, Arc<Scripted>, Vec<String>) {
     let server = LlmServer::start().await;
     let mut eq = equipment(&server);
-    let plumber = id_of(&eq, "Call the plumber about the leak");
+    let plumber = id_of(&turn_notes(), PLUMBER);
     let edit = ("set_todo", json!({"id": plumber, "state": "DONE"}));
     for _ in 0..times {
         server.push(sse("", std::slice::from_ref(&edit)));
     }
     server.push(sse(answer, &[]));
-    let operator = Scripted::answering(approvals);
-    eq.operator = operator.clone();
+    let operator = Scripted::operate(&mut eq, approvals);
     eq.edit_tools = true;
     let (result, events) = turn(
         &eq,
@@ -1046,12 +943,8 @@ async fn an_edit_repeated_word_for_word_runs_once_even_when_approved_for_the_con
     let (answer, events, operator, results) =
         the_same_edit(3, "Marked.", &[Approval::ForConversation]).await;
     assert_eq!(answer, "Marked.");
-    assert_eq!(operator.asked.lock().unwrap().len(), 1);
-    assert_eq!(
-        operator.actuated.lock().unwrap().len(),
-        1,
-        "the edit ran again"
-    );
+    assert_eq!(operator.asked().len(), 1);
+    assert_eq!(operator.actuated().len(), 1, "the edit ran again");
     assert_eq!(results.len(), 3, "{results:?}");
     assert!(results[0].contains(":status :ok"), "{results:?}");
     for repeat in &results[1..] {
@@ -1080,8 +973,8 @@ async fn a_denied_edit_repeated_is_not_asked_again() {
     let (answer, _, operator, results) =
         the_same_edit(2, "Left as it is.", &[Approval::Deny, Approval::Once]).await;
     assert_eq!(answer, "Left as it is.");
-    assert_eq!(operator.asked.lock().unwrap().len(), 1);
-    assert!(operator.actuated.lock().unwrap().is_empty());
+    assert_eq!(operator.asked().len(), 1);
+    assert!(operator.actuated().is_empty());
     assert!(
         results[1].contains("was already denied by the user"),
         "{results:?}"
@@ -1109,26 +1002,14 @@ async fn a_reply_that_only_echoes_a_plist_is_never_the_answer() {
     .await;
     let err = result.unwrap_err();
     assert!(err.to_string().contains("not an action"), "{err}");
-    assert_eq!(
-        events
-            .iter()
-            .filter(|e| matches!(e, TurnEvent::ErrorFedBack(_)))
-            .count(),
-        2
-    );
+    assert_eq!(errors_fed_back(&events), 2);
     // A plist-only reply followed by prose still ends in the prose answer.
     let server = LlmServer::start().await;
     let eq = equipment(&server);
     server.push(sse("(:status :ok)", &[]));
     server.push(sse("Nothing waits.", &[]));
-    let (answer, _) = turn(
-        &eq,
-        &mut Conversation::default(),
-        "What waits?",
-        &TurnConfig::default(),
-    )
-    .await;
-    assert_eq!(answer.unwrap(), "Nothing waits.");
+    let answer = answer(&eq, "What waits?", &TurnConfig::default()).await;
+    assert_eq!(answer, "Nothing waits.");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1143,8 +1024,8 @@ async fn after_its_tool_rounds_the_model_is_asked_without_tools() {
         tool_rounds: Some(1),
         ..TurnConfig::default()
     };
-    let (answer, _) = turn(&eq, &mut Conversation::default(), "What waits?", &cfg).await;
-    assert_eq!(answer.unwrap(), "The domain name transfer waits.");
+    let answer = answer(&eq, "What waits?", &cfg).await;
+    assert_eq!(answer, "The domain name transfer waits.");
     let requests = server.requests();
     assert!(!offered_tools(&requests[0].json()).is_empty());
     assert!(

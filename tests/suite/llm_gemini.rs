@@ -5,40 +5,20 @@
 //! their way back through `request_body`), mid-stream errors, truncation, blocked prompts,
 //! split UTF-8, limits.
 
-#[path = "support/rng.rs"]
-mod rng;
-
+use crate::support::parse::{assert_deltas_match, parse_chunks, truncated, Outcome};
+use crate::support::{recording, Rng};
 use org_agent::llm::gemini::{parse_response, request_body, GeminiStream};
 use org_agent::llm::openai::StreamOptions;
-use org_agent::llm::{
-    ChatRequest, Completion, Delta, FinishReason, LlmError, Message, ResponseParser, Usage,
-};
-use rng::Rng;
+use org_agent::llm::{ChatRequest, Completion, Delta, FinishReason, LlmError, Message, Usage};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-
-type Outcome = Result<(Vec<Delta>, Completion), LlmError>;
-
-const FIXTURES: &str = "../shared/llm-fixtures/gemini";
-
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURES)
-}
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(fixture_dir().join(name)).expect("fixture")
+    recording::raw("gemini", name)
 }
 
 /// Feeds `chunks` through the parser as the HTTP client does (behind the trait).
 fn run_chunks_with(chunks: &[&[u8]], opts: StreamOptions) -> Outcome {
-    let mut parser: Box<dyn ResponseParser> = Box::new(GeminiStream::with_options(opts));
-    let mut deltas = Vec::new();
-    for c in chunks {
-        deltas.extend(parser.feed(c)?);
-    }
-    let (tail, completion) = parser.finish()?;
-    deltas.extend(tail);
-    Ok((deltas, completion))
+    parse_chunks(Box::new(GeminiStream::with_options(opts)), chunks)
 }
 
 fn run_chunks(chunks: &[&[u8]]) -> Outcome {
@@ -78,44 +58,11 @@ fn assert_split_invariant(name: &str, input: &[u8], whole: &Outcome) {
     }
 }
 
-/// What must hold for any successful parse: the deltas add up to the completion.
-fn assert_deltas_match(name: &str, deltas: &[Delta], c: &Completion) {
-    let mut text = String::new();
-    let mut reasoning = String::new();
-    let mut starts = Vec::new();
-    let mut args: Vec<String> = Vec::new();
-    let mut last_usage = None;
-    let mut last_finish = None;
-    for d in deltas {
-        match d {
-            Delta::Text(t) => text.push_str(t),
-            Delta::Reasoning(r) => reasoning.push_str(r),
-            Delta::Refusal(r) => panic!("{name}: Gemini has no refusal field: {r}"),
-            Delta::ToolCallStart { index, id, name } => {
-                assert_eq!(*index, starts.len(), "tool calls start in order");
-                starts.push((id.clone(), name.clone()));
-                args.push(String::new());
-            }
-            Delta::ToolCallArgs { index, fragment } => args[*index].push_str(fragment),
-            Delta::Usage(u) => last_usage = Some(*u),
-            Delta::Finish(f) => last_finish = Some(f.clone()),
-        }
-    }
-    assert_eq!(text, c.text, "{name}: text deltas");
-    assert_eq!(reasoning, c.reasoning, "{name}: reasoning deltas");
+/// What must hold for any successful parse here: the deltas add up to the completion, which
+/// has no refusal (Gemini has no refusal field).
+fn assert_parse(name: &str, deltas: &[Delta], c: &Completion) {
+    assert_deltas_match(name, deltas, c);
     assert_eq!(c.refusal, None, "{name}");
-    assert_eq!(last_usage, c.usage, "{name}: usage delta");
-    assert_eq!(last_finish, c.finish_reason, "{name}: finish delta");
-    assert_eq!(starts.len(), c.tool_calls.len(), "{name}: tool call starts");
-    for (i, call) in c.tool_calls.iter().enumerate() {
-        assert_eq!(starts[i], (call.id.clone(), call.name.clone()), "{name}");
-        let parsed: Value = if args[i].is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(&args[i]).unwrap()
-        };
-        assert_eq!(parsed, call.arguments, "{name}: arguments of call {i}");
-    }
 }
 
 fn usage(prompt: u64, candidates: u64, thoughts: u64, total: u64) -> Usage {
@@ -189,11 +136,7 @@ fn check_fixture(name: &str, c: &Completion) {
 }
 
 fn fixture_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(fixture_dir())
-        .expect("fixture directory")
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = recording::names("gemini");
     assert_eq!(names.len(), 3, "fixtures: {names:?}");
     names
 }
@@ -216,7 +159,7 @@ fn every_fixture_whole_and_split() {
             Ok(ok) => ok,
             Err(e) => panic!("{name}: {e}"),
         };
-        assert_deltas_match(name, deltas, completion);
+        assert_parse(name, deltas, completion);
         check_fixture(name, completion);
         // Reasoning deltas come first, then the answer.
         let first_text = deltas.iter().position(|d| matches!(d, Delta::Text(_)));
@@ -316,7 +259,7 @@ fn sse(chunks: &[Value]) -> String {
 fn run_checked(name: &str, input: &str) -> Outcome {
     let whole = run(input.as_bytes());
     if let Ok((deltas, c)) = &whole {
-        assert_deltas_match(name, deltas, c);
+        assert_parse(name, deltas, c);
     }
     assert_split_invariant(name, input.as_bytes(), &whole);
     whole
@@ -536,13 +479,6 @@ fn blocked_prompt_is_a_clear_error() {
     let (_, c) = run_checked("filtered", &sse(&filtered)).unwrap();
     assert_eq!(c.text, "Once upon");
     assert_eq!(c.finish_reason, Some(FinishReason::ContentFilter));
-}
-
-fn truncated(outcome: Outcome) -> Completion {
-    match outcome {
-        Err(LlmError::Truncated { partial }) => *partial,
-        other => panic!("not truncated: {other:?}"),
-    }
 }
 
 #[test]

@@ -2,9 +2,7 @@
 //! enough that quadratic work would take minutes (the harness would hang), while the linear
 //! code takes well under a second; the assertions are about what Org makes of the text.
 
-mod common;
-
-use common::*;
+use crate::support::store::*;
 use org_agent::store::{Config, Store, TodoType};
 
 const F: &str = "/notes/hostile.org";

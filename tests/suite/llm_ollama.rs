@@ -2,29 +2,17 @@
 //! (there is no recording): text, thinking, tool calls, mid-stream errors, truncation, a
 //! non-streaming body — each whole and cut at every byte boundary — and the request body.
 
-#[path = "support/rng.rs"]
-mod rng;
-
+use crate::support::parse::{assert_deltas_match, parse_chunks, truncated, Outcome};
+use crate::support::Rng;
 use org_agent::llm::ollama::{parse_response, request_body, OllamaStream};
 use org_agent::llm::openai::StreamOptions;
 use org_agent::llm::{
-    ChatRequest, Completion, Delta, FinishReason, LlmError, Message, ResponseParser, ToolCall,
-    Usage,
+    ChatRequest, Completion, Delta, FinishReason, LlmError, Message, ToolCall, Usage,
 };
-use rng::Rng;
 use serde_json::{json, Value};
 
-type Outcome = Result<(Vec<Delta>, Completion), LlmError>;
-
 fn run_chunks_with(chunks: &[&[u8]], opts: StreamOptions) -> Outcome {
-    let mut parser: Box<dyn ResponseParser> = Box::new(OllamaStream::with_options(opts));
-    let mut deltas = Vec::new();
-    for c in chunks {
-        deltas.extend(parser.feed(c)?);
-    }
-    let (tail, completion) = parser.finish()?;
-    deltas.extend(tail);
-    Ok((deltas, completion))
+    parse_chunks(Box::new(OllamaStream::with_options(opts)), chunks)
 }
 
 fn run_chunks(chunks: &[&[u8]]) -> Outcome {
@@ -35,43 +23,11 @@ fn run(body: &[u8]) -> Outcome {
     run_chunks(&[body])
 }
 
-/// What must hold for any successful parse: the deltas add up to the completion.
-fn assert_deltas_match(name: &str, deltas: &[Delta], c: &Completion) {
-    let mut text = String::new();
-    let mut reasoning = String::new();
-    let mut starts = Vec::new();
-    let mut args: Vec<String> = Vec::new();
-    let mut last_usage = None;
-    let mut last_finish = None;
-    for d in deltas {
-        match d {
-            Delta::Text(t) => text.push_str(t),
-            Delta::Reasoning(r) => reasoning.push_str(r),
-            Delta::Refusal(r) => panic!("{name}: unexpected refusal {r}"),
-            Delta::ToolCallStart { index, id, name } => {
-                assert_eq!(*index, starts.len(), "tool calls start in order");
-                starts.push((id.clone(), name.clone()));
-                args.push(String::new());
-            }
-            Delta::ToolCallArgs { index, fragment } => args[*index].push_str(fragment),
-            Delta::Usage(u) => last_usage = Some(*u),
-            Delta::Finish(f) => last_finish = Some(f.clone()),
-        }
-    }
-    assert_eq!(text, c.text, "{name}: text deltas");
-    assert_eq!(reasoning, c.reasoning, "{name}: reasoning deltas");
-    assert_eq!(last_usage, c.usage, "{name}: usage delta");
-    assert_eq!(last_finish, c.finish_reason, "{name}: finish delta");
-    assert_eq!(starts.len(), c.tool_calls.len(), "{name}: tool call starts");
-    for (i, call) in c.tool_calls.iter().enumerate() {
-        assert_eq!(starts[i], (call.id.clone(), call.name.clone()), "{name}");
-        let parsed: Value = if args[i].is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(&args[i]).unwrap()
-        };
-        assert_eq!(parsed, call.arguments, "{name}: arguments of call {i}");
-    }
+/// What must hold for any successful parse here: the deltas add up to the completion, which
+/// has no refusal (Ollama has no refusal field).
+fn assert_parse(name: &str, deltas: &[Delta], c: &Completion) {
+    assert_deltas_match(name, deltas, c);
+    assert_eq!(c.refusal, None, "{name}");
 }
 
 /// Runs `input` whole, in 1-byte chunks, in two pieces at every cut and in random chunks;
@@ -80,7 +36,7 @@ fn run_checked(name: &str, input: &str) -> Outcome {
     let bytes = input.as_bytes();
     let whole = run(bytes);
     if let Ok((deltas, c)) = &whole {
-        assert_deltas_match(name, deltas, c);
+        assert_parse(name, deltas, c);
     }
     let ones: Vec<&[u8]> = bytes.chunks(1).collect();
     assert_eq!(run_chunks(&ones), whole, "{name}: 1-byte chunks");
@@ -137,13 +93,6 @@ fn usage(prompt: u64, completion: u64) -> Usage {
         total_tokens: prompt + completion,
         reasoning_tokens: None,
         cached_tokens: None,
-    }
-}
-
-fn truncated(outcome: Outcome) -> Completion {
-    match outcome {
-        Err(LlmError::Truncated { partial }) => *partial,
-        other => panic!("not truncated: {other:?}"),
     }
 }
 

@@ -1,29 +1,21 @@
 //! The built-in tools against a store holding the demo notes.
 
-use org_agent::notes::{Notes, Privacy};
-use org_agent::store::{Config, Store};
+use crate::support::store::{self, notes};
+use org_agent::store::Store;
 use org_agent::tools::{Registry, ToolError};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 fn demo_store() -> Arc<Store> {
-    let store = Store::in_memory(Config {
-        snapshot_capacity: 20,
-        ..Config::default()
-    });
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/notes");
-    for name in ["projects.org", "tasks.org", "journal.org"] {
-        let path = dir.join(name);
-        store
-            .ingest_file(path.to_str().unwrap(), true)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-    }
-    Arc::new(store)
+    Arc::new(store::demo_store(
+        store::config(),
+        &["projects.org", "tasks.org", "journal.org"],
+    ))
 }
 
-/// The store as the LLM sees it, under the default privacy rules.
-fn notes(store: &Arc<Store>) -> Notes {
-    Notes::new(store.clone(), Arc::new(Privacy::default()))
+/// Built-in `tool` called with `args` on `store` as the LLM sees it.
+fn call(store: &Arc<Store>, tool: &str, args: Value) -> Result<String, ToolError> {
+    Registry::with_builtins().call(&notes(store), tool, &args)
 }
 
 #[test]
@@ -48,78 +40,57 @@ fn schemas_are_json_schema_functions() {
 
 #[test]
 fn query_notes_finds_headlines() {
-    let (store, r) = (demo_store(), Registry::with_builtins());
-    let out = r
-        .call(&notes(&store), "query_notes", &json!({"todo": "WAITING"}))
-        .unwrap();
+    let store = demo_store();
+    let out = call(&store, "query_notes", json!({"todo": "WAITING"})).unwrap();
     assert!(out.starts_with("1 matching headlines:"), "{out}");
     assert!(
         out.contains("WAITING Domain name transfer :admin: DEADLINE: <2026-12-01 Tue -3d>"),
         "{out}"
     );
-    let out = r
-        .call(&notes(&store), "query_notes", &json!({"projects": true}))
-        .unwrap();
+    let out = call(&store, "query_notes", json!({"projects": true})).unwrap();
     assert!(out.contains("Launch the field-notes website") && out.contains("Quarterly report"));
     assert!(
         !out.contains("Office move"),
         "done projects are not active: {out}"
     );
-    let out = r
-        .call(
-            &notes(&store),
-            "query_notes",
-            &json!({"tag": "work", "limit": 2}),
-        )
-        .unwrap();
+    let out = call(&store, "query_notes", json!({"tag": "work", "limit": 2})).unwrap();
     assert!(out.starts_with("8 matching headlines, first 2:"), "{out}");
-    let out = r
-        .call(
-            &notes(&store),
-            "query_notes",
-            &json!({"property": "PHONE", "property_value": "555-0142"}),
-        )
-        .unwrap();
+    let out = call(
+        &store,
+        "query_notes",
+        json!({"property": "PHONE", "property_value": "555-0142"}),
+    )
+    .unwrap();
     assert!(out.contains("Call the plumber"), "{out}");
-    let out = r
-        .call(
-            &notes(&store),
-            "query_notes",
-            &json!({"tag": "nonexistent"}),
-        )
-        .unwrap();
+    let out = call(&store, "query_notes", json!({"tag": "nonexistent"})).unwrap();
     assert_eq!(out, "No matching headlines.");
 }
 
 #[test]
 fn read_node_renders_the_node_as_org() {
-    let (store, r) = (demo_store(), Registry::with_builtins());
-    let out = r
-        .call(
-            &notes(&store),
-            "read_node",
-            &json!({"id": "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a02"}),
-        )
-        .unwrap();
+    let store = demo_store();
+    let out = call(
+        &store,
+        "read_node",
+        json!({"id": "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a02"}),
+    )
+    .unwrap();
     assert!(
         out.starts_with("Outline path: Launch the field-notes website\n"),
         "{out}"
     );
     assert!(out.contains("** NEXT Write the export pipeline :code:\nSCHEDULED: <2026-11-24 Tue>\n:PROPERTIES:\n:ID: 6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a02\n:END:\n- [ ] export on save"), "{out}");
-    let parent = r
-        .call(
-            &notes(&store),
-            "read_node",
-            &json!({"id": "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a01"}),
-        )
-        .unwrap();
+    let parent = call(
+        &store,
+        "read_node",
+        json!({"id": "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a01"}),
+    )
+    .unwrap();
     assert!(
         parent.contains("Children:\n- DONE Pick a static site generator"),
         "{parent}"
     );
-    let err = r
-        .call(&notes(&store), "read_node", &json!({"id": "nope"}))
-        .unwrap_err();
+    let err = call(&store, "read_node", json!({"id": "nope"})).unwrap_err();
     assert_eq!(
         err,
         ToolError::Failed {
@@ -131,18 +102,12 @@ fn read_node_renders_the_node_as_org() {
 
 #[test]
 fn search_and_list() {
-    let (store, r) = (demo_store(), Registry::with_builtins());
-    let out = r
-        .call(
-            &notes(&store),
-            "search_notes",
-            &json!({"text": "EXPORT PIPELINE"}),
-        )
-        .unwrap();
+    let store = demo_store();
+    let out = call(&store, "search_notes", json!({"text": "EXPORT PIPELINE"})).unwrap();
     assert!(out.contains("Write the export pipeline"), "{out}");
     // Bodies are searched too.
     assert!(out.contains("2026-11-20 Friday"), "{out}");
-    let out = r.call(&notes(&store), "list_files", &json!({})).unwrap();
+    let out = call(&store, "list_files", json!({})).unwrap();
     assert!(out.starts_with("3 Org files:"), "{out}");
     assert!(
         out.contains("projects.org (8 headlines, title: Projects)"),
@@ -152,7 +117,7 @@ fn search_and_list() {
 
 #[test]
 fn bad_arguments_are_refused_before_the_body_runs() {
-    let (store, r) = (demo_store(), Registry::with_builtins());
+    let store = demo_store();
     let cases = [
         ("read_node", json!({}), "argument \"id\" is required"),
         ("read_node", json!({"id": 5}), "must be a String"),
@@ -175,11 +140,11 @@ fn bad_arguments_are_refused_before_the_body_runs() {
         ("search_notes", json!({"text": "  "}), "must not be empty"),
     ];
     for (tool, args, want) in cases {
-        let err = r.call(&notes(&store), tool, &args).unwrap_err();
+        let err = call(&store, tool, args.clone()).unwrap_err();
         assert!(err.to_string().contains(want), "{tool} {args}: {err}");
     }
     assert_eq!(
-        r.call(&notes(&store), "rm_rf", &json!({})).unwrap_err(),
+        call(&store, "rm_rf", json!({})).unwrap_err(),
         ToolError::Unknown("rm_rf".into())
     );
 }

@@ -1,9 +1,9 @@
 //! The printer's output, read by real Emacs: values come back equal, and symbols that need
 //! escaping come back with their names. Needs `emacs` on PATH (scripts/test installs it).
 
+use crate::support::emacs::batch_output;
 use org_agent::sexp::{equal, print, read, Value};
 use std::io::Write;
-use std::process::Command;
 
 /// Have `emacs --batch` evaluate `form` on each line of `lines` (bound to `x` after `read`),
 /// printing one result per line with `prin1`.
@@ -28,17 +28,8 @@ fn emacs_each(lines: &[String], form: &str) -> Vec<String> {
                (forward-line 1))))",
         path = input.display().to_string()
     );
-    let out = Command::new("emacs")
-        .args(["-Q", "--batch", "--eval", &program])
-        .output()
-        .expect("emacs must be installed for this test (scripts/deps installs it)");
-    assert!(
-        out.status.success(),
-        "emacs failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    String::from_utf8(batch_output(&program))
+        .expect("Emacs printed UTF-8")
         .lines()
         .map(str::to_string)
         .collect()

@@ -1,6 +1,7 @@
-//! Helpers shared by the store integration tests.
-#![allow(dead_code)]
+//! Helpers of the store tests: ingest and look up, and comparable fingerprints of a state.
 
+use org_agent::notes::Notes;
+use org_agent::notes::Privacy;
 use org_agent::store::{
     Archive, Config, Hash, IngestReport, NodeContent, NodeRef, Query, State, Store,
 };
@@ -17,6 +18,24 @@ pub fn config() -> Config {
 
 pub fn mem_store() -> Store {
     Store::in_memory(config())
+}
+
+/// A store in memory under `config` holding the demo notes `names` (of demo/notes).
+pub fn demo_store(config: Config, names: &[&str]) -> Store {
+    let store = Store::in_memory(config);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/notes");
+    for name in names {
+        let path = path_in(&dir, name);
+        store
+            .ingest_file(&path, true)
+            .unwrap_or_else(|e| panic!("ingest {path}: {e}"));
+    }
+    store
+}
+
+/// `store` as the LLM sees it, under the default privacy rules.
+pub fn notes(store: &Arc<Store>) -> Notes {
+    Notes::new(store.clone(), Arc::new(Privacy::default()))
 }
 
 /// Ingest `text` as `file` with the file's own keywords, and return the report.
@@ -56,6 +75,31 @@ pub fn by_title(store: &Store, file: &str, title: &str) -> NodeRef {
         "exactly one node titled {title:?} in {file}"
     );
     found.into_iter().next().expect("one node")
+}
+
+/// The id of the node titled `title`, in any file (the first one, in query order).
+pub fn id_of(store: &Store, title: &str) -> String {
+    store
+        .query(&Query::default())
+        .into_iter()
+        .find(|r| r.node().content.title == title)
+        .map(|r| r.node().id.to_string())
+        .unwrap_or_else(|| panic!("no node titled {title:?}"))
+}
+
+/// Asserts that each of one file's nodes (all of them, in order) is addressed by the hash of
+/// its content, and that the content lists the hashes of its children.
+pub fn assert_hashes_follow_the_tree(all: &[NodeRef]) {
+    for r in all {
+        let n = r.node();
+        assert_eq!(n.hash, n.content.hash(), "{:?}", n.content.title);
+        let kids: Vec<Hash> = n
+            .children
+            .iter()
+            .map(|&c| all[c as usize].node().hash)
+            .collect();
+        assert_eq!(n.content.children, kids, "{:?}", n.content.title);
+    }
 }
 
 pub fn ids(refs: &[NodeRef]) -> Vec<String> {
@@ -199,9 +243,3 @@ pub fn arc_contents(refs: &[NodeRef]) -> Vec<Arc<NodeContent>> {
 pub fn path_in(dir: &Path, name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
 }
-
-#[path = "../support/rng.rs"]
-mod rng;
-// Not every test binary that includes this module draws random inputs.
-#[allow(unused_imports)]
-pub use rng::Rng;

@@ -2,15 +2,27 @@
 //! tails from crashes, corruption (set aside and rebuilt from the Org files), compaction,
 //! and directory scans that notice deleted and renamed files.
 
-mod common;
-
-use common::*;
+use crate::support::store::*;
+use crate::support::Rng;
 use org_agent::store::{persist, Config, OpenReport, Store, LOG_NAME};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn open(dir: &Path) -> (Store, OpenReport) {
     Store::open(dir, config()).unwrap_or_else(|e| panic!("open {}: {e}", dir.display()))
+}
+
+/// Flushes and closes `store`, then opens `dir` again: the log must read back cleanly (no
+/// rebuild, no torn tail) into the same store, which is returned. `what` names the moment.
+fn reopen(store: Store, dir: &Path, what: &str) -> Store {
+    store.flush().unwrap();
+    let before = store_fp(&store);
+    drop(store);
+    let (store, report) = open(dir);
+    assert!(report.rebuilt.is_none(), "{what}: {:?}", report.rebuilt);
+    assert!(!report.torn_tail, "{what}: torn tail");
+    assert_eq!(store_fp(&store), before, "{what}: reopened");
+    store
 }
 
 fn log_path(dir: &Path) -> PathBuf {
@@ -92,12 +104,7 @@ fn reopen_restores_nodes_ids_hashes_and_history() {
     // Keep going after a reopen: appends land after the loaded batches.
     ingest(&store, A, &text_a(7));
     ingest(&store, C, "* Sea again\n");
-    store.flush().unwrap();
-    let fp2 = store_fp(&store);
-    drop(store);
-    let (store, report) = open(dir.path());
-    assert!(report.rebuilt.is_none());
-    assert_eq!(store_fp(&store), fp2);
+    let store = reopen(store, dir.path(), "after more commits");
     assert_eq!(store.history("task-a").len(), 4);
 }
 
@@ -331,20 +338,10 @@ fn truncated_log_opens_to_a_committed_prefix() {
         // The torn tail is cut off, so later commits append cleanly.
         assert_eq!(log_len(dir.path()), (*boundary).max(16), "offset {off}");
         ingest(&store, "/org/after.org", "* After crash\n");
-        store.flush().unwrap();
-        let fp = store_fp(&store);
-        drop(store);
-        let (store, report) = open(dir.path());
-        assert!(
-            report.rebuilt.is_none(),
-            "offset {off}: {:?}",
-            report.rebuilt
-        );
-        assert!(!report.torn_tail);
-        assert_eq!(
-            store_fp(&store),
-            fp,
-            "offset {off}: reopened after a new commit"
+        reopen(
+            store,
+            dir.path(),
+            &format!("offset {off}, after a new commit"),
         );
     }
 }
@@ -441,13 +438,7 @@ fn flipped_bytes_are_detected_and_the_store_is_rebuilt() {
             final_files,
             "offset {off}: rebuilt state"
         );
-        store.flush().unwrap();
-        drop(store);
-        let (store, report) = open(dir.path());
-        assert!(
-            report.rebuilt.is_none(),
-            "offset {off}: the new log is sound"
-        );
+        let store = reopen(store, dir.path(), &format!("offset {off}, the new log"));
         assert_eq!(files_fp(&store.state()), final_files);
     }
 }
@@ -464,10 +455,7 @@ fn foreign_file_is_set_aside() {
     assert!(report.rebuilt.is_some());
     assert_eq!(corrupt_files(dir.path()).len(), 1);
     ingest(&store, A, "* A\n");
-    store.flush().unwrap();
-    drop(store);
-    let (store, report) = open(dir.path());
-    assert!(report.rebuilt.is_none());
+    let store = reopen(store, dir.path(), "after the rebuild");
     assert_eq!(titles(&store, A), ["A"]);
 }
 
@@ -481,10 +469,7 @@ fn empty_or_partial_magic_is_a_fresh_store() {
         assert_eq!(report.torn_tail, !content.is_empty());
         assert_eq!(store.stats().files, 0);
         ingest(&store, A, "* A\n");
-        store.flush().unwrap();
-        drop(store);
-        let (store, report) = open(dir.path());
-        assert!(report.rebuilt.is_none() && !report.torn_tail);
+        let store = reopen(store, dir.path(), "after the torn tail");
         assert_eq!(titles(&store, A), ["A"]);
     }
 }
@@ -544,13 +529,7 @@ fn compaction_keeps_the_state() {
     ingest(&store, A, "* After compaction\n");
     store.compact();
     ingest(&store, C, "* C\n");
-    store.flush().unwrap();
-    let fp2 = store_fp(&store);
-    drop(store);
-    let (store, report) = open(dir.path());
-    assert!(report.rebuilt.is_none());
-    assert!(!report.torn_tail);
-    assert_eq!(store_fp(&store), fp2);
+    let store = reopen(store, dir.path(), "after compaction");
     assert_eq!(store.history("task-a").len(), 80);
 }
 
@@ -645,18 +624,7 @@ fn random_operations_survive_reopening() {
             store.compact();
             what = "compact";
         } else {
-            store.flush().unwrap();
-            let before = store_fp(&store);
-            drop(store);
-            let (s, report) = open(dir.path());
-            assert!(
-                report.rebuilt.is_none(),
-                "step {step}: {:?}",
-                report.rebuilt
-            );
-            assert!(!report.torn_tail, "step {step}");
-            assert_eq!(store_fp(&s), before, "step {step}: reopen");
-            store = s;
+            store = reopen(store, dir.path(), &format!("step {step}"));
             snaps.clear();
             what = "reopen";
         }
@@ -678,11 +646,7 @@ fn random_operations_survive_reopening() {
             );
         }
     }
-    store.flush().unwrap();
-    let before = store_fp(&store);
-    drop(store);
-    let (store, _) = open(dir.path());
-    assert_eq!(store_fp(&store), before);
+    reopen(store, dir.path(), "the end");
 }
 
 /// Writers on several threads and a reader that checks every state it sees is whole.
@@ -727,12 +691,7 @@ fn concurrent_writers_and_readers() {
             );
         }
     }
-    store.flush().unwrap();
-    let fp = store_fp(&store);
-    drop(store);
-    let (store, report) = open(dir.path());
-    assert!(report.rebuilt.is_none());
-    assert_eq!(store_fp(&store), fp);
+    reopen(store, dir.path(), "after the writers");
 }
 
 /// Commits encode their batches outside the commit lock; the log must still replay in commit
@@ -754,13 +713,7 @@ fn concurrent_commits_sharing_versions_replay_in_order() {
             });
         }
     });
-    store.flush().unwrap();
-    let fp = store_fp(&store);
-    drop(store);
-    let (store, report) = open(dir.path());
-    assert!(report.rebuilt.is_none(), "{:?}", report.rebuilt);
-    assert!(!report.torn_tail);
-    assert_eq!(store_fp(&store), fp);
+    let store = reopen(store, dir.path(), "after the commits");
     assert_eq!(store.stats().files, 160);
 }
 

@@ -2,8 +2,8 @@
 //! recorded stream split at random byte boundaries, the request it sends, HTTP errors,
 //! truncation, timeouts and cancellation.
 
-mod support;
-
+use crate::support::llm_server::{openai_fixture, End, Framing, LlmServer, Reply};
+use crate::support::{recording, refused_url};
 use org_agent::llm::openai::{read_stream, OpenAiStream, StreamOptions};
 use org_agent::llm::{
     Backend, CancelToken, ChatClient, ChatRequest, Completion, Delta, LlmError, Message,
@@ -11,7 +11,6 @@ use org_agent::llm::{
 };
 use serde_json::json;
 use std::time::Duration;
-use support::llm_server::{openai_fixture, openai_fixtures, End, Framing, LlmServer, Reply};
 
 const KEY: &str = "test-key";
 
@@ -67,12 +66,10 @@ fn text(deltas: &[Delta]) -> String {
 
 #[tokio::test]
 async fn every_stream_fixture_over_http_split_randomly() {
-    let mut names: Vec<String> = std::fs::read_dir(openai_fixtures())
-        .expect("fixture directory")
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    let names: Vec<String> = recording::names("openai")
+        .into_iter()
         .filter(|n| n.ends_with(".sse") || n.starts_with("thinking_stream_"))
         .collect();
-    names.sort();
     assert_eq!(names.len(), 17, "{names:?}");
     let server = LlmServer::start().await;
     let client = client(&server, |_| {});
@@ -438,11 +435,7 @@ async fn cancellation_from_another_task() {
 
 #[tokio::test]
 async fn connection_refused_is_a_transport_error() {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
-    let mut backend = Backend::new(format!("http://127.0.0.1:{port}/v1"), "m");
+    let mut backend = Backend::new(refused_url(), "m");
     backend.api_key = Some(KEY.into());
     let client = ChatClient::new(backend).unwrap();
     let err = client

@@ -5,7 +5,7 @@
 //! too deep), and each file must yield exactly as many headlines as Org itself finds: lines
 //! matching `^\*+ ` in the decoded text (Org finds headlines even inside blocks).
 //!
-//! Run with `cargo test --test corpus -- --nocapture` to see the totals.
+//! Run with `cargo test --test suite corpus:: -- --nocapture` to see the totals.
 
 use org_agent::store::{text, Config, NodeKind, Query, Store, StoreError};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -1,9 +1,9 @@
 //! Ingest: Org text → file node and headlines, with every field Org reads, positions, TODO
 //! keyword settings, and regressions for orgize 0.10.0-alpha.10 bugs.
 
-mod common;
-
-use common::*;
+use crate::support::store::*;
+use crate::support::Rng;
+use org_agent::store::TodoType::{Done, Todo};
 use org_agent::store::{
     Config, Dialect, NodeKind, Planning, Query, Store, StoreError, TodoKeywords, TodoType,
 };
@@ -63,17 +63,7 @@ two body
     // Bodies: own text only, up to the first child.
     let bodies: Vec<&str> = all.iter().map(|r| r.node().content.body.as_str()).collect();
     assert_eq!(bodies[1..], ["one body\n", "", "", "", "two body\n"]);
-    // Children hashes in the content follow the tree.
-    for r in &all {
-        let n = r.node();
-        let kids: Vec<_> = n
-            .children
-            .iter()
-            .map(|&c| all[c as usize].node().hash)
-            .collect();
-        assert_eq!(n.content.children, kids);
-        assert_eq!(n.hash, n.content.hash());
-    }
+    assert_hashes_follow_the_tree(&all);
     // NodeRef::parent agrees with the parent index.
     assert_eq!(all[3].parent().map(|p| p.index), Some(2));
     assert!(all[0].parent().is_none());
@@ -94,30 +84,46 @@ fn file_title_falls_back_to_file_name() {
     assert_eq!(all[0].node().content.body, "");
 }
 
-#[test]
-fn todo_keyword_and_type_with_default_keywords() {
-    let store = mem_store();
-    ingest(
-        &store,
-        F,
-        "* TODO Buy milk\n* DONE Pay rent\n* NEXT Not a keyword\n* todo lower case\n* TODOX glued\n* Plain\n",
-    );
-    let got: Vec<(String, Option<String>, Option<TodoType>)> = nodes(&store, F)[1..]
+/// The title, TODO keyword and its type of each headline of `file`.
+fn todo_summary(store: &Store, file: &str) -> Vec<(String, Option<String>, Option<TodoType>)> {
+    nodes(store, file)[1..]
         .iter()
         .map(|r| {
             let c = &r.node().content;
             (c.title.clone(), c.todo.clone(), c.todo_type)
         })
-        .collect();
+        .collect()
+}
+
+/// One row of [`todo_summary`].
+fn kw(
+    title: &str,
+    k: Option<&str>,
+    t: Option<TodoType>,
+) -> (String, Option<String>, Option<TodoType>) {
+    (title.to_string(), k.map(str::to_string), t)
+}
+
+/// [`todo_summary`] of `text`, ingested alone into a new store.
+fn todo_keywords_of(text: &str) -> Vec<(String, Option<String>, Option<TodoType>)> {
+    let store = mem_store();
+    ingest(&store, F, text);
+    todo_summary(&store, F)
+}
+
+#[test]
+fn todo_keyword_and_type_with_default_keywords() {
     assert_eq!(
-        got,
+        todo_keywords_of(
+            "* TODO Buy milk\n* DONE Pay rent\n* NEXT Not a keyword\n* todo lower case\n* TODOX glued\n* Plain\n"
+        ),
         [
-            ("Buy milk".into(), Some("TODO".into()), Some(TodoType::Todo)),
-            ("Pay rent".into(), Some("DONE".into()), Some(TodoType::Done)),
-            ("NEXT Not a keyword".into(), None, None),
-            ("todo lower case".into(), None, None),
-            ("TODOX glued".into(), None, None),
-            ("Plain".into(), None, None),
+            kw("Buy milk", Some("TODO"), Some(Todo)),
+            kw("Pay rent", Some("DONE"), Some(Done)),
+            kw("NEXT Not a keyword", None, None),
+            kw("todo lower case", None, None),
+            kw("TODOX glued", None, None),
+            kw("Plain", None, None),
         ]
     );
 }
@@ -485,35 +491,10 @@ fn trailing_blank_lines_belong_to_the_subtree() {
     assert_eq!(b.node().content.body, "last line without newline");
 }
 
-fn todo_summary(store: &Store, file: &str) -> Vec<(String, Option<String>, Option<TodoType>)> {
-    nodes(store, file)[1..]
-        .iter()
-        .map(|r| {
-            let c = &r.node().content;
-            (c.title.clone(), c.todo.clone(), c.todo_type)
-        })
-        .collect()
-}
-
-fn kw(
-    title: &str,
-    k: Option<&str>,
-    t: Option<TodoType>,
-) -> (String, Option<String>, Option<TodoType>) {
-    (title.to_string(), k.map(str::to_string), t)
-}
-
 #[test]
 fn todo_line_in_file_with_fast_access_keys() {
-    let store = mem_store();
-    ingest(
-        &store,
-        F,
-        "#+TODO: TODO(t) NEXT(n) | DONE(d!) CANCELLED(c@/!)\n* NEXT a\n* CANCELLED b\n* DONE c\n* TODO d\n",
-    );
-    use TodoType::*;
     assert_eq!(
-        todo_summary(&store, F),
+        todo_keywords_of("#+TODO: TODO(t) NEXT(n) | DONE(d!) CANCELLED(c@/!)\n* NEXT a\n* CANCELLED b\n* DONE c\n* TODO d\n"),
         [
             kw("a", Some("NEXT"), Some(Todo)),
             kw("b", Some("CANCELLED"), Some(Done)),
@@ -525,11 +506,8 @@ fn todo_line_in_file_with_fast_access_keys() {
 
 #[test]
 fn seq_todo_without_bar_makes_last_word_done() {
-    let store = mem_store();
-    ingest(&store, F, "#+SEQ_TODO: WAIT GO\n* WAIT a\n* GO b\n");
-    use TodoType::*;
     assert_eq!(
-        todo_summary(&store, F),
+        todo_keywords_of("#+SEQ_TODO: WAIT GO\n* WAIT a\n* GO b\n"),
         [
             kw("a", Some("WAIT"), Some(Todo)),
             kw("b", Some("GO"), Some(Done))
@@ -539,15 +517,8 @@ fn seq_todo_without_bar_makes_last_word_done() {
 
 #[test]
 fn typ_todo_and_several_lines_accumulate() {
-    let store = mem_store();
-    ingest(
-        &store,
-        F,
-        "#+TYP_TODO: Fred Sara | DONE\n#+todo: REPORT BUG | FIXED\n* Fred a\n* Sara b\n* DONE c\n* BUG d\n* FIXED e\n",
-    );
-    use TodoType::*;
     assert_eq!(
-        todo_summary(&store, F),
+        todo_keywords_of("#+TYP_TODO: Fred Sara | DONE\n#+todo: REPORT BUG | FIXED\n* Fred a\n* Sara b\n* DONE c\n* BUG d\n* FIXED e\n"),
         [
             kw("a", Some("Fred"), Some(Todo)),
             kw("b", Some("Sara"), Some(Todo)),
@@ -560,26 +531,16 @@ fn typ_todo_and_several_lines_accumulate() {
 
 #[test]
 fn file_keywords_replace_the_defaults() {
-    let store = mem_store();
-    ingest(&store, F, "#+TODO: NEXT | FIN\n* TODO x\n* NEXT y\n");
-    use TodoType::*;
     assert_eq!(
-        todo_summary(&store, F),
+        todo_keywords_of("#+TODO: NEXT | FIN\n* TODO x\n* NEXT y\n"),
         [kw("TODO x", None, None), kw("y", Some("NEXT"), Some(Todo))]
     );
 }
 
 #[test]
 fn longer_keyword_is_not_shadowed_by_its_prefix() {
-    let store = mem_store();
-    ingest(
-        &store,
-        F,
-        "#+TODO: TODO TODOLATER | DONE\n* TODOLATER x\n* TODO y\n",
-    );
-    use TodoType::*;
     assert_eq!(
-        todo_summary(&store, F),
+        todo_keywords_of("#+TODO: TODO TODOLATER | DONE\n* TODOLATER x\n* TODO y\n"),
         [
             kw("x", Some("TODOLATER"), Some(Todo)),
             kw("y", Some("TODO"), Some(Todo))
@@ -589,15 +550,8 @@ fn longer_keyword_is_not_shadowed_by_its_prefix() {
 
 #[test]
 fn keyword_lines_inside_blocks_do_not_count() {
-    let store = mem_store();
-    ingest(
-        &store,
-        F,
-        "#+begin_src org\n#+TODO: X | Y\n#+end_src\n* X a\n* TODO b\n",
-    );
-    use TodoType::*;
     assert_eq!(
-        todo_summary(&store, F),
+        todo_keywords_of("#+begin_src org\n#+TODO: X | Y\n#+end_src\n* X a\n* TODO b\n"),
         [kw("X a", None, None), kw("b", Some("TODO"), Some(Todo))]
     );
 }
@@ -623,7 +577,6 @@ fn setupfile_supplies_keywords_and_filetags() {
     let report = store.ingest_file(&main, false).unwrap();
     assert!(report.changed);
     assert_eq!(report.nodes, 4);
-    use TodoType::*;
     assert_eq!(
         todo_summary(&store, &main),
         [
@@ -655,7 +608,6 @@ fn setupfile_cycles_and_missing_files_are_harmless() {
     std::fs::write(&m, "#+SETUPFILE: nowhere.org\n* TODO z\n").unwrap();
     let store = mem_store();
     store.ingest_file(&a, false).unwrap();
-    use TodoType::*;
     assert_eq!(
         todo_summary(&store, &a),
         [
@@ -682,7 +634,6 @@ fn explicit_keywords_override_the_file() {
         .ingest_text(F, text, Some(&explicit), None, None)
         .unwrap()
         .unwrap();
-    use TodoType::*;
     assert_eq!(
         todo_summary(&store, F),
         [

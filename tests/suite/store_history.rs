@@ -1,8 +1,6 @@
 //! Identity, Merkle hashes, version history, snapshots and rollback of the in-memory store.
 
-mod common;
-
-use common::*;
+use crate::support::store::*;
 use org_agent::store::{Config, Hash, NodeRef, Store, StoreError};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -223,16 +221,7 @@ fn hashes_are_content_addresses_of_whole_subtrees() {
     let store = mem_store();
     ingest(&store, F, TREE);
     let all = nodes(&store, F);
-    for r in &all {
-        let n = r.node();
-        assert_eq!(n.hash, n.content.hash());
-        let kids: Vec<Hash> = n
-            .children
-            .iter()
-            .map(|&c| all[c as usize].node().hash)
-            .collect();
-        assert_eq!(n.content.children, kids);
-    }
+    assert_hashes_follow_the_tree(&all);
     // Adding a child changes the parent's hash through its children list.
     let s = mem_store();
     ingest(&s, F, &TREE.replace("** B1\n", "** B1\n** B2\n"));

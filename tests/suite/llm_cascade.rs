@@ -2,13 +2,12 @@
 //! each server's request log), retries on a short `retry-after`, cool-downs, a failure after
 //! part of the answer streamed, errors that must not fail over, and tier routing.
 
-mod support;
-
+use crate::support::llm_server::{End, LlmServer, Reply};
+use crate::support::refused_url;
 use org_agent::llm::cascade::{Cascade, CascadeEvent, Health, Policy, Routing, Tier};
 use org_agent::llm::{Backend, CancelToken, ChatClient, ChatRequest, LlmError, Message};
 use std::sync::Arc;
 use std::time::Duration;
-use support::llm_server::{End, LlmServer, Reply};
 
 fn backend(name: &str, url: String) -> Backend {
     let mut b = Backend::new(url, "m");
@@ -57,13 +56,6 @@ fn failovers(events: &[CascadeEvent]) -> Vec<(String, bool)> {
             _ => None,
         })
         .collect()
-}
-
-fn dead_port() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    drop(l);
-    format!("http://127.0.0.1:{port}/v1")
 }
 
 #[tokio::test]
@@ -128,7 +120,7 @@ async fn a_dead_port_and_timeouts_fail_over() {
     let health = Arc::new(Health::default());
     let cas = cascade(
         &[
-            ("dead", dead_port()),
+            ("dead", refused_url()),
             ("stalled", stalled.base_url()),
             ("good", good.base_url()),
         ],

@@ -3,8 +3,8 @@
 //! found, a batch the server refuses is retried note by note, changed notes are embedded
 //! again and unchanged ones never, and the related notes reach the request's context.
 
-mod support;
-
+use crate::support::llm_server::{LlmServer, Reply};
+use crate::support::store::id_of;
 use org_agent::agent::equipment::Equipment;
 use org_agent::agent::semantic::Semantic;
 use org_agent::agent::turn::{run_turn, Conversation, TurnConfig};
@@ -16,7 +16,6 @@ use org_agent::store::{Config, Store};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use support::llm_server::{LlmServer, Reply};
 
 const NOTES: &str = "\
 * Garden
@@ -86,15 +85,6 @@ fn notes_of(store: &Arc<Store>, privacy: impl Into<Arc<Privacy>>) -> Notes {
     Notes::new(store.clone(), privacy.into())
 }
 
-fn id(store: &Store, title: &str) -> String {
-    store
-        .query(&org_agent::store::Query::default())
-        .into_iter()
-        .find(|r| r.node().content.title == title)
-        .map(|r| r.node().id.to_string())
-        .unwrap()
-}
-
 #[tokio::test]
 async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
     let server = LlmServer::start().await;
@@ -162,7 +152,7 @@ async fn private_notes_are_never_embedded_and_refused_batches_go_one_by_one() {
         )
         .await
         .unwrap();
-    assert_eq!(hits[0].0, id(&store, "Garden"));
+    assert_eq!(hits[0].0, id_of(&store, "Garden"));
     assert!(hits[0].1 > 0.9);
     // Another model's vectors are not compared with this one's, even of one dimension.
     let other = Semantic {

@@ -2,6 +2,7 @@
 //! redacted buffer. Every check below searches the produced text for words that only occur in
 //! private subtrees, so a leak through any field (title, body, property, child line) fails.
 
+use crate::support::store::{id_of, notes};
 use org_agent::context::render;
 use org_agent::notes::Notes;
 use org_agent::notes::Privacy;
@@ -47,7 +48,7 @@ const SHARED: &str = "\
 /// Words that only occur in private places.
 const SECRETS: [&str; 5] = ["KESTREL", "ZEPHYR", "OSPREY", "MARMOT", "HERON"];
 
-fn store() -> Store {
+fn store() -> Arc<Store> {
     let store = Store::in_memory(Config::default());
     for (file, text) in [
         ("/notes/mixed.org", NOTES),
@@ -56,7 +57,7 @@ fn store() -> Store {
     ] {
         store.ingest_text(file, text, None, None, None).unwrap();
     }
-    store
+    Arc::new(store)
 }
 
 fn privacy() -> Privacy {
@@ -72,23 +73,10 @@ fn assert_no_secret(what: &str, text: &str) {
     }
 }
 
-fn id_of(store: &Store, title: &str) -> String {
-    let state = store.state();
-    for doc in state.files.values() {
-        for n in doc.nodes.iter() {
-            if n.content.title == title {
-                return n.id.to_string();
-            }
-        }
-    }
-    panic!("no node {title:?}")
-}
-
 #[test]
 fn tools_never_show_private_notes() {
     let store = store();
     let privacy = privacy();
-    let store = Arc::new(store);
     let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
     let tools = Registry::with_builtins();
     let mut shown = String::new();
@@ -138,7 +126,6 @@ fn without_rules_the_same_notes_are_visible() {
     // The check above would pass trivially if the notes never showed at all.
     let store = store();
     let none = Privacy::none();
-    let store = Arc::new(store);
     let notes = Notes::new(store.clone(), Arc::new(none.clone()));
     let out = Registry::with_builtins()
         .call(&notes, "search_notes", &json!({"text": "e", "limit": 200}))
@@ -152,7 +139,6 @@ fn without_rules_the_same_notes_are_visible() {
 fn the_context_leaves_private_nodes_out() {
     let store = store();
     let privacy = privacy();
-    let store = Arc::new(store);
     let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
     // A private focus is not shown at all; a public one is shown without its private child.
     let focus = id_of(&store, "Plan the offsite");
@@ -203,12 +189,10 @@ fn private_tags_count_even_when_not_inherited() {
     store
         .ingest_text("/n/a.org", NOTES, None, None, None)
         .unwrap();
-    let privacy = Privacy::default();
     let store = Arc::new(store);
-    let notes = Notes::new(store.clone(), Arc::new(privacy.clone()));
     let err = Registry::with_builtins()
         .call(
-            &notes,
+            &notes(&store),
             "read_node",
             &json!({"id": id_of(&store, "Book the KESTREL rooms")}),
         )

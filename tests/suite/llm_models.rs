@@ -4,24 +4,17 @@
 //! failures: each provider's 401 (the key never shown), a body that is not JSON, a list
 //! without its array, a body over the limit, redirects to another host, cancellation.
 
-mod support;
-
+use crate::support::llm_server::{End, LlmServer, Recorded, Reply};
 use org_agent::llm::models::{list_models, ModelInfo, MAX_BODY, MAX_PAGES};
 use org_agent::llm::{Backend, CancelToken, LlmError, Wire};
 use serde_json::json;
 use std::time::Duration;
-use support::llm_server::{End, LlmServer, Recorded, Reply};
 
 const KEY: &str = "secret-key-123";
 
 /// A backend for `wire` on `server`, with the API root each provider uses.
 fn backend(server: &LlmServer, wire: Wire) -> Backend {
-    let base = match wire {
-        Wire::Ollama => server.base_url().trim_end_matches("/v1").to_owned(),
-        Wire::Gemini => server.base_url().replace("/v1", "/v1beta"),
-        _ => server.base_url(),
-    };
-    let mut b = Backend::with_wire(wire, base, "unused");
+    let mut b = Backend::with_wire(wire, server.root_for(wire), "unused");
     b.api_key = Some(KEY.to_owned());
     b
 }

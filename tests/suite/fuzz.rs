@@ -7,10 +7,9 @@
 //! The long, coverage-guided run is `scripts/fuzz` (libFuzzer on the same targets).
 //! `FUZZ_CASES` overrides the number of cases per target.
 
-#[path = "support/rng.rs"]
-#[allow(dead_code)]
-mod rng;
-#[path = "fuzz/targets.rs"]
+use crate::support::emacs::batch_output;
+use crate::support::Rng;
+#[path = "../fuzz/targets.rs"]
 mod targets;
 
 use proptest::collection::vec;
@@ -158,7 +157,7 @@ fn org_file() -> impl Strategy<Value = Vec<u8>> {
         any::<u64>(),
     )
         .prop_map(|(lines, eol, bom, seed)| {
-            let mut rng = rng::Rng::new(seed);
+            let mut rng = Rng::new(seed);
             let mut out = Vec::new();
             if bom {
                 out.extend_from_slice(b"\xEF\xBB\xBF");
@@ -548,16 +547,7 @@ fn emacs_compare(lines: &[String], ours: &[Option<String>]) -> Vec<String> {
         input = input.display().to_string(),
         printed = printed.display().to_string(),
     );
-    let out = std::process::Command::new("emacs")
-        .args(["-Q", "--batch", "--eval", &program])
-        .output()
-        .expect("emacs must be installed for this test (scripts/deps installs it)");
-    assert!(
-        out.status.success(),
-        "emacs failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&batch_output(&program))
         .lines()
         .map(str::to_string)
         .collect()
