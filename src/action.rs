@@ -10,7 +10,8 @@
 //! (:type :request :target :tool :name "query" :args (:tag "work"))
 //! ```
 
-use crate::sexp::{self, plist_get, Sexp, SexpError, Value};
+use crate::sexp::fields::Fields;
+use crate::sexp::{self, Sexp, SexpError, Value};
 
 /// What woke the agent up.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,182 +129,30 @@ fn shape(msg: impl Into<String>) -> SexpError {
     SexpError::Shape(msg.into())
 }
 
-/// Typed access to the values of one plist, with errors that name the key.
-struct Args<'v> {
-    plist: &'v Value,
-    what: &'static str,
+/// `:args`, a tool's argument plist (nil when absent).
+fn tool_args(a: &Fields) -> Result<Sexp, SexpError> {
+    Ok(Sexp::from(match a.get("args") {
+        None => Value::Nil,
+        Some(args) => {
+            Fields::new(args, "tool arguments")?;
+            sexp::clone_value(args)
+        }
+    }))
 }
 
-impl<'v> Args<'v> {
-    fn new(plist: &'v Value, what: &'static str) -> Result<Args<'v>, SexpError> {
-        if !(sexp::is_nil(plist) || matches!(plist, Value::Cons(_))) {
-            return Err(shape(format!(
-                "{what}: expected a plist, got {}",
-                sexp::print(plist)
-            )));
-        }
-        Ok(Args { plist, what })
-    }
-
-    fn get(&self, key: &str) -> Option<&'v Value> {
-        plist_get(self.plist, key).filter(|v| !sexp::is_nil(v))
-    }
-
-    fn keyword(&self, key: &str) -> Result<&'v str, SexpError> {
-        match self.get(key) {
-            Some(Value::Keyword(k)) => Ok(k),
-            Some(other) => Err(shape(format!(
-                "{}: :{key} must be a keyword, got {}",
-                self.what,
-                sexp::print(other)
-            ))),
-            None => Err(shape(format!("{}: :{key} is missing", self.what))),
-        }
-    }
-
-    fn opt_string(&self, key: &str) -> Result<Option<String>, SexpError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.to_string())),
-            Some(Value::Symbol(s)) => Ok(Some(s.to_string())),
-            Some(other) => Err(shape(format!(
-                "{}: :{key} must be a string, got {}",
-                self.what,
-                sexp::print(other)
-            ))),
-        }
-    }
-
-    fn string(&self, key: &str) -> Result<String, SexpError> {
-        self.opt_string(key)?
-            .ok_or_else(|| shape(format!("{}: :{key} is missing", self.what)))
-    }
-
-    fn strings(&self, key: &str) -> Result<Vec<String>, SexpError> {
-        let mut out = Vec::new();
-        let Some(list) = self.get(key) else {
-            return Ok(out);
-        };
-        let mut cur = list;
-        loop {
-            match cur {
-                Value::Cons(cell) => {
-                    match cell.car() {
-                        Value::String(s) | Value::Symbol(s) => out.push(s.to_string()),
-                        other => {
-                            return Err(shape(format!(
-                                "{}: :{key} must be a list of strings, found {}",
-                                self.what,
-                                sexp::print(other)
-                            )))
-                        }
-                    }
-                    cur = cell.cdr();
-                }
-                v if sexp::is_nil(v) => return Ok(out),
-                other => {
-                    return Err(shape(format!(
-                        "{}: :{key} must be a list of strings, got {}",
-                        self.what,
-                        sexp::print(other)
-                    )))
-                }
-            }
-        }
-    }
-
-    /// An alist `(("KEY" . "VALUE") …)` or a plist `(:key "value" …)`.
-    fn pairs(&self, key: &str) -> Result<Vec<(String, String)>, SexpError> {
-        let mut out = Vec::new();
-        let Some(list) = self.get(key) else {
-            return Ok(out);
-        };
-        let bad = |v: &Value| {
-            shape(format!(
-                "{}: :{key} must be an alist of strings or a plist, found {}",
-                self.what,
-                sexp::print(v)
-            ))
-        };
-        let text = |v: &Value| match v {
-            Value::String(s) | Value::Symbol(s) => Some(s.to_string()),
-            Value::Keyword(k) => Some(k.to_uppercase()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        };
-        let mut cur = list;
-        while let Value::Cons(cell) = cur {
-            match cell.car() {
-                Value::Cons(pair) => {
-                    let k = text(pair.car()).ok_or_else(|| bad(pair.car()))?;
-                    let v = match pair.cdr() {
-                        Value::Cons(rest) => text(rest.car()),
-                        other => text(other),
-                    }
-                    .ok_or_else(|| bad(pair.cdr()))?;
-                    out.push((k, v));
-                    cur = cell.cdr();
-                }
-                Value::Keyword(k) => {
-                    let Value::Cons(rest) = cell.cdr() else {
-                        return Err(bad(cell.car()));
-                    };
-                    let v = text(rest.car()).ok_or_else(|| bad(rest.car()))?;
-                    out.push((k.to_uppercase(), v));
-                    cur = rest.cdr();
-                }
-                other => return Err(bad(other)),
-            }
-        }
-        if !sexp::is_nil(cur) {
-            return Err(bad(cur));
-        }
-        Ok(out)
-    }
-
-    /// `:args`, a tool's argument plist (nil when absent).
-    fn tool_args(&self) -> Result<Sexp, SexpError> {
-        Ok(Sexp::from(match self.get("args") {
-            None => Value::Nil,
-            Some(args) => {
-                Args::new(args, "tool arguments")?;
-                sexp::clone_value(args)
-            }
-        }))
-    }
-
-    fn bool(&self, key: &str, default: bool) -> bool {
-        match plist_get(self.plist, key) {
-            None => default,
-            Some(v) => !sexp::is_nil(v),
-        }
-    }
-
-    fn depth(&self) -> Result<u32, SexpError> {
-        match self.get("depth") {
-            None => Ok(0),
-            Some(v) => v
-                .as_u64()
-                .and_then(|d| u32::try_from(d).ok())
-                .ok_or_else(|| {
-                    shape(format!(
-                        "{}: :depth must be a natural number, got {}",
-                        self.what,
-                        sexp::print(v)
-                    ))
-                }),
-        }
-    }
+/// `:depth`, how deep in a chain of actions a stimulus is (0 when absent).
+fn depth(a: &Fields) -> Result<u32, SexpError> {
+    a.natural("depth").map(|d| d.unwrap_or(0))
 }
 
 impl Stimulus {
     pub fn from_sexp(v: &Value) -> Result<Stimulus, SexpError> {
-        let top = Args::new(v, "stimulus")?;
+        let top = Fields::new(v, "stimulus")?;
         match top.keyword("type")? {
             "event" => {}
             other => return Err(shape(format!("stimulus: unknown :type :{other}"))),
         }
-        let payload = Args::new(
+        let payload = Fields::new(
             top.get("payload")
                 .ok_or_else(|| shape("stimulus: :payload is missing"))?,
             "stimulus payload",
@@ -339,13 +188,13 @@ impl Stimulus {
             other => return Err(shape(format!("stimulus: unknown :sensor :{other}"))),
         };
         let session = match top.get("meta") {
-            Some(meta) => Args::new(meta, "stimulus meta")?.opt_string("session")?,
+            Some(meta) => Fields::new(meta, "stimulus meta")?.opt_string("session")?,
             None => None,
         };
         Ok(Stimulus {
             sensor,
             session,
-            depth: top.depth()?,
+            depth: depth(&top)?,
         })
     }
 
@@ -402,7 +251,7 @@ fn kw(name: &str) -> Value {
 
 impl Action {
     pub fn from_sexp(v: &Value) -> Result<Action, SexpError> {
-        let a = Args::new(v, "action")?;
+        let a = Fields::new(v, "action")?;
         match a.keyword("type")? {
             "request" => {}
             other => return Err(shape(format!("action: unknown :type :{other}"))),
@@ -412,7 +261,7 @@ impl Action {
                 let name = a.string("name")?;
                 Ok(Action::Tool {
                     name,
-                    args: a.tool_args()?,
+                    args: tool_args(&a)?,
                 })
             }
             "emacs" => Ok(Action::Emacs(EmacsAction::from_args(&a)?)),
@@ -509,7 +358,7 @@ impl EmacsAction {
         }
     }
 
-    fn from_args(a: &Args) -> Result<EmacsAction, SexpError> {
+    fn from_args(a: &Fields) -> Result<EmacsAction, SexpError> {
         Ok(match a.keyword("action")? {
             "insert" => EmacsAction::Insert {
                 buffer: a.string("buffer")?,
@@ -576,7 +425,7 @@ impl EmacsAction {
             },
             "call-tool" => EmacsAction::CallTool {
                 name: a.string("name")?,
-                args: a.tool_args()?,
+                args: tool_args(a)?,
             },
             other => return Err(shape(format!("action: unknown Emacs action :{other}"))),
         })

@@ -79,11 +79,6 @@ impl SseDecoder {
         self.retry
     }
 
-    /// The last event id seen, if any.
-    pub fn last_event_id(&self) -> Option<&str> {
-        self.last_id.as_deref()
-    }
-
     /// Decodes the next chunk of the stream and returns the events it completes. After an
     /// error the decoder is unusable and returns the same error again.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, LlmError> {

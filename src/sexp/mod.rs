@@ -6,6 +6,7 @@
 //! list of ~32,000 elements. The [printer](printer) writes text Emacs `read`s back to the
 //! same value.
 
+pub mod fields;
 pub mod json;
 pub mod printer;
 pub mod reader;
@@ -168,12 +169,6 @@ impl Sexp {
     /// The value, to change it in place (`None` only while it is being dropped).
     pub fn value_mut(&mut self) -> Option<&mut Value> {
         self.0.as_mut()
-    }
-
-    /// Take the value out (the caller then owns its drop: wrap it again or use
-    /// [`drop_iteratively`] if it may be large).
-    pub fn into_value(mut self) -> Value {
-        self.0.take().unwrap_or(Value::Nil)
     }
 
     /// The value after `key` (a keyword name without the colon, lowercase) in a plist.
