@@ -1,7 +1,7 @@
 //! What workers report back to Emacs. Plain data: the Emacs layer turns each into a plist
 //! when the main thread drains the queue.
 
-use crate::sexp::Sexp;
+use crate::sexp::{Sexp, Value};
 use crate::store::{DirReport, IngestReport};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -121,4 +121,285 @@ pub enum ChatUpdate {
     Error(String),
     /// The turn was interrupted by the user (`org-agent-interrupt`).
     Interrupted,
+}
+
+/// Builds one event plist: `(:type TYPE :request N …)`.
+struct Plist(Vec<Value>);
+
+impl Plist {
+    fn new(kind: &str, request: u64) -> Plist {
+        Plist(vec![
+            Value::keyword("type"),
+            Value::symbol(kind),
+            Value::keyword("request"),
+            Value::from(request),
+        ])
+    }
+
+    fn put(mut self, key: &str, value: Value) -> Plist {
+        self.0.push(Value::keyword(key));
+        self.0.push(value);
+        self
+    }
+
+    fn text(self, key: &str, text: &str) -> Plist {
+        self.put(key, Value::string(text))
+    }
+
+    fn count(self, key: &str, n: usize) -> Plist {
+        self.put(key, Value::from(n as u64))
+    }
+
+    fn done(self) -> Sexp {
+        Sexp::from(Value::list(self.0))
+    }
+}
+
+fn strings(items: &[String]) -> Value {
+    Value::list(
+        items
+            .iter()
+            .map(|s| Value::string(s.as_str()))
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn opt_text(text: Option<&str>) -> Value {
+    text.map(Value::string).unwrap_or(Value::Nil)
+}
+
+impl Event {
+    /// The event as the plist Elisp dispatches on (`:type`, `:request`, then its fields).
+    /// File names are the store's keys here; the Emacs layer turns the one under `:file`
+    /// (see [`Event::file`]) into Emacs's own file name.
+    pub fn to_sexp(&self) -> Sexp {
+        match self {
+            Event::Ingested { request, report } => Plist::new("ingested", *request)
+                .text("file", &report.file)
+                .count("nodes", report.nodes)
+                .put("changed", Value::Bool(report.changed))
+                .count("new-versions", report.new_versions)
+                .done(),
+            Event::Superseded { request, file } => {
+                Plist::new("superseded", *request).text("file", file).done()
+            }
+            Event::Progress {
+                request,
+                done,
+                total,
+                file,
+            } => Plist::new("progress", *request)
+                .count("done", *done)
+                .count("total", *total)
+                .text("file", file)
+                .done(),
+            Event::DirectoryDone { request, report } => Plist::new("directory-done", *request)
+                .count("files", report.files)
+                .count("ingested", report.ingested)
+                .count("unchanged", report.unchanged)
+                .count("removed", report.removed)
+                .count("nodes", report.nodes)
+                .put("errors", strings(&report.errors))
+                .put("cancelled", Value::Bool(report.cancelled))
+                .done(),
+            Event::Chat {
+                request,
+                conversation,
+                update,
+            } => update
+                .fields(Plist::new("chat", *request).text("conversation", conversation))
+                .done(),
+            Event::Actuate {
+                request,
+                reply,
+                action,
+            } => Plist::new("actuate", *request)
+                .put("reply", Value::from(*reply))
+                .put("action", crate::sexp::clone_value(action.value()))
+                .done(),
+            Event::Embedded { request, report } => Plist::new("embedded", *request)
+                .count("candidates", report.candidates)
+                .count("embedded", report.embedded)
+                .count("dropped", report.dropped)
+                .count("refused", report.refused)
+                .count("requests", report.requests)
+                .count("indexed", report.indexed)
+                .done(),
+            Event::SearchResults { request, hits } => {
+                let hits = hits
+                    .iter()
+                    .map(|(id, score)| {
+                        Value::cons(Value::string(id.as_str()), Value::from(*score as f64))
+                    })
+                    .collect::<Vec<_>>();
+                Plist::new("search-results", *request)
+                    .put("hits", Value::list(hits))
+                    .done()
+            }
+            Event::Models {
+                request,
+                backend,
+                models,
+            } => {
+                let models = models
+                    .iter()
+                    .map(|m| {
+                        Value::cons(
+                            Value::string(m.id.as_str()),
+                            opt_text(m.description.as_deref()),
+                        )
+                    })
+                    .collect::<Vec<_>>();
+                Plist::new("models", *request)
+                    .text("backend", backend)
+                    .put("models", Value::list(models))
+                    .done()
+            }
+            Event::Preview {
+                request,
+                backend,
+                url,
+                body,
+            } => Plist::new("preview", *request)
+                .text("backend", backend)
+                .text("url", url)
+                .text("body", body)
+                .done(),
+            Event::Failed {
+                request,
+                file,
+                message,
+            } => Plist::new("failed", *request)
+                .put("file", opt_text(file.as_deref()))
+                .text("message", message)
+                .done(),
+        }
+    }
+
+    /// The file name under the event's `:file`, if it has one.
+    pub fn file(&self) -> Option<&str> {
+        match self {
+            Event::Ingested { report, .. } => Some(&report.file),
+            Event::Superseded { file, .. } | Event::Progress { file, .. } => Some(file),
+            Event::Failed { file, .. } => file.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+impl ChatUpdate {
+    /// `:kind KIND` and the update's own fields, after those of its event.
+    fn fields(&self, p: Plist) -> Plist {
+        let kind = |p: Plist, kind: &str| p.put("kind", Value::symbol(kind));
+        match self {
+            ChatUpdate::Text(t) => kind(p, "text").text("text", t),
+            ChatUpdate::Reasoning(t) => kind(p, "reasoning").text("text", t),
+            ChatUpdate::Tool {
+                name,
+                arguments,
+                decision,
+                reasons,
+            } => kind(p, "tool")
+                .text("name", name)
+                .text("arguments", arguments)
+                .text("decision", decision)
+                .put("reasons", strings(reasons)),
+            ChatUpdate::ToolResult { name, ok, content } => kind(p, "tool-result")
+                .text("name", name)
+                .put("ok", Value::Bool(*ok))
+                .text("content", content),
+            ChatUpdate::Ask {
+                reply,
+                name,
+                arguments,
+                action,
+                reasons,
+            } => kind(p, "ask")
+                .put("reply", Value::from(*reply))
+                .text("name", name)
+                .text("arguments", arguments)
+                .put("action", crate::sexp::clone_value(action.value()))
+                .put("reasons", strings(reasons)),
+            ChatUpdate::Retrying(m) => kind(p, "retrying").text("message", m),
+            ChatUpdate::Consensus {
+                agreed,
+                answered,
+                tie,
+                proposals,
+            } => kind(p, "consensus")
+                .count("agreed", *agreed)
+                .count("answered", *answered)
+                .put("tie", Value::Bool(*tie))
+                .put("proposals", strings(proposals)),
+            ChatUpdate::Notice(m) => kind(p, "notice").text("message", m),
+            ChatUpdate::Failover {
+                backend,
+                error,
+                next,
+                discard,
+            } => kind(p, "failover")
+                .text("backend", backend)
+                .text("message", error)
+                .put("next", opt_text(next.as_deref()))
+                .put("discard", Value::Bool(*discard)),
+            ChatUpdate::Usage { prompt, completion } => kind(p, "usage")
+                .put("prompt-tokens", Value::from(*prompt))
+                .put("completion-tokens", Value::from(*completion)),
+            ChatUpdate::Done(answer) => kind(p, "done").text("answer", answer),
+            ChatUpdate::Error(m) => kind(p, "error").text("message", m),
+            ChatUpdate::Interrupted => kind(p, "interrupted"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sexp::print;
+
+    #[test]
+    fn events_print_as_the_plists_elisp_dispatches_on() {
+        let chat = Event::Chat {
+            request: 7,
+            conversation: "c".into(),
+            update: ChatUpdate::Failover {
+                backend: "a".into(),
+                error: "HTTP 500".into(),
+                next: None,
+                discard: true,
+            },
+        };
+        assert_eq!(
+            print(chat.to_sexp().value()),
+            "(:type chat :request 7 :conversation \"c\" :kind failover :backend \"a\" \
+             :message \"HTTP 500\" :next nil :discard t)"
+        );
+        let failed = Event::Failed {
+            request: 3,
+            file: Some("/n/a.org".into()),
+            message: "gone".into(),
+        };
+        assert_eq!(
+            print(failed.to_sexp().value()),
+            "(:type failed :request 3 :file \"/n/a.org\" :message \"gone\")"
+        );
+        assert_eq!(failed.file(), Some("/n/a.org"));
+        let hits = Event::SearchResults {
+            request: 1,
+            hits: vec![("x".into(), 0.5)],
+        };
+        assert_eq!(
+            print(hits.to_sexp().value()),
+            "(:type search-results :request 1 :hits ((\"x\" . 0.5)))"
+        );
+        let done = Event::Chat {
+            request: 2,
+            conversation: "c".into(),
+            update: ChatUpdate::Interrupted,
+        };
+        assert_eq!(
+            print(done.to_sexp().value()),
+            "(:type chat :request 2 :conversation \"c\" :kind interrupted)"
+        );
+    }
 }

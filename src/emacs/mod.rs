@@ -51,6 +51,16 @@ fn fail<T>(env: &Env, message: impl std::fmt::Display) -> Result<T> {
     env.signal(org_agent_error, (message.to_string(),))
 }
 
+/// Signal `org-agent-store-error`: the store could not do it (a parse, the disk, a snapshot).
+fn store_fail<T>(env: &Env, message: impl std::fmt::Display) -> Result<T> {
+    env.signal(org_agent_store_error, (message.to_string(),))
+}
+
+/// Signal `org-agent-config-error`: an option, a backend or a value set by the user is wrong.
+fn config_fail<T>(env: &Env, message: impl std::fmt::Display) -> Result<T> {
+    env.signal(org_agent_config_error, (message.to_string(),))
+}
+
 /// Return the names of the Emacs actions the agent may propose, as keywords (`:set-todo`…):
 /// the vocabulary the Elisp actuator must implement, no more and no less.
 #[defun]
@@ -68,7 +78,7 @@ fn action_names<'e>(env: &'e Env) -> Result<Value<'e>> {
 fn set_redisplay_interval(env: &Env, seconds: Value) -> Result<()> {
     let seconds: f64 = env.call("float", [seconds])?.into_rust()?;
     if !seconds.is_finite() || seconds < 0.0 {
-        return fail(
+        return config_fail(
             env,
             format!("the redisplay interval is {seconds} seconds, not 0 to 10"),
         );
@@ -130,7 +140,7 @@ fn redact_private(env: &Env, text: Value, file: Value) -> Result<String> {
     let rt = runtime(env)?;
     let doc = match rt.store().parse_unstored(&file, &text) {
         Ok(doc) => doc,
-        Err(e) => return fail(env, e),
+        Err(e) => return store_fail(env, e),
     };
     match rt.privacy().redact(&doc, &text) {
         Some(redacted) => Ok(redacted),
@@ -178,7 +188,7 @@ fn store_open<'e>(env: &'e Env, dir: Value<'e>) -> Result<Value<'e>> {
                 (kw(env, ":torn-tail")?, r.torn_tail.into_lisp(env)?),
             ],
         ),
-        Err(e) => fail(env, e),
+        Err(e) => store_fail(env, e),
     }
 }
 
@@ -194,7 +204,7 @@ fn store_close(env: &Env) -> Result<()> {
 fn store_flush(env: &Env) -> Result<()> {
     match runtime(env)?.store().flush() {
         Ok(()) => Ok(()),
-        Err(e) => fail(env, e),
+        Err(e) => store_fail(env, e),
     }
 }
 
@@ -206,7 +216,7 @@ fn ingest_file(env: &Env, file: Value, force: Value) -> Result<i64> {
     let store = runtime(env)?.store();
     match store.ingest_file(&file, force.is_not_nil()) {
         Ok(r) => Ok(r.nodes as i64),
-        Err(e) => fail(env, e),
+        Err(e) => store_fail(env, e),
     }
 }
 
@@ -235,7 +245,7 @@ fn ingest_text(env: &Env, file: Value, text: Value, todo: Value, done: Value) ->
     match store.ingest_text(&file, &text, kws.as_ref(), None, Some(generation)) {
         Ok(Some(r)) => Ok(r.nodes as i64),
         Ok(None) => Ok(0),
-        Err(e) => fail(env, e),
+        Err(e) => store_fail(env, e),
     }
 }
 
@@ -431,7 +441,7 @@ fn snapshots<'e>(env: &'e Env) -> Result<Value<'e>> {
 fn rollback(env: &Env, index: i64) -> Result<()> {
     match runtime(env)?.store().rollback(index.max(0) as usize) {
         Ok(()) => Ok(()),
-        Err(e) => fail(env, e),
+        Err(e) => store_fail(env, e),
     }
 }
 

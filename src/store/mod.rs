@@ -1,5 +1,5 @@
 //! The object store: Org headlines as content-addressed nodes, with history, snapshots,
-//! persistence and queries. Plain Rust; the Emacs skin lives in `crate::emacs`.
+//! persistence and queries. Plain Rust; the Emacs skin lives in `src/emacs/`.
 //!
 //! Concurrency: the current [`State`] is an immutable value behind an `Arc`. Readers clone the
 //! `Arc` (a pointer copy under a lock held for nanoseconds) and query without locks. Writers

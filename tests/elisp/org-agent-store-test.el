@@ -184,7 +184,7 @@ The copy's directory is bound to `notes'."
       (org-agent-rollback 0)
       (should (equal (org-agent-test-titles (org-agent-query :type 'headline))
                      '("One" "Two")))
-      (should-error (org-agent-rollback 5)))))
+      (should-error (org-agent-rollback 5) :type 'org-agent-store-error))))
 
 (ert-deftest org-agent-save-hook-reingests ()
   "With `org-agent-mode' on, saving an Org buffer updates the store off the main thread."
@@ -429,7 +429,7 @@ The copy's directory is bound to `notes'."
                                    #'string<)
                              (sort (list name plain) #'string<))))
             (delete-file name)
-            (should-error (org-agent-ingest-file name) :type 'org-agent-error)
+            (should-error (org-agent-ingest-file name) :type 'org-agent-store-error)
             (should (null (org-agent-query :file name))))
         (delete-directory dir t)))))
 

@@ -248,6 +248,38 @@ async fn the_depth_limit_ends_a_runaway_turn() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stimulus_deep_in_a_chain_has_only_the_steps_left() {
+    let server = LlmServer::start().await;
+    for _ in 0..3 {
+        server.push(sse("", &[("list_files", json!({}))]));
+    }
+    let eq = equipment(&server);
+    // Two steps deep already: one step is left of three.
+    let cfg = TurnConfig {
+        max_depth: 3,
+        start_depth: 2,
+        ..TurnConfig::default()
+    };
+    let err = turn(&eq, &mut Conversation::default(), "Loop.", &cfg)
+        .await
+        .0
+        .unwrap_err();
+    assert!(matches!(err, TurnError::DepthLimit(3)), "{err}");
+    assert_eq!(server.requests().len(), 1);
+    // At the limit already: nothing is asked.
+    let at_limit = TurnConfig {
+        start_depth: 3,
+        ..cfg
+    };
+    let err = turn(&eq, &mut Conversation::default(), "Loop.", &at_limit)
+        .await
+        .0
+        .unwrap_err();
+    assert!(matches!(err, TurnError::DepthLimit(3)), "{err}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_errors_are_fed_back_twice_then_reported() {
     let server = LlmServer::start().await;
     for _ in 0..3 {
