@@ -486,12 +486,12 @@ fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backe
         }
     };
     let mut b = crate::llm::http::Backend::with_wire(wire, lisp_string(env, url)?, model);
-    b.name = match get(":name")? {
+    b.endpoint.name = match get(":name")? {
         Some(name) => lisp_string(env, name)?,
-        None => format!("{} @ {}", b.model, b.base_url),
+        None => format!("{} @ {}", b.endpoint.model, b.endpoint.base_url),
     };
     if let Some(key) = get(":key")? {
-        b.api_key = Some(key.into_rust()?);
+        b.endpoint.api_key = Some(key.into_rust()?);
     }
     if let Some(price) = get(":price")? {
         let input: f64 = env.call("float", [price.car()?])?.into_rust()?;
@@ -506,17 +506,17 @@ fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backe
     }
     if let Some(headers) = get(":headers")? {
         for pair in list_items(env, headers)? {
-            b.headers.push((
+            b.endpoint.headers.push((
                 lisp_string(env, pair.car()?)?,
                 lisp_string(env, pair.cdr()?)?,
             ));
         }
     }
     for (key, slot) in [
-        (":connect-timeout", &mut b.connect_timeout),
-        (":first-byte-timeout", &mut b.first_byte_timeout),
-        (":idle-timeout", &mut b.idle_timeout),
-        (":total-timeout", &mut b.total_timeout),
+        (":connect-timeout", &mut b.endpoint.timeouts.connect),
+        (":first-byte-timeout", &mut b.endpoint.timeouts.first_byte),
+        (":idle-timeout", &mut b.endpoint.timeouts.idle),
+        (":total-timeout", &mut b.endpoint.timeouts.total),
     ] {
         if let Some(v) = get(key)? {
             let secs: f64 = env.call("float", [v])?.into_rust()?;
@@ -547,12 +547,15 @@ fn backends_from_lisp(env: &Env, backends: Value) -> Result<Vec<crate::llm::http
         .collect::<Result<Vec<_>>>()?;
     // Names key cool-downs, prices and tiers: two backends must not share one.
     for (i, b) in backends.iter().enumerate() {
-        if backends[..i].iter().any(|other| other.name == b.name) {
+        if backends[..i]
+            .iter()
+            .any(|other| other.endpoint.name == b.endpoint.name)
+        {
             return fail(
                 env,
                 format!(
                     "two backends are named {:?}; give each its own :name",
-                    b.name
+                    b.endpoint.name
                 ),
             );
         }
@@ -916,14 +919,14 @@ fn embedding_backend(env: &Env, plist: Value) -> Result<crate::llm::embeddings::
     };
     let mut b = EmbeddingBackend::new(wire, lisp_string(env, url)?, lisp_string(env, model)?);
     if let Some(name) = get(":name")? {
-        b.name = lisp_string(env, name)?;
+        b.endpoint.name = lisp_string(env, name)?;
     }
     if let Some(key) = get(":key")? {
-        b.api_key = Some(lisp_string(env, key)?);
+        b.endpoint.api_key = Some(lisp_string(env, key)?);
     }
     if let Some(headers) = get(":headers")? {
         for pair in list_items(env, headers)? {
-            b.headers.push((
+            b.endpoint.headers.push((
                 lisp_string(env, pair.car()?)?,
                 lisp_string(env, pair.cdr()?)?,
             ));
@@ -937,10 +940,10 @@ fn embedding_backend(env: &Env, plist: Value) -> Result<crate::llm::embeddings::
         }
     }
     for (key, slot) in [
-        (":connect-timeout", &mut b.timeouts.connect),
-        (":first-byte-timeout", &mut b.timeouts.first_byte),
-        (":idle-timeout", &mut b.timeouts.idle),
-        (":total-timeout", &mut b.timeouts.total),
+        (":connect-timeout", &mut b.endpoint.timeouts.connect),
+        (":first-byte-timeout", &mut b.endpoint.timeouts.first_byte),
+        (":idle-timeout", &mut b.endpoint.timeouts.idle),
+        (":total-timeout", &mut b.endpoint.timeouts.total),
     ] {
         if let Some(v) = get(key)? {
             let secs: f64 = env.call("float", [v])?.into_rust()?;
