@@ -175,10 +175,10 @@ impl Runtime {
             };
             conversation.messages.push(Message::User(text));
             let chat = step_request(&eq, &conversation, &cfg, StepView::default());
-            let body = backend.wire.request_body(&chat, &backend.model);
+            let body = backend.wire.request_body(&chat, &backend.endpoint.model);
             Ok(Event::Preview {
                 request,
-                backend: backend.name.clone(),
+                backend: backend.endpoint.name.clone(),
                 url: backend.url(chat.stream),
                 body: serde_json::to_string_pretty(&body).unwrap_or_default(),
             })
@@ -202,7 +202,12 @@ impl Runtime {
         let conversation = self.conversation(&id);
         let names: Vec<String> = backends
             .iter()
-            .map(|b| format!("{} ({} @ {})", b.name, b.model, b.base_url))
+            .map(|b| {
+                format!(
+                    "{} ({} @ {})",
+                    b.endpoint.name, b.endpoint.model, b.endpoint.base_url
+                )
+            })
             .collect();
         self.with_telemetry(|t| {
             t.log(

@@ -43,7 +43,7 @@ pub async fn embed_pending(
     batch: usize,
     cancel: &CancelToken,
 ) -> Result<EmbedReport, LlmError> {
-    let model = client.backend().model.clone();
+    let model = client.backend().endpoint.model.clone();
     let mut report = EmbedReport::default();
     {
         let mut ix = index.lock();

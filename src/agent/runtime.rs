@@ -651,10 +651,12 @@ impl Runtime {
         self.run_async(request, |cancel| async move {
             let models = crate::llm::models::list_models(&backend, &cancel)
                 .await
-                .map_err(|e| format!("{}: could not list the models: {e}", backend.name))?;
+                .map_err(|e| {
+                    format!("{}: could not list the models: {e}", backend.endpoint.name)
+                })?;
             Ok(Event::Models {
                 request,
-                backend: backend.name.clone(),
+                backend: backend.endpoint.name.clone(),
                 models,
             })
         })

@@ -57,7 +57,7 @@ impl Semantic {
         min_score: f32,
         cancel: &CancelToken,
     ) -> Result<Vec<(String, f32)>, LlmError> {
-        let model = &self.client.backend().model;
+        let model = &self.client.backend().endpoint.model;
         let indexed = {
             let ix = self.index.lock();
             if ix.is_empty() {
@@ -101,7 +101,7 @@ impl Semantic {
         for _round in 0..2 {
             let pending = {
                 let mut ix = self.index.lock();
-                if ix.model() == self.client.backend().model {
+                if ix.model() == self.client.backend().endpoint.model {
                     out.dropped += ix.retain_current(&wanted).dropped;
                 }
                 ix.pending(&wanted)

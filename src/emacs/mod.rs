@@ -464,145 +464,18 @@ fn print_sexp(env: &Env, value: Value) -> Result<String> {
     Ok(crate::sexp::print(s.value()))
 }
 
-/// A backend from its plist: (:name NAME :type openai :url URL :model MODEL :key KEY
-/// :headers ((NAME . VALUE) ...) :connect-timeout S :first-byte-timeout S :idle-timeout S
-/// :total-timeout S).
-fn backend_from_plist(env: &Env, plist: Value) -> Result<crate::llm::http::Backend> {
-    let get = |key: &str| -> Result<Option<Value>> {
-        let v = env.call("plist-get", (plist, env.intern(key)?))?;
-        Ok(v.is_not_nil().then_some(v))
-    };
-    let Some(url) = get(":url")? else {
-        return fail(env, "the backend has no :url");
-    };
-    let model: String = match get(":model")? {
-        Some(m) => lisp_string(env, m)?,
-        None => "default".into(),
-    };
-    let wire = match get(":type")? {
-        None => crate::llm::Wire::OpenAi,
-        Some(t) => {
-            let name: String = env.call("format", ("%s", t))?.into_rust()?;
-            match crate::llm::Wire::from_name(name.trim_start_matches(':')) {
-                Some(w) => w,
-                None => {
-                    let known: Vec<&str> = crate::llm::Wire::ALL.iter().map(|w| w.name()).collect();
-                    return fail(
-                        env,
-                        format!("unknown backend :type {name} (known: {})", known.join(", ")),
-                    );
-                }
-            }
-        }
-    };
-    let mut b = crate::llm::http::Backend::with_wire(wire, lisp_string(env, url)?, model);
-    b.name = match get(":name")? {
-        Some(name) => lisp_string(env, name)?,
-        None => format!("{} @ {}", b.model, b.base_url),
-    };
-    if let Some(key) = get(":key")? {
-        b.api_key = Some(key.into_rust()?);
-    }
-    if let Some(price) = get(":price")? {
-        let input: f64 = env.call("float", [price.car()?])?.into_rust()?;
-        let output: f64 = env.call("float", [price.cdr()?])?.into_rust()?;
-        b.price = Some((input, output));
-    }
-    if let Some(window) = get(":context-window")? {
-        b.context_window = Some(window.into_rust::<i64>()?.max(0) as u64);
-    }
-    if let Some(cap) = get(":max-tokens")? {
-        b.max_tokens = Some(cap.into_rust::<i64>()?.max(1) as u64);
-    }
-    if let Some(headers) = get(":headers")? {
-        for pair in list_items(env, headers)? {
-            b.headers.push((
-                lisp_string(env, pair.car()?)?,
-                lisp_string(env, pair.cdr()?)?,
-            ));
-        }
-    }
-    for (key, slot) in [
-        (":connect-timeout", &mut b.connect_timeout),
-        (":first-byte-timeout", &mut b.first_byte_timeout),
-        (":idle-timeout", &mut b.idle_timeout),
-        (":total-timeout", &mut b.total_timeout),
-    ] {
-        if let Some(v) = get(key)? {
-            let secs: f64 = env.call("float", [v])?.into_rust()?;
-            if secs.is_finite() && secs > 0.0 {
-                *slot = std::time::Duration::from_secs_f64(secs.min(86_400.0));
-            }
-        }
-    }
-    Ok(b)
-}
-
-/// The cascade from BACKENDS: one backend plist, or a list of them in order.
-fn backends_from_lisp(env: &Env, backends: Value) -> Result<Vec<crate::llm::http::Backend>> {
-    if backends.is_not_nil()
-        && env
-            .call("keywordp", [backends.car::<Value>()?])?
-            .is_not_nil()
-    {
-        return Ok(vec![backend_from_plist(env, backends)?]);
-    }
-    let list = list_items(env, backends)?;
-    if list.is_empty() {
-        return fail(env, "no backend is configured");
-    }
-    let backends = list
-        .into_iter()
-        .map(|b| backend_from_plist(env, b))
-        .collect::<Result<Vec<_>>>()?;
-    // Names key cool-downs, prices and tiers: two backends must not share one.
-    for (i, b) in backends.iter().enumerate() {
-        if backends[..i].iter().any(|other| other.name == b.name) {
-            return fail(
-                env,
-                format!(
-                    "two backends are named {:?}; give each its own :name",
-                    b.name
-                ),
-            );
-        }
-    }
-    Ok(backends)
-}
-
-/// Tier routing from an alist ((TIER NAME-OR-(NAME . MODEL) ...) ...), TIER a symbol or
-/// keyword (reflex, cognition, reasoning).
-fn tiers_from_lisp(
+/// The configuration PARSE reads from the Lisp VALUE (a backend plist, a cascade, the tier
+/// alist); what it refuses is signalled as `org-agent-config-error'.
+fn config_from<T>(
     env: &Env,
-    tiers: Value,
-) -> Result<
-    Vec<(
-        crate::llm::cascade::Tier,
-        Vec<crate::llm::cascade::TierMember>,
-    )>,
-> {
-    let mut out = Vec::new();
-    for entry in list_items(env, tiers)? {
-        let name: String = env
-            .call("format", ("%s", entry.car::<Value>()?))?
-            .into_rust()?;
-        let Some(tier) = crate::llm::cascade::Tier::from_name(&name) else {
-            return fail(env, format!("unknown tier {name} in the model tiers"));
-        };
-        let mut members = Vec::new();
-        for m in list_items(env, entry.cdr()?)? {
-            if env.call("consp", [m])?.is_not_nil() {
-                members.push((
-                    lisp_string(env, m.car()?)?,
-                    Some(lisp_string(env, m.cdr()?)?),
-                ));
-            } else {
-                members.push((lisp_string(env, m)?, None));
-            }
-        }
-        out.push((tier, members));
+    value: Value,
+    parse: impl FnOnce(&crate::sexp::Value) -> std::result::Result<T, crate::llm::ConfigError>,
+) -> Result<T> {
+    let sexp = lisp_sexp::from_lisp(env, value)?;
+    match parse(sexp.value()) {
+        Ok(parsed) => Ok(parsed),
+        Err(e) => env.signal(org_agent_config_error, (e.to_string(),)),
     }
-    Ok(out)
 }
 
 /// Hand STIMULUS, a plist such as (:type :event :payload (:sensor :chat-message :text
@@ -658,16 +531,16 @@ fn turn_setup(
     focus: Option<String>,
 ) -> Result<TurnSetup> {
     let get = |key: &str| -> Result<Value> { env.call("plist-get", (options, env.intern(key)?)) };
-    let cascade = backends_from_lisp(env, backend)?;
+    let cascade = config_from(env, backend, crate::llm::config::backends_from_sexp)?;
     // Tiers may name configured backends left out of the cascade.
     let pool = match get(":pool")? {
-        p if p.is_not_nil() => backends_from_lisp(env, p)?,
+        p if p.is_not_nil() => config_from(env, p, crate::llm::config::backends_from_sexp)?,
         _ => Vec::new(),
     };
     let routing = crate::llm::cascade::Routing {
         backends: cascade,
         pool,
-        tiers: tiers_from_lisp(env, get(":tiers")?)?,
+        tiers: config_from(env, get(":tiers")?, crate::llm::config::tiers_from_sexp)?,
     };
     let tier = match get(":tier")? {
         t if t.is_not_nil() => {
@@ -825,7 +698,11 @@ fn turn_setup(
     }
     let embedding = get(":embedding")?;
     if embedding.is_not_nil() {
-        setup.embedding = Some(embedding_backend(env, embedding)?);
+        setup.embedding = Some(config_from(
+            env,
+            embedding,
+            crate::llm::embeddings::EmbeddingBackend::from_sexp,
+        )?);
     }
     let threshold = get(":related-threshold")?;
     if threshold.is_not_nil() {
@@ -887,79 +764,8 @@ fn preview_request(
 /// id at once; a `models' event brings :models, a list of (ID . DESCRIPTION-OR-NIL).
 #[defun]
 fn list_models(env: &Env, backend: Value) -> Result<i64> {
-    let backend = backend_from_plist(env, backend)?;
+    let backend = config_from(env, backend, crate::llm::http::Backend::from_sexp)?;
     Ok(runtime(env)?.models_async(backend) as i64)
-}
-
-/// An embedding backend from its plist: (:type openai|ollama|gemini :url URL :model MODEL
-/// :key KEY :headers ((NAME . VALUE) ...) :encoding float|base64 :first-byte-timeout S).
-fn embedding_backend(env: &Env, plist: Value) -> Result<crate::llm::embeddings::EmbeddingBackend> {
-    use crate::llm::embeddings::{EmbeddingBackend, EmbeddingWire, EncodingFormat};
-    let get = |key: &str| -> Result<Option<Value>> {
-        let v = env.call("plist-get", (plist, env.intern(key)?))?;
-        Ok(v.is_not_nil().then_some(v))
-    };
-    let name_of = |v: Value| -> Result<String> {
-        let s: String = env.call("format", ("%s", v))?.into_rust()?;
-        Ok(s.trim_start_matches(':').to_owned())
-    };
-    let wire = match get(":type")? {
-        None => EmbeddingWire::OpenAi,
-        Some(t) => {
-            let name = name_of(t)?;
-            match EmbeddingWire::from_name(&name) {
-                Some(w) => w,
-                None => {
-                    return fail(
-                        env,
-                        format!("unknown embedding :type {name} (openai, ollama or gemini)"),
-                    )
-                }
-            }
-        }
-    };
-    let Some(url) = get(":url")? else {
-        return fail(env, "the embedding backend has no :url");
-    };
-    let Some(model) = get(":model")? else {
-        return fail(env, "the embedding backend has no :model");
-    };
-    let mut b = EmbeddingBackend::new(wire, lisp_string(env, url)?, lisp_string(env, model)?);
-    if let Some(name) = get(":name")? {
-        b.name = lisp_string(env, name)?;
-    }
-    if let Some(key) = get(":key")? {
-        b.api_key = Some(lisp_string(env, key)?);
-    }
-    if let Some(headers) = get(":headers")? {
-        for pair in list_items(env, headers)? {
-            b.headers.push((
-                lisp_string(env, pair.car()?)?,
-                lisp_string(env, pair.cdr()?)?,
-            ));
-        }
-    }
-    if let Some(e) = get(":encoding")? {
-        let name = name_of(e)?;
-        match EncodingFormat::from_name(&name) {
-            Some(f) => b.encoding = f,
-            None => return fail(env, format!("unknown :encoding {name} (float or base64)")),
-        }
-    }
-    for (key, slot) in [
-        (":connect-timeout", &mut b.timeouts.connect),
-        (":first-byte-timeout", &mut b.timeouts.first_byte),
-        (":idle-timeout", &mut b.timeouts.idle),
-        (":total-timeout", &mut b.timeouts.total),
-    ] {
-        if let Some(v) = get(key)? {
-            let secs: f64 = env.call("float", [v])?.into_rust()?;
-            if secs.is_finite() && secs > 0.0 {
-                *slot = std::time::Duration::from_secs_f64(secs.min(86_400.0));
-            }
-        }
-    }
-    Ok(b)
 }
 
 /// Bring the notes' embeddings up to date through BACKEND (an embedding backend plist): embed
@@ -968,7 +774,11 @@ fn embedding_backend(env: &Env, plist: Value) -> Result<crate::llm::embeddings::
 /// once; an `embedded' event reports it.
 #[defun]
 fn embed(env: &Env, backend: Value, all: Value) -> Result<i64> {
-    let backend = embedding_backend(env, backend)?;
+    let backend = config_from(
+        env,
+        backend,
+        crate::llm::embeddings::EmbeddingBackend::from_sexp,
+    )?;
     Ok(runtime(env)?.embed_async(backend, all.is_not_nil()) as i64)
 }
 
@@ -977,7 +787,11 @@ fn embed(env: &Env, backend: Value, all: Value) -> Result<i64> {
 /// :hits, a list of (ID . SIMILARITY), best first.
 #[defun]
 fn semantic_search(env: &Env, backend: Value, text: String, k: i64) -> Result<i64> {
-    let backend = embedding_backend(env, backend)?;
+    let backend = config_from(
+        env,
+        backend,
+        crate::llm::embeddings::EmbeddingBackend::from_sexp,
+    )?;
     Ok(runtime(env)?.search_async(backend, text, k.clamp(1, 200) as usize) as i64)
 }
 

@@ -45,10 +45,9 @@
 //! limit, and sizes are capped ([`StreamOptions`]).
 
 use crate::llm::collect::{call_id, finished_call, partial_call, Prose};
-use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
+use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, ToolCall, Usage};
 use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
 use crate::llm::http::{ChatRequest, Message};
-use crate::llm::openai::StreamOptions;
 use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson};
 use crate::llm::wire::{provider_error, ResponseParser};
 use serde::Deserialize;

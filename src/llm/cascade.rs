@@ -176,7 +176,7 @@ impl Cascade {
         let (mut fine, demoted): (Vec<&ChatClient>, Vec<&ChatClient>) = self
             .members
             .iter()
-            .partition(|c| !self.health.is_demoted(&c.backend().name));
+            .partition(|c| !self.health.is_demoted(&c.backend().endpoint.name));
         fine.extend(demoted);
         fine
     }
@@ -190,7 +190,7 @@ impl Cascade {
     pub fn price_of(&self, name: &str) -> Option<(f64, f64)> {
         self.members
             .iter()
-            .find(|c| c.backend().name == name)
+            .find(|c| c.backend().endpoint.name == name)
             .and_then(|c| c.backend().price)
     }
 
@@ -264,11 +264,11 @@ impl Cascade {
                     .await;
                 let error = match result {
                     Ok(completion) => {
-                        self.health.restore(&b.name);
+                        self.health.restore(&b.endpoint.name);
                         return Ok(Answer {
                             completion,
-                            backend: b.name.clone(),
-                            model: b.model.clone(),
+                            backend: b.endpoint.name.clone(),
+                            model: b.endpoint.model.clone(),
                         });
                     }
                     Err(e) if !e.worth_another_backend() => return Err(e),
@@ -278,7 +278,7 @@ impl Cascade {
                     if !retried && !streamed && after <= self.policy.retry_cap {
                         retried = true;
                         on_event(CascadeEvent::Retry {
-                            backend: b.name.clone(),
+                            backend: b.endpoint.name.clone(),
                             after,
                             error,
                         });
@@ -290,14 +290,14 @@ impl Cascade {
                         continue;
                     }
                 }
-                self.health.demote(&b.name, self.policy.cooldown);
+                self.health.demote(&b.endpoint.name, self.policy.cooldown);
                 on_event(CascadeEvent::Failover {
-                    backend: b.name.clone(),
+                    backend: b.endpoint.name.clone(),
                     error: error.clone(),
                     streamed,
-                    next: order.get(i + 1).map(|c| c.backend().name.clone()),
+                    next: order.get(i + 1).map(|c| c.backend().endpoint.name.clone()),
                 });
-                failures.push((b.name.clone(), error));
+                failures.push((b.endpoint.name.clone(), error));
                 break;
             }
         }
@@ -345,7 +345,7 @@ impl Routing {
                     .backends
                     .iter()
                     .chain(&self.pool)
-                    .find(|b| &b.name == name)
+                    .find(|b| &b.endpoint.name == name)
                     .cloned()
                     .ok_or_else(|| {
                         LlmError::Config(format!(
@@ -354,9 +354,9 @@ impl Routing {
                         ))
                     })?;
                 if let Some(model) = model {
-                    b.model = model.clone();
+                    b.endpoint.model = model.clone();
                     // The same server with another model is another member for cool-downs.
-                    b.name = format!("{name}/{model}");
+                    b.endpoint.name = format!("{name}/{model}");
                 }
                 Ok(b)
             })
@@ -473,24 +473,24 @@ impl Cascade {
             let b = client.backend();
             match result {
                 Ok(completion) => {
-                    self.health.restore(&b.name);
+                    self.health.restore(&b.endpoint.name);
                     let key = proposal_key(&completion);
-                    proposals.push(format!("{}: {key}", b.name));
+                    proposals.push(format!("{}: {key}", b.endpoint.name));
                     answers.push((
                         key,
                         Answer {
                             completion,
-                            backend: b.name.clone(),
-                            model: b.model.clone(),
+                            backend: b.endpoint.name.clone(),
+                            model: b.endpoint.model.clone(),
                         },
                     ));
                 }
                 Err(e) => {
                     if e.worth_another_backend() {
-                        self.health.demote(&b.name, self.policy.cooldown);
+                        self.health.demote(&b.endpoint.name, self.policy.cooldown);
                     }
-                    proposals.push(format!("{}: failed ({e})", b.name));
-                    failures.push(format!("{}: {e}", b.name));
+                    proposals.push(format!("{}: failed ({e})", b.endpoint.name));
+                    failures.push(format!("{}: {e}", b.endpoint.name));
                 }
             }
         }

@@ -9,10 +9,9 @@
 //! OpenAI and Anthropic accumulators keep their own tool-call state because those formats
 //! stream arguments in pieces, keyed by index or content block.)
 
-use crate::llm::completion::{Completion, Delta, FinishReason, ToolCall, Usage};
+use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, ToolCall, Usage};
 use crate::llm::error::{bounded, LlmError};
 use crate::llm::http::Message;
-use crate::llm::openai::StreamOptions;
 use crate::llm::think::{ContentRouter, Span};
 use serde_json::Value;
 

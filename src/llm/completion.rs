@@ -1,10 +1,13 @@
 //! What every provider's parser produces: incremental [`Delta`]s for the UI while a response
-//! streams, and one [`Completion`] when it is done.
+//! streams, and one [`Completion`] when it is done; and the limits every parser takes
+//! ([`StreamOptions`]).
 //!
 //! These types are provider-neutral on purpose: OpenAI Chat Completions, Anthropic Messages,
 //! Gemini and Ollama all stream text, reasoning and tool calls, and the agent loop and the chat
 //! buffer should not care which wire format carried them.
 
+use crate::llm::sse::DEFAULT_MAX_LINE_LEN;
+use crate::llm::think::ThinkTags;
 use serde_json::Value;
 
 /// One increment of a streaming response, in arrival order. Concatenating the `Text`
@@ -113,4 +116,35 @@ impl FinishReason {
 /// of percent, and no provider's tokenizer is at hand.
 pub fn estimate_tokens(text: &str) -> usize {
     text.len().div_ceil(4)
+}
+
+/// Default cap on a whole response (text, reasoning, refusal and tool arguments together, or a
+/// JSON body): 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Default cap on the number of tool calls in one response.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 1024;
+
+/// Parsing options and limits, for every wire format's parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Where `<think>` spans in `content` are recognised.
+    pub think_tags: ThinkTags,
+    /// Longest SSE line (and SSE event data), in bytes.
+    pub max_line_len: usize,
+    /// Largest response, in bytes (see [`DEFAULT_MAX_RESPONSE_BYTES`]).
+    pub max_response_bytes: usize,
+    /// Most tool calls in one response.
+    pub max_tool_calls: usize,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions {
+            think_tags: ThinkTags::default(),
+            max_line_len: DEFAULT_MAX_LINE_LEN,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+        }
+    }
 }

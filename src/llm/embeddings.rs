@@ -18,6 +18,7 @@
 //! response that does not hold one finite vector of one dimension per text), and the key
 //! never in `Debug` output or an error.
 
+use crate::llm::endpoint::Endpoint;
 use crate::llm::error::{invalid_json, LlmError};
 use crate::llm::http::{http_client, redact_error, CancelToken, Waits};
 use crate::llm::wire::provider_error;
@@ -178,24 +179,15 @@ impl EncodingFormat {
     }
 }
 
-pub use crate::llm::http::Timeouts;
-
 /// One embedding server and how to talk to it.
 #[derive(Clone)]
 pub struct EmbeddingBackend {
-    /// A name for messages and telemetry.
-    pub name: String,
+    /// Where the server is, the model, the key and headers, the waits. The API root is
+    /// `https://api.openai.com/v1`, `http://127.0.0.1:8080/v1`, `http://localhost:11434`
+    /// (Ollama), `https://generativelanguage.googleapis.com/v1beta`; the key goes in the
+    /// format's key header ([`EmbeddingWire::auth_header`]).
+    pub endpoint: Endpoint,
     pub wire: EmbeddingWire,
-    /// The API root: `https://api.openai.com/v1`, `http://127.0.0.1:8080/v1`,
-    /// `http://localhost:11434` (Ollama), `https://generativelanguage.googleapis.com/v1beta`.
-    pub base_url: String,
-    pub model: String,
-    /// Sent in the format's key header ([`EmbeddingWire::auth_header`]). Never shown by
-    /// `Debug` or in errors.
-    pub api_key: Option<String>,
-    /// Extra request headers; their values are not shown by `Debug` (some carry secrets).
-    pub headers: Vec<(String, String)>,
-    pub timeouts: Timeouts,
     /// What OpenAI-compatible servers are asked for (the others always send numbers).
     pub encoding: EncodingFormat,
     /// The largest response body accepted, in bytes ([`LlmError::ResponseTooLarge`]).
@@ -211,13 +203,8 @@ impl EmbeddingBackend {
         model: impl Into<String>,
     ) -> EmbeddingBackend {
         EmbeddingBackend {
-            name: wire.name().to_owned(),
+            endpoint: Endpoint::new(wire.name(), base_url, model),
             wire,
-            base_url: base_url.into(),
-            model: model.into(),
-            api_key: None,
-            headers: Vec::new(),
-            timeouts: Timeouts::default(),
             encoding: EncodingFormat::Float,
             max_response_bytes: 64 * 1024 * 1024,
         }
@@ -225,21 +212,15 @@ impl EmbeddingBackend {
 
     /// The endpoint.
     pub fn url(&self) -> String {
-        self.wire.url(&self.base_url, &self.model)
+        self.wire.url(&self.endpoint.base_url, &self.endpoint.model)
     }
 }
 
 impl fmt::Debug for EmbeddingBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let header_names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("EmbeddingBackend")
-            .field("name", &self.name)
+            .field("endpoint", &self.endpoint)
             .field("wire", &self.wire)
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("headers", &header_names)
-            .field("timeouts", &self.timeouts)
             .field("encoding", &self.encoding)
             .field("max_response_bytes", &self.max_response_bytes)
             .finish()
@@ -269,27 +250,19 @@ impl EmbeddingClient {
     /// A client for `backend`: [`LlmError::Config`] on a bad URL, model name or header.
     pub fn new(backend: EmbeddingBackend) -> Result<EmbeddingClient, LlmError> {
         if backend.wire == EmbeddingWire::Gemini
-            && gemini_model(&backend.model)
+            && gemini_model(&backend.endpoint.model)
                 .chars()
                 .any(|c| matches!(c, '/' | '?' | '#' | '%') || c.is_whitespace())
         {
             // The model goes into the URL path.
             return Err(LlmError::Config(format!(
                 "{:?} is not a Gemini model name",
-                backend.model
+                backend.endpoint.model
             )));
         }
         let url = reqwest::Url::parse(&backend.url())
             .map_err(|e| LlmError::Config(format!("the base URL does not parse: {e}")))?;
-        let http = http_client(
-            &backend.headers,
-            backend
-                .api_key
-                .as_deref()
-                .map(|k| backend.wire.auth_header(k)),
-            &[],
-            backend.timeouts.connect,
-        )?;
+        let http = http_client(&backend.endpoint, |k| backend.wire.auth_header(k), &[])?;
         Ok(EmbeddingClient {
             backend: Arc::new(backend),
             url,
@@ -315,17 +288,16 @@ impl EmbeddingClient {
             return Ok(Vec::new());
         }
         let b = &*self.backend;
-        let key = b.api_key.as_deref();
-        let wait = Waits::start(b.timeouts, cancel, key);
+        let wait = Waits::start(&b.endpoint, cancel);
         let request = self
             .http
             .post(self.url.clone())
             .header(ACCEPT, "application/json")
-            .json(&b.wire.request_body(&b.model, texts, b.encoding));
+            .json(&b.wire.request_body(&b.endpoint.model, texts, b.encoding));
         let body = wait.fetch(request, b.max_response_bytes).await?;
         b.wire
             .parse_response(&body, texts.len())
-            .map_err(|e| redact_error(key, e))
+            .map_err(|e| redact_error(b.endpoint.api_key.as_deref(), e))
     }
 }
 
@@ -582,8 +554,9 @@ mod tests {
     #[test]
     fn debug_never_shows_the_key() {
         let mut backend = EmbeddingBackend::new(EmbeddingWire::Gemini, "https://g/v1beta", "e");
-        backend.api_key = Some("sk-secret-123".into());
+        backend.endpoint.api_key = Some("sk-secret-123".into());
         backend
+            .endpoint
             .headers
             .push(("x-extra".into(), "hidden-456".into()));
         let client = EmbeddingClient::new(backend.clone()).unwrap();
@@ -593,7 +566,7 @@ mod tests {
             assert!(text.contains("x-extra"));
         }
         let mut bad = backend;
-        bad.model = "a/../b".into();
+        bad.endpoint.model = "a/../b".into();
         assert!(matches!(
             EmbeddingClient::new(bad),
             Err(LlmError::Config(_))

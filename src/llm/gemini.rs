@@ -43,10 +43,9 @@
 //! parameters are filtered to what it accepts.
 
 use crate::llm::collect::{arguments_object, cut_short, tool_name_for, tool_parts, Collector};
-use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
+use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, Usage};
 use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
 use crate::llm::http::{ChatRequest, Message};
-use crate::llm::openai::StreamOptions;
 use crate::llm::sse::SseDecoder;
 use crate::llm::wire::provider_error_in;
 use crate::llm::wire::ResponseParser;

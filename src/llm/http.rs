@@ -19,12 +19,12 @@
 //! `x-goog-api-key`; marked sensitive for hyper), and never appears in `Debug` output or in an
 //! error, even if a server echoes it back.
 
-use crate::llm::completion::{Completion, Delta, ToolCall};
+use crate::llm::completion::{Completion, Delta, StreamOptions, ToolCall};
+use crate::llm::endpoint::{Endpoint, Timeouts};
 use crate::llm::error::{bounded, LlmError, TimeoutPhase};
-use crate::llm::openai::StreamOptions;
 use crate::llm::wire::{provider_error, Wire};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -38,63 +38,18 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Timeouts longer than this are treated as this (so deadlines never overflow).
 pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// The waits of one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    /// Opening the connection (TCP and TLS).
-    pub connect: Duration,
-    /// From sending the request to the response headers and first body byte (covers the
-    /// server's prompt processing, or embedding a whole batch, which can be long on a local
-    /// CPU).
-    pub first_byte: Duration,
-    /// The longest gap between two body chunks after the first.
-    pub idle: Duration,
-    /// The whole request, start to end.
-    pub total: Duration,
-}
-
-impl Default for Timeouts {
-    /// Connect 10 s, first byte 120 s, idle 60 s, total 10 min.
-    fn default() -> Self {
-        Timeouts {
-            connect: Duration::from_secs(10),
-            first_byte: Duration::from_secs(120),
-            idle: Duration::from_secs(60),
-            total: Duration::from_secs(600),
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Configuration.
 
 /// One server and how to talk to it.
 #[derive(Clone)]
 pub struct Backend {
-    /// A name for messages and telemetry (`"local"`, `"anthropic"`).
-    pub name: String,
+    /// Where the server is, the model, the key and headers, the waits. The format's chat
+    /// path is appended to its `base_url` ([`Wire::chat_url`]); its key goes in the format's
+    /// key header ([`Wire::auth_header`]).
+    pub endpoint: Endpoint,
     /// The wire format the server speaks.
     pub wire: Wire,
-    /// The API root, including the version: `https://api.openai.com/v1`,
-    /// `http://127.0.0.1:8080/v1`, `https://api.anthropic.com/v1`. The format's chat path
-    /// is appended ([`Wire::chat_url`]).
-    pub base_url: String,
-    pub model: String,
-    /// Sent in the format's key header ([`Wire::auth_header`]). Never shown by `Debug` or in
-    /// errors.
-    pub api_key: Option<String>,
-    /// Extra request headers (`HTTP-Referer`, `OpenAI-Organization`, …). Their values are
-    /// not shown by `Debug` either (some carry secrets).
-    pub headers: Vec<(String, String)>,
-    /// Opening the connection (TCP and TLS).
-    pub connect_timeout: Duration,
-    /// From sending the request to the first byte of the response body (covers the server's
-    /// prompt processing, which can be long for local models).
-    pub first_byte_timeout: Duration,
-    /// The longest gap between two body chunks after the first.
-    pub idle_timeout: Duration,
-    /// The whole request, start to end.
-    pub total_timeout: Duration,
     /// Parsing options and limits for the response.
     pub stream_options: StreamOptions,
     /// The model's context window in tokens, when the user said (sizes the context budget).
@@ -115,18 +70,9 @@ impl Backend {
 
     /// [`Backend::new`] for another wire format.
     pub fn with_wire(wire: Wire, base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        let t = Timeouts::default();
         Backend {
-            name: wire.name().to_owned(),
+            endpoint: Endpoint::new(wire.name(), base_url, model),
             wire,
-            base_url: base_url.into(),
-            model: model.into(),
-            api_key: None,
-            headers: Vec::new(),
-            connect_timeout: t.connect,
-            first_byte_timeout: t.first_byte,
-            idle_timeout: t.idle,
-            total_timeout: t.total,
             stream_options: StreamOptions::default(),
             context_window: None,
             price: None,
@@ -149,7 +95,8 @@ impl Backend {
 
     /// The chat endpoint, for a streaming request or not.
     pub fn url(&self, stream: bool) -> String {
-        self.wire.chat_url(&self.base_url, &self.model, stream)
+        self.wire
+            .chat_url(&self.endpoint.base_url, &self.endpoint.model, stream)
     }
 
     fn parsed_url(&self, stream: bool) -> Result<reqwest::Url, LlmError> {
@@ -157,41 +104,21 @@ impl Backend {
             .map_err(|e| LlmError::Config(format!("the base URL does not parse: {e}")))
     }
 
-    /// The four timeouts.
-    pub fn timeouts(&self) -> Timeouts {
-        Timeouts {
-            connect: self.connect_timeout,
-            first_byte: self.first_byte_timeout,
-            idle: self.idle_timeout,
-            total: self.total_timeout,
-        }
-    }
-
     /// An HTTP client sending this backend's headers and key.
     pub(crate) fn http_client(&self) -> Result<reqwest::Client, LlmError> {
         http_client(
-            &self.headers,
-            self.api_key.as_deref().map(|k| self.wire.auth_header(k)),
+            &self.endpoint,
+            |key| self.wire.auth_header(key),
             self.wire.fixed_headers(),
-            self.connect_timeout,
         )
     }
 }
 
 impl fmt::Debug for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let header_names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("Backend")
-            .field("name", &self.name)
+            .field("endpoint", &self.endpoint)
             .field("wire", &self.wire)
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("headers", &header_names)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("first_byte_timeout", &self.first_byte_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("total_timeout", &self.total_timeout)
             .field("stream_options", &self.stream_options)
             .finish()
     }
@@ -215,53 +142,6 @@ pub enum Message {
         tool_call_id: String,
         content: String,
     },
-}
-
-impl Message {
-    fn to_json(&self) -> Value {
-        match self {
-            Message::System(content) => json!({"role": "system", "content": content}),
-            Message::User(content) => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut obj = Map::new();
-                obj.insert("role".into(), "assistant".into());
-                // OpenAI wants `null`, not `""`, for an answer that is only tool calls.
-                obj.insert(
-                    "content".into(),
-                    if content.is_empty() && !tool_calls.is_empty() {
-                        Value::Null
-                    } else {
-                        content.as_str().into()
-                    },
-                );
-                if !tool_calls.is_empty() {
-                    let calls = tool_calls
-                        .iter()
-                        .map(|call| {
-                            json!({
-                                "id": call.id,
-                                "type": "function",
-                                "function": {
-                                    "name": call.name,
-                                    // A JSON *string* on the wire.
-                                    "arguments": call.arguments.to_string(),
-                                },
-                            })
-                        })
-                        .collect();
-                    obj.insert("tool_calls".into(), Value::Array(calls));
-                }
-                Value::Object(obj)
-            }
-            Message::Tool {
-                tool_call_id,
-                content,
-            } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
-        }
-    }
 }
 
 /// A Chat Completions request (the model comes from the [`Backend`]).
@@ -301,41 +181,6 @@ impl ChatRequest {
             .sum();
         let tools: usize = self.tools.iter().map(|t| t.to_string().len()).sum();
         (messages + tools).div_ceil(4) as u64
-    }
-
-    /// The JSON body for `model`.
-    pub fn to_json(&self, model: &str) -> Value {
-        let mut body = Map::new();
-        body.insert("model".into(), model.into());
-        body.insert(
-            "messages".into(),
-            self.messages.iter().map(Message::to_json).collect(),
-        );
-        if !self.tools.is_empty() {
-            let tools = self.tools.iter().map(function_tool).collect();
-            body.insert("tools".into(), Value::Array(tools));
-        }
-        body.insert("stream".into(), self.stream.into());
-        if self.stream {
-            body.insert("stream_options".into(), json!({"include_usage": true}));
-        }
-        if let Some(t) = self.temperature {
-            body.insert("temperature".into(), t.into());
-        }
-        if let Some(n) = self.max_tokens {
-            body.insert("max_tokens".into(), n.into());
-        }
-        Value::Object(body)
-    }
-}
-
-/// A tool declaration in the `{"type": "function", "function": …}` shape OpenAI and Ollama
-/// want; a declaration that already has a `type` is taken as it is.
-pub(crate) fn function_tool(tool: &Value) -> Value {
-    if tool.get("type").is_some() {
-        tool.clone()
-    } else {
-        json!({"type": "function", "function": tool})
     }
 }
 
@@ -417,7 +262,7 @@ impl ChatClient {
         mut on_delta: impl FnMut(Delta),
     ) -> Result<Completion, LlmError> {
         let b = &*self.backend;
-        let wait = Waits::start(b.timeouts(), cancel, b.api_key.as_deref());
+        let wait = Waits::start(&b.endpoint, cancel);
         let first_byte = wait.first_byte_deadline();
 
         let url = b.parsed_url(request.stream)?;
@@ -432,7 +277,7 @@ impl ChatClient {
                     "application/json"
                 },
             )
-            .json(&b.wire.request_body(&b.capped(request), &b.model));
+            .json(&b.wire.request_body(&b.capped(request), &b.endpoint.model));
         let mut response = wait.send(send, first_byte).await?;
 
         let mut stream = b.wire.parser(b.stream_options);
@@ -488,13 +333,14 @@ pub(crate) struct Waits<'a> {
 }
 
 impl<'a> Waits<'a> {
-    /// The waits of a request starting now.
-    pub(crate) fn start(t: Timeouts, cancel: &'a CancelToken, key: Option<&'a str>) -> Self {
+    /// The waits of a request to `endpoint` starting now.
+    pub(crate) fn start(endpoint: &'a Endpoint, cancel: &'a CancelToken) -> Self {
+        let t = endpoint.timeouts;
         Waits {
             t,
             cancel,
             total: Instant::now() + t.total.min(MAX_TIMEOUT),
-            key,
+            key: endpoint.api_key.as_deref(),
         }
     }
 
@@ -674,17 +520,16 @@ pub(crate) fn redact_error(key: Option<&str>, err: LlmError) -> LlmError {
     }
 }
 
-/// An HTTP client for one server: `headers` (values marked sensitive: some carry secrets),
-/// the key header `auth`, the format's `fixed` headers unless the user set them; redirects
-/// within the origin only, no idle connection reused.
+/// An HTTP client for `endpoint`: its headers (values marked sensitive: some carry secrets),
+/// its key in the header `auth` makes of it, the format's `fixed` headers unless the user set
+/// them; redirects within the origin only, no idle connection reused.
 pub(crate) fn http_client(
-    headers: &[(String, String)],
-    auth: Option<(&'static str, String)>,
+    endpoint: &Endpoint,
+    auth: impl FnOnce(&str) -> (&'static str, String),
     fixed: &[(&'static str, &'static str)],
-    connect: Duration,
 ) -> Result<reqwest::Client, LlmError> {
     let mut map = HeaderMap::new();
-    for (name, value) in headers {
+    for (name, value) in &endpoint.headers {
         let name = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| LlmError::Config(format!("invalid header name {name:?}")))?;
         let mut value = HeaderValue::from_str(value)
@@ -692,7 +537,7 @@ pub(crate) fn http_client(
         value.set_sensitive(true);
         map.insert(name, value);
     }
-    if let Some((name, value)) = auth {
+    if let Some((name, value)) = endpoint.api_key.as_deref().map(auth) {
         let mut value = HeaderValue::from_str(&value)
             .map_err(|_| LlmError::Config("the API key is not a valid header value".to_owned()))?;
         value.set_sensitive(true);
@@ -705,7 +550,7 @@ pub(crate) fn http_client(
     reqwest::Client::builder()
         .default_headers(map)
         .redirect(same_origin_redirects())
-        .connect_timeout(connect.min(MAX_TIMEOUT))
+        .connect_timeout(endpoint.timeouts.connect.min(MAX_TIMEOUT))
         // No idle connection is reused: local servers (llama.cpp) close them between
         // requests, and a request on a closed pooled connection fails with "connection
         // closed before message completed". A turn makes few requests; a fresh connection

@@ -62,7 +62,7 @@ pub async fn list_models(
         return Err(LlmError::Cancelled);
     }
     let http = backend.http_client()?;
-    let wait = Waits::start(backend.timeouts(), cancel, backend.api_key.as_deref());
+    let wait = Waits::start(&backend.endpoint, cancel);
     let mut models = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
@@ -70,7 +70,7 @@ pub async fn list_models(
         let request = http.get(url).header(ACCEPT, "application/json");
         let body = wait.fetch(request, MAX_BODY).await?;
         let page = parse_page(backend.wire, &body)
-            .map_err(|e| redact_error(backend.api_key.as_deref(), e))?;
+            .map_err(|e| redact_error(backend.endpoint.api_key.as_deref(), e))?;
         models.extend(page.models);
         match page.next {
             // A server that hands back the cursor it was given would loop.
@@ -88,7 +88,7 @@ pub async fn list_models(
 
 /// The URL of the page after `cursor` (the first page without one).
 fn page_url(b: &Backend, cursor: Option<&str>) -> Result<reqwest::Url, LlmError> {
-    let base = b.base_url.trim_end_matches('/');
+    let base = b.endpoint.base_url.trim_end_matches('/');
     let path = match b.wire {
         Wire::Ollama => "/api/tags",
         Wire::OpenAi | Wire::Anthropic | Wire::Gemini => "/models",

@@ -28,10 +28,10 @@
 //! carrying an id; sampling settings go under `options` (`num_predict` is the token limit).
 
 use crate::llm::collect::{arguments_object, cut_short, tool_name_for, Collector};
-use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
+use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, Usage};
 use crate::llm::error::{invalid_json, Failure, LlmError};
-use crate::llm::http::{function_tool, ChatRequest, Message};
-use crate::llm::openai::StreamOptions;
+use crate::llm::http::{ChatRequest, Message};
+use crate::llm::openai::function_tool;
 use crate::llm::wire::provider_error_in;
 use crate::llm::wire::ResponseParser;
 use serde::Deserialize;

@@ -1,5 +1,6 @@
-//! The OpenAI Chat Completions wire format, response side: streaming (SSE `data:` chunks
-//! ending with `data: [DONE]`) and non-streaming JSON. Spoken by OpenAI and by every
+//! The OpenAI Chat Completions wire format: the request body ([`request_body`]), and the
+//! response, streaming (SSE `data:` chunks ending with `data: [DONE]`) and non-streaming JSON.
+//! Spoken by OpenAI and by every
 //! OpenAI-compatible server (llama.cpp, vLLM, Ollama `/v1`, OpenRouter, DeepSeek, Groq, …), so
 //! it tolerates their differences:
 //!
@@ -25,43 +26,95 @@
 //! sizes are capped ([`StreamOptions`]).
 
 use crate::llm::collect::{call_id, finished_call, partial_call, Prose};
-use crate::llm::completion::{Completion, Delta, FinishReason, Usage};
+use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, Usage};
 use crate::llm::error::{invalid_json, Failure, LlmError};
-use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson, DEFAULT_MAX_LINE_LEN};
-use crate::llm::think::ThinkTags;
+use crate::llm::http::{ChatRequest, Message};
+use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson};
 use crate::llm::wire::{error_from, provider_error_in};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
-/// Default cap on a whole response (text, reasoning, refusal and tool arguments together, or a
-/// JSON body): 64 MiB.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+// ---------------------------------------------------------------------------------------------
+// Requests.
 
-/// Default cap on the number of tool calls in one response.
-pub const DEFAULT_MAX_TOOL_CALLS: usize = 1024;
-
-/// Parsing options and limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StreamOptions {
-    /// Where `<think>` spans in `content` are recognised.
-    pub think_tags: ThinkTags,
-    /// Longest SSE line (and SSE event data), in bytes.
-    pub max_line_len: usize,
-    /// Largest response, in bytes (see [`DEFAULT_MAX_RESPONSE_BYTES`]).
-    pub max_response_bytes: usize,
-    /// Most tool calls in one response.
-    pub max_tool_calls: usize,
+/// The JSON body of `request` for `model`.
+pub fn request_body(request: &ChatRequest, model: &str) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), model.into());
+    body.insert(
+        "messages".into(),
+        request.messages.iter().map(message_json).collect(),
+    );
+    if !request.tools.is_empty() {
+        let tools = request.tools.iter().map(function_tool).collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    body.insert("stream".into(), request.stream.into());
+    if request.stream {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if let Some(t) = request.temperature {
+        body.insert("temperature".into(), t.into());
+    }
+    if let Some(n) = request.max_tokens {
+        body.insert("max_tokens".into(), n.into());
+    }
+    Value::Object(body)
 }
 
-impl Default for StreamOptions {
-    fn default() -> Self {
-        StreamOptions {
-            think_tags: ThinkTags::default(),
-            max_line_len: DEFAULT_MAX_LINE_LEN,
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
-            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+fn message_json(message: &Message) -> Value {
+    match message {
+        Message::System(content) => json!({"role": "system", "content": content}),
+        Message::User(content) => json!({"role": "user", "content": content}),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut obj = Map::new();
+            obj.insert("role".into(), "assistant".into());
+            // OpenAI wants `null`, not `""`, for an answer that is only tool calls.
+            obj.insert(
+                "content".into(),
+                if content.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    content.as_str().into()
+                },
+            );
+            if !tool_calls.is_empty() {
+                let calls = tool_calls
+                    .iter()
+                    .map(|call| {
+                        json!({
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                // A JSON *string* on the wire.
+                                "arguments": call.arguments.to_string(),
+                            },
+                        })
+                    })
+                    .collect();
+                obj.insert("tool_calls".into(), Value::Array(calls));
+            }
+            Value::Object(obj)
         }
+        Message::Tool {
+            tool_call_id,
+            content,
+        } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
+    }
+}
+
+/// A tool declaration in the `{"type": "function", "function": …}` shape OpenAI and Ollama
+/// want; a declaration that already has a `type` is taken as it is.
+pub(crate) fn function_tool(tool: &Value) -> Value {
+    if tool.get("type").is_some() {
+        tool.clone()
+    } else {
+        json!({"type": "function", "function": tool})
     }
 }
 

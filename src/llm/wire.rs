@@ -6,12 +6,12 @@
 //! [`crate::llm::http`], so adding a provider is adding one file.
 
 use crate::llm::anthropic::{self, AnthropicStream};
-use crate::llm::completion::{Completion, Delta};
+use crate::llm::completion::{Completion, Delta, StreamOptions};
 use crate::llm::error::{bounded, LlmError};
 use crate::llm::gemini::{self, GeminiStream};
 use crate::llm::http::ChatRequest;
 use crate::llm::ollama::{self, OllamaStream};
-use crate::llm::openai::{self, OpenAiStream, StreamOptions};
+use crate::llm::openai::{self, OpenAiStream};
 use serde_json::Value;
 
 /// A response body parser: takes the body as HTTP delivers it, chunk by chunk.
@@ -94,7 +94,7 @@ impl Wire {
     /// The JSON request body.
     pub fn request_body(self, request: &ChatRequest, model: &str) -> Value {
         match self {
-            Wire::OpenAi => request.to_json(model),
+            Wire::OpenAi => openai::request_body(request, model),
             Wire::Anthropic => anthropic::request_body(request, model),
             Wire::Gemini => gemini::request_body(request, model),
             Wire::Ollama => ollama::request_body(request, model),

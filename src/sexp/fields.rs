@@ -194,6 +194,28 @@ impl<'v> Fields<'v> {
         }
     }
 
+    /// A pair of numbers `(A . B)`, integers or floats (`None` when absent).
+    pub fn number_pair(&self, key: &str) -> Result<Option<(f64, f64)>, SexpError> {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        match v {
+            Value::Cons(pair) => match (pair.car().as_f64(), pair.cdr().as_f64()) {
+                (Some(a), Some(b)) => Ok(Some((a, b))),
+                _ => Err(self.not_a_pair(key, v)),
+            },
+            _ => Err(self.not_a_pair(key, v)),
+        }
+    }
+
+    fn not_a_pair(&self, key: &str, v: &Value) -> SexpError {
+        shape(format!(
+            "{}: :{key} must be a pair of numbers (A . B), got {}",
+            self.what,
+            super::print(v)
+        ))
+    }
+
     /// A name given as a symbol, a keyword or a string, without a keyword's colon
     /// (`:type openai`, `:type :openai` and `:type "openai"` are the same).
     pub fn name(&self, key: &str) -> Result<Option<String>, SexpError> {
@@ -234,5 +256,26 @@ impl<'v> Fields<'v> {
     /// Whether `key` is present with a non-nil value.
     pub fn flag(&self, key: &str) -> bool {
         self.get(key).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_pair_takes_integers_and_floats_and_names_the_key() {
+        let plist = crate::sexp::read("(:price (3 . 1.5) :list (3 15) :word x)").unwrap();
+        let f = Fields::new(plist.value(), "backend").unwrap();
+        assert_eq!(f.number_pair("price"), Ok(Some((3.0, 1.5))));
+        assert_eq!(f.number_pair("absent"), Ok(None));
+        assert_eq!(
+            f.number_pair("list").unwrap_err().to_string(),
+            "backend: :list must be a pair of numbers (A . B), got (3 15)"
+        );
+        assert_eq!(
+            f.number_pair("word").unwrap_err().to_string(),
+            "backend: :word must be a pair of numbers (A . B), got x"
+        );
     }
 }

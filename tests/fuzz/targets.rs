@@ -5,10 +5,10 @@
 
 use super::Rng;
 use org_agent::llm::completion::{Completion, Delta};
-use org_agent::llm::openai::StreamOptions;
 use org_agent::llm::sse::{SseDecoder, SseEvent};
 use org_agent::llm::wire::Wire;
 use org_agent::llm::LlmError;
+use org_agent::llm::StreamOptions;
 use org_agent::sexp::{self, equal, print, SexpError};
 use org_agent::store::{Config, Store, StoreError};
 

@@ -28,9 +28,9 @@ const DEMO_NOTES: [&str; 3] = ["projects.org", "tasks.org", "journal.org"];
 /// `backend` with timeouts for a real model on a shared machine.
 fn patient(mut backend: Backend) -> Backend {
     // Shared 2-core machines: a request that takes 2 s idle can take 100 s under load.
-    backend.first_byte_timeout = Duration::from_secs(240);
-    backend.idle_timeout = Duration::from_secs(120);
-    backend.total_timeout = Duration::from_secs(600);
+    backend.endpoint.timeouts.first_byte = Duration::from_secs(240);
+    backend.endpoint.timeouts.idle = Duration::from_secs(120);
+    backend.endpoint.timeouts.total = Duration::from_secs(600);
     backend
 }
 
@@ -251,9 +251,9 @@ fn real_server_speaks_anthropic_messages_and_serves_a_cascade() {
 
     // A cascade whose first backend is a dead port: the real server answers.
     let mut dead = Backend::new(refused_url(), "none");
-    dead.name = "dead".into();
+    dead.endpoint.name = "dead".into();
     let mut real = patient(Backend::new(base, "local"));
-    real.name = "real".into();
+    real.endpoint.name = "real".into();
     let cascade = Cascade::new(
         vec![
             ChatClient::new(dead).unwrap(),

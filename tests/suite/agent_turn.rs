@@ -836,7 +836,7 @@ async fn a_consensus_tie_is_the_users_to_break() {
     let mut eq = equipment(&a);
     let client = |s: &LlmServer, name: &str| {
         let mut backend = Backend::new(s.base_url(), "m");
-        backend.name = name.into();
+        backend.endpoint.name = name.into();
         ChatClient::new(backend).unwrap()
     };
     eq.llm = Cascade::new(

@@ -140,9 +140,9 @@ fn client(
     configure: impl FnOnce(&mut EmbeddingBackend),
 ) -> EmbeddingClient {
     let mut backend = EmbeddingBackend::new(wire, base, model);
-    backend.api_key = Some(KEY.to_owned());
-    backend.timeouts.first_byte = Duration::from_secs(10);
-    backend.timeouts.total = Duration::from_secs(30);
+    backend.endpoint.api_key = Some(KEY.to_owned());
+    backend.endpoint.timeouts.first_byte = Duration::from_secs(10);
+    backend.endpoint.timeouts.total = Duration::from_secs(30);
     configure(&mut backend);
     EmbeddingClient::new(backend).expect("client")
 }
@@ -176,7 +176,8 @@ async fn openai_floats_in_index_order() {
         server.url("/v1"),
         "text-embedding-3-small",
         |b| {
-            b.headers
+            b.endpoint
+                .headers
                 .push(("OpenAI-Organization".into(), "org-1".into()))
         },
     );
@@ -378,7 +379,7 @@ async fn wrong_counts_and_shapes_are_malformed() {
 async fn timeouts_and_cancellation() {
     let server = Server::start(vec![Reply::Stall, Reply::Stall]).await;
     let slow = client(EmbeddingWire::OpenAi, server.url("/v1"), "m", |b| {
-        b.timeouts.first_byte = Duration::from_millis(300);
+        b.endpoint.timeouts.first_byte = Duration::from_millis(300);
     });
     match slow.embed(&texts(&["a"]), &CancelToken::new()).await {
         Err(LlmError::Timeout {

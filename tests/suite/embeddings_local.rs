@@ -35,8 +35,8 @@ fn client(base_url: String, encoding: EncodingFormat) -> EmbeddingClient {
     let mut backend = EmbeddingBackend::new(EmbeddingWire::OpenAi, base_url, "local");
     backend.encoding = encoding;
     // Shared 2-core machines: a request that takes a second idle can take a hundred.
-    backend.timeouts.first_byte = Duration::from_secs(240);
-    backend.timeouts.total = Duration::from_secs(600);
+    backend.endpoint.timeouts.first_byte = Duration::from_secs(240);
+    backend.endpoint.timeouts.total = Duration::from_secs(600);
     EmbeddingClient::new(backend).expect("client")
 }
 

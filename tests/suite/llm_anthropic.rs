@@ -7,7 +7,7 @@
 use crate::support::parse::{assert_deltas_match, parse_chunks, usage_deltas, Outcome};
 use crate::support::{recording, Rng};
 use org_agent::llm::anthropic::{parse_response, AnthropicStream};
-use org_agent::llm::openai::StreamOptions;
+use org_agent::llm::StreamOptions;
 use org_agent::llm::{Completion, Delta, FinishReason, LlmError, ResponseParser, ToolCall, Usage};
 use serde_json::{json, Value};
 

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 fn backend(name: &str, url: String) -> Backend {
     let mut b = Backend::new(url, "m");
-    b.name = name.to_owned();
-    b.first_byte_timeout = Duration::from_secs(2);
-    b.idle_timeout = Duration::from_millis(500);
+    b.endpoint.name = name.to_owned();
+    b.endpoint.timeouts.first_byte = Duration::from_secs(2);
+    b.endpoint.timeouts.idle = Duration::from_millis(500);
     b
 }
 
@@ -95,7 +95,7 @@ async fn fails_over_in_order_and_demotes_the_failed_backend() {
     let order: Vec<&str> = cas
         .order()
         .iter()
-        .map(|c| c.backend().name.as_str())
+        .map(|c| c.backend().endpoint.name.as_str())
         .collect();
     assert_eq!(order, ["c", "a", "b"]);
     c.push(Reply::chat_sse("c again.", &[]));
@@ -324,7 +324,7 @@ fn tiers_route_to_named_backends_and_models() {
             .backends_for(t)
             .unwrap()
             .into_iter()
-            .map(|b| (b.name, b.model))
+            .map(|b| (b.endpoint.name, b.endpoint.model))
             .collect()
     };
     assert_eq!(names(Tier::Reflex), [("local".into(), "m".into())]);
@@ -340,7 +340,10 @@ fn tiers_route_to_named_backends_and_models() {
         tiers: vec![(Tier::Reflex, vec![("spare".into(), None)])],
         ..routing.clone()
     };
-    assert_eq!(spare.backends_for(Tier::Reflex).unwrap()[0].name, "spare");
+    assert_eq!(
+        spare.backends_for(Tier::Reflex).unwrap()[0].endpoint.name,
+        "spare"
+    );
     // An unlisted tier uses the whole cascade.
     assert_eq!(
         names(Tier::Cognition),

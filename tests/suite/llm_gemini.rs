@@ -8,7 +8,7 @@
 use crate::support::parse::{assert_deltas_match, parse_chunks, truncated, Outcome};
 use crate::support::{recording, Rng};
 use org_agent::llm::gemini::{parse_response, request_body, GeminiStream};
-use org_agent::llm::openai::StreamOptions;
+use org_agent::llm::StreamOptions;
 use org_agent::llm::{ChatRequest, Completion, Delta, FinishReason, LlmError, Message, Usage};
 use serde_json::{json, Value};
 

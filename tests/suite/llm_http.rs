@@ -4,7 +4,8 @@
 
 use crate::support::llm_server::{openai_fixture, End, Framing, LlmServer, Reply};
 use crate::support::{recording, refused_url};
-use org_agent::llm::openai::{read_stream, OpenAiStream, StreamOptions};
+use org_agent::llm::openai::{read_stream, OpenAiStream};
+use org_agent::llm::StreamOptions;
 use org_agent::llm::{
     Backend, CancelToken, ChatClient, ChatRequest, Completion, Delta, LlmError, Message,
     TimeoutPhase, ToolCall,
@@ -16,10 +17,10 @@ const KEY: &str = "test-key";
 
 fn client(server: &LlmServer, configure: impl FnOnce(&mut Backend)) -> ChatClient {
     let mut backend = Backend::new(server.base_url(), "test-model");
-    backend.api_key = Some(KEY.to_owned());
-    backend.first_byte_timeout = Duration::from_secs(10);
-    backend.idle_timeout = Duration::from_secs(10);
-    backend.total_timeout = Duration::from_secs(30);
+    backend.endpoint.api_key = Some(KEY.to_owned());
+    backend.endpoint.timeouts.first_byte = Duration::from_secs(10);
+    backend.endpoint.timeouts.idle = Duration::from_secs(10);
+    backend.endpoint.timeouts.total = Duration::from_secs(30);
     configure(&mut backend);
     ChatClient::new(backend).expect("client")
 }
@@ -111,7 +112,9 @@ async fn every_stream_fixture_over_http_split_randomly() {
 async fn the_request_is_a_chat_completions_post() {
     let server = LlmServer::start().await;
     let client = client(&server, |b| {
-        b.headers.push(("X-Title".into(), "org-agent tests".into()));
+        b.endpoint
+            .headers
+            .push(("X-Title".into(), "org-agent tests".into()));
     });
     let weather = json!({
         "name": "get_weather",
@@ -332,7 +335,9 @@ async fn a_cut_stream_is_truncated_with_the_partial_text() {
 #[tokio::test]
 async fn a_stall_hits_the_idle_timeout() {
     let server = LlmServer::start().await;
-    let client = client(&server, |b| b.idle_timeout = Duration::from_millis(300));
+    let client = client(&server, |b| {
+        b.endpoint.timeouts.idle = Duration::from_millis(300)
+    });
     server.push(Reply::sse_fixture("text-medium.sse").end(End::StallAt(600)));
     let (deltas, got) = chat(&client, &hello(true)).await;
     assert_eq!(
@@ -349,7 +354,7 @@ async fn a_stall_hits_the_idle_timeout() {
 async fn headers_then_nothing_hits_the_first_byte_timeout() {
     let server = LlmServer::start().await;
     let client = client(&server, |b| {
-        b.first_byte_timeout = Duration::from_millis(300)
+        b.endpoint.timeouts.first_byte = Duration::from_millis(300)
     });
     server.push(Reply::sse_fixture("text-medium.sse").end(End::StallAt(0)));
     let err = chat(&client, &hello(true)).await.1.unwrap_err();
@@ -368,7 +373,9 @@ async fn headers_then_nothing_hits_the_first_byte_timeout() {
 #[tokio::test]
 async fn a_slow_drip_hits_the_total_timeout() {
     let server = LlmServer::start().await;
-    let client = client(&server, |b| b.total_timeout = Duration::from_millis(300));
+    let client = client(&server, |b| {
+        b.endpoint.timeouts.total = Duration::from_millis(300)
+    });
     server.push(
         Reply::sse_fixture("text-medium.sse")
             .split(9)
@@ -436,7 +443,7 @@ async fn cancellation_from_another_task() {
 #[tokio::test]
 async fn connection_refused_is_a_transport_error() {
     let mut backend = Backend::new(refused_url(), "m");
-    backend.api_key = Some(KEY.into());
+    backend.endpoint.api_key = Some(KEY.into());
     let client = ChatClient::new(backend).unwrap();
     let err = client
         .chat(&hello(true), &CancelToken::new(), |_| {})
@@ -453,6 +460,7 @@ fn bad_configuration_is_typed() {
     assert!(matches!(err, LlmError::Config(_)), "{err:?}");
     let mut backend = Backend::new("http://127.0.0.1:1/v1", "m");
     backend
+        .endpoint
         .headers
         .push(("X-Secret".into(), "bad\nvalue".into()));
     let err = ChatClient::new(backend).unwrap_err();

@@ -15,7 +15,7 @@ const KEY: &str = "secret-key-123";
 /// A backend for `wire` on `server`, with the API root each provider uses.
 fn backend(server: &LlmServer, wire: Wire) -> Backend {
     let mut b = Backend::with_wire(wire, server.root_for(wire), "unused");
-    b.api_key = Some(KEY.to_owned());
+    b.endpoint.api_key = Some(KEY.to_owned());
     b
 }
 
@@ -83,7 +83,9 @@ fn gemini_model(name: &str, display: &str, methods: &[&str]) -> serde_json::Valu
 async fn openai_lists_data_ids_sorted_and_deduplicated() {
     let server = LlmServer::start().await;
     let mut b = backend(&server, Wire::OpenAi);
-    b.headers.push(("X-Title".into(), "org-agent tests".into()));
+    b.endpoint
+        .headers
+        .push(("X-Title".into(), "org-agent tests".into()));
     server.push(
         json_reply(json!({"object": "list", "data": [
             {"id": "gpt-4o-mini", "object": "model", "created": 1721172741, "owned_by": "system"},

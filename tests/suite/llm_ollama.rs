@@ -5,7 +5,7 @@
 use crate::support::parse::{assert_deltas_match, parse_chunks, truncated, Outcome};
 use crate::support::Rng;
 use org_agent::llm::ollama::{parse_response, request_body, OllamaStream};
-use org_agent::llm::openai::StreamOptions;
+use org_agent::llm::StreamOptions;
 use org_agent::llm::{
     ChatRequest, Completion, Delta, FinishReason, LlmError, Message, ToolCall, Usage,
 };

@@ -6,9 +6,8 @@
 
 use crate::support::parse::{assert_deltas_match, parse_chunks, usage_deltas, Outcome};
 use crate::support::{recording, Rng};
-use org_agent::llm::openai::{
-    parse_response, read_stream, ChatStream, OpenAiStream, StreamOptions,
-};
+use org_agent::llm::openai::{parse_response, read_stream, ChatStream, OpenAiStream};
+use org_agent::llm::StreamOptions;
 use org_agent::llm::{Completion, Delta, FinishReason, LlmError, ThinkTags, Usage};
 use serde_json::json;
 

@@ -14,7 +14,7 @@ const KEY: &str = "secret-key-123";
 
 fn client(server: &LlmServer, wire: Wire) -> ChatClient {
     let mut b = Backend::with_wire(wire, server.root_for(wire), "test-model");
-    b.api_key = Some(KEY.to_owned());
+    b.endpoint.api_key = Some(KEY.to_owned());
     ChatClient::new(b).unwrap()
 }
 
