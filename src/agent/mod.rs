@@ -6,6 +6,7 @@ pub mod embedding;
 pub mod equipment;
 pub mod event;
 pub mod operator;
+pub mod options;
 pub mod runtime;
 pub mod semantic;
 pub mod telemetry;

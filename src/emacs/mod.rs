@@ -494,251 +494,44 @@ fn stimulus(env: &Env, stimulus: Value, backend: Value, options: Value) -> Resul
         Err(e) => return fail(env, format!("not a stimulus: {e}")),
     };
     let conversation = stimulus.session.unwrap_or_else(|| "default".to_string());
-    match stimulus.sensor {
-        Sensor::ChatMessage { text } => chat(env, conversation, text, backend, options, None),
-        Sensor::Command { name, focus } => chat(
-            env,
-            conversation,
+    let (text, focus) = match stimulus.sensor {
+        Sensor::ChatMessage { text } => (text, None),
+        Sensor::Command { name, focus } => (
             format!("Run the command {name} on the node I am on."),
-            backend,
-            options,
             focus,
         ),
-        Sensor::BufferSave { file } => Ok(runtime(env)?.ingest_file_async(file) as i64),
-        Sensor::Timer { name } => fail(
-            env,
-            format!("no skill handles timer stimuli yet (timer {name})"),
-        ),
-        Sensor::ToolResult { .. } | Sensor::ActuatorResult { .. } => fail(
-            env,
-            "tool and actuator results are produced by the loop, not sent to it",
-        ),
-    }
+        Sensor::BufferSave { file } => return Ok(runtime(env)?.ingest_file_async(file) as i64),
+        Sensor::Timer { name } => {
+            return fail(
+                env,
+                format!("no skill handles timer stimuli yet (timer {name})"),
+            )
+        }
+        Sensor::ToolResult { .. } | Sensor::ActuatorResult { .. } => {
+            return fail(
+                env,
+                "tool and actuator results are produced by the loop, not sent to it",
+            )
+        }
+    };
+    let mut t = turn_setup(env, backend, options, focus)?;
+    // A chain of actions begun elsewhere keeps counting toward the depth limit.
+    t.cfg.start_depth = stimulus.depth;
+    Ok(runtime(env)?.chat_async(conversation, text, t.backends, t.policy, t.cfg, t.setup) as i64)
 }
 
-/// Everything a turn needs, read from the BACKEND and OPTIONS of `stimulus`.
-struct TurnSetup {
-    backends: Vec<crate::llm::http::Backend>,
-    policy: crate::llm::cascade::Policy,
-    cfg: crate::agent::turn::TurnConfig,
-    setup: crate::agent::chat::ChatSetup,
-}
-
+/// The turn BACKEND and OPTIONS describe (see `stimulus'); a configuration error signals
+/// `org-agent-config-error'.
 fn turn_setup(
     env: &Env,
     backend: Value,
     options: Value,
     focus: Option<String>,
-) -> Result<TurnSetup> {
-    let get = |key: &str| -> Result<Value> { env.call("plist-get", (options, env.intern(key)?)) };
-    let cascade = config_from(env, backend, crate::llm::config::backends_from_sexp)?;
-    // Tiers may name configured backends left out of the cascade.
-    let pool = match get(":pool")? {
-        p if p.is_not_nil() => config_from(env, p, crate::llm::config::backends_from_sexp)?,
-        _ => Vec::new(),
-    };
-    let routing = crate::llm::cascade::Routing {
-        backends: cascade,
-        pool,
-        tiers: config_from(env, get(":tiers")?, crate::llm::config::tiers_from_sexp)?,
-    };
-    let tier = match get(":tier")? {
-        t if t.is_not_nil() => {
-            let name: String = env.call("format", ("%s", t))?.into_rust()?;
-            match crate::llm::cascade::Tier::from_name(&name) {
-                Some(t) => t,
-                None => {
-                    return fail(
-                        env,
-                        format!("unknown tier {name} (reflex, cognition or reasoning)"),
-                    )
-                }
-            }
-        }
-        _ => crate::llm::cascade::Tier::Cognition,
-    };
-    let backends = match routing.backends_for(tier) {
-        Ok(b) => b,
-        Err(e) => return fail(env, e),
-    };
-    let mut policy = crate::llm::cascade::Policy::default();
-    for (key, slot) in [
-        (":cooldown", &mut policy.cooldown),
-        (":retry-cap", &mut policy.retry_cap),
-    ] {
-        let v = get(key)?;
-        if v.is_not_nil() {
-            let secs: f64 = env.call("float", [v])?.into_rust()?;
-            if secs.is_finite() && secs >= 0.0 {
-                *slot = std::time::Duration::from_secs_f64(secs.min(86_400.0));
-            }
-        }
-    }
-    let mut cfg = crate::agent::turn::TurnConfig::default();
-    let depth = get(":max-depth")?;
-    if depth.is_not_nil() {
-        cfg.max_depth = depth.into_rust::<i64>()?.clamp(1, 100) as u32;
-    }
-    let rounds = get(":tool-rounds")?;
-    if rounds.is_not_nil() {
-        cfg.tool_rounds = Some(rounds.into_rust::<i64>()?.clamp(0, 100) as u32);
-    }
-    let temperature = get(":temperature")?;
-    if temperature.is_not_nil() {
-        cfg.temperature = Some(env.call("float", [temperature])?.into_rust()?);
-    }
-    let prompt = get(":system-prompt")?;
-    let system_prompt = if prompt.is_not_nil() {
-        Some(prompt.into_rust()?)
-    } else {
-        None
-    };
-    cfg.stream = !get(":no-stream")?.is_not_nil();
-    let focus_option = get(":focus")?;
-    cfg.focus = if focus_option.is_not_nil() {
-        Some(focus_option.into_rust()?)
-    } else {
-        focus
-    };
-    let mut setup = crate::agent::chat::ChatSetup {
-        system_prompt,
-        interactive: get(":interactive")?.is_not_nil(),
-        ..Default::default()
-    };
-    let audit = get(":audit-file")?;
-    if audit.is_not_nil() {
-        setup.audit_file = Some(PathBuf::from(audit.into_rust::<String>()?));
-    }
-    for spec in list_items(env, get(":tools")?)? {
-        let field =
-            |key: &str| -> Result<Value> { env.call("plist-get", (spec, env.intern(key)?)) };
-        let parameters: String = field(":parameters")?.into_rust()?;
-        let parameters = match serde_json::from_str(&parameters) {
-            Ok(p) => p,
-            Err(e) => return fail(env, format!("tool parameters are not JSON: {e}")),
-        };
-        setup.elisp_tools.push(crate::tools::emacs::ElispTool {
-            name: field(":name")?.into_rust()?,
-            description: field(":description")?.into_rust()?,
-            parameters,
-            confirm: field(":confirm")?.is_not_nil(),
-        });
-    }
-    let budget = get(":context-budget")?;
-    cfg.context_budget = if budget.is_not_nil() {
-        budget.into_rust::<i64>()?.clamp(0, 10_000_000) as usize
-    } else {
-        // A quarter of the first backend's window, when it says.
-        backends
-            .first()
-            .and_then(|b| b.context_window)
-            .map(|w| (w / 4) as usize)
-            .unwrap_or(crate::context::DEFAULT_BUDGET_TOKENS)
-    };
-    let budget = get(":budget")?;
-    if budget.is_not_nil() {
-        let field =
-            |key: &str| -> Result<Value> { env.call("plist-get", (budget, env.intern(key)?)) };
-        let tokens = |key: &str| -> Result<Option<u64>> {
-            let v = field(key)?;
-            Ok(if v.is_not_nil() {
-                Some(v.into_rust::<i64>()?.max(0) as u64)
-            } else {
-                None
-            })
-        };
-        let limits = crate::gates::budget::Limits {
-            conversation_tokens: tokens(":conversation-tokens")?,
-            day_tokens: tokens(":day-tokens")?,
-            day_cost: {
-                let v = field(":day-cost")?;
-                if v.is_not_nil() {
-                    Some(env.call("float", [v])?.into_rust()?)
-                } else {
-                    None
-                }
-            },
-        };
-        let over = field(":over")?;
-        let fallback = if over.is_not_nil() {
-            let name: String = env.call("format", ("%s", over))?.into_rust()?;
-            match name.trim_start_matches(':') {
-                "refuse" => None,
-                other => match crate::llm::cascade::Tier::from_name(other) {
-                    // A tier without its own backends is the whole cascade: no cheaper.
-                    Some(t) if !routing.tiers.iter().any(|(tier, _)| *tier == t) => {
-                        return fail(
-                            env,
-                            format!(
-                                "org-agent-budget :over {other} needs an entry for {other} in \
-                                 org-agent-model-tiers (its cheaper backends)"
-                            ),
-                        )
-                    }
-                    Some(t) => match routing.backends_for(t) {
-                        Ok(b) => Some(b),
-                        Err(e) => return fail(env, e),
-                    },
-                    None => {
-                        return fail(
-                            env,
-                            format!("org-agent-budget :over is refuse or a tier, not {other}"),
-                        )
-                    }
-                },
-            }
-        } else {
-            None
-        };
-        setup.budget = Some((limits, fallback));
-    }
-    let consensus = get(":consensus")?;
-    if consensus.is_not_nil() {
-        cfg.consensus = consensus.into_rust::<i64>()?.clamp(0, 16) as usize;
-    }
-    let embedding = get(":embedding")?;
-    if embedding.is_not_nil() {
-        setup.embedding = Some(config_from(
-            env,
-            embedding,
-            crate::llm::embeddings::EmbeddingBackend::from_sexp,
-        )?);
-    }
-    let threshold = get(":related-threshold")?;
-    if threshold.is_not_nil() {
-        cfg.related_threshold = env.call("float", [threshold])?.into_rust::<f64>()? as f32;
-    }
-    let since = get(":done-since")?;
-    if since.is_not_nil() {
-        cfg.done_since = Some(since.into_rust()?);
-    }
-    let today = get(":today")?;
-    if today.is_not_nil() {
-        cfg.today = Some(today.into_rust()?);
-    }
-    let due = get(":due-before")?;
-    if due.is_not_nil() {
-        cfg.due_before = Some(due.into_rust()?);
-    }
-    Ok(TurnSetup {
-        backends,
-        policy,
-        cfg,
-        setup,
+) -> Result<crate::agent::options::TurnSetup> {
+    let backend = lisp_sexp::from_lisp(env, backend)?;
+    config_from(env, options, |options| {
+        crate::agent::options::TurnSetup::from_sexp(backend.value(), options, focus)
     })
-}
-
-/// Start a chat turn of CONVERSATION for TEXT (see `stimulus`).
-fn chat(
-    env: &Env,
-    conversation: String,
-    text: String,
-    backend: Value,
-    options: Value,
-    focus: Option<String>,
-) -> Result<i64> {
-    let t = turn_setup(env, backend, options, focus)?;
-    Ok(runtime(env)?.chat_async(conversation, text, t.backends, t.policy, t.cfg, t.setup) as i64)
 }
 
 /// Compute what the next turn of CONVERSATION would send for TEXT with BACKEND and OPTIONS
@@ -799,20 +592,14 @@ fn semantic_search(env: &Env, backend: Value, text: String, k: i64) -> Result<i6
 /// Return whether a turn was waiting for it.
 #[defun]
 fn answer(env: &Env, reply: i64, answer: Value) -> Result<bool> {
-    use crate::agent::operator::Approval;
     let name: String = env.call("symbol-name", [answer])?.into_rust()?;
-    let approval = match name.as_str() {
-        "once" => Approval::Once,
-        "conversation" => Approval::ForConversation,
-        "deny" => Approval::Deny,
-        other => {
-            return fail(
-                env,
-                format!("an answer is once, conversation or deny, not {other}"),
-            )
-        }
-    };
-    Ok(runtime(env)?.answer(reply as u64, approval))
+    match crate::agent::operator::Approval::from_name(&name) {
+        Some(approval) => Ok(runtime(env)?.answer(reply as u64, approval)),
+        None => fail(
+            env,
+            format!("an answer is once, conversation or deny, not {name}"),
+        ),
+    }
 }
 
 /// Hand the actuator's RESULT plist for action REPLY back to its turn.  A RESULT that

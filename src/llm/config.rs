@@ -1,5 +1,5 @@
 //! Backends as users configure them: S-expression plists (from Emacs, through
-//! `crate::emacs::lisp_sexp`) read into [`Backend`]s, [`EmbeddingBackend`]s and tier routing.
+//! the Emacs skin) read into [`Backend`]s, [`EmbeddingBackend`]s and tier routing.
 //! Read here in plain Rust so every default and every message is tested without Emacs.
 //!
 //! A chat backend is `(:name NAME :type openai :url URL :model MODEL :key KEY :price (INPUT .
@@ -43,6 +43,22 @@ pub enum ConfigError {
     UnknownEmbeddingWire(String),
     #[error("unknown :encoding {0} (float or base64)")]
     UnknownEncoding(String),
+    /// The tier a turn asks for (`:tier`) is not one.
+    #[error("unknown tier {0} (reflex, cognition or reasoning)")]
+    UnknownTurnTier(String),
+    /// A tier's backends cannot be found (a name the tier lists is not configured).
+    #[error("{0}")]
+    Routing(String),
+    /// `org-agent-budget :over TIER` with no entry of its own for TIER.
+    #[error(
+        "org-agent-budget :over {0} needs an entry for {0} in org-agent-model-tiers (its \
+         cheaper backends)"
+    )]
+    BudgetTierWithoutBackends(String),
+    #[error("org-agent-budget :over is refuse or a tier, not {0}")]
+    BudgetOver(String),
+    #[error("tool parameters are not JSON: {0}")]
+    ToolParameters(String),
     /// A value of the wrong type or shape; the message names the key and what was there.
     #[error("{0}")]
     Shape(String),

@@ -171,7 +171,7 @@
       (insert "* You\n   ")
       (should-error (org-agent-chat-send) :type 'user-error))
     ;; A backend the module refuses: the error shows, the chat stays usable.
-    (let ((org-agent-backends '((:url "http://127.0.0.1:9/v1" :model "x" :headers ((1 . 2))))))
+    (let ((org-agent-backends '((:url "http://127.0.0.1:9/v1" :model "x" :type :telepathy))))
       (goto-char (point-max))
       (insert "Hi")
       (org-agent-chat-send)

@@ -186,6 +186,27 @@ The copy's directory is bound to `notes'."
                      '("One" "Two")))
       (should-error (org-agent-rollback 5) :type 'org-agent-store-error))))
 
+(ert-deftest org-agent-errors-come-by-kind ()
+  "Callers can tell a wrong configuration from a store failure, and both are org-agent errors."
+  (org-agent-test-with-store
+    (let ((bad-backend (should-error (org-agent--list-models '(:type :telepathy :url "http://x/v1"))
+                                     :type 'org-agent-config-error)))
+      (should (string-match-p "unknown backend :type :telepathy" (cadr bad-backend))))
+    (should-error (org-agent--stimulus '(:type :event :payload (:sensor :chat-message :text "hi"))
+                                       '(:url "http://127.0.0.1:9/v1")
+                                       '(:tier :fastest))
+                  :type 'org-agent-config-error)
+    (should-error (org-agent--embed '(:type :openai :url "http://x/v1") nil)
+                  :type 'org-agent-config-error)
+    (should-error (org-agent--set-redisplay-interval -1) :type 'org-agent-config-error)
+    (should-error (org-agent--rollback 99) :type 'org-agent-store-error)
+    ;; A shape the module cannot read is an error of the parent kind.
+    (should-error (org-agent--stimulus '(:type :nonsense) nil nil) :type 'org-agent-error)
+    (should-not (condition-case nil
+                    (org-agent--stimulus '(:type :nonsense) nil nil)
+                  (org-agent-config-error t)
+                  (org-agent-error nil)))))
+
 (ert-deftest org-agent-save-hook-reingests ()
   "With `org-agent-mode' on, saving an Org buffer updates the store off the main thread."
   (org-agent-test-with-notes

@@ -10,6 +10,7 @@ mod support;
 
 mod agent_local_llm;
 mod agent_turn;
+mod architecture;
 mod context;
 mod corpus;
 mod embeddings;

@@ -1,0 +1,297 @@
+//! A chat turn's options as Elisp sends them (the BACKEND and OPTIONS plists of
+//! `org-agent--stimulus` and `org-agent--preview-request`), read in plain Rust: which
+//! backends, tier, retry policy, bounds, context, budget, tools and audit file.
+
+use crate::agent::chat::ChatSetup;
+use crate::agent::turn::TurnConfig;
+use crate::gates::budget::Limits;
+use crate::llm::cascade::{Policy, Routing, Tier};
+use crate::llm::config::{backends_from_sexp, tiers_from_sexp, ConfigError};
+use crate::llm::embeddings::EmbeddingBackend;
+use crate::llm::http::Backend;
+use crate::sexp::fields::Fields;
+use crate::sexp::Value;
+use crate::tools::emacs::ElispTool;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything a chat turn needs besides its text.
+pub struct TurnSetup {
+    /// The backends of the chosen tier, in cascade order.
+    pub backends: Vec<Backend>,
+    pub policy: Policy,
+    pub cfg: TurnConfig,
+    pub setup: ChatSetup,
+}
+
+/// Seconds as a duration: finite and not negative (else `None`), at most a day.
+fn seconds(secs: f64) -> Option<Duration> {
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
+}
+
+impl TurnSetup {
+    /// The turn `backend` (one backend plist or a list, the cascade) and `options` describe;
+    /// `focus`: the node a command was invoked on, unless `:focus` says otherwise.
+    pub fn from_sexp(
+        backend: &Value,
+        options: &Value,
+        focus: Option<String>,
+    ) -> Result<TurnSetup, ConfigError> {
+        let o = Fields::new(options, "turn options")?;
+        let routing = Routing {
+            backends: backends_from_sexp(backend)?,
+            // Tiers may name configured backends left out of the cascade.
+            pool: match o.get("pool") {
+                Some(pool) => backends_from_sexp(pool)?,
+                None => Vec::new(),
+            },
+            tiers: match o.get("tiers") {
+                Some(tiers) => tiers_from_sexp(tiers)?,
+                None => Vec::new(),
+            },
+        };
+        let tier = match o.name("tier")? {
+            None => Tier::Cognition,
+            Some(name) => Tier::from_name(&name).ok_or(ConfigError::UnknownTurnTier(name))?,
+        };
+        let backends = backends_for(&routing, tier)?;
+        let mut cfg = turn_config(&o, focus)?;
+        cfg.context_budget = match o.integer("context-budget")? {
+            Some(n) => n.clamp(0, 10_000_000) as usize,
+            // A quarter of the first backend's window, when it says.
+            None => backends
+                .first()
+                .and_then(|b| b.context_window)
+                .map(|w| (w / 4) as usize)
+                .unwrap_or(crate::context::DEFAULT_BUDGET_TOKENS),
+        };
+        let mut setup = chat_setup(&o)?;
+        if let Some(budget) = o.get("budget") {
+            setup.budget = Some(budget_from_sexp(budget, &routing)?);
+        }
+        Ok(TurnSetup {
+            backends,
+            policy: policy(&o)?,
+            cfg,
+            setup,
+        })
+    }
+}
+
+/// The backends of `tier`, in cascade order.
+fn backends_for(routing: &Routing, tier: Tier) -> Result<Vec<Backend>, ConfigError> {
+    routing
+        .backends_for(tier)
+        .map_err(|e| ConfigError::Routing(e.to_string()))
+}
+
+/// The cascade's retry policy: `:cooldown` and `:retry-cap` in seconds.
+fn policy(o: &Fields) -> Result<Policy, ConfigError> {
+    let mut policy = Policy::default();
+    if let Some(d) = o.number("cooldown")?.and_then(seconds) {
+        policy.cooldown = d;
+    }
+    if let Some(d) = o.number("retry-cap")?.and_then(seconds) {
+        policy.retry_cap = d;
+    }
+    Ok(policy)
+}
+
+/// The turn's bounds and what its requests show.
+fn turn_config(o: &Fields, focus: Option<String>) -> Result<TurnConfig, ConfigError> {
+    let mut cfg = TurnConfig::default();
+    if let Some(n) = o.integer("max-depth")? {
+        cfg.max_depth = n.clamp(1, 100) as u32;
+    }
+    if let Some(n) = o.integer("tool-rounds")? {
+        cfg.tool_rounds = Some(n.clamp(0, 100) as u32);
+    }
+    cfg.temperature = o.number("temperature")?;
+    cfg.stream = !o.flag("no-stream");
+    cfg.focus = o.opt_string("focus")?.or(focus);
+    if let Some(n) = o.integer("consensus")? {
+        cfg.consensus = n.clamp(0, 16) as usize;
+    }
+    if let Some(t) = o.number("related-threshold")? {
+        cfg.related_threshold = t as f32;
+    }
+    cfg.done_since = o.opt_string("done-since")?;
+    cfg.today = o.opt_string("today")?;
+    cfg.due_before = o.opt_string("due-before")?;
+    Ok(cfg)
+}
+
+/// The turn's equipment beyond the backends: prompt, Elisp tools, audit file, whether the
+/// user may be asked, semantic search.
+fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
+    let mut setup = ChatSetup {
+        system_prompt: o.opt_string("system-prompt")?,
+        interactive: o.flag("interactive"),
+        audit_file: o.opt_string("audit-file")?.map(PathBuf::from),
+        ..ChatSetup::default()
+    };
+    for spec in o.list("tools")? {
+        setup.elisp_tools.push(elisp_tool(spec)?);
+    }
+    if let Some(embedding) = o.get("embedding") {
+        setup.embedding = Some(EmbeddingBackend::from_sexp(embedding)?);
+    }
+    Ok(setup)
+}
+
+/// A tool defined with `org-agent-define-tool`: (:name :description :parameters JSON
+/// :confirm).
+fn elisp_tool(spec: &Value) -> Result<ElispTool, ConfigError> {
+    let t = Fields::new(spec, "tool")?;
+    let parameters = t.string("parameters")?;
+    Ok(ElispTool {
+        name: t.string("name")?,
+        description: t.opt_string("description")?.unwrap_or_default(),
+        parameters: serde_json::from_str(&parameters)
+            .map_err(|e| ConfigError::ToolParameters(e.to_string()))?,
+        confirm: t.flag("confirm"),
+    })
+}
+
+/// `org-agent-budget`: the limits, and the cheaper tier's backends requests over them go to
+/// (`:over refuse`, or absent: none).
+fn budget_from_sexp(
+    budget: &Value,
+    routing: &Routing,
+) -> Result<(Limits, Option<Vec<Backend>>), ConfigError> {
+    let b = Fields::new(budget, "org-agent-budget")?;
+    let tokens = |key: &str| -> Result<Option<u64>, ConfigError> {
+        Ok(b.integer(key)?.map(|n| n.max(0) as u64))
+    };
+    let limits = Limits {
+        conversation_tokens: tokens("conversation-tokens")?,
+        day_tokens: tokens("day-tokens")?,
+        day_cost: b.number("day-cost")?,
+    };
+    let fallback = match b.name("over")?.as_deref() {
+        None | Some("refuse") => None,
+        Some(other) => match Tier::from_name(other) {
+            // A tier without its own backends is the whole cascade: no cheaper.
+            Some(t) if !routing.tiers.iter().any(|(tier, _)| *tier == t) => {
+                return Err(ConfigError::BudgetTierWithoutBackends(other.to_owned()))
+            }
+            Some(t) => Some(backends_for(routing, t)?),
+            None => return Err(ConfigError::BudgetOver(other.to_owned())),
+        },
+    };
+    Ok((limits, fallback))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(backend: &str, options: &str) -> Result<TurnSetup, ConfigError> {
+        let backend = crate::sexp::read(backend).unwrap();
+        let options = crate::sexp::read(options).unwrap();
+        TurnSetup::from_sexp(backend.value(), options.value(), Some("cmd-focus".into()))
+    }
+
+    fn error(backend: &str, options: &str) -> String {
+        match setup(backend, options) {
+            Ok(_) => panic!("{options} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    const ONE: &str = "(:name \"a\" :url \"http://a/v1\" :model \"m\" :context-window 32000)";
+    const TWO: &str = "((:name \"a\" :url \"http://a/v1\") (:name \"b\" :url \"http://b/v1\"))";
+
+    #[test]
+    fn defaults_and_what_the_options_set() {
+        let t = setup(ONE, "nil").unwrap();
+        assert_eq!(t.backends.len(), 1);
+        assert_eq!(t.cfg.max_depth, TurnConfig::default().max_depth);
+        // A quarter of the backend's window, the focus of the command.
+        assert_eq!(t.cfg.context_budget, 8_000);
+        assert_eq!(t.cfg.focus.as_deref(), Some("cmd-focus"));
+        assert!(t.cfg.stream && t.setup.system_prompt.is_none() && t.setup.budget.is_none());
+        let t = setup(
+            ONE,
+            "(:max-depth 500 :tool-rounds 0 :temperature 0 :no-stream t :focus \"n1\" \
+             :system-prompt \"Be terse.\" :context-budget 100 :consensus 3 \
+             :related-threshold 0.5 :done-since \"2026-11-01\" :today \"2026-11-23 Mon\" \
+             :due-before \"2026-11-30\" :interactive t :audit-file \"/tmp/a.org\" \
+             :cooldown 5 :retry-cap 2.5 \
+             :tools ((:name \"weather\" :description \"Today's weather\" \
+                      :parameters \"{\\\"type\\\": \\\"object\\\"}\" :confirm t)))",
+        )
+        .unwrap();
+        assert_eq!(t.cfg.max_depth, 100, "clamped");
+        assert_eq!(t.cfg.tool_rounds, Some(0));
+        assert_eq!(t.cfg.temperature, Some(0.0));
+        assert!(!t.cfg.stream);
+        assert_eq!(t.cfg.focus.as_deref(), Some("n1"));
+        assert_eq!(t.setup.system_prompt.as_deref(), Some("Be terse."));
+        assert_eq!(t.cfg.context_budget, 100);
+        assert_eq!(t.cfg.consensus, 3);
+        assert_eq!(t.cfg.related_threshold, 0.5);
+        assert_eq!(t.cfg.today.as_deref(), Some("2026-11-23 Mon"));
+        assert!(t.setup.interactive);
+        assert_eq!(t.setup.audit_file, Some(PathBuf::from("/tmp/a.org")));
+        assert_eq!(t.policy.cooldown, Duration::from_secs(5));
+        assert_eq!(t.policy.retry_cap, Duration::from_millis(2500));
+        assert_eq!(t.setup.elisp_tools[0].name, "weather");
+        assert!(t.setup.elisp_tools[0].confirm);
+    }
+
+    #[test]
+    fn tiers_and_budgets_route_to_named_backends() {
+        let t = setup(
+            TWO,
+            "(:tiers ((reflex \"b\")) :tier reflex \
+              :budget (:day-tokens 1000 :day-cost 0.5 :over :reflex))",
+        )
+        .unwrap();
+        assert_eq!(t.backends.len(), 1);
+        assert_eq!(t.backends[0].endpoint.name, "b");
+        let (limits, fallback) = t.setup.budget.unwrap();
+        assert_eq!(limits.day_tokens, Some(1000));
+        assert_eq!(limits.day_cost, Some(0.5));
+        assert_eq!(fallback.unwrap()[0].endpoint.name, "b");
+        let t = setup(TWO, "(:budget (:conversation-tokens 10 :over refuse))").unwrap();
+        assert!(t.setup.budget.unwrap().1.is_none());
+    }
+
+    #[test]
+    fn every_wrong_option_says_what_is_wrong() {
+        for (options, says) in [
+            (
+                "(:tier fast)",
+                "unknown tier fast (reflex, cognition or reasoning)",
+            ),
+            (
+                "(:budget (:over reflex))",
+                "org-agent-budget :over reflex needs an entry for reflex in \
+                 org-agent-model-tiers (its cheaper backends)",
+            ),
+            (
+                "(:budget (:over cheap))",
+                "org-agent-budget :over is refuse or a tier, not cheap",
+            ),
+            (
+                "(:tools ((:name \"t\" :parameters \"{oops\")))",
+                "tool parameters are not JSON",
+            ),
+            ("(:tools ((:name \"t\")))", ":parameters is missing"),
+            (
+                "(:max-depth \"ten\")",
+                ":max-depth must be an integer, got \"ten\"",
+            ),
+            (
+                "(:temperature hot)",
+                ":temperature must be a number, got hot",
+            ),
+            ("(:tools 3)", ":tools must be a list, got 3"),
+            ("\"options\"", "turn options: expected a plist"),
+        ] {
+            let e = error(TWO, options);
+            assert!(e.contains(says), "{options}: {e}");
+        }
+    }
+}
