@@ -21,12 +21,11 @@
 
 ;;;; Errors
 
-;; The module defines the first four in the same way when it loads; they are here so that
+;; The module defines the first three in the same way when it loads; they are here so that
 ;; code can name them (and `condition-case' on them) before it is loaded.
 (define-error 'org-agent-error "org-agent error")
 (define-error 'org-agent-config-error "org-agent configuration error" 'org-agent-error)
 (define-error 'org-agent-store-error "org-agent store error" 'org-agent-error)
-(define-error 'org-agent-llm-error "org-agent LLM error" 'org-agent-error)
 ;; The module cannot be built or loaded (org-agent-build.el).
 (define-error 'org-agent-module-error "org-agent module error" 'org-agent-error)
 ;; An action of the agent failed (org-agent-actuator.el).

@@ -22,7 +22,6 @@ use std::path::PathBuf;
     org_agent_error "org-agent error" (error)
     org_agent_config_error "org-agent configuration error" (org_agent_error)
     org_agent_store_error "org-agent store error" (org_agent_error)
-    org_agent_llm_error "org-agent LLM error" (org_agent_error)
 }
 
 #[::emacs::module(

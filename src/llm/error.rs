@@ -291,3 +291,53 @@ fn retry_note(after: &Option<Duration>) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16) -> LlmError {
+        LlmError::Http {
+            status,
+            message: String::new(),
+            kind: None,
+            code: None,
+            retry_after: None,
+        }
+    }
+
+    /// (error, retry it later?, another backend?, tell the model?): the one table the
+    /// cascade and the turn follow.
+    #[test]
+    fn one_classification_decides_retry_failover_and_feedback() {
+        let tool_args = LlmError::InvalidToolArguments {
+            index: 0,
+            id: "c1".into(),
+            name: "read_node".into(),
+            message: "expected value".into(),
+        };
+        let timeout = LlmError::Timeout {
+            phase: TimeoutPhase::FirstByte,
+            after: Duration::from_secs(1),
+        };
+        for (e, retryable, another, tell) in [
+            (LlmError::Cancelled, false, false, false),
+            (tool_args, false, false, true),
+            (http(400), false, false, true),
+            (http(413), false, false, false),
+            (http(422), false, false, false),
+            (http(429), true, true, false),
+            (http(500), true, true, true),
+            (http(503), true, true, false),
+            (http(401), false, true, false),
+            (timeout, true, true, false),
+            (LlmError::Transport("refused".into()), true, true, false),
+            (LlmError::Malformed("no choices".into()), false, true, true),
+            (LlmError::Config("bad header".into()), false, true, false),
+        ] {
+            assert_eq!(e.is_retryable(), retryable, "{e}");
+            assert_eq!(e.worth_another_backend(), another, "{e}");
+            assert_eq!(e.worth_telling_the_model(), tell, "{e}");
+        }
+    }
+}

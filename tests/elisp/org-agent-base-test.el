@@ -40,8 +40,6 @@
                                            (org-agent-config-error org-agent-error error))
                    (org-agent-store-error "org-agent store error"
                                           (org-agent-store-error org-agent-error error))
-                   (org-agent-llm-error "org-agent LLM error"
-                                        (org-agent-llm-error org-agent-error error))
                    (org-agent-module-error "org-agent module error"
                                            (org-agent-module-error org-agent-error error))
                    (org-agent-action-error "org-agent action error"
