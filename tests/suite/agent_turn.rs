@@ -227,8 +227,9 @@ async fn refused_and_failing_calls_are_fed_back() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_depth_limit_ends_a_runaway_turn() {
+/// A model that calls a tool at every step, in a turn of at most three steps starting
+/// `start_depth` deep: the turn's error and how many requests reached the server.
+async fn runaway(start_depth: u32) -> (TurnError, usize) {
     let server = LlmServer::start().await;
     for _ in 0..3 {
         server.push(sse("", &[("list_files", json!({}))]));
@@ -236,47 +237,34 @@ async fn the_depth_limit_ends_a_runaway_turn() {
     let eq = equipment(&server);
     let cfg = TurnConfig {
         max_depth: 3,
+        start_depth,
         ..TurnConfig::default()
     };
     let err = turn(&eq, &mut Conversation::default(), "Loop.", &cfg)
         .await
         .0
         .unwrap_err();
+    (err, server.requests().len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_depth_limit_ends_a_runaway_turn() {
+    let (err, requests) = runaway(0).await;
     assert!(matches!(err, TurnError::DepthLimit(3)), "{err}");
     assert!(err.to_string().contains("depth limit"));
-    assert_eq!(server.requests().len(), 3);
+    assert_eq!(requests, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stimulus_deep_in_a_chain_has_only_the_steps_left() {
-    let server = LlmServer::start().await;
-    for _ in 0..3 {
-        server.push(sse("", &[("list_files", json!({}))]));
-    }
-    let eq = equipment(&server);
     // Two steps deep already: one step is left of three.
-    let cfg = TurnConfig {
-        max_depth: 3,
-        start_depth: 2,
-        ..TurnConfig::default()
-    };
-    let err = turn(&eq, &mut Conversation::default(), "Loop.", &cfg)
-        .await
-        .0
-        .unwrap_err();
+    let (err, requests) = runaway(2).await;
     assert!(matches!(err, TurnError::DepthLimit(3)), "{err}");
-    assert_eq!(server.requests().len(), 1);
+    assert_eq!(requests, 1);
     // At the limit already: nothing is asked.
-    let at_limit = TurnConfig {
-        start_depth: 3,
-        ..cfg
-    };
-    let err = turn(&eq, &mut Conversation::default(), "Loop.", &at_limit)
-        .await
-        .0
-        .unwrap_err();
+    let (err, requests) = runaway(3).await;
     assert!(matches!(err, TurnError::DepthLimit(3)), "{err}");
-    assert_eq!(server.requests().len(), 1);
+    assert_eq!(requests, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
