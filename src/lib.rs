@@ -10,6 +10,7 @@ pub mod gates;
 pub mod llm;
 pub mod notes;
 pub mod sexp;
+pub mod skills;
 pub mod store;
 pub mod tools;
 

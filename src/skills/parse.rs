@@ -1,0 +1,620 @@
+//! A skill file → a [`Skill`], read with the store's Org parser (never evaluated). Every
+//! error names the file and the line.
+
+use super::gate::{Condition, Decision, GateRow, Test};
+use super::{On, Skill, SkillError, SkillTool, Source, Trigger, MAX_DESCRIPTION, MAX_NAME};
+use crate::store::parse::{parse, ParseOptions};
+use crate::store::{Dialect, Node, TodoKeywords};
+use std::path::Path;
+use std::time::Duration;
+
+/// The file's text and its nodes, for errors with lines.
+struct Doc<'t> {
+    file: &'t str,
+    text: &'t str,
+    nodes: Vec<Node>,
+}
+
+impl Doc<'_> {
+    fn error(&self, line: usize, message: impl Into<String>) -> SkillError {
+        SkillError {
+            file: self.file.to_owned(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// The 1-based line of byte `offset`.
+    fn line_at(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())]
+            .bytes()
+            .filter(|&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn line_of(&self, node: &Node) -> usize {
+        self.line_at(node.begin as usize)
+    }
+
+    /// The subtree text of `node`, headline included.
+    fn subtree(&self, node: &Node) -> &str {
+        &self.text[node.begin as usize..(node.end as usize).min(self.text.len())]
+    }
+
+    /// The line inside `node`'s subtree that starts with `prefix` (a property), else the
+    /// headline's.
+    fn line_of_prefix(&self, node: &Node, prefix: &str) -> usize {
+        let sub = self.subtree(node);
+        let mut offset = 0;
+        for line in sub.split_inclusive('\n') {
+            if line.trim_start().to_ascii_uppercase().starts_with(prefix) {
+                return self.line_at(node.begin as usize + offset);
+            }
+            offset += line.len();
+        }
+        self.line_of(node)
+    }
+
+    fn children<'a>(&'a self, node: &'a Node) -> impl Iterator<Item = &'a Node> + 'a {
+        node.children.iter().map(move |&i| &self.nodes[i as usize])
+    }
+}
+
+/// Read the skill in `text` (the contents of `file`), of `source`.
+pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, SkillError> {
+    let todo = TodoKeywords::default();
+    let opts = ParseOptions {
+        todo: None,
+        default_todo: &todo,
+        dialect: Dialect::default(),
+        no_inherit_tags: &[],
+    };
+    let parsed = parse(text, Path::new(file), &opts).map_err(|e| SkillError {
+        file: file.to_owned(),
+        line: 0,
+        message: e.to_string(),
+    })?;
+    let doc = Doc {
+        file,
+        text,
+        nodes: parsed.nodes,
+    };
+    let keywords = keywords(&doc);
+    let keyword = |name: &str| keywords.iter().find(|(k, _, _)| k == name);
+    let Some((_, name, name_line)) = keyword("SKILL_NAME") else {
+        return Err(doc.error(1, "no #+SKILL_NAME: (a kebab-case name)"));
+    };
+    check_name(name).map_err(|m| doc.error(*name_line, m))?;
+    let Some((_, description, description_line)) = keyword("DESCRIPTION") else {
+        return Err(doc.error(
+            1,
+            "no #+DESCRIPTION: (when to use the skill: what the model sees)",
+        ));
+    };
+    if description.chars().count() > MAX_DESCRIPTION {
+        return Err(doc.error(
+            *description_line,
+            format!("the description is over {MAX_DESCRIPTION} characters"),
+        ));
+    }
+    let words = |k: &str| -> Vec<String> {
+        keyword(k)
+            .map(|(_, v, _)| {
+                v.split_whitespace()
+                    .map(|w| w.trim_start_matches("id:").to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut skill = Skill {
+        name: name.clone(),
+        title: keyword("TITLE")
+            .map(|(_, v, _)| v.clone())
+            .unwrap_or_else(|| name.clone()),
+        description: description.clone(),
+        depends_on: words("DEPENDS_ON"),
+        allowed_tools: words("ALLOWED_TOOLS"),
+        trigger: Trigger::default(),
+        prompt: String::new(),
+        references: Vec::new(),
+        gate: Vec::new(),
+        tools: Vec::new(),
+        tests: Vec::new(),
+        file: file.to_owned(),
+    };
+    let sections: Vec<&Node> = doc.nodes.iter().filter(|n| n.content.level == 1).collect();
+    for section in sections {
+        match section.content.title.trim().to_ascii_lowercase().as_str() {
+            "trigger" => skill.trigger = trigger(&doc, section)?,
+            "prompt" => prompt(&doc, section, &mut skill),
+            "gate" => skill.gate = gate(&doc, section)?,
+            "tools" => skill.tools = tools(&doc, section, source)?,
+            "tests" => skill.tests = tests(&doc, section)?,
+            // Prose for people (Why, Notes…): not sent to the model.
+            _ => {}
+        }
+    }
+    if source == Source::Agent && !skill.tests.iter().any(|t| t.kind == "gate") {
+        return Err(doc.error(0, "a skill the agent writes needs at least one :gate: test"));
+    }
+    Ok(skill)
+}
+
+/// `#+KEY: value` lines before the first headline: (KEY uppercased, value, line).
+fn keywords(doc: &Doc) -> Vec<(String, String, usize)> {
+    let mut out = Vec::new();
+    for (i, line) in doc.text.lines().enumerate() {
+        if line.starts_with('*') {
+            break;
+        }
+        let Some(rest) = line.trim_start().strip_prefix("#+") else {
+            continue;
+        };
+        if let Some((key, value)) = rest.split_once(':') {
+            out.push((
+                key.trim().to_ascii_uppercase(),
+                value.trim().to_owned(),
+                i + 1,
+            ));
+        }
+    }
+    out
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    let kebab = !name.is_empty()
+        && name.split('-').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        });
+    if !kebab {
+        return Err(format!(
+            "the skill name {name:?} is not kebab-case (a-z, 0-9, single -)"
+        ));
+    }
+    if name.len() > MAX_NAME {
+        return Err(format!("the skill name is over {MAX_NAME} characters"));
+    }
+    Ok(())
+}
+
+fn property<'n>(node: &'n Node, key: &str) -> Option<&'n str> {
+    node.content
+        .properties
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.trim())
+}
+
+fn trigger(doc: &Doc, section: &Node) -> Result<Trigger, SkillError> {
+    let mut t = Trigger::default();
+    for word in property(section, "ON")
+        .unwrap_or_default()
+        .split_whitespace()
+    {
+        let on = On::from_name(word).ok_or_else(|| {
+            let known: Vec<&str> = On::ALL.iter().map(|(n, _)| *n).collect();
+            doc.error(
+                doc.line_of_prefix(section, ":ON:"),
+                format!(
+                    "unknown trigger {word:?} in :ON: (known: {})",
+                    known.join(", ")
+                ),
+            )
+        })?;
+        t.on.push(on);
+    }
+    t.matcher = property(section, "MATCH").map(str::to_owned);
+    t.paths = property(section, "PATHS")
+        .map(|p| p.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
+    if let Some(s) = property(section, "SCHEDULE") {
+        check_cron(s).map_err(|m| doc.error(doc.line_of_prefix(section, ":SCHEDULE:"), m))?;
+        t.schedule = Some(s.to_owned());
+    }
+    if let Some(e) = property(section, "EVERY") {
+        t.every =
+            Some(interval(e).map_err(|m| doc.error(doc.line_of_prefix(section, ":EVERY:"), m))?);
+    }
+    let line = doc.line_of(section);
+    if t.on.contains(&On::Cron) != t.schedule.is_some() {
+        return Err(doc.error(line, "cron in :ON: and :SCHEDULE: go together"));
+    }
+    if t.on.contains(&On::Every) != t.every.is_some() {
+        return Err(doc.error(line, "every in :ON: and :EVERY: go together"));
+    }
+    Ok(t)
+}
+
+/// A 5-field cron expression: minute hour day month weekday, each `*`, numbers, ranges,
+/// lists and steps within its bounds.
+fn check_cron(s: &str) -> Result<(), String> {
+    let fields: Vec<&str> = s.split_whitespace().collect();
+    let bounds = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)];
+    if fields.len() != 5 {
+        return Err(format!(
+            "{s:?} is not a 5-field cron expression (minute hour day month weekday)"
+        ));
+    }
+    for (field, (lo, hi)) in fields.iter().zip(bounds) {
+        for part in field.split(',') {
+            let (range, step) = match part.split_once('/') {
+                Some((r, s)) => (r, Some(s)),
+                None => (part, None),
+            };
+            if let Some(step) = step {
+                if !step.parse::<u32>().is_ok_and(|n| n > 0) {
+                    return Err(format!("bad step in the cron field {field:?}"));
+                }
+            }
+            if range == "*" {
+                continue;
+            }
+            let ends: Vec<&str> = range.split('-').collect();
+            let numbers: Option<Vec<u32>> = ends.iter().map(|e| e.parse().ok()).collect();
+            match numbers {
+                Some(n)
+                    if (1..=2).contains(&n.len()) && n.iter().all(|v| (lo..=hi).contains(v)) => {}
+                _ => return Err(format!("the cron field {field:?} is not within {lo}-{hi}")),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `30s`, `15m`, `1h`, `1d`.
+fn interval(s: &str) -> Result<Duration, String> {
+    let unit_len = s.chars().last().map_or(0, char::len_utf8);
+    let (n, unit) = s.split_at(s.len() - unit_len);
+    let n: u64 = n
+        .parse()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{s:?} is not an interval (30s, 15m, 1h, 1d)"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => return Err(format!("{s:?} is not an interval (30s, 15m, 1h, 1d)")),
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+fn prompt(doc: &Doc, section: &Node, skill: &mut Skill) {
+    let mut text = section.content.body.trim().to_owned();
+    for child in doc.children(section) {
+        let sub = doc.subtree(child).trim_end();
+        if child.content.tags.iter().any(|t| t == "reference") {
+            skill
+                .references
+                .push((child.content.title.clone(), sub.to_owned()));
+        } else {
+            text.push_str("\n\n");
+            text.push_str(sub);
+        }
+    }
+    skill.prompt = text.trim().to_owned();
+}
+
+fn gate(doc: &Doc, section: &Node) -> Result<Vec<GateRow>, SkillError> {
+    let sub = doc.subtree(section);
+    let mut rows = Vec::new();
+    let mut header_seen = false;
+    let mut offset = section.begin as usize;
+    for line in sub.split_inclusive('\n') {
+        let at = offset;
+        offset += line.len();
+        let l = line.trim();
+        if !l.starts_with('|') || l.starts_with("|-") {
+            continue;
+        }
+        let n = doc.line_at(at);
+        let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+        if !header_seen {
+            header_seen = true;
+            let header: Vec<String> = cells.iter().map(|c| c.to_ascii_lowercase()).collect();
+            if header != ["action", "condition", "decision", "reason"] {
+                return Err(doc.error(
+                    n,
+                    "the gate table's columns are action | condition | decision | reason",
+                ));
+            }
+            continue;
+        }
+        let [action, condition, decision, reason] = cells[..] else {
+            return Err(doc.error(
+                n,
+                format!("a gate row has 4 cells, this one {}", cells.len()),
+            ));
+        };
+        if action.is_empty() {
+            return Err(doc.error(n, "a gate row names no action"));
+        }
+        let decision = match decision {
+            "deny" => Decision::Deny,
+            "ask" => Decision::Ask,
+            "allow" => {
+                return Err(doc.error(
+                    n,
+                    "a skill cannot allow: it only tightens the user's policy (deny or ask)",
+                ))
+            }
+            other => {
+                return Err(doc.error(n, format!("the decision is deny or ask, not {other:?}")))
+            }
+        };
+        rows.push(GateRow {
+            action: action.to_owned(),
+            condition: Condition::parse(condition).map_err(|m| doc.error(n, m))?,
+            decision,
+            reason: reason.to_owned(),
+            line: n,
+        });
+    }
+    Ok(rows)
+}
+
+fn tools(doc: &Doc, section: &Node, source: Source) -> Result<Vec<SkillTool>, SkillError> {
+    let mut out = Vec::new();
+    for child in doc.children(section) {
+        let line = doc.line_of(child);
+        let name = child.content.title.trim().to_owned();
+        let alias = property(child, "ALIAS").map(str::to_owned);
+        let elisp = elisp_block(&child.content.body);
+        let tool = match (alias, elisp) {
+            (Some(_), Some(_)) => {
+                return Err(doc.error(line, format!("tool {name} is both an alias and Elisp")))
+            }
+            (None, None) => {
+                return Err(doc.error(
+                    line,
+                    format!("tool {name} has neither :ALIAS: nor an emacs-lisp block"),
+                ))
+            }
+            (None, Some(_)) if matches!(source, Source::Imported | Source::Agent) => {
+                return Err(doc.error(
+                    line,
+                    format!("tool {name}: only shipped and user skills may run Elisp"),
+                ))
+            }
+            (alias, elisp) => SkillTool {
+                arguments: child
+                    .content
+                    .properties
+                    .iter()
+                    .filter(|(k, _)| k != "ALIAS")
+                    .map(|(k, v)| (k.to_ascii_lowercase(), v.trim().to_owned()))
+                    .collect(),
+                name,
+                alias,
+                elisp,
+                line,
+            },
+        };
+        out.push(tool);
+    }
+    Ok(out)
+}
+
+/// The body of the first `#+begin_src emacs-lisp` block of `body`.
+fn elisp_block(body: &str) -> Option<String> {
+    let mut lines = body.lines();
+    lines.find(|l| {
+        let l = l.trim().to_ascii_lowercase();
+        l.starts_with("#+begin_src emacs-lisp") || l.starts_with("#+begin_src elisp")
+    })?;
+    let code: Vec<&str> = lines
+        .take_while(|l| !l.trim().to_ascii_lowercase().starts_with("#+end_src"))
+        .collect();
+    Some(code.join("\n"))
+}
+
+fn tests(doc: &Doc, section: &Node) -> Result<Vec<Test>, SkillError> {
+    let mut out = Vec::new();
+    for child in doc.children(section) {
+        let line = doc.line_of(child);
+        let kind = child
+            .content
+            .tags
+            .iter()
+            .find(|t| matches!(t.as_str(), "gate" | "trigger" | "turn"))
+            .ok_or_else(|| {
+                doc.error(
+                    line,
+                    format!(
+                        "test {:?} is tagged none of :gate: :trigger: :turn:",
+                        child.content.title
+                    ),
+                )
+            })?;
+        out.push(Test {
+            title: child.content.title.clone(),
+            kind: kind.clone(),
+            body: child.content.body.clone(),
+            line,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GTD: &str = "#+TITLE: GTD integrity
+#+SKILL_NAME: gtd-integrity
+#+DESCRIPTION: Keeps projects and tasks consistent. Use when closing tasks.
+#+DEPENDS_ON: ids
+#+ALLOWED_TOOLS: query_notes read_node set_todo
+* Why
+People close projects with open tasks.
+* Trigger
+:PROPERTIES:
+:ON:       model todo-change cron
+:MATCH:    TODO=\"DONE\"
+:SCHEDULE: 0 16 * * 5
+:END:
+* Prompt
+Check the children before closing a task.
+** Conventions :reference:
+Projects have the :project: tag.
+* Gate
+| action   | condition                    | decision | reason                   |
+|----------+------------------------------+----------+--------------------------|
+| set_todo | state=DONE & open-children>0 | deny     | close its children first |
+| set-*    | file~*/archive/*             | ask      | archived notes           |
+* Tools
+** stale-waiting
+:PROPERTIES:
+:ALIAS: query_notes
+:TODO: WAITING
+:END:
+* Tests
+** a parent with an open child cannot be closed :gate:
+#+begin_example
+,* TODO Parent
+,** TODO Child
+#+end_example
+";
+
+    fn broken(text: &str) -> SkillError {
+        parse_skill("/s/x.org", text, Source::User).expect_err("accepted")
+    }
+
+    #[test]
+    fn a_whole_skill_reads() {
+        let s = parse_skill("/s/gtd.org", GTD, Source::Shipped).unwrap();
+        assert_eq!(s.name, "gtd-integrity");
+        assert_eq!(s.title, "GTD integrity");
+        assert_eq!(s.depends_on, ["ids"]);
+        assert_eq!(s.allowed_tools.len(), 3);
+        assert_eq!(s.trigger.on, [On::Model, On::TodoChange, On::Cron]);
+        assert_eq!(s.trigger.matcher.as_deref(), Some("TODO=\"DONE\""));
+        assert_eq!(s.trigger.schedule.as_deref(), Some("0 16 * * 5"));
+        assert_eq!(s.prompt, "Check the children before closing a task.");
+        assert_eq!(s.references[0].0, "Conventions");
+        assert!(
+            !s.prompt.contains("project: tag"),
+            "references load on demand"
+        );
+        assert_eq!(s.gate.len(), 2);
+        assert_eq!(s.gate[0].decision, Decision::Deny);
+        assert_eq!(s.gate[0].line, 21);
+        assert_eq!(s.gate[1].condition.0.len(), 1);
+        assert_eq!(s.tools[0].alias.as_deref(), Some("query_notes"));
+        assert_eq!(
+            s.tools[0].arguments,
+            [("todo".to_string(), "WAITING".to_string())]
+        );
+        assert_eq!(s.tests[0].kind, "gate");
+        assert!(s.tests[0].body.contains("TODO Child"));
+    }
+
+    #[test]
+    fn every_error_names_the_file_and_line() {
+        for (from, to, line, says) in [
+            (
+                "#+SKILL_NAME: gtd-integrity",
+                "#+SKILL_NAME: GTD Integrity",
+                2,
+                "not kebab-case",
+            ),
+            (
+                "#+DESCRIPTION: Keeps projects and tasks consistent. Use when closing tasks.\n",
+                "",
+                1,
+                "no #+DESCRIPTION",
+            ),
+            (
+                ":ON:       model todo-change cron",
+                ":ON:       model sunrise cron",
+                10,
+                "unknown trigger \"sunrise\"",
+            ),
+            (
+                ":SCHEDULE: 0 16 * * 5",
+                ":SCHEDULE: 0 25 * * 5",
+                12,
+                "not within 0-23",
+            ),
+            (
+                ":SCHEDULE: 0 16 * * 5",
+                ":SCHEDULE: 0 16 * *",
+                12,
+                "5-field",
+            ),
+            (
+                ":ON:       model todo-change cron",
+                ":ON:       model",
+                8,
+                "go together",
+            ),
+            (
+                "state=DONE & open-children>0",
+                "colour=red                  ",
+                21,
+                "unknown condition",
+            ),
+            (
+                "| deny     | close its",
+                "| allow    | close its",
+                21,
+                "cannot allow",
+            ),
+            (
+                "| set_todo | state=DONE",
+                "| set_todo | state=DONE | x",
+                21,
+                "4 cells",
+            ),
+            (":ALIAS: query_notes\n", "", 24, "neither :ALIAS:"),
+            (":gate:", ":nice:", 30, "tagged none of"),
+        ] {
+            assert!(GTD.contains(from), "{from}");
+            let e = broken(&GTD.replacen(from, to, 1));
+            assert_eq!(e.file, "/s/x.org");
+            assert_eq!(
+                (e.line, e.message.contains(says)),
+                (line, true),
+                "{from}: {e}"
+            );
+            assert!(
+                e.to_string().starts_with(&format!("/s/x.org:{line}:")) || line == 0,
+                "{e}"
+            );
+        }
+        let long = GTD.replace("gtd-integrity", &"a".repeat(65));
+        assert!(broken(&long).message.contains("over 64"));
+        let e = broken("* Prompt\nHello\n");
+        assert_eq!((e.line, e.message.contains("#+SKILL_NAME")), (1, true));
+    }
+
+    #[test]
+    fn imported_and_agent_skills_are_bounded() {
+        let elisp = GTD.replace(
+            ":PROPERTIES:\n:ALIAS: query_notes\n:TODO: WAITING\n:END:\n",
+            "#+begin_src emacs-lisp\n(message \"hi\")\n#+end_src\n",
+        );
+        let user = parse_skill("/s/u.org", &elisp, Source::User).unwrap();
+        assert_eq!(user.tools[0].elisp.as_deref(), Some("(message \"hi\")"));
+        let e = parse_skill("/s/i.org", &elisp, Source::Imported).unwrap_err();
+        assert!(e.message.contains("only shipped and user skills"), "{e}");
+        let untested = GTD.replace(":gate:", ":trigger:");
+        let e = parse_skill("/s/a.org", &untested, Source::Agent).unwrap_err();
+        assert!(e.message.contains(":gate: test"), "{e}");
+        assert!(parse_skill("/s/a.org", GTD, Source::Agent).is_ok());
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(interval("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(interval("1d"), Ok(Duration::from_secs(86_400)));
+        for bad in ["0h", "soon", "", "1é", "h"] {
+            assert!(interval(bad).is_err(), "{bad}");
+        }
+    }
+}
