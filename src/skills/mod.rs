@@ -9,10 +9,12 @@
 mod gate;
 mod order;
 mod parse;
+mod rules;
 
 pub use gate::{Condition, Decision, GateRow, Test};
 pub use order::{load_order, Ordered};
 pub use parse::parse_skill;
+pub use rules::gate_rules;
 
 use std::fmt;
 use std::time::Duration;

@@ -1,0 +1,270 @@
+//! A skill's gate table as gate rules: each row a predicate over the action and the notes it
+//! targets, attached to a turn's pipeline after the user's policy. Rows only deny or ask, so
+//! a skill tightens the policy and never loosens it.
+
+use super::gate::{Decision as RowDecision, GateRow, Op, Subject, Term};
+use super::Skill;
+use crate::action::{Action, EmacsAction};
+use crate::gates::{Context, Decision, Gate, GateRules};
+use crate::notes::privacy::Glob;
+use crate::notes::Notes;
+use crate::store::{NodeRef, TodoType};
+
+/// The gate rules of `skill`, judging targets as `notes` show them.
+pub fn gate_rules(skill: &Skill, notes: Notes) -> GateRules {
+    GateRules {
+        source: format!("skill {}", skill.name),
+        gates: vec![Box::new(SkillGate {
+            name: format!("skill {}", skill.name),
+            rows: skill.gate.clone(),
+            notes,
+        })],
+    }
+}
+
+struct SkillGate {
+    name: String,
+    rows: Vec<GateRow>,
+    notes: Notes,
+}
+
+impl Gate for SkillGate {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The first row whose action and condition match decides; none: allow (the other
+    /// gates decide).
+    fn check(&self, action: &Action, _: &Context) -> Result<Decision, String> {
+        let facts = Facts::of(action, &self.notes);
+        for row in &self.rows {
+            if names_match(&row.action, action) && row.condition.0.iter().all(|t| facts.holds(t)) {
+                let reason = format!("{} (line {}): {}", self.name, row.line, row.reason);
+                return Ok(match row.decision {
+                    RowDecision::Deny => Decision::Deny(reason),
+                    RowDecision::Ask => Decision::Ask(reason),
+                });
+            }
+        }
+        Ok(Decision::Allow)
+    }
+}
+
+/// Whether the row's action pattern names `action`: the actuator verb (`set-todo`) or the
+/// tool name, `_` and `-` alike, globs allowed.
+fn names_match(pattern: &str, action: &Action) -> bool {
+    let name = match action {
+        Action::Emacs(e) => e.name().to_owned(),
+        Action::Tool { name, .. } => name.clone(),
+    };
+    Glob::new(&pattern.replace('_', "-")).matches(&name.replace('_', "-"))
+}
+
+/// What a condition can ask about one action.
+struct Facts {
+    target: Option<NodeRef>,
+    state: Option<String>,
+    key: Option<String>,
+}
+
+impl Facts {
+    fn of(action: &Action, notes: &Notes) -> Facts {
+        let Action::Emacs(e) = action else {
+            return Facts {
+                target: None,
+                state: None,
+                key: None,
+            };
+        };
+        let (id, _) = e.target();
+        Facts {
+            target: id.and_then(|id| notes.node(id).ok()),
+            state: match e {
+                EmacsAction::SetTodo { state, .. } => state.clone(),
+                _ => None,
+            },
+            key: match e {
+                EmacsAction::SetProperty { key, .. } | EmacsAction::DeleteProperty { key, .. } => {
+                    Some(key.clone())
+                }
+                _ => None,
+            },
+        }
+    }
+
+    /// Whether `term` holds; a term about something the action does not have is false.
+    fn holds(&self, term: &Term) -> bool {
+        let node = self.target.as_ref().map(|r| r.node());
+        match &term.subject {
+            Subject::State => text(self.state.as_deref(), term),
+            Subject::Key => text(self.key.as_deref(), term),
+            Subject::Todo => text(node.and_then(|n| n.content.todo.as_deref()), term),
+            Subject::Property(p) => text(node.and_then(|n| n.content.property(p)), term),
+            Subject::File => match &self.target {
+                Some(r) => text(Some(&r.doc.path), term),
+                None => false,
+            },
+            Subject::Tag => match node {
+                // `tag!=x` holds when the node has no tag x.
+                Some(n) => (term.op == Op::IsNot) != n.has_tag(&term.value),
+                None => false,
+            },
+            Subject::Level => number(node.map(|n| n.content.level), term),
+            Subject::OpenChildren => number(
+                self.target.as_ref().map(|r| {
+                    r.node()
+                        .children
+                        .iter()
+                        .filter(|&&i| {
+                            r.doc.nodes[i as usize].content.todo_type == Some(TodoType::Todo)
+                        })
+                        .count() as u32
+                }),
+                term,
+            ),
+        }
+    }
+}
+
+fn text(value: Option<&str>, term: &Term) -> bool {
+    let Some(v) = value else {
+        return false;
+    };
+    match term.op {
+        Op::Is => v == term.value,
+        Op::IsNot => v != term.value,
+        Op::Like => {
+            // A relative file pattern matches at any depth (`*/archive/*`).
+            let pattern = if term.value.starts_with('/') || term.value.starts_with("**") {
+                term.value.clone()
+            } else if term.value.contains('/') {
+                format!("**/{}", term.value.trim_start_matches("*/"))
+            } else {
+                term.value.clone()
+            };
+            Glob::new(&pattern).matches(v)
+        }
+        Op::Above | Op::Below => false,
+    }
+}
+
+fn number(value: Option<u32>, term: &Term) -> bool {
+    let (Some(v), Ok(n)) = (value, term.value.parse::<u32>()) else {
+        return false;
+    };
+    match term.op {
+        Op::Is => v == n,
+        Op::Above => v > n,
+        Op::Below => v < n,
+        Op::IsNot | Op::Like => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gates::{Outcome, Pipeline};
+    use crate::notes::Privacy;
+    use crate::skills::{parse_skill, Source};
+    use crate::store::{Config, Store};
+    use std::sync::Arc;
+
+    const SKILL: &str = "#+SKILL_NAME: gtd-integrity
+#+DESCRIPTION: Keeps projects consistent.
+* Gate
+| action   | condition                    | decision | reason                   |
+|----------+------------------------------+----------+--------------------------|
+| set_todo | state=DONE & open-children>0 | deny     | close its children first |
+| set-*    | file~*/archive/*             | ask      | archived notes           |
+| *        | tag=frozen                   | deny     | frozen                   |
+";
+
+    fn notes() -> (Notes, Arc<Store>) {
+        let store = Arc::new(Store::in_memory(Config::default()));
+        store
+            .ingest_text(
+                "/n/work.org",
+                "* TODO Parent\n:PROPERTIES:\n:ID: parent\n:END:\n** TODO Child\n:PROPERTIES:\n:ID: child\n:END:\n** DONE Old\n* Ice :frozen:\n:PROPERTIES:\n:ID: ice\n:END:\n",
+                None,
+                None,
+                None,
+            )
+            .unwrap();
+        store
+            .ingest_text(
+                "/n/archive/2025.org",
+                "* TODO Gone\n:PROPERTIES:\n:ID: gone\n:END:\n",
+                None,
+                None,
+                None,
+            )
+            .unwrap();
+        (Notes::new(store.clone(), Arc::new(Privacy::none())), store)
+    }
+
+    fn set_todo(id: &str, state: &str) -> Action {
+        Action::Emacs(EmacsAction::SetTodo {
+            id: id.into(),
+            state: Some(state.into()),
+        })
+    }
+
+    #[test]
+    fn rows_tighten_the_policy_by_what_the_notes_say() {
+        let (notes, _store) = notes();
+        let skill = parse_skill("/s/gtd.org", SKILL, Source::User).unwrap();
+        let mut pipeline = Pipeline::default_policy();
+        pipeline.attach(gate_rules(&skill, notes));
+        assert_eq!(
+            pipeline.sources(),
+            ["default policy", "skill gtd-integrity"]
+        );
+        let mut ctx = Context::default();
+        // The user approved edits for the conversation: the default policy allows them now.
+        ctx.approved.insert("set-todo".into());
+        let decide = |a: Action| pipeline.decide(a, &ctx).outcome;
+        match decide(set_todo("parent", "DONE")) {
+            Outcome::Deny { reasons } => {
+                assert!(
+                    reasons[0].contains("close its children first"),
+                    "{reasons:?}"
+                );
+                assert!(
+                    reasons[0].contains("skill gtd-integrity (line 6)"),
+                    "{reasons:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // No open child, or not DONE: the skill has nothing to say.
+        assert!(matches!(
+            decide(set_todo("child", "DONE")),
+            Outcome::Allow(_)
+        ));
+        assert!(matches!(
+            decide(set_todo("parent", "WAITING")),
+            Outcome::Allow(_)
+        ));
+        // A relative file pattern matches at any depth; tags are checked on the target.
+        assert!(matches!(
+            decide(set_todo("gone", "DONE")),
+            Outcome::Ask { .. }
+        ));
+        assert!(matches!(
+            decide(set_todo("ice", "TODO")),
+            Outcome::Deny { .. }
+        ));
+        // An action the rows do not name passes.
+        let tool = Action::Tool {
+            name: "query_notes".into(),
+            args: crate::sexp::Sexp::from(crate::sexp::Value::Nil),
+        };
+        let mut ctx2 = Context::default();
+        ctx2.tools.insert("query_notes".into());
+        ctx2.read_only_tools.insert("query_notes".into());
+        assert!(matches!(
+            pipeline.decide(tool, &ctx2).outcome,
+            Outcome::Allow(_)
+        ));
+    }
+}
