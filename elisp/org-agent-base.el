@@ -36,6 +36,7 @@
 (defconst org-agent--module-functions
   '((org-agent--action-names)
     (org-agent--set-redisplay-interval seconds)
+    (org-agent--load-skills dirs)
     (org-agent--version)
     (org-agent--configure todo done org-version no-inherit snapshots)
     (org-agent--set-privacy tags files)

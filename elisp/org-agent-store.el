@@ -107,6 +107,9 @@ with `org-agent--actuated'.")
 (defvar org-agent--started nil
   "Non-nil once the module is loaded and the store is open.")
 
+(defvar org-agent-start-hook nil
+  "Functions run once the module is loaded and the store is open.")
+
 (defvar org-agent--wake-process nil
   "The pipe process the module's workers write to when events are waiting.")
 
@@ -182,6 +185,7 @@ Return non-nil when org-agent is running."
                (report (org-agent--store-open dir)))
           (add-hook 'kill-emacs-hook #'org-agent--shutdown)
           (setq org-agent--started t)
+          (run-hooks 'org-agent-start-hook)
           (when (plist-get report :rebuilt)
             (org-agent--warn-rebuilt report)
             (when (org-agent--directories)
@@ -273,7 +277,8 @@ no store file could be written, so it will be rebuilt again at the next start.")
        (run-hook-with-args 'org-agent-actuate-functions event)))
     (when-let ((callback (and (memq (plist-get event :type)
                                     '(ingested superseded failed directory-done
-                                               embedded search-results preview models))
+                                               embedded search-results preview models
+                                               skills-loaded))
                               (gethash request org-agent--callbacks))))
       (remhash request org-agent--callbacks)
       (funcall callback event))))

@@ -50,6 +50,7 @@
 (require 'org-agent-backends)
 (require 'org-agent-semantic)
 (require 'org-agent-chat)
+(require 'org-agent-skills)
 (org-agent--declare-module-functions)
 
 ;;;; The mode

@@ -10,7 +10,6 @@ use super::turn::{
     related_notes, run_turn, step_request, Conversation, StepView, TurnConfig, TurnEvent,
 };
 use crate::action::{Action, EmacsAction};
-use crate::context::prompt::PromptFragment;
 use crate::gates::audit::AuditLog;
 use crate::gates::budget::{Budget, Limits};
 use crate::llm::cascade::{Cascade, Policy};
@@ -18,6 +17,8 @@ use crate::llm::completion::{Delta, ToolCall};
 use crate::llm::embeddings::EmbeddingBackend;
 use crate::llm::http::{Backend, CancelToken, ChatClient, Message};
 use crate::sexp::Sexp;
+use crate::skills::prompt::PromptFragment;
+use crate::skills::{disclosure, gate_rules, Skill};
 use crate::tools::emacs::ElispTool;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -89,6 +90,20 @@ impl Operator for EmacsOperator {
     }
 }
 
+/// Attach the active `skills` to a turn: their catalog to the prompt, `use_skill` to the
+/// tools, their gate tables after the user's policy.
+fn attach_skills(eq: &mut Equipment, skills: Arc<[Skill]>) {
+    if let Some(catalog) = disclosure::catalog(&skills) {
+        eq.prompts.push(catalog);
+    }
+    for skill in skills.iter().filter(|s| !s.gate.is_empty()) {
+        eq.gates.attach(gate_rules(skill, eq.notes.clone()));
+    }
+    if !skills.is_empty() {
+        eq.tools.push(Arc::new(disclosure::use_skill_tools(skills)));
+    }
+}
+
 fn chat_clients(backends: Vec<Backend>) -> Result<Vec<ChatClient>, String> {
     backends
         .into_iter()
@@ -138,6 +153,7 @@ impl Runtime {
         eq.edit_tools = true;
         eq.elisp_tools = setup.elisp_tools;
         eq.audit = setup.audit_file.map(AuditLog::new);
+        attach_skills(&mut eq, self.skills());
         Ok(eq)
     }
 

@@ -4,7 +4,6 @@
 use crate::action::{Action, EmacsAction};
 use crate::agent::operator::{Operator, Unattended};
 use crate::agent::semantic::{self, Semantic};
-use crate::context::prompt::PromptFragment;
 use crate::gates::audit::AuditLog;
 use crate::gates::budget::Budget;
 use crate::gates::{Context, GateRules, Pipeline};
@@ -13,6 +12,7 @@ use crate::llm::completion::ToolCall;
 use crate::llm::http::ChatClient;
 use crate::notes::{Notes, Privacy};
 use crate::sexp::{self, Sexp};
+use crate::skills::prompt::PromptFragment;
 use crate::store::Store;
 use crate::tools::emacs::{self as emacs_tools, ElispTool};
 use crate::tools::{Tool, ToolSet};

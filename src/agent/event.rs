@@ -55,6 +55,13 @@ pub enum Event {
         url: String,
         body: String,
     },
+    /// The skill directories were loaded: the active skills (name, description, file) in
+    /// dependency order, and the inactive ones with why.
+    SkillsLoaded {
+        request: u64,
+        active: Vec<(String, String, String)>,
+        inactive: Vec<(String, String)>,
+    },
     /// A request failed; `file` when it concerns one.
     Failed {
         request: u64,
@@ -265,6 +272,11 @@ impl Event {
                 .text("url", url)
                 .text("body", body)
                 .done(),
+            Event::SkillsLoaded {
+                request,
+                active,
+                inactive,
+            } => skills_loaded(*request, active, inactive),
             Event::Failed {
                 request,
                 file,
@@ -285,6 +297,36 @@ impl Event {
             _ => None,
         }
     }
+}
+
+/// `(:type skills-loaded :request N :active ((:name :description :file)…) :inactive ((NAME
+/// . REASON)…))`.
+fn skills_loaded(
+    request: u64,
+    active: &[(String, String, String)],
+    inactive: &[(String, String)],
+) -> Sexp {
+    let active = active
+        .iter()
+        .map(|(name, description, file)| {
+            Value::list(vec![
+                Value::keyword("name"),
+                Value::string(name.as_str()),
+                Value::keyword("description"),
+                Value::string(description.as_str()),
+                Value::keyword("file"),
+                Value::string(file.as_str()),
+            ])
+        })
+        .collect::<Vec<_>>();
+    let inactive = inactive
+        .iter()
+        .map(|(name, why)| Value::cons(Value::string(name.as_str()), Value::string(why.as_str())))
+        .collect::<Vec<_>>();
+    Plist::new("skills-loaded", request)
+        .put("active", Value::list(active))
+        .put("inactive", Value::list(inactive))
+        .done()
 }
 
 impl ChatUpdate {

@@ -15,6 +15,7 @@ use crate::llm::embeddings::{EmbeddingBackend, EmbeddingClient};
 use crate::llm::http::{Backend, CancelToken};
 use crate::notes::{Notes, Privacy};
 use crate::sexp::Sexp;
+use crate::skills::{load::load_dirs, Skill, Source};
 use crate::store::vectors::{write_atomic, VectorError, VectorIndex};
 use crate::store::{Config, OpenReport, Store, StoreError, TodoKeywords};
 use futures_util::FutureExt;
@@ -62,6 +63,8 @@ pub struct Runtime {
     vectors_path: Mutex<Option<PathBuf>>,
     /// Tokens and cost spent per day, for budgets (kept beside the store).
     ledger: RwLock<Arc<Ledger>>,
+    /// The active skills, in dependency order (every chat turn starts with these).
+    skills: RwLock<Arc<[Skill]>>,
 }
 
 /// The vector index's file in the state directory.
@@ -146,6 +149,7 @@ impl Runtime {
             vectors: Arc::new(Mutex::new(VectorIndex::new(""))),
             vectors_path: Mutex::new(None),
             ledger: RwLock::new(Arc::new(Ledger::default())),
+            skills: RwLock::new(Arc::from(Vec::new())),
         })
     }
 
@@ -708,6 +712,44 @@ impl Runtime {
     }
 
     /// Which backends are in their cool-down.
+    /// The active skills, in dependency order.
+    pub fn skills(&self) -> Arc<[Skill]> {
+        self.skills.read().clone()
+    }
+
+    /// Load the skills of `dirs` (each with the source of its skills) on a worker; they
+    /// replace the active ones, and an [`Event::SkillsLoaded`] reports what is active and
+    /// what is not, with why. Returns the request id at once.
+    pub fn load_skills_async(&'static self, dirs: Vec<(PathBuf, Source)>) -> u64 {
+        let request = self.next_id();
+        self.run_async(request, |_cancel| async move {
+            let loaded = tokio::task::spawn_blocking(move || load_dirs(&dirs))
+                .await
+                .map_err(|e| format!("loading the skills failed: {e}"))?;
+            let active: Vec<(String, String, String)> = loaded
+                .active
+                .iter()
+                .map(|s| (s.name.clone(), s.description.clone(), s.file.clone()))
+                .collect();
+            *self.skills.write() = Arc::from(loaded.active);
+            self.with_telemetry(|t| {
+                t.log(
+                    "skills",
+                    format!(
+                        "{} active, {} inactive",
+                        active.len(),
+                        loaded.inactive.len()
+                    ),
+                )
+            });
+            Ok(Event::SkillsLoaded {
+                request,
+                active,
+                inactive: loaded.inactive.into_iter().collect(),
+            })
+        })
+    }
+
     /// The ledger of the days' spending, kept beside the store.
     pub(super) fn ledger(&self) -> Arc<Ledger> {
         self.ledger.read().clone()

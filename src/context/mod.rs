@@ -13,8 +13,6 @@
 //! the foveal node is always shown (even alone over the budget: without it the request
 //! makes no sense).
 
-pub mod prompt;
-
 use crate::llm::estimate_tokens;
 use crate::notes::{summary, Notes};
 use crate::store::{NodeKind, NodeRef, Query, TodoType};

@@ -86,6 +86,17 @@ fn set_redisplay_interval(env: &Env, seconds: Value) -> Result<()> {
     Ok(())
 }
 
+/// Load the skills of DIRS, a list of (DIR . SOURCE) with SOURCE `shipped', `user',
+/// `imported' or `agent', on a worker: they replace the active skills every chat turn
+/// starts with.  Returns a request id at once; a `skills-loaded' event brings :active (a
+/// list of (:name :description :file), in dependency order) and :inactive (a list of
+/// (NAME-OR-FILE . REASON)).
+#[defun]
+fn load_skills(env: &Env, dirs: Value) -> Result<i64> {
+    let dirs = config_from(env, dirs, crate::skills::load::dirs_from_sexp)?;
+    Ok(runtime(env)?.load_skills_async(dirs) as i64)
+}
+
 /// Return the module's version, which must equal the Elisp package's.
 #[defun]
 fn version() -> Result<String> {

@@ -6,9 +6,12 @@
 //! skills by their dependencies. Loading them into turns, firing triggers and running their
 //! tests build on this.
 
+pub mod disclosure;
 mod gate;
+pub mod load;
 mod order;
 mod parse;
+pub mod prompt;
 mod rules;
 
 pub use gate::{Condition, Decision, GateRow, Test};
@@ -35,6 +38,18 @@ pub enum Source {
     Imported,
     /// A draft written by the agent (`create_skill`): no code, only deny/ask rules.
     Agent,
+}
+
+impl Source {
+    pub fn from_name(name: &str) -> Option<Source> {
+        match name {
+            "shipped" => Some(Source::Shipped),
+            "user" => Some(Source::User),
+            "imported" => Some(Source::Imported),
+            "agent" => Some(Source::Agent),
+            _ => None,
+        }
+    }
 }
 
 /// What makes a skill run.

@@ -21,12 +21,12 @@ mod think;
 
 use crate::action::{Sensor, Stimulus};
 use crate::agent::equipment::Equipment;
-use crate::context::prompt;
 use crate::gates::Context;
 use crate::llm::completion::{Delta, ToolCall};
 use crate::llm::error::LlmError;
 use crate::llm::http::{CancelToken, ChatRequest, Message};
 use crate::sexp;
+use crate::skills::prompt;
 use std::collections::{HashMap, HashSet};
 use thiserror::Error;
 

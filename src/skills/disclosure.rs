@@ -1,0 +1,138 @@
+//! Progressive disclosure: the model sees each active skill's name and description (one
+//! line each); it loads a skill's whole prompt, and any `:reference:` part of it, with the
+//! `use_skill` tool. Fifty skills cost a few hundred tokens, not fifty prompts.
+
+use super::prompt::PromptFragment;
+use super::Skill;
+use crate::notes::Notes;
+use crate::tools::{Args, Param, ParamType, Registry, Tool, ToolSet};
+use std::sync::Arc;
+
+/// The name of the tool that loads a skill.
+pub const USE_SKILL: &str = "use_skill";
+
+/// The system prompt's list of `skills`: empty when there are none.
+pub fn catalog(skills: &[Skill]) -> Option<PromptFragment> {
+    if skills.is_empty() {
+        return None;
+    }
+    let mut text = format!(
+        "Skills you can load with {USE_SKILL} when one fits the request (name: when to use it):"
+    );
+    for s in skills {
+        text.push_str(&format!("\n- {}: {}", s.name, s.description));
+    }
+    Some(PromptFragment {
+        source: "skills".into(),
+        text,
+    })
+}
+
+/// The `use_skill` tool over `skills`.
+pub fn use_skill_tools(skills: Arc<[Skill]>) -> ToolSet {
+    let mut registry = Registry::default();
+    registry.register(Tool {
+        name: USE_SKILL,
+        description: "Load a skill listed in the system prompt: its instructions, and with \
+                      `reference` one of the reference parts it names.",
+        params: vec![
+            Param {
+                name: "name",
+                kind: ParamType::String,
+                description: "the skill's name",
+                required: true,
+            },
+            Param {
+                name: "reference",
+                kind: ParamType::String,
+                description: "the title of one of its reference parts",
+                required: false,
+            },
+        ],
+        body: Box::new(move |_: &Notes, args: &Args| load(&skills, args)),
+    });
+    ToolSet {
+        source: "skills".into(),
+        registry,
+    }
+}
+
+fn load(skills: &[Skill], args: &Args) -> Result<String, String> {
+    let name = args.str("name").unwrap_or_default();
+    let Some(skill) = skills.iter().find(|s| s.name == name) else {
+        let known: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+        return Err(format!("no skill {name:?} (skills: {})", known.join(", ")));
+    };
+    if let Some(reference) = args.str("reference") {
+        return skill
+            .references
+            .iter()
+            .find(|(title, _)| title == reference)
+            .map(|(_, text)| text.clone())
+            .ok_or_else(|| format!("{name} has no reference {reference:?}"));
+    }
+    let mut out = format!("Skill {} ({}):\n{}", skill.name, skill.title, skill.prompt);
+    if !skill.references.is_empty() {
+        let titles: Vec<&str> = skill.references.iter().map(|(t, _)| t.as_str()).collect();
+        out.push_str(&format!(
+            "\n\nReference parts (load with {USE_SKILL} and reference): {}",
+            titles.join("; ")
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notes::Privacy;
+    use crate::skills::{parse_skill, Source};
+    use crate::store::{Config, Store};
+    use serde_json::json;
+
+    fn skill(n: usize) -> Skill {
+        let text = format!(
+            "#+TITLE: Skill {n}\n#+SKILL_NAME: skill-{n}\n#+DESCRIPTION: Use when the user \
+             asks about topic number {n} of their notes, such as reviews and plans.\n\
+             * Prompt\nLook up topic {n} first.\n** Details :reference:\nTopic {n} in depth.\n"
+        );
+        parse_skill(&format!("/s/skill-{n}.org"), &text, Source::User).unwrap()
+    }
+
+    #[test]
+    fn fifty_skills_cost_one_line_each_and_load_on_demand() {
+        let skills: Vec<Skill> = (0..50).map(skill).collect();
+        let listed = catalog(&skills).unwrap();
+        let tokens = crate::llm::estimate_tokens(&listed.text);
+        assert!(
+            tokens <= 2_000,
+            "the catalog of 50 skills is {tokens} tokens"
+        );
+        assert!(
+            !listed.text.contains("Look up topic"),
+            "prompts load on demand"
+        );
+        assert!(catalog(&[]).is_none());
+        let set = use_skill_tools(skills.into());
+        let notes = Notes::new(
+            Arc::new(Store::in_memory(Config::default())),
+            Arc::new(Privacy::default()),
+        );
+        let call = |args| set.registry.call(&notes, USE_SKILL, &args);
+        let loaded = call(json!({"name": "skill-7"})).unwrap();
+        assert!(loaded.contains("Look up topic 7 first."), "{loaded}");
+        assert!(
+            loaded.contains("Reference parts") && loaded.contains("Details"),
+            "{loaded}"
+        );
+        assert!(!loaded.contains("in depth"), "references load on demand");
+        let part = call(json!({"name": "skill-7", "reference": "Details"})).unwrap();
+        assert!(part.contains("Topic 7 in depth."), "{part}");
+        let e = call(json!({"name": "skill-99"})).unwrap_err().to_string();
+        assert!(e.contains("no skill \"skill-99\""), "{e}");
+        let e = call(json!({"name": "skill-7", "reference": "Nope"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has no reference"), "{e}");
+    }
+}

@@ -1,0 +1,196 @@
+//! Finding and loading skill files: `NAME/SKILL.org` folders and `NAME.skill.org` files in
+//! the skill directories, read and put in dependency order. A file that does not read, or a
+//! skill whose dependencies are not active, stays inactive with its reason.
+
+use super::{load_order, parse_skill, Skill, Source};
+use crate::llm::config::ConfigError;
+use crate::sexp::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What loading the skill directories found.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The active skills, each after its dependencies.
+    pub active: Vec<Skill>,
+    /// Skills (by name, or by file when the file does not read) that are not active, and
+    /// why.
+    pub inactive: BTreeMap<String, String>,
+}
+
+/// The skill files in `dir`: `*/SKILL.org` and `*.skill.org`, sorted.
+pub fn skill_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            let file = path.join("SKILL.org");
+            if file.is_file() {
+                out.push(file);
+            }
+        } else if name.ends_with(".skill.org") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Load every skill of `dirs` (each with the source its skills have). A skill name found
+/// twice keeps the first directory's (the user's own before the shipped ones, when the
+/// caller lists them so).
+pub fn load_dirs(dirs: &[(PathBuf, Source)]) -> Loaded {
+    let mut loaded = Loaded::default();
+    let mut skills: Vec<Skill> = Vec::new();
+    for (dir, source) in dirs {
+        for file in skill_files(dir) {
+            let shown = file.to_string_lossy().into_owned();
+            let text = match std::fs::read_to_string(&file) {
+                Ok(t) => t,
+                Err(e) => {
+                    loaded
+                        .inactive
+                        .insert(shown.clone(), format!("{shown}: {e}"));
+                    continue;
+                }
+            };
+            match parse_skill(&shown, &text, *source) {
+                Ok(s) if skills.iter().any(|o| o.name == s.name) => {
+                    loaded.inactive.insert(
+                        shown.clone(),
+                        format!(
+                            "{shown}: the skill {} is already loaded from another file",
+                            s.name
+                        ),
+                    );
+                }
+                Ok(s) => skills.push(s),
+                Err(e) => {
+                    loaded.inactive.insert(shown, e.to_string());
+                }
+            }
+        }
+    }
+    let order = load_order(&skills);
+    loaded.inactive.extend(order.inactive);
+    for name in order.active {
+        if let Some(i) = skills.iter().position(|s| s.name == name) {
+            loaded.active.push(skills.swap_remove(i));
+        }
+    }
+    loaded
+}
+
+/// The skill directories as Emacs names them: a list of `(DIR . SOURCE)`, SOURCE one of
+/// `shipped`, `user`, `imported`, `agent`.
+pub fn dirs_from_sexp(value: &Value) -> Result<Vec<(PathBuf, Source)>, ConfigError> {
+    let mut out = Vec::new();
+    let mut cur = value;
+    while let Value::Cons(cell) = cur {
+        let bad = || {
+            ConfigError::Shape(format!(
+                "a skill directory is (DIR . SOURCE), not {}",
+                crate::sexp::print(cell.car())
+            ))
+        };
+        let Value::Cons(pair) = cell.car() else {
+            return Err(bad());
+        };
+        let (Value::String(dir), Value::Symbol(source) | Value::Keyword(source)) =
+            (pair.car(), pair.cdr())
+        else {
+            return Err(bad());
+        };
+        let source = Source::from_name(source).ok_or_else(|| {
+            ConfigError::Shape(format!(
+                "a skill source is shipped, user, imported or agent, not {source}"
+            ))
+        })?;
+        out.push((PathBuf::from(dir.as_ref()), source));
+        cur = cell.cdr();
+    }
+    if !crate::sexp::is_nil(cur) {
+        return Err(ConfigError::Shape(
+            "the skill directories are a list".into(),
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn skill(name: &str, deps: &str) -> String {
+        format!("#+SKILL_NAME: {name}\n#+DESCRIPTION: {name} things.\n#+DEPENDS_ON: {deps}\n* Prompt\nDo {name}.\n")
+    }
+
+    #[test]
+    fn directories_load_in_order_and_broken_files_say_why() {
+        let user = tempfile::tempdir().unwrap();
+        let shipped = tempfile::tempdir().unwrap();
+        write(&user.path().join("gtd/SKILL.org"), &skill("gtd", "ids"));
+        write(&user.path().join("ids.skill.org"), &skill("ids", ""));
+        write(&user.path().join("broken.skill.org"), "* Prompt\nno name\n");
+        write(&user.path().join("notes.org"), "* Not a skill\n");
+        write(&shipped.path().join("ids/SKILL.org"), &skill("ids", ""));
+        write(
+            &shipped.path().join("orphan/SKILL.org"),
+            &skill("orphan", "nowhere"),
+        );
+        let loaded = load_dirs(&[
+            (user.path().to_path_buf(), Source::User),
+            (shipped.path().to_path_buf(), Source::Shipped),
+            (user.path().join("missing"), Source::User),
+        ]);
+        let names: Vec<&str> = loaded.active.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ids", "gtd"]);
+        assert_eq!(
+            loaded.active[0].file,
+            user.path().join("ids.skill.org").to_string_lossy()
+        );
+        let reasons: Vec<&String> = loaded.inactive.values().collect();
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert!(reasons
+            .iter()
+            .any(|r| r.contains("broken.skill.org:1: no #+SKILL_NAME")));
+        assert!(reasons
+            .iter()
+            .any(|r| r.contains("already loaded from another file")));
+        assert_eq!(
+            loaded.inactive["orphan"],
+            "orphan needs nowhere, which is not loaded"
+        );
+    }
+
+    #[test]
+    fn directories_from_emacs() {
+        let read = |t: &str| dirs_from_sexp(crate::sexp::read(t).unwrap().value());
+        let dirs = read("((\"/a\" . user) (\"/b\" . shipped))").unwrap();
+        assert_eq!(
+            dirs,
+            [
+                (PathBuf::from("/a"), Source::User),
+                (PathBuf::from("/b"), Source::Shipped)
+            ]
+        );
+        assert!(read("nil").unwrap().is_empty());
+        assert!(read("((\"/a\" . friends))")
+            .unwrap_err()
+            .to_string()
+            .contains("not friends"));
+        assert!(read("(\"/a\")")
+            .unwrap_err()
+            .to_string()
+            .contains("(DIR . SOURCE)"));
+    }
+}

@@ -1,0 +1,93 @@
+;;; org-agent-skills-test.el --- Skills loaded and reaching the request -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Skill files in a skill directory, loaded by the module on a worker:
+;; the active ones listed in the system prompt with the use_skill tool,
+;; broken ones inactive with the file and line, a saved skill file
+;; loaded again.
+
+;;; Code:
+
+(require 'org-agent-test-setup)
+
+(defconst org-agent-skills-test--review
+  "#+SKILL_NAME: weekly-review
+#+DESCRIPTION: Use for the weekly review of projects.
+* Prompt
+List stuck projects first.
+* Gate
+| action   | condition       | decision | reason                     |
+|----------+-----------------+----------+----------------------------|
+| set_todo | state=CANCELLED | deny     | the user cancels, not you  |
+"
+  "A skill with a prompt and a gate rule.")
+
+(defun org-agent-skills-test--reload ()
+  "Load the skills again and return the module's report."
+  (let (report)
+    (org-agent-skills-reload (lambda (event) (setq report event)))
+    (org-agent-test-wait (lambda () report) 30)))
+
+(defun org-agent-skills-test--preview ()
+  "Return the body of the request a chat turn would send now."
+  (let (preview)
+    (puthash (org-agent--preview-request "skills-test" "Review my week"
+                                         '(:url "http://127.0.0.1:9/v1" :model "m") nil)
+             (lambda (event) (setq preview event))
+             org-agent--callbacks)
+    (plist-get (org-agent-test-wait (lambda () preview) 30) :body)))
+
+(ert-deftest org-agent-skills-load-and-reach-the-request ()
+  "Active skills are listed in the prompt; a broken one says where it is broken."
+  (org-agent-test-with-store
+    (let* ((dir (make-temp-file "org-agent-skills" t))
+           (org-agent-skill-directories (list dir)))
+      (unwind-protect
+          (progn
+            (with-temp-file (expand-file-name "weekly-review.skill.org" dir)
+              (insert org-agent-skills-test--review))
+            (with-temp-file (expand-file-name "broken.skill.org" dir)
+              (insert "* Prompt\nno name\n"))
+            (should (eq (plist-get (org-agent-skills-test--reload) :type) 'skills-loaded))
+            (let ((skills (org-agent-skills-list)))
+              (should (equal (plist-get (car skills) :name) "weekly-review"))
+              (should (eq (plist-get (car skills) :status) 'active))
+              (should (cl-find-if
+                       (lambda (s)
+                         (and (eq (plist-get s :status) 'inactive)
+                              (string-match-p "broken\\.skill\\.org:1: no #\\+SKILL_NAME"
+                                              (plist-get s :reason))))
+                       skills)))
+            (let ((body (org-agent-skills-test--preview)))
+              (should (string-match-p "weekly-review: Use for the weekly review of projects"
+                                      body))
+              (should (string-match-p "\"use_skill\"" body))
+              ;; The prompt itself loads only when the model asks for it.
+              (should-not (string-match-p "List stuck projects first" body))))
+        (delete-directory dir t)
+        (org-agent-skills-test--reload)))))
+
+(ert-deftest org-agent-skills-saving-a-skill-file-loads-it ()
+  "Saving a skill file loads the skills again."
+  (org-agent-test-with-store
+    (let* ((dir (make-temp-file "org-agent-skills" t))
+           (org-agent-skill-directories (list dir))
+           (file (expand-file-name "weekly-review/SKILL.org" dir)))
+      (unwind-protect
+          (progn
+            (org-agent-skills-test--reload)
+            (should-not (org-agent-skills-list))
+            (make-directory (file-name-directory file) t)
+            (with-current-buffer (find-file-noselect file)
+              (insert org-agent-skills-test--review)
+              (save-buffer)
+              (kill-buffer))
+            (should (org-agent-test-wait
+                     (lambda () (equal (plist-get (car (org-agent-skills-list)) :name)
+                                       "weekly-review"))
+                     30)))
+        (delete-directory dir t)
+        (org-agent-skills-test--reload)))))
+
+;;; org-agent-skills-test.el ends here
