@@ -723,7 +723,8 @@ impl Runtime {
     pub fn load_skills_async(&'static self, dirs: Vec<(PathBuf, Source)>) -> u64 {
         let request = self.next_id();
         self.run_async(request, |_cancel| async move {
-            let loaded = tokio::task::spawn_blocking(move || load_dirs(&dirs))
+            let previous = self.skills();
+            let loaded = tokio::task::spawn_blocking(move || load_dirs(&dirs, &previous))
                 .await
                 .map_err(|e| format!("loading the skills failed: {e}"))?;
             let active: Vec<(String, String, String)> = loaded

@@ -79,11 +79,12 @@ pub struct GateRow {
 }
 
 /// A test a skill carries (`* Tests`): its title, kind (`gate`, `trigger`, `turn`: the
-/// heading's tag) and fixture text.
+/// heading's tag), its properties (what it does and expects) and fixture text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Test {
     pub title: String,
     pub kind: String,
+    pub properties: Vec<(String, String)>,
     pub body: String,
     pub line: usize,
 }

@@ -2,7 +2,7 @@
 //! the skill directories, read and put in dependency order. A file that does not read, or a
 //! skill whose dependencies are not active, stays inactive with its reason.
 
-use super::{load_order, parse_skill, Skill, Source};
+use super::{load_order, parse_skill, run_gate_tests, Skill, Source};
 use crate::llm::config::ConfigError;
 use crate::sexp::Value;
 use std::collections::BTreeMap;
@@ -42,8 +42,10 @@ pub fn skill_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Load every skill of `dirs` (each with the source its skills have). A skill name found
 /// twice keeps the first directory's (the user's own before the shipped ones, when the
-/// caller lists them so).
-pub fn load_dirs(dirs: &[(PathBuf, Source)]) -> Loaded {
+/// caller lists them so). A skill is active only when its file reads and its own gate
+/// tests pass; when a new version of a file fails, the version of it in `previous` (the
+/// skills active until now) stays active, and the failure is reported.
+pub fn load_dirs(dirs: &[(PathBuf, Source)], previous: &[Skill]) -> Loaded {
     let mut loaded = Loaded::default();
     let mut skills: Vec<Skill> = Vec::new();
     for (dir, source) in dirs {
@@ -58,7 +60,9 @@ pub fn load_dirs(dirs: &[(PathBuf, Source)]) -> Loaded {
                     continue;
                 }
             };
-            match parse_skill(&shown, &text, *source) {
+            let checked =
+                parse_skill(&shown, &text, *source).and_then(|s| run_gate_tests(&s).map(|_| s));
+            match checked {
                 Ok(s) if skills.iter().any(|o| o.name == s.name) => {
                     loaded.inactive.insert(
                         shown.clone(),
@@ -69,9 +73,17 @@ pub fn load_dirs(dirs: &[(PathBuf, Source)]) -> Loaded {
                     );
                 }
                 Ok(s) => skills.push(s),
-                Err(e) => {
-                    loaded.inactive.insert(shown, e.to_string());
-                }
+                Err(e) => match previous.iter().find(|p| p.file == shown) {
+                    Some(old) if !skills.iter().any(|o| o.name == old.name) => {
+                        loaded
+                            .inactive
+                            .insert(shown, format!("{e}; the previous version stays active"));
+                        skills.push(old.clone());
+                    }
+                    _ => {
+                        loaded.inactive.insert(shown, e.to_string());
+                    }
+                },
             }
         }
     }
@@ -147,11 +159,12 @@ mod tests {
             &shipped.path().join("orphan/SKILL.org"),
             &skill("orphan", "nowhere"),
         );
-        let loaded = load_dirs(&[
+        let dirs = [
             (user.path().to_path_buf(), Source::User),
             (shipped.path().to_path_buf(), Source::Shipped),
             (user.path().join("missing"), Source::User),
-        ]);
+        ];
+        let loaded = load_dirs(&dirs, &[]);
         let names: Vec<&str> = loaded.active.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["ids", "gtd"]);
         assert_eq!(
@@ -169,6 +182,36 @@ mod tests {
         assert_eq!(
             loaded.inactive["orphan"],
             "orphan needs nowhere, which is not loaded"
+        );
+
+        // A new version whose own gate test fails: the previous version stays active.
+        let failing = format!(
+            "{}* Gate\n| action | condition | decision | reason |\n\
+             | set_todo | state=DONE | ask | sure? |\n* Tests\n** closing asks :gate:\n\
+             :PROPERTIES:\n:ACTION: set_todo\n:TARGET: T\n:ARGS: state=DONE\n:EXPECT: deny\n\
+             :END:\n#+begin_example\n,* TODO T\n#+end_example\n",
+            skill("ids", "")
+        );
+        let user_ids = user.path().join("ids.skill.org");
+        write(&user_ids, &failing);
+        let again = load_dirs(&dirs, &loaded.active);
+        let names: Vec<&str> = again.active.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ids", "gtd"]);
+        assert_eq!(
+            again.active[0], loaded.active[0],
+            "the old version, not the new"
+        );
+        let why = &again.inactive[&*user_ids.to_string_lossy()];
+        assert!(why.contains("expected deny, the rules decide ask"), "{why}");
+        assert!(why.contains("the previous version stays active"), "{why}");
+        // Without a previous version the failing file is not active: the shipped skill of
+        // the same name is the one loaded.
+        let fresh = load_dirs(&dirs, &[]);
+        let ids = fresh.active.iter().find(|s| s.name == "ids").unwrap();
+        assert!(
+            ids.file.starts_with(&*shipped.path().to_string_lossy()),
+            "{}",
+            ids.file
         );
     }
 

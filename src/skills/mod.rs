@@ -6,6 +6,7 @@
 //! skills by their dependencies. Loading them into turns, firing triggers and running their
 //! tests build on this.
 
+mod check;
 pub mod disclosure;
 mod gate;
 pub mod load;
@@ -14,6 +15,7 @@ mod parse;
 pub mod prompt;
 mod rules;
 
+pub use check::run_gate_tests;
 pub use gate::{Condition, Decision, GateRow, Test};
 pub use order::{load_order, Ordered};
 pub use parse::parse_skill;

@@ -434,6 +434,7 @@ fn tests(doc: &Doc, section: &Node) -> Result<Vec<Test>, SkillError> {
         out.push(Test {
             title: child.content.title.clone(),
             kind: kind.clone(),
+            properties: child.content.properties.clone(),
             body: child.content.body.clone(),
             line,
         });
@@ -475,6 +476,12 @@ Projects have the :project: tag.
 :END:
 * Tests
 ** a parent with an open child cannot be closed :gate:
+:PROPERTIES:
+:ACTION: set_todo
+:TARGET: Parent
+:ARGS: state=DONE
+:EXPECT: deny
+:END:
 #+begin_example
 ,* TODO Parent
 ,** TODO Child
