@@ -16,6 +16,7 @@
 
 (require 'org-agent-base)
 (require 'org-agent-store)
+(require 'tabulated-list)
 (org-agent--declare-module-functions)
 
 ;;;; Options
@@ -93,6 +94,69 @@ with :active and :inactive).  Return the request id."
   (when (and org-agent--started buffer-file-name
              (org-agent-skills--skill-file-p buffer-file-name))
     (org-agent-skills-reload)))
+
+;;;; The list of skills
+
+(defvar org-agent-skills-buffer-name "*org-agent-skills*"
+  "Name of the buffer `org-agent-skills' shows.")
+
+(defvar org-agent-skills-mode-map
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map tabulated-list-mode-map)
+    (define-key map (kbd "RET") #'org-agent-skills-visit)
+    (define-key map "o" #'org-agent-skills-visit)
+    (define-key map "g" #'org-agent-skills-refresh)
+    map)
+  "Keys of the list of skills.")
+
+(define-derived-mode org-agent-skills-mode tabulated-list-mode "org-agent skills"
+  "The skills org-agent knows, active or not, with why.
+\\<org-agent-skills-mode-map>\\[org-agent-skills-visit] opens a skill's file;
+\\[org-agent-skills-refresh] loads the skills again."
+  (setq tabulated-list-format
+        [("Skill" 24 t) ("Status" 9 t) ("What it is for, or why it is not active" 0 nil)])
+  (setq tabulated-list-sort-key nil)
+  (tabulated-list-init-header))
+
+(defun org-agent-skills--entries ()
+  "Return the list's entries: one per skill, the file as the entry's id."
+  (mapcar (lambda (s)
+            (let ((active (eq (plist-get s :status) 'active)))
+              (list (or (plist-get s :file) (plist-get s :name))
+                    (vector (plist-get s :name)
+                            (if active "active" "inactive")
+                            (or (if active (plist-get s :description) (plist-get s :reason))
+                                "")))))
+          (org-agent-skills-list)))
+
+(defun org-agent-skills--show ()
+  "Fill the list of skills from what the module last reported."
+  (with-current-buffer (get-buffer-create org-agent-skills-buffer-name)
+    (unless (derived-mode-p 'org-agent-skills-mode)
+      (org-agent-skills-mode))
+    (setq tabulated-list-entries (org-agent-skills--entries))
+    (tabulated-list-print t)
+    (current-buffer)))
+
+;;;###autoload
+(defun org-agent-skills ()
+  "List every skill: name, whether it is active, what it is for or why it is not."
+  (interactive)
+  (org-agent--require-started)
+  (pop-to-buffer (org-agent-skills--show)))
+
+(defun org-agent-skills-refresh ()
+  "Load the skills again, then show the list anew."
+  (interactive)
+  (org-agent-skills-reload (lambda (_event) (org-agent-skills--show))))
+
+(defun org-agent-skills-visit ()
+  "Open the file of the skill at point."
+  (interactive)
+  (let ((file (tabulated-list-get-id)))
+    (if (and file (file-exists-p file))
+        (find-file file)
+      (user-error "No skill file here"))))
 
 (add-hook 'after-save-hook #'org-agent-skills--after-save)
 (add-hook 'org-agent-start-hook #'org-agent-skills-reload)

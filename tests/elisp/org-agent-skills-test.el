@@ -59,6 +59,17 @@ List stuck projects first.
                               (string-match-p "broken\\.skill\\.org:1: no #\\+SKILL_NAME"
                                               (plist-get s :reason))))
                        skills)))
+            (with-current-buffer (progn (org-agent-skills) org-agent-skills-buffer-name)
+              (goto-char (point-min))
+              (should (search-forward "weekly-review" nil t))
+              (should (search-forward "active" nil t))
+              (should (search-forward "Use for the weekly review" nil t))
+              (should (search-forward "no #+SKILL_NAME" nil t))
+              (goto-char (point-min))
+              (search-forward "weekly-review")
+              (org-agent-skills-visit)
+              (should (string-suffix-p "weekly-review.skill.org" buffer-file-name))
+              (kill-buffer))
             (let ((body (org-agent-skills-test--preview)))
               (should (string-match-p "weekly-review: Use for the weekly review of projects"
                                       body))
