@@ -16,7 +16,7 @@ use crate::llm::endpoint::Endpoint;
 use crate::llm::http::Backend;
 use crate::llm::wire::Wire;
 use crate::sexp::fields::Fields;
-use crate::sexp::{is_nil, print, SexpError, Value};
+use crate::sexp::{print, SexpError, Value};
 use std::time::Duration;
 
 /// The longest timeout a configuration sets, in seconds (a day); longer ones are cut to it.
@@ -220,19 +220,8 @@ fn read_connection(f: &Fields, endpoint: &mut Endpoint) -> Result<(), ConfigErro
 
 /// The items of a proper list (none for nil); `shape` says what was expected otherwise.
 fn items<'v>(list: &'v Value, shape: &str) -> Result<Vec<&'v Value>, ConfigError> {
-    let mut out = Vec::new();
-    let mut cur = list;
-    while let Value::Cons(cell) = cur {
-        out.push(cell.car());
-        cur = cell.cdr();
-    }
-    if !is_nil(cur) {
-        return Err(ConfigError::Shape(format!(
-            "{shape}, found {}",
-            print(list)
-        )));
-    }
-    Ok(out)
+    crate::sexp::list_items(list)
+        .map_err(|_| ConfigError::Shape(format!("{shape}, found {}", print(list))))
 }
 
 /// A string, or a symbol's name: a backend or model name.

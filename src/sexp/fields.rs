@@ -235,22 +235,16 @@ impl<'v> Fields<'v> {
     /// The items of the list under `key` (empty when absent), or an error for a value that
     /// is not a proper list.
     pub fn list(&self, key: &str) -> Result<Vec<&'v Value>, SexpError> {
-        let mut out = Vec::new();
-        let Some(mut cur) = self.get(key) else {
-            return Ok(out);
+        let Some(list) = self.get(key) else {
+            return Ok(Vec::new());
         };
-        while let Value::Cons(cell) = cur {
-            out.push(cell.car());
-            cur = cell.cdr();
-        }
-        if !super::is_nil(cur) {
-            return Err(shape(format!(
+        super::list_items(list).map_err(|tail| {
+            shape(format!(
                 "{}: :{key} must be a list, got {}",
                 self.what,
-                super::print(cur)
-            )));
-        }
-        Ok(out)
+                super::print(tail)
+            ))
+        })
     }
 
     /// Whether `key` is present with a non-nil value.

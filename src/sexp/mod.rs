@@ -207,6 +207,22 @@ impl Sexp {
     }
 }
 
+/// The items of the proper list `v` (none for nil), or the tail that ends it when it is
+/// not a proper list (`v` itself for an atom).
+pub fn list_items(v: &Value) -> Result<Vec<&Value>, &Value> {
+    let mut out = Vec::new();
+    let mut cur = v;
+    while let Value::Cons(cell) = cur {
+        out.push(cell.car());
+        cur = cell.cdr();
+    }
+    if is_nil(cur) {
+        Ok(out)
+    } else {
+        Err(cur)
+    }
+}
+
 /// `plist-get` over a `lexpr` value: the value after keyword `key`.
 pub fn plist_get<'v>(plist: &'v Value, key: &str) -> Option<&'v Value> {
     let mut cur = plist;

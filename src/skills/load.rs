@@ -100,16 +100,17 @@ pub fn load_dirs(dirs: &[(PathBuf, Source)], previous: &[Skill]) -> Loaded {
 /// The skill directories as Emacs names them: a list of `(DIR . SOURCE)`, SOURCE one of
 /// `shipped`, `user`, `imported`, `agent`.
 pub fn dirs_from_sexp(value: &Value) -> Result<Vec<(PathBuf, Source)>, ConfigError> {
+    let items = crate::sexp::list_items(value)
+        .map_err(|_| ConfigError::Shape("the skill directories are a list".into()))?;
     let mut out = Vec::new();
-    let mut cur = value;
-    while let Value::Cons(cell) = cur {
+    for item in items {
         let bad = || {
             ConfigError::Shape(format!(
                 "a skill directory is (DIR . SOURCE), not {}",
-                crate::sexp::print(cell.car())
+                crate::sexp::print(item)
             ))
         };
-        let Value::Cons(pair) = cell.car() else {
+        let Value::Cons(pair) = item else {
             return Err(bad());
         };
         let (Value::String(dir), Value::Symbol(source) | Value::Keyword(source)) =
@@ -123,12 +124,6 @@ pub fn dirs_from_sexp(value: &Value) -> Result<Vec<(PathBuf, Source)>, ConfigErr
             ))
         })?;
         out.push((PathBuf::from(dir.as_ref()), source));
-        cur = cell.cdr();
-    }
-    if !crate::sexp::is_nil(cur) {
-        return Err(ConfigError::Shape(
-            "the skill directories are a list".into(),
-        ));
     }
     Ok(out)
 }
