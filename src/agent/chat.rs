@@ -123,9 +123,9 @@ impl Runtime {
         operator: Arc<dyn Operator>,
     ) -> Result<Equipment, String> {
         let clients = chat_clients(backends)?;
-        let Some(first) = clients.first().cloned() else {
+        if clients.is_empty() {
             return Err("no backend is configured".to_string());
-        };
+        }
         let budget = match setup.budget {
             None => None,
             Some((limits, fallback)) => Some(Budget {
@@ -141,12 +141,11 @@ impl Runtime {
                 },
             }),
         };
-        let mut eq = Equipment::new(first, self.store());
-        eq.notes = self.notes();
+        let llm = Cascade::new(clients, self.health().clone(), policy);
+        let mut eq = Equipment::with(llm, self.notes());
         if let Some(prompt) = setup.system_prompt {
             eq.prompts = vec![PromptFragment::users(prompt)];
         }
-        eq.llm = Cascade::new(clients, self.health().clone(), policy);
         eq.budget = budget;
         eq.semantic = self.semantic(setup.embedding)?;
         eq.operator = operator;

@@ -46,12 +46,20 @@ pub struct Equipment {
 }
 
 impl Equipment {
-    /// The default prompt, the built-in tools and the default policy, with no Emacs, no
-    /// audit log and the default privacy rules.
+    /// One backend over `store` under the default privacy rules (see [`Equipment::with`]).
     pub fn new(client: ChatClient, store: Arc<Store>) -> Equipment {
+        Equipment::with(
+            Cascade::single(client),
+            Notes::new(store, Arc::new(Privacy::default())),
+        )
+    }
+
+    /// `llm` over `notes` with the default prompt, the built-in tools and the default
+    /// policy, with no Emacs and no audit log.
+    pub fn with(llm: Cascade, notes: Notes) -> Equipment {
         Equipment {
-            llm: Cascade::single(client),
-            notes: Notes::new(store, Arc::new(Privacy::default())),
+            llm,
+            notes,
             prompts: vec![PromptFragment::default()],
             tools: vec![Arc::new(ToolSet::builtins())],
             gates: Pipeline::from_rules(vec![GateRules::default_policy()]),
