@@ -158,8 +158,14 @@ with :active and :inactive).  Return the request id."
         (find-file file)
       (user-error "No skill file here"))))
 
-(add-hook 'after-save-hook #'org-agent-skills--after-save)
-(add-hook 'org-agent-start-hook #'org-agent-skills-reload)
+(defun org-agent-skills--start ()
+  "Load the skills, and load them again whenever a skill file is saved.
+Run when org-agent starts, so that loading this file changes no hook
+of Emacs itself."
+  (add-hook 'after-save-hook #'org-agent-skills--after-save)
+  (org-agent-skills-reload))
+
+(add-hook 'org-agent-start-hook #'org-agent-skills--start)
 
 (provide 'org-agent-skills)
 ;;; org-agent-skills.el ends here
