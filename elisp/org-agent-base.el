@@ -79,9 +79,15 @@
     (org-agent--log)
     (org-agent--telemetry)
     (org-agent--chat-restore conversation messages)
-    (org-agent--chat-history conversation))
+    (org-agent--chat-history conversation)
+    (org-agent--skill-run name text provenance backend options)
+    (org-agent--skill-stats)
+    (org-agent--approvals all)
+    (org-agent--approval-diff id diff)
+    (org-agent--approval-settle id state outcome audit-file)
+    (org-agent--approvals-file))
   "The functions of the module, `org-agent-module', as (NAME ARGUMENT...).
-Every `#[defun]' of src/emacs/mod.rs: Rust's fn NAME is org-agent--NAME
+Every `#[defun]' of src/emacs/: Rust's fn NAME is org-agent--NAME
 with `_' as `-', and the arguments are those of its Rust signature.
 A test checks this list against the loaded module.")
 

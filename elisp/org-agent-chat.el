@@ -330,6 +330,11 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
         (string-trim (buffer-substring-no-properties (line-end-position) (point-max)))
       "")))
 
+(defvar org-agent-chat--skill nil
+  "The skill the turn being sent uses from its start (\"/NAME …\"), or nil.")
+
+(defvar org-agent-skills--active)
+
 (defun org-agent-chat-send ()
   "Send the text after the last \"* You\" heading to the agent."
   (interactive)
@@ -340,7 +345,22 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
   (let ((prompt (org-agent-chat--prompt)))
     (when (string-empty-p prompt)
       (user-error "Type your message after the last \"* You\" heading"))
-    (org-agent-chat--dispatch prompt)))
+    (pcase-let ((`(,skill . ,text) (org-agent-chat--skill-invocation prompt)))
+      (let ((org-agent-chat--skill skill))
+        (org-agent-chat--dispatch text)))))
+
+(defun org-agent-chat--skill-invocation (prompt)
+  "Split PROMPT \"/NAME TEXT\" naming an active skill into (NAME . TEXT).
+Any other PROMPT is (nil . PROMPT).  A bare \"/NAME\" asks the model
+to use the skill."
+  (if (and (string-match "\\`/\\([a-z0-9]+\\(?:-[a-z0-9]+\\)*\\)\\(?:[ \t\n]+\\|\\'\\)" prompt)
+           (boundp 'org-agent-skills--active)
+           (seq-find (lambda (s) (equal (plist-get s :name) (match-string 1 prompt)))
+                     org-agent-skills--active))
+      (let ((name (match-string 1 prompt))
+            (rest (string-trim (substring prompt (match-end 0)))))
+        (cons name (if (string-empty-p rest) (format "Use the skill %s." name) rest)))
+    (cons nil prompt)))
 
 (defun org-agent-chat--start-clock ()
   "Start timing the turn being sent, shown in the header line each second."
@@ -388,6 +408,7 @@ Their message stays after \"* You\", to send again."
   "The options of the next turn for the module."
   (append
    (and org-agent-chat--tool-rounds (list :tool-rounds org-agent-chat--tool-rounds))
+   (and org-agent-chat--skill (list :skill org-agent-chat--skill))
    (and (org-agent-backends--local-p)
         ;; A small model on a CPU answers from the notes in its context, greedily
         ;; decoded: llama.cpp's tool grammar made it write a token every few seconds,

@@ -104,6 +104,14 @@ The plist has :request, :conversation and :kind (`text', `reasoning',
 The plist has :request, :reply and :action; the actuator answers
 with `org-agent--actuated'.")
 
+(defvar org-agent-skill-run-functions nil
+  "Functions called with each `skill-run' event plist from the module.
+The plist has :request, :skill and :kind (`started', `queued' or
+`finished').")
+
+(defvar org-agent-skill-triggered-functions nil
+  "Functions called with each `skill-triggered' event plist (:skill :provenance).")
+
 (defvar org-agent--started nil
   "Non-nil once the module is loaded and the store is open.")
 
@@ -274,7 +282,11 @@ no store file could be written, so it will be rebuilt again at the next start.")
       ('chat
        (run-hook-with-args 'org-agent-chat-functions event))
       ('actuate
-       (run-hook-with-args 'org-agent-actuate-functions event)))
+       (run-hook-with-args 'org-agent-actuate-functions event))
+      ('skill-run
+       (run-hook-with-args 'org-agent-skill-run-functions event))
+      ('skill-triggered
+       (run-hook-with-args 'org-agent-skill-triggered-functions event)))
     (when-let ((callback (and (memq (plist-get event :type)
                                     '(ingested superseded failed directory-done
                                                embedded search-results preview models

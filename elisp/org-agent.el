@@ -51,6 +51,8 @@
 (require 'org-agent-semantic)
 (require 'org-agent-chat)
 (require 'org-agent-skills)
+(require 'org-agent-runs)
+(require 'org-agent-approvals)
 (org-agent--declare-module-functions)
 
 ;;;; The mode

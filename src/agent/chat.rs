@@ -41,6 +41,8 @@ pub struct ChatSetup {
     /// Token and cost limits, and the backends of the cheaper tier requests over them go to
     /// (none: they are refused).
     pub budget: Option<(Limits, Option<Vec<Backend>>)>,
+    /// A skill in use from the start (`/NAME` in the chat), rather than loaded on demand.
+    pub skill: Option<String>,
 }
 
 /// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
@@ -115,7 +117,7 @@ fn chat_clients(backends: Vec<Backend>) -> Result<Vec<ChatClient>, String> {
 impl Runtime {
     /// The equipment of a chat turn: the cascade of `backends`, the notes as they are now
     /// under the privacy rules in force, the edit tools, and what `setup` brings.
-    fn chat_equipment(
+    pub(super) fn chat_equipment(
         &'static self,
         backends: Vec<Backend>,
         policy: Policy,
@@ -141,6 +143,7 @@ impl Runtime {
                 },
             }),
         };
+        let skill = setup.skill.clone();
         let llm = Cascade::new(clients, self.health().clone(), policy);
         let mut eq = Equipment::with(llm, self.notes());
         if let Some(prompt) = setup.system_prompt {
@@ -152,7 +155,14 @@ impl Runtime {
         eq.edit_tools = true;
         eq.elisp_tools = setup.elisp_tools;
         eq.audit = setup.audit_file.map(AuditLog::new);
-        attach_skills(&mut eq, self.skills());
+        let skills = self.skills();
+        if let Some(name) = skill {
+            let Some(skill) = skills.iter().find(|s| s.name == name) else {
+                return Err(format!("no active skill is named {name}"));
+            };
+            eq.prompts.push(disclosure::in_use(skill));
+        }
+        attach_skills(&mut eq, skills);
         Ok(eq)
     }
 

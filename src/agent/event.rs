@@ -62,11 +62,41 @@ pub enum Event {
         active: Vec<(String, String, String)>,
         inactive: Vec<(String, String)>,
     },
+    /// Something happened in a background run of `skill` (see [`RunUpdate`]).
+    SkillRun {
+        request: u64,
+        skill: String,
+        update: RunUpdate,
+    },
+    /// A trigger of `skill` fired in the store (a save changed a matching note, a schedule
+    /// came round): Emacs starts the run (`org-agent-skill-run`), since the backends' keys
+    /// live there. `provenance` says what fired.
+    SkillTriggered { skill: String, provenance: String },
     /// A request failed; `file` when it concerns one.
     Failed {
         request: u64,
         file: Option<String>,
         message: String,
+    },
+}
+
+/// What a background run of a skill reports.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunUpdate {
+    /// The run began, because of `provenance`.
+    Started { provenance: String },
+    /// An action the gates asked about went to the approvals queue as `proposal`.
+    Queued {
+        proposal: u64,
+        tool: String,
+        action: Sexp,
+    },
+    /// The run ended: its answer, or why it failed; the proposals it queued.
+    Finished {
+        ok: bool,
+        message: String,
+        queued: Vec<u64>,
+        took: std::time::Duration,
     },
 }
 
@@ -277,6 +307,15 @@ impl Event {
                 active,
                 inactive,
             } => skills_loaded(*request, active, inactive),
+            Event::SkillRun {
+                request,
+                skill,
+                update,
+            } => skill_run(*request, skill, update),
+            Event::SkillTriggered { skill, provenance } => Plist::new("skill-triggered", 0)
+                .text("skill", skill)
+                .text("provenance", provenance)
+                .done(),
             Event::Failed {
                 request,
                 file,
@@ -297,6 +336,43 @@ impl Event {
             _ => None,
         }
     }
+}
+
+/// `(:type skill-run :request N :skill NAME :kind started|queued|finished …)`.
+fn skill_run(request: u64, skill: &str, update: &RunUpdate) -> Sexp {
+    let p = Plist::new("skill-run", request).text("skill", skill);
+    match update {
+        RunUpdate::Started { provenance } => p
+            .put("kind", Value::symbol("started"))
+            .text("provenance", provenance),
+        RunUpdate::Queued {
+            proposal,
+            tool,
+            action,
+        } => p
+            .put("kind", Value::symbol("queued"))
+            .put("proposal", Value::from(*proposal))
+            .text("tool", tool)
+            .put("action", action.value().clone()),
+        RunUpdate::Finished {
+            ok,
+            message,
+            queued,
+            took,
+        } => p
+            .put("kind", Value::symbol("finished"))
+            .put(
+                "outcome",
+                Value::symbol(if *ok { "done" } else { "failed" }),
+            )
+            .text("message", message)
+            .put(
+                "queued",
+                Value::list(queued.iter().map(|&n| Value::from(n)).collect::<Vec<_>>()),
+            )
+            .put("seconds", Value::from(took.as_secs_f64())),
+    }
+    .done()
 }
 
 /// `(:type skills-loaded :request N :active ((:name :description :file)…) :inactive ((NAME

@@ -1,6 +1,8 @@
 //! The agent's runtime: worker threads, the event queue that carries results back to Emacs,
 //! the perceive → think → decide → act loop, and semantic search.
 
+pub mod approvals;
+pub mod background;
 pub mod chat;
 pub mod embedding;
 pub mod equipment;

@@ -13,6 +13,9 @@ pub enum Approval {
     Once,
     ForConversation,
     Deny,
+    /// No user is waiting (a background run): the action went to the approvals queue as
+    /// this proposal, to run if the user approves it there.
+    Queued(u64),
 }
 
 impl Approval {

@@ -2,6 +2,7 @@
 //! `org-agent--stimulus` and `org-agent--preview-request`), read in plain Rust: which
 //! backends, tier, retry policy, bounds, context, budget, tools and audit file.
 
+use crate::agent::background::RunLimits;
 use crate::agent::chat::ChatSetup;
 use crate::agent::turn::TurnConfig;
 use crate::gates::budget::Limits;
@@ -128,6 +129,7 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
         system_prompt: o.opt_string("system-prompt")?,
         interactive: o.flag("interactive"),
         audit_file: o.opt_string("audit-file")?.map(PathBuf::from),
+        skill: o.opt_string("skill")?,
         ..ChatSetup::default()
     };
     for spec in o.list("tools")? {
@@ -137,6 +139,20 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
         setup.embedding = Some(EmbeddingBackend::from_sexp(embedding)?);
     }
     Ok(setup)
+}
+
+/// The bounds of a background run: `:run-timeout` (seconds) and `:max-failures` (in a row,
+/// before the skill is suspended) of `options`.
+pub fn run_limits(options: &Value) -> Result<RunLimits, ConfigError> {
+    let o = Fields::new(options, "turn options")?;
+    let mut limits = RunLimits::default();
+    if let Some(d) = o.number("run-timeout")?.and_then(seconds) {
+        limits.timeout = d;
+    }
+    if let Some(n) = o.integer("max-failures")? {
+        limits.max_failures = n.clamp(1, 1000) as u32;
+    }
+    Ok(limits)
 }
 
 /// A tool defined with `org-agent-define-tool`: (:name :description :parameters JSON

@@ -4,6 +4,8 @@
 //! non-empty, write one byte to the wake-up channel (a pipe process in Emacs, opened with
 //! `open_channel`), whose filter calls the module's drain function on the main thread.
 
+use super::approvals::Approvals;
+use super::background::SkillRuns;
 use super::event::{ChatUpdate, Event};
 use super::operator::Approval;
 use super::telemetry::Telemetry;
@@ -65,6 +67,11 @@ pub struct Runtime {
     ledger: RwLock<Arc<Ledger>>,
     /// The active skills, in dependency order (every chat turn starts with these).
     skills: RwLock<Arc<[Skill]>>,
+    /// Background runs of skills: one at a time per skill, and their statistics.
+    runs: SkillRuns,
+    /// What background runs proposed and the user has not yet decided (kept beside the
+    /// store).
+    approvals: RwLock<Arc<Approvals>>,
 }
 
 /// The vector index's file in the state directory.
@@ -150,6 +157,8 @@ impl Runtime {
             vectors_path: Mutex::new(None),
             ledger: RwLock::new(Arc::new(Ledger::default())),
             skills: RwLock::new(Arc::from(Vec::new())),
+            runs: SkillRuns::default(),
+            approvals: RwLock::new(Arc::new(Approvals::in_memory())),
         })
     }
 
@@ -205,6 +214,12 @@ impl Runtime {
             }
         });
         *self.ledger.write() = Arc::new(Ledger::at(dir.join("usage.json")));
+        // A small Org file (at most a few hundred headlines).
+        let (approvals, warning) = Approvals::open(dir);
+        if let Some(warning) = warning {
+            self.telemetry.lock().log("warning", warning);
+        }
+        *self.approvals.write() = Arc::new(approvals);
         Ok(report)
     }
 
@@ -213,6 +228,7 @@ impl Runtime {
         let config = self.config.lock().clone();
         let old = std::mem::replace(&mut *self.store.write(), Arc::new(Store::in_memory(config)));
         retire(old);
+        *self.approvals.write() = Arc::new(Approvals::in_memory());
         *self.vectors_path.lock() = None;
         *self.vectors.lock() = VectorIndex::new("");
     }
@@ -253,6 +269,9 @@ impl Runtime {
                 ),
             )),
             Event::Failed { message, .. } => Some(("error", message.clone())),
+            Event::SkillTriggered { skill, provenance } => {
+                Some(("trigger", format!("{skill}: {provenance}")))
+            }
             Event::Chat {
                 update: ChatUpdate::Tool { name, decision, .. },
                 ..
@@ -733,6 +752,8 @@ impl Runtime {
                 .map(|s| (s.name.clone(), s.description.clone(), s.file.clone()))
                 .collect();
             *self.skills.write() = Arc::from(loaded.active);
+            // Their authors may have fixed what suspended them.
+            self.runs.resume_all();
             self.with_telemetry(|t| {
                 t.log(
                     "skills",
@@ -749,6 +770,16 @@ impl Runtime {
                 inactive: loaded.inactive.into_iter().collect(),
             })
         })
+    }
+
+    /// The background runs of skills.
+    pub fn runs(&self) -> &SkillRuns {
+        &self.runs
+    }
+
+    /// The approvals queue of the open store's state directory.
+    pub fn approvals(&self) -> Arc<Approvals> {
+        self.approvals.read().clone()
     }
 
     /// The ledger of the days' spending, kept beside the store.
@@ -775,6 +806,14 @@ impl Runtime {
             .entry(id.to_owned())
             .or_default()
             .clone()
+    }
+
+    /// Run `work` on a blocking worker (file writes off the main thread).
+    pub(super) fn spawn_blocking(&self, work: impl FnOnce() + Send + 'static) {
+        self.tokio.spawn_blocking(move || {
+            crate::block_sigpipe();
+            work()
+        });
     }
 
     /// Run `future` on the workers.

@@ -7,6 +7,7 @@
 
 mod convert;
 mod lisp_sexp;
+mod skills;
 
 use crate::agent::Runtime;
 use crate::store::{filename, Dialect, TodoKeywords};

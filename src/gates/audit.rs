@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 pub struct AuditLog {
     path: PathBuf,
+    /// The skill whose run proposes the actions (a background run), named in each entry.
+    skill: Option<String>,
 }
 
 /// `[2026-11-22 Sun 14:03]` for `secs` since the epoch, in local time.
@@ -40,7 +42,26 @@ fn one_line(s: &str) -> String {
 
 impl AuditLog {
     pub fn new(path: impl Into<PathBuf>) -> AuditLog {
-        AuditLog { path: path.into() }
+        AuditLog {
+            path: path.into(),
+            skill: None,
+        }
+    }
+
+    /// The same log, each entry naming `skill` as the proposer.
+    pub fn for_skill(self, skill: impl Into<String>) -> AuditLog {
+        AuditLog {
+            skill: Some(skill.into()),
+            ..self
+        }
+    }
+
+    /// The `:SKILL:` property line, when a skill proposed the action.
+    fn skill_line(&self) -> String {
+        self.skill
+            .as_deref()
+            .map(|s| format!(":SKILL:    {}\n", one_line(s)))
+            .unwrap_or_default()
     }
 
     pub fn path(&self) -> &Path {
@@ -72,6 +93,7 @@ impl AuditLog {
                 entry.push_str(&format!(":REASON:   {}\n", one_line(&step.reason)));
             }
         }
+        entry.push_str(&self.skill_line());
         entry.push_str(":END:\n");
         for step in &verdict.steps {
             entry.push_str(&format!("- {}: {}", step.gate, step.decision));
@@ -86,10 +108,11 @@ impl AuditLog {
     /// Append what the user answered when the gates asked about `action`.
     pub fn append_answer(&self, action: &Action, answer: &str, time: i64) -> std::io::Result<()> {
         self.write(format!(
-            "* {} user {answer} {}\n:PROPERTIES:\n:ACTION:   {}\n:DECISION: user {answer}\n:END:\n",
+            "* {} user {answer} {}\n:PROPERTIES:\n:ACTION:   {}\n:DECISION: user {answer}\n{}:END:\n",
             org_timestamp(time),
             action.kind(),
             one_line(&crate::sexp::print(action.to_sexp().value())),
+            self.skill_line(),
         ))
     }
 

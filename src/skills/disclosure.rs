@@ -71,6 +71,12 @@ fn load(skills: &[Skill], args: &Args) -> Result<String, String> {
             .map(|(_, text)| text.clone())
             .ok_or_else(|| format!("{name} has no reference {reference:?}"));
     }
+    Ok(instructions(skill))
+}
+
+/// `skill`'s prompt as the model gets it when the skill is in use, naming its reference
+/// parts.
+pub fn instructions(skill: &Skill) -> String {
     let mut out = format!("Skill {} ({}):\n{}", skill.name, skill.title, skill.prompt);
     if !skill.references.is_empty() {
         let titles: Vec<&str> = skill.references.iter().map(|(t, _)| t.as_str()).collect();
@@ -79,7 +85,16 @@ fn load(skills: &[Skill], args: &Args) -> Result<String, String> {
             titles.join("; ")
         ));
     }
-    Ok(out)
+    out
+}
+
+/// The prompt fragment of a skill in use from the start of a turn (`/NAME` in the chat, a
+/// skill's own run), rather than loaded with `use_skill`.
+pub fn in_use(skill: &Skill) -> PromptFragment {
+    PromptFragment {
+        source: format!("skill {}", skill.name),
+        text: instructions(skill),
+    }
 }
 
 #[cfg(test)]

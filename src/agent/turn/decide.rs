@@ -139,6 +139,7 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
             Approval::Once => "approved once",
             Approval::ForConversation => "approved for the conversation",
             Approval::Deny => "denied",
+            Approval::Queued(_) => "queued for the user's approval",
         };
         self.audit(|log, now| log.append_answer(&action, label, now));
         Ok(match answer {
@@ -155,6 +156,15 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
                     approved: Some(action),
                 }
             }
+            Approval::Queued(id) => Decided {
+                label: "ask: queued",
+                reasons: vec![format!(
+                    "no user is waiting: it was queued as proposal #{id} and runs if the \
+                     user approves it; do not propose it again ({})",
+                    reasons.join("; ")
+                )],
+                approved: None,
+            },
             Approval::Deny => Decided {
                 label: "ask: denied",
                 reasons: vec![format!("the user denied it ({})", reasons.join("; "))],

@@ -1,0 +1,138 @@
+;;; org-agent-runs.el --- Skills run with no user waiting -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The org-agent authors
+
+;;; Commentary:
+
+;; A skill runs in the background when one of its triggers fires (the
+;; module evaluates save, TODO-change and schedule triggers; idle,
+;; start-up and capture triggers are Emacs's events, sent from here) or
+;; when a script calls `org-agent-skill-run'.  The run is a turn on the
+;; module's workers: what the gates would ask the user goes to the
+;; approvals queue (`org-agent-approvals'), what they allow runs through
+;; the actuator, and nothing waits for the user.  Emacs starts each run
+;; because the backends' keys come from auth-source, here.
+
+;;; Code:
+
+(require 'org-agent-base)
+(require 'org-agent-store)
+(require 'org-agent-backends)
+(require 'org-agent-chat)
+(org-agent--declare-module-functions)
+
+(defcustom org-agent-skill-run-timeout 300
+  "Seconds a background run of a skill may take before it is stopped."
+  :type 'number
+  :group 'org-agent)
+
+(defcustom org-agent-skill-max-failures 3
+  "Failed background runs in a row after which a skill is suspended.
+A suspended skill runs again once the skills are reloaded (saving its
+file does that)."
+  :type 'integer
+  :group 'org-agent)
+
+(defcustom org-agent-skill-finished-functions nil
+  "Functions called when a background run of a skill ends.
+Each is called with the skill's name and a plist: :outcome (`done' or
+`failed'), :message (the run's answer, or why it failed), :queued (the
+ids of the proposals it put in the approvals queue), :request and
+:seconds."
+  :type 'hook
+  :group 'org-agent)
+
+(defcustom org-agent-skill-runs-quiet nil
+  "Non-nil means background runs report nothing in the echo area.
+They are always in `org-agent-log'."
+  :type 'boolean
+  :group 'org-agent)
+
+(defvar org-agent-approvals-queued-functions nil
+  "Functions called with each `skill-run' event of kind `queued'.
+`org-agent-approvals' previews and lists the proposal.")
+
+(defun org-agent-runs--options ()
+  "The options of a background run: the chat's, with no one to ask."
+  (let ((options (copy-sequence (org-agent-chat--common-options))))
+    (setq options (plist-put options :interactive nil))
+    (setq options (plist-put options :focus nil))
+    (setq options (plist-put options :run-timeout org-agent-skill-run-timeout))
+    (setq options (plist-put options :max-failures org-agent-skill-max-failures))
+    (if (org-agent-backends--local-p)
+        ;; As in the chat: the small local model answers without tools.
+        (plist-put options :tool-rounds 0)
+      options)))
+
+(defun org-agent-skill-run (name &optional text provenance)
+  "Run the active skill NAME in the background, with TEXT if given.
+PROVENANCE says what started it (default: this function's name); it
+is shown with each proposal the run queues.  Return the request id.
+What the run would have to ask the user goes to the approvals queue
+\(see `org-agent-approvals'); `org-agent-skill-finished-functions' run
+when it ends.  When no backend is configured and the local model is
+not running, it is started first, and nil is returned."
+  (org-agent--require-started)
+  (let ((provenance (or provenance "org-agent-skill-run")))
+    (if (and (org-agent-backends--local-p) (not (org-agent-backends--local-backend)))
+        (progn
+          (unless org-agent-backends--local
+            (org-agent-backends--start-local
+             (lambda () (org-agent-skill-run name text provenance))
+             (lambda () (message "org-agent: skill %s did not run: the local model did not start"
+                                 name))))
+          nil)
+      (org-agent--send-privacy)
+      (org-agent--skill-run name text provenance (org-agent-backends--cascade)
+                            (org-agent-runs--options)))))
+
+;;;###autoload
+(defun org-agent-run-skill (name &optional text)
+  "Use the skill NAME in the chat, for TEXT.
+As typing \"/NAME TEXT\" in the chat: the skill is in use from the
+start of the turn and the user is asked as in any chat turn."
+  (interactive
+   (list (completing-read "Skill: " (mapcar (lambda (s) (plist-get s :name))
+                                             (org-agent-skills--active-list))
+                          nil t)
+         (read-string "Text (optional): ")))
+  (org-agent-chat)
+  (goto-char (point-max))
+  (insert (format "/%s%s" name (if (and text (not (string-empty-p text))) (concat " " text) "")))
+  (org-agent-chat-send))
+
+(defun org-agent-skills--active-list ()
+  "The active skills as the module last reported them."
+  (and (boundp 'org-agent-skills--active) org-agent-skills--active))
+
+(defun org-agent-runs--event (event)
+  "Act on a `skill-run' EVENT: tell the user, call the hooks."
+  (let ((skill (plist-get event :skill)))
+    (pcase (plist-get event :kind)
+      ('queued
+       (run-hook-with-args 'org-agent-approvals-queued-functions event)
+       (unless org-agent-skill-runs-quiet
+         (message "org-agent: skill %s proposes %s; see M-x org-agent-approvals"
+                  skill (plist-get event :tool))))
+      ('finished
+       (let ((outcome (list :outcome (plist-get event :outcome)
+                            :message (plist-get event :message)
+                            :queued (plist-get event :queued)
+                            :request (plist-get event :request)
+                            :seconds (plist-get event :seconds))))
+         (when (and (eq (plist-get event :outcome) 'failed) (not org-agent-skill-runs-quiet))
+           (message "org-agent: skill %s failed: %s" skill (plist-get event :message)))
+         (run-hook-with-args 'org-agent-skill-finished-functions skill outcome))))))
+
+(defun org-agent-runs--triggered (event)
+  "Start the run a trigger EVENT of the module asks for."
+  (condition-case err
+      (org-agent-skill-run (plist-get event :skill) nil (plist-get event :provenance))
+    (error (message "org-agent: skill %s did not start: %s"
+                    (plist-get event :skill) (error-message-string err)))))
+
+(add-hook 'org-agent-skill-run-functions #'org-agent-runs--event)
+(add-hook 'org-agent-skill-triggered-functions #'org-agent-runs--triggered)
+
+(provide 'org-agent-runs)
+;;; org-agent-runs.el ends here

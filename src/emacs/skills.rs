@@ -1,0 +1,105 @@
+//! The functions of skills' background runs and the approvals queue.
+
+use super::convert::list;
+use super::{config_from, fail, lisp_sexp, runtime, turn_setup};
+use crate::agent::approvals::State;
+use crate::sexp::Value as SexpValue;
+use ::emacs::{defun, Env, IntoLisp, Result, Value};
+
+/// Run the active skill NAME in the background for TEXT (a string or nil), because of
+/// PROVENANCE (what fired it, e.g. "save of notes/inbox.org"), with BACKEND and OPTIONS as
+/// for `org-agent--stimulus' (also :run-timeout, in seconds, and :max-failures).  What the
+/// gates would ask goes to the approvals queue.  Return a request id at once; `skill-run'
+/// events follow (:kind started, queued, finished).  A skill that is running already takes
+/// it in its next run, whose id is returned.
+#[defun]
+fn skill_run(
+    env: &Env,
+    name: String,
+    text: Value,
+    provenance: String,
+    backend: Value,
+    options: Value,
+) -> Result<i64> {
+    let text: Option<String> = text.into_rust()?;
+    let limits = config_from(env, options, crate::agent::options::run_limits)?;
+    let setup = turn_setup(env, backend, options, None)?;
+    let rt = runtime(env)?;
+    match rt.skill_run_async(&name, text.unwrap_or_default(), provenance, setup, limits) {
+        Ok(request) => Ok(request as i64),
+        Err(message) => fail(env, message),
+    }
+}
+
+/// Return each skill's runs as plists (:name :runs :failures :failures-in-a-row :last-run
+/// :seconds :suspended :running), for skills that ran or are running.
+#[defun]
+fn skill_stats<'e>(env: &'e Env) -> Result<Value<'e>> {
+    let mut out = Vec::new();
+    for (name, stats) in runtime(env)?.runs().stats() {
+        let mut items = vec![SexpValue::keyword("name"), SexpValue::string(name.as_str())];
+        items.extend(stats.to_sexp());
+        out.push(lisp_sexp::to_lisp(env, &SexpValue::list(items))?);
+    }
+    list(env, out)
+}
+
+/// Return the proposals of the approvals queue, oldest first: only the pending ones unless
+/// ALL.  Each is a plist (:id :state :skill :tool :action :reasons :provenance :created
+/// :diff :outcome).
+#[defun]
+fn approvals<'e>(env: &'e Env, all: Value<'e>) -> Result<Value<'e>> {
+    let queue = runtime(env)?.approvals();
+    let items = if all.is_not_nil() {
+        queue.all()
+    } else {
+        queue.pending()
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for p in items {
+        out.push(lisp_sexp::to_lisp(env, p.to_sexp().value())?);
+    }
+    list(env, out)
+}
+
+/// Record DIFF, what pending proposal ID would change, in the approvals queue.
+#[defun]
+fn approval_diff(env: &Env, id: i64, diff: String) -> Result<()> {
+    match runtime(env)?.approval_diff(id.max(0) as u64, diff) {
+        Ok(()) => Ok(()),
+        Err(message) => fail(env, message),
+    }
+}
+
+/// Settle pending proposal ID as STATE (`approved' once Emacs ran it, or `denied') with
+/// OUTCOME (what came of it), and record the answer in AUDIT-FILE unless it is nil.
+#[defun]
+fn approval_settle(
+    env: &Env,
+    id: i64,
+    state: Value,
+    outcome: String,
+    audit_file: Value,
+) -> Result<()> {
+    let name: String = env.call("symbol-name", [state])?.into_rust()?;
+    let state = match name.as_str() {
+        "approved" => State::Approved,
+        "denied" => State::Denied,
+        _ => return fail(env, format!("a proposal is approved or denied, not {name}")),
+    };
+    let audit: Option<String> = audit_file.into_rust()?;
+    let rt = runtime(env)?;
+    match rt.settle_approval(id.max(0) as u64, state, outcome, audit.map(Into::into)) {
+        Ok(()) => Ok(()),
+        Err(message) => fail(env, message),
+    }
+}
+
+/// The approvals queue's file, or nil while the store is in memory only.
+#[defun]
+fn approvals_file<'e>(env: &'e Env) -> Result<Value<'e>> {
+    match runtime(env)?.approvals().path() {
+        Some(path) => path.display().to_string().into_lisp(env),
+        None => ().into_lisp(env),
+    }
+}

@@ -1,0 +1,244 @@
+;;; org-agent-runs-test.el --- Background skill runs and the approvals queue -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Real Emacs, the real module and actuator, against the scripted test
+;; server: a skill run with no user waiting queues the edit it proposes
+;; (the note unchanged), the proposal carries its diff and survives in
+;; the queue's Org file, approving it in `org-agent-approvals' changes
+;; the note as one undo step; a denied one changes nothing; a skill
+;; that keeps failing is suspended; "/NAME" in the chat puts a skill in
+;; use from the start of the turn.
+
+;;; Code:
+
+(require 'org-agent-test-setup)
+(require 'org-agent-test-server)
+(require 'org-agent-chat)
+(require 'org-agent-skills)
+(require 'org-agent-runs)
+(require 'org-agent-approvals)
+(require 'cl-lib)
+
+(defconst org-agent-runs-test--skill
+  "#+SKILL_NAME: plumbing
+#+DESCRIPTION: Use when the plumber has been.
+* Trigger
+:PROPERTIES:
+:ON: user save
+:END:
+* Prompt
+Close the plumbing tasks that are done.
+"
+  "A skill for the runs.")
+
+(defmacro org-agent-runs-test--with-skill (&rest body)
+  "Run BODY with a store, the demo notes, the test server and the skill loaded.
+`notes' is the notes' directory, `finished' the list of (NAME
+OUTCOME) of finished runs, newest first."
+  (declare (indent 0) (debug t))
+  `(org-agent-test-with-store
+     (let* ((notes (make-temp-file "org-agent-notes" t))
+            (skills (make-temp-file "org-agent-skills" t))
+            (org-agent-skill-directories (list skills))
+            (org-agent-skill-runs-quiet t)
+            (port (org-agent-test-server-start
+                   (org-agent-test-server-binary org-agent-test-root)))
+            (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
+                                         :model "test" :key "sk-test" :idle-timeout 2)))
+            (finished nil)
+            (org-agent-skill-finished-functions
+             (list (lambda (name outcome) (push (list name outcome) finished)))))
+       (ignore finished)
+       (unwind-protect
+           (progn
+             (copy-directory (expand-file-name "demo/notes" org-agent-test-root) notes nil t t)
+             (dolist (f (directory-files notes t "\\.org\\'"))
+               (org-agent-ingest-file f))
+             (with-temp-file (expand-file-name "plumbing.skill.org" skills)
+               (insert org-agent-runs-test--skill))
+             (let (report)
+               (org-agent-skills-reload (lambda (e) (setq report e)))
+               (should (org-agent-test-wait (lambda () report) 30)))
+             (should (equal (plist-get (car (org-agent-skills-list)) :name) "plumbing"))
+             ,@body)
+         (dolist (b (buffer-list))
+           (when (and (buffer-file-name b) (string-prefix-p notes (buffer-file-name b)))
+             (with-current-buffer b (set-buffer-modified-p nil))
+             (kill-buffer b)))
+         (when (get-buffer org-agent-approvals-buffer-name)
+           (kill-buffer org-agent-approvals-buffer-name))
+         (delete-directory notes t)
+         (delete-directory skills t)
+         (let (report)
+           (org-agent-skills-reload (lambda (e) (setq report e)))
+           (org-agent-test-wait (lambda () report) 30))))))
+
+(defun org-agent-runs-test--id (title)
+  "The store id of the headline TITLE."
+  (plist-get (seq-find (lambda (n) (equal (plist-get n :title) title))
+                       (org-agent-query :type 'headline))
+             :id))
+
+(defun org-agent-runs-test--propose-done (title)
+  "Script the server: close TITLE, then report."
+  (org-agent-test-server-push
+   :text "" :calls `[("set_todo" ((id . ,(org-agent-runs-test--id title)) (state . "DONE")))])
+  (org-agent-test-server-push :text "Proposed closing it."))
+
+(ert-deftest org-agent-runs-a-background-edit-waits-in-the-queue-until-approved ()
+  "A background run queues its edit; approved, the note changes as one undo step."
+  (org-agent-runs-test--with-skill
+    (let* ((file (expand-file-name "tasks.org" notes))
+           (tasks (find-file-noselect file))
+           (before (with-current-buffer tasks (buffer-string))))
+      (org-agent-runs-test--propose-done "Call the plumber about the leak")
+      (let ((request (org-agent-skill-run "plumbing" "The plumber came." "a test")))
+        (should (integerp request))
+        (should (org-agent-test-wait (lambda () finished) 60))
+        (pcase-let ((`(,name ,outcome) (car finished)))
+          (should (equal name "plumbing"))
+          (should (eq (plist-get outcome :outcome) 'done))
+          (should (equal (plist-get outcome :message) "Proposed closing it."))
+          (should (eql (plist-get outcome :request) request))
+          (should (= (length (plist-get outcome :queued)) 1))))
+      ;; Nothing changed: the run had no one to ask.
+      (should (equal (with-current-buffer tasks (buffer-string)) before))
+      (let ((first-request (car (org-agent-test-server-requests))))
+        ;; The skill was in use from the start, and the run said why it ran.
+        (should (string-match-p "Close the plumbing tasks that are done"
+                                (cdr (assoc "content" (car (cdr (assoc "messages" first-request)))))))
+        (should (string-match-p "because of: a test"
+                                (cdr (assoc "content" (cadr (cdr (assoc "messages" first-request)))))))
+        ;; The model was told the edit waits for the user.
+        (should (string-match-p "queued as proposal #1"
+                                (format "%S" (nth 1 (org-agent-test-server-requests))))))
+      (let ((proposals (org-agent-approvals-list)))
+        (should (= (length proposals) 1))
+        (let ((p (car proposals)))
+          (should (eq (plist-get p :state) 'pending))
+          (should (equal (plist-get p :skill) "plumbing"))
+          (should (equal (plist-get p :tool) "set_todo"))
+          (should (equal (plist-get p :provenance) "a test"))
+          ;; Emacs previewed it when it was queued.
+          (should (org-agent-test-wait
+                   (lambda () (plist-get (car (org-agent-approvals-list)) :diff)) 10))
+          (should (string-match-p "^\\+\\*\\* DONE Call the plumber"
+                                  (plist-get (car (org-agent-approvals-list)) :diff)))))
+      ;; The queue is an Org file a person can read.
+      (should (org-agent-test-wait
+               (lambda ()
+                 (with-temp-buffer
+                   (insert-file-contents (org-agent--approvals-file))
+                   (string-match-p "^#\\+begin_src diff" (buffer-string))))
+               10))
+      (with-current-buffer (progn (org-agent-approvals) org-agent-approvals-buffer-name)
+        (goto-char (point-min))
+        (should (search-forward "#1  set_todo  (skill plumbing)" nil t))
+        (should (search-forward "DONE Call the plumber" nil t))
+        (should (eq (key-binding "a") #'org-agent-approvals-approve-at-point))
+        (call-interactively (key-binding "a"))
+        (goto-char (point-min))
+        (should (search-forward "Nothing waits for your approval" nil t)))
+      (with-current-buffer tasks
+        (should (string-match-p "^\\*\\* DONE Call the plumber about the leak" (buffer-string)))
+        (undo-boundary)
+        (let ((last-command nil)) (undo))
+        (should (equal (buffer-string) before)))
+      (should-not (org-agent-approvals-list))
+      (should (eq (plist-get (car (org-agent-approvals-list t)) :state) 'approved))
+      ;; The audit names the skill that proposed it, and the answer (written on a worker).
+      (let ((audit (expand-file-name "audit.org" org-agent-state-directory)))
+        (should (org-agent-test-wait
+                 (lambda ()
+                   (with-temp-buffer
+                     (insert-file-contents audit)
+                     (string-match-p
+                      "user approved in the approvals queue (proposal #1 of the skill plumbing) set-todo"
+                      (buffer-string))))
+                 10))
+        (with-temp-buffer
+          (insert-file-contents audit)
+          (should (string-match-p "ask set-todo\n\\(?:.*\n\\)*?:SKILL: +plumbing\n"
+                                  (buffer-string)))
+          (should (string-match-p "user queued for the user's approval set-todo"
+                                  (buffer-string))))))))
+
+(ert-deftest org-agent-runs-the-queue-survives-a-restart-and-a-denial-changes-nothing ()
+  "Proposals outlive the store's reopening; denying one settles it and runs nothing."
+  (org-agent-runs-test--with-skill
+    (let* ((tasks (find-file-noselect (expand-file-name "tasks.org" notes)))
+           (before (with-current-buffer tasks (buffer-string))))
+      (org-agent-runs-test--propose-done "Call the plumber about the leak")
+      (org-agent-skill-run "plumbing")
+      (should (org-agent-test-wait (lambda () finished) 60))
+      (should (org-agent-test-wait
+               (lambda () (plist-get (car (org-agent-approvals-list)) :diff)) 10))
+      (org-agent--store-flush)
+      (org-agent--store-close)
+      (should-not (org-agent-approvals-list))
+      (org-agent--store-open org-agent-test-state)
+      (let ((p (car (org-agent-approvals-list))))
+        (should (eq (plist-get p :state) 'pending))
+        (should (string-match-p "DONE Call the plumber" (plist-get p :diff)))
+        (org-agent-approvals-deny (plist-get p :id)))
+      (should-not (org-agent-approvals-list))
+      (should (eq (plist-get (car (org-agent-approvals-list t)) :state) 'denied))
+      (should (equal (with-current-buffer tasks (buffer-string)) before))
+      (should-error (org-agent-approvals-deny 1) :type 'user-error))))
+
+(ert-deftest org-agent-runs-a-skill-that-keeps-failing-is-suspended ()
+  "After `org-agent-skill-max-failures' failed runs in a row the skill does not run."
+  (org-agent-runs-test--with-skill
+    (let* ((org-agent-skill-max-failures 2)
+           (stats-of (lambda ()
+                       (or (seq-find (lambda (s) (equal (plist-get s :name) "plumbing"))
+                                     (org-agent--skill-stats))
+                           '(:runs 0 :failures 0))))
+           (earlier (funcall stats-of)))
+      (dotimes (i 2)
+        (org-agent-test-server-push :status 400 :message "bad request")
+        (org-agent-skill-run "plumbing")
+        (should (org-agent-test-wait (lambda () (= (length finished) (1+ i))) 60))
+        (should (eq (plist-get (cadr (car finished)) :outcome) 'failed)))
+      (let ((stats (funcall stats-of)))
+        (should (= (plist-get stats :runs) (+ 2 (plist-get earlier :runs))))
+        (should (= (plist-get stats :failures) (+ 2 (plist-get earlier :failures))))
+        (should (string-match-p "2 failures in a row" (plist-get stats :suspended))))
+      (should (string-match-p "suspended"
+                              (cadr (should-error (org-agent-skill-run "plumbing")
+                                                  :type 'org-agent-error))))
+      ;; Loading the skills again lifts it.
+      (let (report)
+        (org-agent-skills-reload (lambda (e) (setq report e)))
+        (org-agent-test-wait (lambda () report) 30))
+      (org-agent-test-server-push :text "Fine now.")
+      (org-agent-skill-run "plumbing")
+      (should (org-agent-test-wait (lambda () (= (length finished) 3)) 60))
+      (should (eq (plist-get (cadr (car finished)) :outcome) 'done)))))
+
+(ert-deftest org-agent-runs-slash-name-in-the-chat-uses-the-skill ()
+  "\"/plumbing text\" sends text with the skill's prompt in the system prompt."
+  (org-agent-runs-test--with-skill
+    (let ((done nil)
+          (org-agent-turn-finished-functions nil))
+      (add-hook 'org-agent-turn-finished-functions (lambda (&rest _) (setq done t)))
+      (org-agent-test-server-push :text "Done.")
+      (when (get-buffer org-agent-chat-buffer-name)
+        (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
+        (kill-buffer org-agent-chat-buffer-name))
+      (with-current-buffer (org-agent-chat)
+        (goto-char (point-max))
+        (insert "/plumbing the plumber came")
+        (org-agent-chat-send)
+        (should (org-agent-test-wait (lambda () done) 60)))
+      (let* ((messages (cdr (assoc "messages" (car (org-agent-test-server-requests)))))
+             (system (cdr (assoc "content" (car messages))))
+             (user (cdr (assoc "content" (car (last messages))))))
+        (should (string-match-p "Close the plumbing tasks that are done" system))
+        (should (equal user "the plumber came")))
+      ;; A slash that names no skill is plain text.
+      (should (equal (org-agent-chat--skill-invocation "/etc/hosts is broken")
+                     '(nil . "/etc/hosts is broken"))))))
+
+;;; org-agent-runs-test.el ends here
