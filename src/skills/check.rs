@@ -1,18 +1,42 @@
-//! A skill's own `:gate:` tests, run when it loads: each names an edit (`:ACTION:`, with
-//! `:ARGS:` as `key=value` words), the headline of its fixture it is about (`:TARGET:`),
-//! and what the skill's rules must decide (`:EXPECT:` deny, ask or allow). The fixture is
-//! the Org text of the test's example block. A skill whose tests fail does not become
-//! active.
+//! A skill's own tests, run when it loads; a skill whose tests fail does not become active.
+//!
+//! `:gate:` tests name an edit (`:ACTION:`, with `:ARGS:` as `key=value` words), the
+//! headline of their fixture it is about (`:TARGET:`), and what the skill's rules must
+//! decide (`:EXPECT:` deny, ask or allow). The fixture is the Org text of the test's
+//! example block.
+//!
+//! `:trigger:` tests describe an event and whether the skill's trigger fires on it; their
+//! format is in the [`trigger`](super::trigger) module's documentation.
 
+use super::cron::Civil;
 use super::gate::Test;
+use super::org_match::MatchNode;
+use super::parse::{interval, org_nodes};
 use super::rules::gate_rules;
-use super::{Skill, SkillError};
+use super::trigger::{changed_nodes, fires, TriggerEvent};
+use super::{On, Skill, SkillError};
 use crate::action::Action;
 use crate::gates::{Context, Outcome, Pipeline};
 use crate::notes::{Notes, Privacy};
-use crate::store::{Config, Query, Store};
+use crate::store::{Config, Node, NodeKind, Query, Store};
 use crate::tools::emacs::edit_action;
 use std::sync::Arc;
+
+/// How many of a skill's tests of each kind passed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Passed {
+    pub gate: usize,
+    pub trigger: usize,
+}
+
+/// Run every `:gate:` and `:trigger:` test of `skill` (what loading a skill does); the
+/// first failure, naming its line.
+pub fn run_tests(skill: &Skill) -> Result<Passed, SkillError> {
+    Ok(Passed {
+        gate: run_gate_tests(skill)?,
+        trigger: run_trigger_tests(skill)?,
+    })
+}
 
 /// Run every `:gate:` test of `skill`; the first failure, naming its line.
 pub fn run_gate_tests(skill: &Skill) -> Result<usize, SkillError> {
@@ -41,8 +65,8 @@ fn gate_test(skill: &Skill, test: &Test) -> Result<(), String> {
     let store = Arc::new(Store::in_memory(Config::default()));
     store
         .ingest_text(
-            "/skill-test/fixture.org",
-            &fixture(&test.body),
+            FIXTURE_FILE,
+            &example_blocks(&test.body).concat(),
             None,
             None,
             None,
@@ -83,17 +107,20 @@ fn gate_test(skill: &Skill, test: &Test) -> Result<(), String> {
     Ok(())
 }
 
-/// The Org text of the test's example block, unescaped (`,*` → `*`, `,#+` → `#+`).
-fn fixture(body: &str) -> String {
-    let mut inside = false;
-    let mut out = String::new();
+/// The file a test's fixture is read as, unless a `:trigger:` test names one.
+const FIXTURE_FILE: &str = "/skill-test/fixture.org";
+
+/// The Org text of each of the test's example blocks, unescaped (`,*` → `*`, `,#+` → `#+`).
+fn example_blocks(body: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
     for line in body.lines() {
         let l = line.trim_start().to_ascii_lowercase();
         if l.starts_with("#+begin_example") || l.starts_with("#+begin_src org") {
-            inside = true;
+            current = Some(String::new());
         } else if l.starts_with("#+end_example") || l.starts_with("#+end_src") {
-            inside = false;
-        } else if inside {
+            blocks.extend(current.take());
+        } else if let Some(out) = current.as_mut() {
             let unescaped = match line.strip_prefix(',') {
                 Some(rest) if rest.starts_with('*') || rest.starts_with("#+") => rest,
                 _ => line,
@@ -102,7 +129,123 @@ fn fixture(body: &str) -> String {
             out.push('\n');
         }
     }
-    out
+    blocks.extend(current);
+    blocks
+}
+
+/// Run every `:trigger:` test of `skill` (format: the [`trigger`](super::trigger) module);
+/// the first failure, naming its line.
+pub fn run_trigger_tests(skill: &Skill) -> Result<usize, SkillError> {
+    let mut passed = 0;
+    for test in skill.tests.iter().filter(|t| t.kind == "trigger") {
+        trigger_test(skill, test).map_err(|message| SkillError {
+            file: skill.file.clone(),
+            line: test.line,
+            message: format!("trigger test {:?}: {message}", test.title),
+        })?;
+        passed += 1;
+    }
+    Ok(passed)
+}
+
+fn trigger_test(skill: &Skill, test: &Test) -> Result<(), String> {
+    let need = |key: &str| property(test, key).ok_or(format!("it has no :{key}:"));
+    let (event, expect) = (need("EVENT")?, need("EXPECT")?);
+    let expect_fires = match expect {
+        "fires" => true,
+        "quiet" => false,
+        other => return Err(format!(":EXPECT: is fires or quiet, not {other:?}")),
+    };
+    let on = On::from_name(event).ok_or(format!(
+        ":EVENT: is one of save, todo-change, capture, cron, every, idle, startup, \
+         not {event:?}"
+    ))?;
+    let file = property(test, "FILE").unwrap_or(FIXTURE_FILE);
+    let after;
+    let event = match on {
+        On::Save | On::TodoChange | On::Capture => {
+            after = org_nodes(file, &note_after(test)?)
+                .map_err(|e| format!("its note does not read: {e}"))?;
+            let nodes = event_nodes(test, on, file, &after)?
+                .into_iter()
+                .filter_map(|i| MatchNode::in_file(&after, i, file))
+                .collect();
+            match on {
+                On::Save => TriggerEvent::Save { file, nodes },
+                On::TodoChange => TriggerEvent::TodoChange { file, nodes },
+                _ => TriggerEvent::Capture { file, nodes },
+            }
+        }
+        On::Cron => {
+            TriggerEvent::Tick(Civil::parse(need("TIME")?).map_err(|e| format!(":TIME: {e}"))?)
+        }
+        On::Every => TriggerEvent::Every {
+            elapsed: match need("ELAPSED")? {
+                "never" => None,
+                e => Some(interval(e).map_err(|m| format!(":ELAPSED: {m}, or never"))?),
+            },
+        },
+        On::Idle => TriggerEvent::Idle,
+        On::Startup => TriggerEvent::Startup,
+        On::Model | On::User => {
+            return Err(format!(
+                ":EVENT: {event} is no event: model and user runs are tested by :turn: tests"
+            ))
+        }
+    };
+    let got = fires(&skill.trigger, &event);
+    if got != expect_fires {
+        let said = if got { "fires" } else { "stays quiet" };
+        return Err(format!("expected {expect}, the trigger {said}"));
+    }
+    Ok(())
+}
+
+/// The note after the event: the test's last example block.
+fn note_after(test: &Test) -> Result<String, String> {
+    let mut blocks = example_blocks(&test.body);
+    if blocks.len() > 2 {
+        return Err("it has more than two example blocks (the note before and after)".into());
+    }
+    blocks
+        .pop()
+        .ok_or("it has no example block (the note after the event)".into())
+}
+
+/// The indexes of the nodes of `after` the event concerns: by diff against the note before
+/// (a first example block), else those `:CHANGED:` names, else all.
+fn event_nodes(test: &Test, on: On, file: &str, after: &[Node]) -> Result<Vec<usize>, String> {
+    let blocks = example_blocks(&test.body);
+    let named = property(test, "CHANGED");
+    if blocks.len() == 2 {
+        if named.is_some() {
+            return Err("a note before and :CHANGED: say the same thing: keep one".into());
+        }
+        let before = org_nodes(file, &blocks[0])
+            .map_err(|e| format!("its note before does not read: {e}"))?;
+        let changes = changed_nodes(&before, after);
+        return Ok(if on == On::TodoChange {
+            changes.todo_changed
+        } else {
+            changes.changed
+        });
+    }
+    let Some(named) = named else {
+        return Ok((0..after.len()).collect());
+    };
+    named
+        .split('|')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|title| {
+            after
+                .iter()
+                .position(|n| n.content.kind == NodeKind::Headline && n.content.title == title)
+                .ok_or(format!(
+                    ":CHANGED: names {title:?}, which its note does not have"
+                ))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -160,5 +303,209 @@ mod tests {
             .unwrap_err()
             .message
             .contains("no headline \"Nobody\""));
+    }
+
+    const TRIGGERED: &str = "#+SKILL_NAME: weekly-review
+#+DESCRIPTION: Reviews closed projects.
+* Trigger
+:PROPERTIES:
+:ON:       todo-change save capture cron every idle
+:MATCH:    +project/DONE
+:PATHS:    **/work/*.org
+:SCHEDULE: 0 16 * * FRI
+:EVERY:    1d
+:END:
+* Tests
+** closing a project fires :trigger:
+:PROPERTIES:
+:EVENT:  todo-change
+:FILE:   /home/me/work/plan.org
+:EXPECT: fires
+:END:
+#+begin_example
+,* DONE Launch :project:
+#+end_example
+** closing a task that is no project is quiet :trigger:
+:PROPERTIES:
+:EVENT:  todo-change
+:FILE:   /home/me/work/plan.org
+:EXPECT: quiet
+:END:
+#+begin_example
+,* DONE Errand
+#+end_example
+** notes outside work are quiet :trigger:
+:PROPERTIES:
+:EVENT:  save
+:FILE:   /home/me/journal.org
+:EXPECT: quiet
+:END:
+#+begin_example
+,* DONE Launch :project:
+#+end_example
+** only the headlines named changed :trigger:
+:PROPERTIES:
+:EVENT:   save
+:FILE:    /home/me/work/plan.org
+:CHANGED: Errand | Other
+:EXPECT:  quiet
+:END:
+#+begin_example
+,* DONE Launch :project:
+,* DONE Errand
+,* Other
+#+end_example
+** a save that closes a project's task, diffed :trigger:
+:PROPERTIES:
+:EVENT:  todo-change
+:FILE:   /home/me/work/plan.org
+:EXPECT: fires
+:END:
+#+begin_example
+,* TODO Launch :project:
+,** DONE Write
+#+end_example
+#+begin_example
+,* DONE Launch :project:
+,** DONE Write
+#+end_example
+** a save that only edits a closed project's child, diffed :trigger:
+:PROPERTIES:
+:EVENT:  save
+:FILE:   /home/me/work/plan.org
+:EXPECT: quiet
+:END:
+#+begin_example
+,* DONE Launch :project:
+,** TODO Write
+#+end_example
+#+begin_example
+,* DONE Launch :project:
+,** TODO Write more
+#+end_example
+** a capture of a closed project :trigger:
+:PROPERTIES:
+:EVENT:  capture
+:FILE:   /home/me/work/inbox.org
+:EXPECT: fires
+:END:
+#+begin_example
+,* DONE Old launch :project:
+#+end_example
+** Friday at four :trigger:
+:PROPERTIES:
+:EVENT:  cron
+:TIME:   2026-11-27 Fri 16:00
+:EXPECT: fires
+:END:
+** Thursday at four :trigger:
+:PROPERTIES:
+:EVENT:  cron
+:TIME:   2026-11-26 16:00
+:EXPECT: quiet
+:END:
+** a day after the last run :trigger:
+:PROPERTIES:
+:EVENT:   every
+:ELAPSED: 25h
+:EXPECT:  fires
+:END:
+** an hour after the last run :trigger:
+:PROPERTIES:
+:EVENT:   every
+:ELAPSED: 1h
+:EXPECT:  quiet
+:END:
+** idle :trigger:
+:PROPERTIES:
+:EVENT:  idle
+:EXPECT: fires
+:END:
+** not at startup :trigger:
+:PROPERTIES:
+:EVENT:  startup
+:EXPECT: quiet
+:END:
+";
+
+    #[test]
+    fn a_skill_tests_its_own_trigger() {
+        let skill = parse_skill("/s/review.org", TRIGGERED, Source::User).unwrap();
+        assert_eq!(
+            run_tests(&skill),
+            Ok(Passed {
+                gate: 0,
+                trigger: 13
+            })
+        );
+        // Each expectation, turned around, fails naming the test's line.
+        let lines: Vec<usize> = skill.tests.iter().map(|t| t.line).collect();
+        for (n, line) in lines.iter().enumerate() {
+            let mut flipped = skill.clone();
+            let props = &mut flipped.tests[n].properties;
+            let expect = props.iter_mut().find(|(k, _)| k == "EXPECT").unwrap();
+            expect.1 = if expect.1 == "fires" {
+                "quiet"
+            } else {
+                "fires"
+            }
+            .into();
+            let e = run_trigger_tests(&flipped).unwrap_err();
+            assert_eq!(e.line, *line, "{e}");
+            assert!(e.message.starts_with("trigger test"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_broken_trigger_test_says_why() {
+        for (from, to, says) in [
+            (":EVENT:  idle", ":EVENT:  model", "tested by :turn: tests"),
+            (":EVENT:  idle", ":EVENT:  lunch", "not \"lunch\""),
+            (":EVENT:  idle\n", "", "it has no :EVENT:"),
+            (
+                ":EXPECT: fires\n:END:\n** not",
+                ":EXPECT: maybe\n:END:\n** not",
+                "fires or quiet",
+            ),
+            (
+                ":TIME:   2026-11-27 Fri 16:00",
+                ":TIME:   2026-11-27 Mon 16:00",
+                ":TIME: ",
+            ),
+            (":TIME:   2026-11-27 Fri 16:00\n", "", "it has no :TIME:"),
+            (":ELAPSED: 25h", ":ELAPSED: a while", "or never"),
+            (
+                ":CHANGED: Errand | Other",
+                ":CHANGED: Errand | Nobody",
+                "names \"Nobody\"",
+            ),
+            (
+                "#+begin_example\n,* DONE Old launch :project:\n#+end_example\n",
+                "",
+                "no example block",
+            ),
+            (
+                ":EXPECT: fires\n:END:\n#+begin_example\n,* TODO Launch",
+                ":CHANGED: Launch\n:EXPECT: fires\n:END:\n#+begin_example\n,* TODO Launch",
+                "keep one",
+            ),
+        ] {
+            assert!(TRIGGERED.contains(from), "{from}");
+            let skill = parse_skill(
+                "/s/review.org",
+                &TRIGGERED.replacen(from, to, 1),
+                Source::User,
+            )
+            .unwrap();
+            let e = run_tests(&skill).unwrap_err();
+            assert!(e.message.contains(says), "{from}: {e}");
+        }
+        // Every never-run skill with `every` is due.
+        let never = TRIGGERED.replace(
+            ":ELAPSED: 1h\n:EXPECT:  quiet",
+            ":ELAPSED: never\n:EXPECT:  fires",
+        );
+        let skill = parse_skill("/s/review.org", &never, Source::User).unwrap();
+        assert_eq!(run_trigger_tests(&skill), Ok(13));
     }
 }

@@ -2,7 +2,7 @@
 //! the skill directories, read and put in dependency order. A file that does not read, or a
 //! skill whose dependencies are not active, stays inactive with its reason.
 
-use super::{load_order, parse_skill, run_gate_tests, Skill, Source};
+use super::{load_order, parse_skill, run_tests, Skill, Source};
 use crate::llm::config::ConfigError;
 use crate::sexp::Value;
 use std::collections::BTreeMap;
@@ -42,8 +42,8 @@ pub fn skill_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Load every skill of `dirs` (each with the source its skills have). A skill name found
 /// twice keeps the first directory's (the user's own before the shipped ones, when the
-/// caller lists them so). A skill is active only when its file reads and its own gate
-/// tests pass; when a new version of a file fails, the version of it in `previous` (the
+/// caller lists them so). A skill is active only when its file reads and its own gate and
+/// trigger tests pass; when a new version of a file fails, the version of it in `previous` (the
 /// skills active until now) stays active, and the failure is reported.
 pub fn load_dirs(dirs: &[(PathBuf, Source)], previous: &[Skill]) -> Loaded {
     let mut loaded = Loaded::default();
@@ -61,7 +61,7 @@ pub fn load_dirs(dirs: &[(PathBuf, Source)], previous: &[Skill]) -> Loaded {
                 }
             };
             let checked =
-                parse_skill(&shown, &text, *source).and_then(|s| run_gate_tests(&s).map(|_| s));
+                parse_skill(&shown, &text, *source).and_then(|s| run_tests(&s).map(|_| s));
             match checked {
                 Ok(s) if skills.iter().any(|o| o.name == s.name) => {
                     loaded.inactive.insert(
@@ -207,6 +207,32 @@ mod tests {
             ids.file.starts_with(&*shipped.path().to_string_lossy()),
             "{}",
             ids.file
+        );
+    }
+
+    #[test]
+    fn a_failing_trigger_test_keeps_a_skill_inactive() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("nightly.skill.org");
+        let text = |expect: &str| {
+            format!(
+                "{}* Trigger\n:PROPERTIES:\n:ON: cron\n:SCHEDULE: 0 2 * * *\n:END:\n\
+                 * Tests\n** two at night :trigger:\n:PROPERTIES:\n:EVENT: cron\n\
+                 :TIME: 2026-11-27 02:00\n:EXPECT: {expect}\n:END:\n",
+                skill("nightly", "")
+            )
+        };
+        let dirs = [(dir.path().to_path_buf(), Source::User)];
+        write(&file, &text("fires"));
+        let loaded = load_dirs(&dirs, &[]);
+        assert_eq!(loaded.active.len(), 1, "{:?}", loaded.inactive);
+        write(&file, &text("quiet"));
+        let loaded = load_dirs(&dirs, &[]);
+        assert!(loaded.active.is_empty());
+        let why = &loaded.inactive[&*file.to_string_lossy()];
+        assert!(
+            why.contains(":12: trigger test \"two at night\": expected quiet, the trigger fires"),
+            "{why}"
         );
     }
 

@@ -3,23 +3,29 @@
 //!
 //! This module reads skill files into [`Skill`]s — parsed with the store's own Org parser,
 //! never evaluated — checks them (every error names the file and line), and orders a set of
-//! skills by their dependencies. Loading them into turns, firing triggers and running their
-//! tests build on this.
+//! skills by their dependencies. A skill's own `:gate:` and `:trigger:` tests run when it
+//! loads; [`fires`] says whether an event (a save, a cron tick…) runs it.
 
 mod check;
+mod cron;
 pub mod disclosure;
 mod gate;
 pub mod load;
 mod order;
+mod org_match;
 mod parse;
 pub mod prompt;
 mod rules;
+pub mod trigger;
 
-pub use check::run_gate_tests;
+pub use check::{run_gate_tests, run_tests, run_trigger_tests, Passed};
+pub use cron::{Civil, Cron};
 pub use gate::{Condition, Decision, GateRow, Test};
 pub use order::{load_order, Ordered};
+pub use org_match::{MatchNode, OrgMatch};
 pub use parse::parse_skill;
 pub use rules::gate_rules;
+pub use trigger::{changed_nodes, file_events, fires, Changes, TriggerEvent};
 
 use std::fmt;
 use std::time::Duration;
@@ -96,16 +102,18 @@ impl On {
     }
 }
 
-/// When a skill runs: data, never code.
+/// When a skill runs: data, never code (the grammar: [`trigger`]; whether an event runs
+/// it: [`fires`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trigger {
     pub on: Vec<On>,
-    /// Org's tags/property match syntax (as `org-map-entries` takes it).
-    pub matcher: Option<String>,
+    /// `:MATCH:`, compiled (Org's tags/property match syntax, as `org-map-entries` takes
+    /// it; [`OrgMatch::source`] is the text).
+    pub matcher: Option<OrgMatch>,
     /// File globs the events must concern.
     pub paths: Vec<String>,
-    /// A 5-field cron expression (with `cron`).
-    pub schedule: Option<String>,
+    /// `:SCHEDULE:`, a 5-field cron expression (with `cron`; [`Cron::source`] is the text).
+    pub schedule: Option<Cron>,
     /// An interval (with `every`).
     pub every: Option<Duration>,
 }

@@ -2,9 +2,11 @@
 //! error names the file and the line.
 
 use super::gate::{Condition, Decision, GateRow, Test};
-use super::{On, Skill, SkillError, SkillTool, Source, Trigger, MAX_DESCRIPTION, MAX_NAME};
+use super::{
+    Cron, On, OrgMatch, Skill, SkillError, SkillTool, Source, Trigger, MAX_DESCRIPTION, MAX_NAME,
+};
 use crate::store::parse::{parse, ParseOptions};
-use crate::store::{Dialect, Node, TodoKeywords};
+use crate::store::{Dialect, Node, StoreError, TodoKeywords};
 use std::path::Path;
 use std::time::Duration;
 
@@ -61,8 +63,9 @@ impl Doc<'_> {
     }
 }
 
-/// Read the skill in `text` (the contents of `file`), of `source`.
-pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, SkillError> {
+/// The nodes of Org `text` as the store parses them (index 0 is the file node), with
+/// Org's default settings: the file's own `#+TODO:` and `#+FILETAGS:` apply.
+pub(super) fn org_nodes(file: &str, text: &str) -> Result<Vec<Node>, StoreError> {
     let todo = TodoKeywords::default();
     let opts = ParseOptions {
         todo: None,
@@ -70,16 +73,17 @@ pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, Skil
         dialect: Dialect::default(),
         no_inherit_tags: &[],
     };
-    let parsed = parse(text, Path::new(file), &opts).map_err(|e| SkillError {
+    Ok(parse(text, Path::new(file), &opts)?.nodes)
+}
+
+/// Read the skill in `text` (the contents of `file`), of `source`.
+pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, SkillError> {
+    let nodes = org_nodes(file, text).map_err(|e| SkillError {
         file: file.to_owned(),
         line: 0,
         message: e.to_string(),
     })?;
-    let doc = Doc {
-        file,
-        text,
-        nodes: parsed.nodes,
-    };
+    let doc = Doc { file, text, nodes };
     let keywords = keywords(&doc);
     let keyword = |name: &str| keywords.iter().find(|(k, _, _)| k == name);
     let Some((_, name, name_line)) = keyword("SKILL_NAME") else {
@@ -207,13 +211,18 @@ fn trigger(doc: &Doc, section: &Node) -> Result<Trigger, SkillError> {
         })?;
         t.on.push(on);
     }
-    t.matcher = property(section, "MATCH").map(str::to_owned);
+    if let Some(m) = property(section, "MATCH") {
+        let line = doc.line_of_prefix(section, ":MATCH:");
+        t.matcher = Some(
+            OrgMatch::parse(m).map_err(|e| doc.error(line, format!("in :MATCH: {m:?}: {e}")))?,
+        );
+    }
     t.paths = property(section, "PATHS")
         .map(|p| p.split_whitespace().map(str::to_owned).collect())
         .unwrap_or_default();
     if let Some(s) = property(section, "SCHEDULE") {
-        check_cron(s).map_err(|m| doc.error(doc.line_of_prefix(section, ":SCHEDULE:"), m))?;
-        t.schedule = Some(s.to_owned());
+        let line = doc.line_of_prefix(section, ":SCHEDULE:");
+        t.schedule = Some(Cron::parse(s).map_err(|m| doc.error(line, m))?);
     }
     if let Some(e) = property(section, "EVERY") {
         t.every =
@@ -226,47 +235,25 @@ fn trigger(doc: &Doc, section: &Node) -> Result<Trigger, SkillError> {
     if t.on.contains(&On::Every) != t.every.is_some() {
         return Err(doc.error(line, "every in :ON: and :EVERY: go together"));
     }
-    Ok(t)
-}
-
-/// A 5-field cron expression: minute hour day month weekday, each `*`, numbers, ranges,
-/// lists and steps within its bounds.
-fn check_cron(s: &str) -> Result<(), String> {
-    let fields: Vec<&str> = s.split_whitespace().collect();
-    let bounds = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)];
-    if fields.len() != 5 {
-        return Err(format!(
-            "{s:?} is not a 5-field cron expression (minute hour day month weekday)"
-        ));
-    }
-    for (field, (lo, hi)) in fields.iter().zip(bounds) {
-        for part in field.split(',') {
-            let (range, step) = match part.split_once('/') {
-                Some((r, s)) => (r, Some(s)),
-                None => (part, None),
-            };
-            if let Some(step) = step {
-                if !step.parse::<u32>().is_ok_and(|n| n > 0) {
-                    return Err(format!("bad step in the cron field {field:?}"));
-                }
-            }
-            if range == "*" {
-                continue;
-            }
-            let ends: Vec<&str> = range.split('-').collect();
-            let numbers: Option<Vec<u32>> = ends.iter().map(|e| e.parse().ok()).collect();
-            match numbers {
-                Some(n)
-                    if (1..=2).contains(&n.len()) && n.iter().all(|v| (lo..=hi).contains(v)) => {}
-                _ => return Err(format!("the cron field {field:?} is not within {lo}-{hi}")),
+    let about_files = [On::Save, On::TodoChange, On::Capture];
+    if !t.on.iter().any(|on| about_files.contains(on)) {
+        for (key, given) in [
+            (":MATCH:", t.matcher.is_some()),
+            (":PATHS:", !t.paths.is_empty()),
+        ] {
+            if given {
+                return Err(doc.error(
+                    doc.line_of_prefix(section, key),
+                    format!("{key} applies to save, todo-change and capture, none of them in :ON:"),
+                ));
             }
         }
     }
-    Ok(())
+    Ok(t)
 }
 
 /// `30s`, `15m`, `1h`, `1d`.
-fn interval(s: &str) -> Result<Duration, String> {
+pub(super) fn interval(s: &str) -> Result<Duration, String> {
     let unit_len = s.chars().last().map_or(0, char::len_utf8);
     let (n, unit) = s.split_at(s.len() - unit_len);
     let n: u64 = n
@@ -500,8 +487,14 @@ Projects have the :project: tag.
         assert_eq!(s.depends_on, ["ids"]);
         assert_eq!(s.allowed_tools.len(), 3);
         assert_eq!(s.trigger.on, [On::Model, On::TodoChange, On::Cron]);
-        assert_eq!(s.trigger.matcher.as_deref(), Some("TODO=\"DONE\""));
-        assert_eq!(s.trigger.schedule.as_deref(), Some("0 16 * * 5"));
+        assert_eq!(
+            s.trigger.matcher.as_ref().map(OrgMatch::source),
+            Some("TODO=\"DONE\"")
+        );
+        assert_eq!(
+            s.trigger.schedule.as_ref().map(Cron::source),
+            Some("0 16 * * 5")
+        );
         assert_eq!(s.prompt, "Check the children before closing a task.");
         assert_eq!(s.references[0].0, "Conventions");
         assert!(
@@ -559,6 +552,18 @@ Projects have the :project: tag.
                 ":ON:       model",
                 8,
                 "go together",
+            ),
+            (
+                ":MATCH:    TODO=\"DONE\"",
+                ":MATCH:    TODO=DONE",
+                11,
+                "in :MATCH: \"TODO=DONE\": the value at column 6",
+            ),
+            (
+                ":ON:       model todo-change cron",
+                ":ON:       model cron",
+                11,
+                ":MATCH: applies to save, todo-change and capture",
             ),
             (
                 "state=DONE & open-children>0",
