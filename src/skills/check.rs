@@ -1,9 +1,10 @@
 //! A skill's own tests, run when it loads; a skill whose tests fail does not become active.
 //!
 //! `:gate:` tests name an edit (`:ACTION:`, with `:ARGS:` as `key=value` words), the
-//! headline of their fixture it is about (`:TARGET:`), and what the skill's rules must
-//! decide (`:EXPECT:` deny, ask or allow). The fixture is the Org text of the test's
-//! example block.
+//! headline of their fixture it is about (`:TARGET:`: the edit's `id`, or the `parent` of
+//! `add_headline`), the kinds of action the user approved for the conversation
+//! (`:APPROVED:`, optional), and what the skill's rules must decide (`:EXPECT:` deny, ask or
+//! allow). The fixture is the Org text of the test's example block.
 //!
 //! `:trigger:` tests describe an event and whether the skill's trigger fires on it; their
 //! format is in the [`trigger`](super::trigger) module's documentation.
@@ -79,7 +80,13 @@ fn gate_test(skill: &Skill, test: &Test) -> Result<(), String> {
         .map(|r| r.node().id.to_string())
         .ok_or(format!("its fixture has no headline {target:?}"))?;
     let mut args = serde_json::Map::new();
-    args.insert("id".into(), id.into());
+    // A new headline goes under the target; every other edit is of the target.
+    let target_key = if tool == "add_headline" {
+        "parent"
+    } else {
+        "id"
+    };
+    args.insert(target_key.into(), id.into());
     for word in property(test, "ARGS")
         .unwrap_or_default()
         .split_whitespace()
@@ -95,8 +102,19 @@ fn gate_test(skill: &Skill, test: &Test) -> Result<(), String> {
         None => return Err(format!("{tool} is not an edit")),
     };
     let notes = Notes::new(store, Arc::new(Privacy::none()));
+    let mut ctx = Context::default();
+    // As the gates name an edit's kind: `set-todo`, whichever way the test writes it.
+    ctx.approved.extend(
+        property(test, "APPROVED")
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(|kind| match kind.strip_prefix("tool:") {
+                Some(_) => kind.to_owned(),
+                None => kind.replace('_', "-"),
+            }),
+    );
     let pipeline = Pipeline::from_rules(vec![gate_rules(skill, notes)]);
-    let got = match pipeline.decide(action, &Context::default()).outcome {
+    let got = match pipeline.decide(action, &ctx).outcome {
         Outcome::Allow(_) => "allow",
         Outcome::Ask { .. } => "ask",
         Outcome::Deny { .. } => "deny",
@@ -507,5 +525,47 @@ mod tests {
         );
         let skill = parse_skill("/s/review.org", &never, Source::User).unwrap();
         assert_eq!(run_trigger_tests(&skill), Ok(13));
+    }
+
+    #[test]
+    fn tests_say_what_the_user_approved_and_where_a_headline_goes() {
+        let edits_ask = "#+SKILL_NAME: edits-ask
+#+DESCRIPTION: Edits ask until approved.
+* Gate
+| action | condition              | decision | reason   |
+| *      | edit=yes & approved=no | ask      | it edits |
+* Tests
+** a new headline asks :gate:
+:PROPERTIES:
+:ACTION: add_headline
+:TARGET: Parent
+:ARGS: title=Child
+:EXPECT: ask
+:END:
+#+begin_example
+,* Parent
+#+end_example
+** approved, it does not :gate:
+:PROPERTIES:
+:ACTION: add_headline
+:TARGET: Parent
+:ARGS: title=Child
+:APPROVED: add_headline
+:EXPECT: allow
+:END:
+#+begin_example
+,* Parent
+#+end_example
+";
+        let skill = parse_skill("/s/e.org", edits_ask, Source::User).unwrap();
+        assert_eq!(run_gate_tests(&skill), Ok(2));
+        // Approving another kind does not count.
+        let other = edits_ask.replace(":APPROVED: add_headline", ":APPROVED: set_todo");
+        let skill = parse_skill("/s/e.org", &other, Source::User).unwrap();
+        let e = run_gate_tests(&skill).unwrap_err();
+        assert!(
+            e.message.contains("expected allow, the rules decide ask"),
+            "{e}"
+        );
     }
 }

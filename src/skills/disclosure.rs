@@ -1,6 +1,8 @@
 //! Progressive disclosure: the model sees each active skill's name and description (one
 //! line each); it loads a skill's whole prompt, and any `:reference:` part of it, with the
-//! `use_skill` tool. Fifty skills cost a few hundred tokens, not fifty prompts.
+//! `use_skill` tool. Fifty skills cost a few hundred tokens, not fifty prompts. A skill always
+//! in use (`#+ALWAYS: t`: the shipped `agent` and `safety` skills) is neither listed nor
+//! loaded: there is nothing to choose.
 
 use super::prompt::PromptFragment;
 use super::Skill;
@@ -11,15 +13,19 @@ use std::sync::Arc;
 /// The name of the tool that loads a skill.
 pub const USE_SKILL: &str = "use_skill";
 
-/// The system prompt's list of `skills`: empty when there are none.
+/// The skills the model may choose among: the active ones not always in use.
+pub fn offered(skills: &[Skill]) -> impl Iterator<Item = &Skill> {
+    skills.iter().filter(|s| !s.always)
+}
+
+/// The system prompt's list of the `skills` offered: `None` when none is.
 pub fn catalog(skills: &[Skill]) -> Option<PromptFragment> {
-    if skills.is_empty() {
-        return None;
-    }
+    let mut offered = offered(skills).peekable();
+    offered.peek()?;
     let mut text = format!(
         "Skills you can load with {USE_SKILL} when one fits the request (name: when to use it):"
     );
-    for s in skills {
+    for s in offered {
         text.push_str(&format!("\n- {}: {}", s.name, s.description));
     }
     Some(PromptFragment {
@@ -59,8 +65,8 @@ pub fn use_skill_tools(skills: Arc<[Skill]>) -> ToolSet {
 
 fn load(skills: &[Skill], args: &Args) -> Result<String, String> {
     let name = args.str("name").unwrap_or_default();
-    let Some(skill) = skills.iter().find(|s| s.name == name) else {
-        let known: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+    let Some(skill) = offered(skills).find(|s| s.name == name) else {
+        let known: Vec<&str> = offered(skills).map(|s| s.name.as_str()).collect();
         return Err(format!("no skill {name:?} (skills: {})", known.join(", ")));
     };
     if let Some(reference) = args.str("reference") {
@@ -149,5 +155,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("has no reference"), "{e}");
+    }
+
+    #[test]
+    fn skills_always_in_use_are_neither_listed_nor_loaded() {
+        let mut always = skill(1);
+        always.always = true;
+        assert!(catalog(std::slice::from_ref(&always)).is_none());
+        let listed = catalog(&[always.clone(), skill(2)]).unwrap();
+        assert!(!listed.text.contains("skill-1"), "{}", listed.text);
+        assert!(listed.text.contains("- skill-2: "), "{}", listed.text);
+        let set = use_skill_tools(vec![always, skill(2)].into());
+        let notes = Notes::new(
+            Arc::new(Store::in_memory(Config::default())),
+            Arc::new(Privacy::default()),
+        );
+        let e = set
+            .registry
+            .call(&notes, USE_SKILL, &json!({"name": "skill-1"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no skill \"skill-1\" (skills: skill-2)"), "{e}");
     }
 }

@@ -41,10 +41,16 @@ pub enum Subject {
     Key,
     /// The value of the target's property NAME (`prop.NAME`).
     Property(String),
+    /// Whether the action may change an Org file (`yes`, `no`): every edit, and a direct
+    /// Elisp tool call; not a message, not a visit, not a tool that reads.
+    Edit,
+    /// Whether the user approved this kind of action for the conversation (`yes`, `no`),
+    /// so that a rule can ask only until they did, as the default policy does.
+    Approved,
 }
 
 /// The subjects a condition may name, as written, with the comparisons each takes.
-pub const VOCABULARY: [(&str, &[Op]); 8] = [
+pub const VOCABULARY: [(&str, &[Op]); 10] = [
     ("state", &[Op::Is, Op::IsNot]),
     ("todo", &[Op::Is, Op::IsNot]),
     ("tag", &[Op::Is, Op::IsNot]),
@@ -53,6 +59,8 @@ pub const VOCABULARY: [(&str, &[Op]); 8] = [
     ("level", &[Op::Is, Op::Above, Op::Below]),
     ("key", &[Op::Is, Op::IsNot, Op::Like]),
     ("prop.NAME", &[Op::Is, Op::IsNot, Op::Like]),
+    ("edit", &[Op::Is, Op::IsNot]),
+    ("approved", &[Op::Is, Op::IsNot]),
 ];
 
 /// One comparison of a condition.
@@ -140,6 +148,8 @@ fn term(text: &str) -> Result<Term, String> {
         "open-children" => Subject::OpenChildren,
         "level" => Subject::Level,
         "key" => Subject::Key,
+        "edit" => Subject::Edit,
+        "approved" => Subject::Approved,
         _ => match name.strip_prefix("prop.") {
             Some(p) if !p.is_empty() => Subject::Property(p.to_uppercase()),
             _ => {
@@ -174,6 +184,9 @@ fn term(text: &str) -> Result<Term, String> {
     if value.is_empty() {
         return Err(format!("{name}{op} needs a value"));
     }
+    if matches!(subject, Subject::Edit | Subject::Approved) && !matches!(value, "yes" | "no") {
+        return Err(format!("{name} is yes or no, not {value:?}"));
+    }
     Ok(Term {
         subject,
         op,
@@ -196,12 +209,20 @@ mod tests {
         assert_eq!(c.0[1].subject, Subject::Property("EFFORT".into()));
         assert_eq!(c.0[1].op, Op::IsNot);
         assert!(Condition::parse("-").unwrap().0.is_empty());
+        let c = Condition::parse("edit=yes & approved!=yes").unwrap();
+        assert_eq!(c.0[0].subject, Subject::Edit);
+        assert_eq!(
+            (c.0[1].subject.clone(), c.0[1].op),
+            (Subject::Approved, Op::IsNot)
+        );
         for (bad, says) in [
             ("colour=red", "unknown condition \"colour\""),
             ("state>2", "state takes = !=, not >"),
             ("open-children>some", "compares with a number"),
             ("tag", "compares nothing"),
             ("tag=", "needs a value"),
+            ("approved=maybe", "approved is yes or no, not \"maybe\""),
+            ("edit>0", "edit takes = !=, not >"),
         ] {
             let e = Condition::parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

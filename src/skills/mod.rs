@@ -140,6 +140,8 @@ pub struct Skill {
     pub depends_on: Vec<String>,
     /// A ceiling on the tools the skill may use (empty: no ceiling beyond the user's).
     pub allowed_tools: Vec<String>,
+    /// Always in use (`#+ALWAYS: t`), not loaded on demand: the catalog does not list it.
+    pub always: bool,
     pub trigger: Trigger,
     /// Sent while the skill is in use.
     pub prompt: String,

@@ -96,6 +96,7 @@ mod tests {
             description: "d".into(),
             depends_on: deps.iter().map(|d| d.to_string()).collect(),
             allowed_tools: vec![],
+            always: false,
             trigger: Trigger::default(),
             prompt: String::new(),
             references: vec![],

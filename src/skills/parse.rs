@@ -111,6 +111,20 @@ pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, Skil
             })
             .unwrap_or_default()
     };
+    let always = match keyword("ALWAYS") {
+        None => false,
+        Some((_, value, line)) => match value.as_str() {
+            "t" if matches!(source, Source::Shipped | Source::User) => true,
+            "t" => {
+                return Err(doc.error(
+                    *line,
+                    "only shipped and user skills may be always in use (#+ALWAYS: t)",
+                ))
+            }
+            "nil" => false,
+            other => return Err(doc.error(*line, format!("#+ALWAYS: is t or nil, not {other:?}"))),
+        },
+    };
     let mut skill = Skill {
         name: name.clone(),
         title: keyword("TITLE")
@@ -119,6 +133,7 @@ pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, Skil
         description: description.clone(),
         depends_on: words("DEPENDS_ON"),
         allowed_tools: words("ALLOWED_TOOLS"),
+        always,
         trigger: Trigger::default(),
         prompt: String::new(),
         references: Vec::new(),
@@ -138,6 +153,13 @@ pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, Skil
             // Prose for people (Why, Notes…): not sent to the model.
             _ => {}
         }
+    }
+    if skill.always && source != Source::Shipped && !skill.prompt.is_empty() {
+        return Err(doc.error(
+            keyword("ALWAYS").map_or(0, |(_, _, line)| *line),
+            "a skill always in use is never offered to the model, so its prompt would never \
+             be sent: drop #+ALWAYS: or the * Prompt",
+        ));
     }
     if source == Source::Agent && !skill.tests.iter().any(|t| t.kind == "gate") {
         return Err(doc.error(0, "a skill the agent writes needs at least one :gate: test"));
@@ -486,6 +508,7 @@ Projects have the :project: tag.
         assert_eq!(s.title, "GTD integrity");
         assert_eq!(s.depends_on, ["ids"]);
         assert_eq!(s.allowed_tools.len(), 3);
+        assert!(!s.always);
         assert_eq!(s.trigger.on, [On::Model, On::TodoChange, On::Cron]);
         assert_eq!(
             s.trigger.matcher.as_ref().map(OrgMatch::source),
@@ -619,6 +642,40 @@ Projects have the :project: tag.
         let e = parse_skill("/s/a.org", &untested, Source::Agent).unwrap_err();
         assert!(e.message.contains(":gate: test"), "{e}");
         assert!(parse_skill("/s/a.org", GTD, Source::Agent).is_ok());
+    }
+
+    #[test]
+    fn always_in_use_is_for_shipped_and_user_skills() {
+        let always = GTD.replace("#+DEPENDS_ON: ids", "#+ALWAYS: t");
+        assert!(
+            parse_skill("/s/a.org", &always, Source::Shipped)
+                .unwrap()
+                .always
+        );
+        // A user's skill always in use has no prompt: nothing would ever send it.
+        let e = parse_skill("/s/a.org", &always, Source::User).unwrap_err();
+        assert_eq!(e.line, 4);
+        assert!(e.message.contains("never be sent"), "{e}");
+        let rules_only = always.replace(
+            "Check the children before closing a task.\n** Conventions :reference:\nProjects have the :project: tag.\n",
+            "",
+        );
+        assert!(
+            parse_skill("/s/a.org", &rules_only, Source::User)
+                .unwrap()
+                .always
+        );
+        let e = parse_skill("/s/a.org", &always, Source::Agent).unwrap_err();
+        assert_eq!(e.line, 4);
+        assert!(e.message.contains("only shipped and user skills"), "{e}");
+        let never = GTD.replace("#+DEPENDS_ON: ids", "#+ALWAYS: nil");
+        assert!(
+            !parse_skill("/s/a.org", &never, Source::Agent)
+                .unwrap()
+                .always
+        );
+        let e = broken(&GTD.replace("#+DEPENDS_ON: ids", "#+ALWAYS: yes"));
+        assert_eq!((e.line, e.message.contains("t or nil")), (4, true), "{e}");
     }
 
     #[test]

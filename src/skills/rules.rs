@@ -35,8 +35,8 @@ impl Gate for SkillGate {
 
     /// The first row whose action and condition match decides; none: allow (the other
     /// gates decide).
-    fn check(&self, action: &Action, _: &Context) -> Result<Decision, String> {
-        let facts = Facts::of(action, &self.notes);
+    fn check(&self, action: &Action, ctx: &Context) -> Result<Decision, String> {
+        let facts = Facts::of(action, ctx, &self.notes);
         for row in &self.rows {
             if names_match(&row.action, action) && row.condition.0.iter().all(|t| facts.holds(t)) {
                 let reason = format!("{} (line {}): {}", self.name, row.line, row.reason);
@@ -65,19 +65,26 @@ struct Facts {
     target: Option<NodeRef>,
     state: Option<String>,
     key: Option<String>,
+    edit: bool,
+    approved: bool,
 }
 
 impl Facts {
-    fn of(action: &Action, notes: &Notes) -> Facts {
+    fn of(action: &Action, ctx: &Context, notes: &Notes) -> Facts {
+        let approved = ctx.approved.contains(&action.kind());
         let Action::Emacs(e) = action else {
             return Facts {
                 target: None,
                 state: None,
                 key: None,
+                edit: false,
+                approved,
             };
         };
         let (id, _) = e.target();
         Facts {
+            edit: e.edits_org(),
+            approved,
             target: id.and_then(|id| notes.node(id).ok()),
             state: match e {
                 EmacsAction::SetTodo { state, .. } => state.clone(),
@@ -98,6 +105,8 @@ impl Facts {
         match &term.subject {
             Subject::State => text(self.state.as_deref(), term),
             Subject::Key => text(self.key.as_deref(), term),
+            Subject::Edit => yes_no(self.edit, term),
+            Subject::Approved => yes_no(self.approved, term),
             Subject::Todo => text(node.and_then(|n| n.content.todo.as_deref()), term),
             Subject::Property(p) => text(node.and_then(|n| n.content.property(p)), term),
             Subject::File => match &self.target {
@@ -146,6 +155,10 @@ fn text(value: Option<&str>, term: &Term) -> bool {
         }
         Op::Above | Op::Below => false,
     }
+}
+
+fn yes_no(fact: bool, term: &Term) -> bool {
+    text(Some(if fact { "yes" } else { "no" }), term)
 }
 
 fn number(value: Option<u32>, term: &Term) -> bool {
@@ -266,5 +279,43 @@ mod tests {
             pipeline.decide(tool, &ctx2).outcome,
             Outcome::Allow(_)
         ));
+    }
+
+    #[test]
+    fn a_rule_can_ask_about_edits_until_the_user_approved_them() {
+        let (notes, _store) = notes();
+        let skill = parse_skill(
+            "/s/safety.org",
+            "#+SKILL_NAME: safety\n#+DESCRIPTION: Edits ask.\n* Gate\n\
+             | action | condition              | decision | reason     |\n\
+             | *      | edit=yes & approved=no | ask      | it edits   |\n",
+            Source::Shipped,
+        )
+        .unwrap();
+        let pipeline = Pipeline::from_rules(vec![gate_rules(&skill, notes)]);
+        let mut ctx = Context::default();
+        let decide = |a: Action, ctx: &Context| pipeline.decide(a, ctx).outcome;
+        assert!(matches!(
+            decide(set_todo("child", "DONE"), &ctx),
+            Outcome::Ask { .. }
+        ));
+        let visit = Action::Emacs(EmacsAction::VisitNode { id: "child".into() });
+        assert!(matches!(decide(visit, &ctx), Outcome::Allow(_)));
+        let tool = Action::Tool {
+            name: "query_notes".into(),
+            args: crate::sexp::Sexp::from(crate::sexp::Value::Nil),
+        };
+        assert!(matches!(decide(tool, &ctx), Outcome::Allow(_)));
+        // Approved for the conversation: that kind passes, another kind still asks.
+        ctx.approved.insert("set-todo".into());
+        assert!(matches!(
+            decide(set_todo("child", "DONE"), &ctx),
+            Outcome::Allow(_)
+        ));
+        let tags = Action::Emacs(EmacsAction::SetTags {
+            id: "child".into(),
+            tags: vec!["x".into()],
+        });
+        assert!(matches!(decide(tags, &ctx), Outcome::Ask { .. }));
     }
 }

@@ -104,7 +104,7 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
       (should (org-agent-test-wait (lambda () org-agent-chat--question) 60))
       (should (org-agent-busy-p))
       (let ((text (buffer-string)))
-        (should (string-match-p "^\\*\\* Approve\\? set_todo\n- set-todo edits an Org file\n- arguments: ={\"id\":\"oa-[0-9a-f]+\",\"state\":\"DONE\"}=\n#\\+begin_src diff\n" text))
+        (should (string-match-p "^\\*\\* Approve\\? set_todo\n- set-todo edits an Org file\n- skill safety (line [0-9]+): it changes your notes: approve it first\n- arguments: ={\"id\":\"oa-[0-9a-f]+\",\"state\":\"DONE\"}=\n#\\+begin_src diff\n" text))
         (should (string-match-p "^-\\*\\* TODO Call the plumber about the leak" text))
         (should (string-match-p "^\\+\\*\\* DONE Call the plumber about the leak" text)))
       ;; The preview changed nothing.
@@ -147,7 +147,7 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
       (call-interactively (key-binding "n"))
       (should (org-agent-test-wait (lambda () finished) 60))
       (should (string-match-p "^- /denied/" (buffer-string)))
-      (should (string-match-p "denied: the user denied it (schedule edits an Org file)"
+      (should (string-match-p "denied: the user denied it (schedule edits an Org file; skill safety (line [0-9]+): it changes your notes: approve it first)"
                               (car (org-agent-loop-test--tool-messages
                                     (nth 1 (org-agent-test-server-requests))))))
       (with-temp-buffer

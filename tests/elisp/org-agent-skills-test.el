@@ -5,7 +5,7 @@
 ;; Skill files in a skill directory, loaded by the module on a worker:
 ;; the active ones listed in the system prompt with the use_skill tool,
 ;; broken ones inactive with the file and line, a saved skill file
-;; loaded again.
+;; loaded again; the shipped skills always in use and never listed.
 
 ;;; Code:
 
@@ -29,6 +29,10 @@ List stuck projects first.
     (org-agent-skills-reload (lambda (event) (setq report event)))
     (org-agent-test-wait (lambda () report) 30)))
 
+(defun org-agent-skills-test--named (name)
+  "The skill NAME as `org-agent-skills-list' reports it, or nil."
+  (cl-find-if (lambda (s) (equal (plist-get s :name) name)) (org-agent-skills-list)))
+
 (defun org-agent-skills-test--preview ()
   "Return the body of the request a chat turn would send now."
   (let (preview)
@@ -51,8 +55,8 @@ List stuck projects first.
               (insert "* Prompt\nno name\n"))
             (should (eq (plist-get (org-agent-skills-test--reload) :type) 'skills-loaded))
             (let ((skills (org-agent-skills-list)))
-              (should (equal (plist-get (car skills) :name) "weekly-review"))
-              (should (eq (plist-get (car skills) :status) 'active))
+              (should (eq (plist-get (org-agent-skills-test--named "weekly-review") :status)
+                          'active))
               (should (cl-find-if
                        (lambda (s)
                          (and (eq (plist-get s :status) 'inactive)
@@ -74,6 +78,10 @@ List stuck projects first.
               (should (string-match-p "weekly-review: Use for the weekly review of projects"
                                       body))
               (should (string-match-p "\"use_skill\"" body))
+              ;; The shipped skills are always in use: the base prompt is the agent
+              ;; skill's, and neither is offered to the model to load.
+              (should (string-match-p "You are org-agent, an assistant inside Emacs" body))
+              (should-not (string-match-p "- agent: \\|- safety: " body))
               ;; The prompt itself loads only when the model asks for it.
               (should-not (string-match-p "List stuck projects first" body))))
         (delete-directory dir t)
@@ -88,17 +96,32 @@ List stuck projects first.
       (unwind-protect
           (progn
             (org-agent-skills-test--reload)
-            (should-not (org-agent-skills-list))
+            (should-not (org-agent-skills-test--named "weekly-review"))
             (make-directory (file-name-directory file) t)
             (with-current-buffer (find-file-noselect file)
               (insert org-agent-skills-test--review)
               (save-buffer)
               (kill-buffer))
             (should (org-agent-test-wait
-                     (lambda () (equal (plist-get (car (org-agent-skills-list)) :name)
-                                       "weekly-review"))
+                     (lambda () (org-agent-skills-test--named "weekly-review"))
                      30)))
         (delete-directory dir t)
         (org-agent-skills-test--reload)))))
+
+(ert-deftest org-agent-skills-the-shipped-ones-are-active ()
+  "The package's skills load from its skills/ directory and pass their own tests."
+  (org-agent-test-with-store
+    (let ((org-agent-skill-directories (list (make-temp-file "org-agent-skills" t))))
+      (unwind-protect
+          (progn
+            (should (eq (plist-get (org-agent-skills-test--reload) :type) 'skills-loaded))
+            (dolist (name '("agent" "safety"))
+              (let ((skill (org-agent-skills-test--named name)))
+                (should (eq (plist-get skill :status) 'active))
+                (should (file-equal-p (plist-get skill :file)
+                                      (expand-file-name (concat "skills/" name "/SKILL.org")
+                                                        org-agent-test-root)))))
+            (should-not org-agent-skills--inactive))
+        (delete-directory (car org-agent-skill-directories) t)))))
 
 ;;; org-agent-skills-test.el ends here

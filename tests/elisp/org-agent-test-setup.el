@@ -55,6 +55,11 @@ Return PREDICATE's value."
       (accept-process-output nil 0.05))
     value))
 
+;; The shipped skills load on a worker when org-agent starts; wait for them once, so that
+;; every test sees their rules from its first turn on.
+(unless (org-agent-test-wait (lambda () org-agent-skills--active) 30)
+  (error "The shipped skills did not load: %S" org-agent-skills--inactive))
+
 (defun org-agent-test-corpus-files ()
   "Return every Org file of the shared corpus, sorted."
   (sort (directory-files-recursively org-agent-test-corpus "\\.org\\'") #'string<))

@@ -28,6 +28,7 @@ mod llm_sse;
 mod privacy;
 mod semantic;
 mod sexp_emacs;
+mod skills_shipped;
 mod store_history;
 mod store_hostile;
 mod store_ingest;

@@ -30,18 +30,6 @@ use crate::skills::prompt;
 use std::collections::{HashMap, HashSet};
 use thiserror::Error;
 
-/// Added to the system prompt when tools are offered.
-const TOOLS_NOTE: &str = " Use the tools to look things up before you answer.";
-
-/// Added to the system prompt when no tools are offered (a small local model; the tool
-/// rounds are used up): the answer must come from what the request shows.
-const NO_TOOLS_NOTE: &str = " Answer from the notes below: name the headlines that answer \
-                              the question, with their dates.";
-
-/// Added to the system prompt when the edit tools are offered.
-const EDITING_NOTE: &str = " To change the notes, call the edit tools with node ids from \
-                            the tools or the context below; the user approves each edit.";
-
 /// Most related notes shown in the context.
 const MAX_RELATED: usize = 5;
 
@@ -200,14 +188,8 @@ pub fn step_request(
     step: StepView,
 ) -> ChatRequest {
     let mut system = prompt::join(&eq.prompts);
-    if step.tools_off {
-        system.push_str(NO_TOOLS_NOTE);
-    } else {
-        system.push_str(TOOLS_NOTE);
-        if eq.edit_tools {
-            system.push_str(EDITING_NOTE);
-        }
-    }
+    // The tool-use conventions are the shipped agent skill's (skills/agent/SKILL.org).
+    system.push_str(&prompt::agent().conventions(!step.tools_off, eq.edit_tools));
     let focus = cfg.focus.as_deref().or(step.tool_focus);
     let context = crate::context::assemble(
         &eq.notes,
