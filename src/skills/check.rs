@@ -5,6 +5,7 @@
 //! active.
 
 use super::gate::Test;
+use super::parse::unescape_org_code;
 use super::rules::gate_rules;
 use super::{Skill, SkillError};
 use crate::action::Action;
@@ -94,11 +95,7 @@ fn fixture(body: &str) -> String {
         } else if l.starts_with("#+end_example") || l.starts_with("#+end_src") {
             inside = false;
         } else if inside {
-            let unescaped = match line.strip_prefix(',') {
-                Some(rest) if rest.starts_with('*') || rest.starts_with("#+") => rest,
-                _ => line,
-            };
-            out.push_str(unescaped);
+            out.push_str(&unescape_org_code(line));
             out.push('\n');
         }
     }

@@ -9,6 +9,7 @@
 mod check;
 pub mod disclosure;
 mod gate;
+pub mod import;
 pub mod load;
 mod order;
 mod parse;
@@ -17,6 +18,7 @@ mod rules;
 
 pub use check::run_gate_tests;
 pub use gate::{Condition, Decision, GateRow, Test};
+pub use import::{import_skill_md, parse_skill_md, read_skill_md, skill_md_to_org};
 pub use order::{load_order, Ordered};
 pub use parse::parse_skill;
 pub use rules::gate_rules;
@@ -50,6 +52,16 @@ impl Source {
             "imported" => Some(Source::Imported),
             "agent" => Some(Source::Agent),
             _ => None,
+        }
+    }
+
+    /// The name Emacs knows it by (`from_name`'s inverse).
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Shipped => "shipped",
+            Source::User => "user",
+            Source::Imported => "imported",
+            Source::Agent => "agent",
         }
     }
 }
@@ -141,6 +153,7 @@ pub struct Skill {
     pub tools: Vec<SkillTool>,
     pub tests: Vec<Test>,
     pub file: String,
+    pub source: Source,
 }
 
 /// What is wrong with a skill file, and where.
