@@ -37,6 +37,7 @@
   '((org-agent--action-names)
     (org-agent--set-redisplay-interval seconds)
     (org-agent--load-skills dirs)
+    (org-agent--import-skill file)
     (org-agent--version)
     (org-agent--configure todo done org-version no-inherit snapshots)
     (org-agent--set-privacy tags files)

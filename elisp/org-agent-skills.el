@@ -11,6 +11,11 @@
 ;; system prompt, lets the model load one with the `use_skill' tool, and
 ;; adds their gate rules after the user's policy.  Saving a skill file
 ;; loads the skills again.
+;;
+;; Skills of the Agent Skills format (NAME/SKILL.md folders, as in
+;; ~/.agents/skills and ~/.claude/skills) load read-only as prompt-only
+;; skills of source `imported'; `org-agent-import-skill' converts one
+;; into a SKILL.org the user owns.
 
 ;;; Code:
 
@@ -23,10 +28,22 @@
 
 (defcustom org-agent-skill-directories nil
   "Directories of the user's skills, searched before the shipped ones.
-Each holds NAME/SKILL.org folders or NAME.skill.org files.  nil
-means \"skills\" under `org-agent-state-directory'.  The skills
-shipped with org-agent (the package's skills/ directory) always
-come last, so a user's skill of the same name wins."
+Each holds NAME/SKILL.org folders or NAME.skill.org files (and
+NAME/SKILL.md folders, which load as imported skills).  nil means
+\"skills\" under `org-agent-state-directory' and under each of the
+directories org-agent ingests (`org-agent-directories').  The
+skills shipped with org-agent (the package's skills/ directory)
+come after them, so a user's skill of the same name wins;
+`org-agent-import-skill' writes into the first of them."
+  :type '(repeat directory)
+  :group 'org-agent)
+
+(defcustom org-agent-skill-import-directories
+  '("~/.agents/skills" "~/.claude/skills")
+  "Directories of Agent Skills (NAME/SKILL.md folders) to load read-only.
+Their skills are prompt only: no tools, no gate rules, and their
+scripts never run.  They come after the user's and the shipped
+skills, so those win over an imported skill of the same name."
   :type '(repeat directory)
   :group 'org-agent)
 
@@ -39,12 +56,26 @@ Each is a plist (:name :description :file).")
 (defvar org-agent-skills--inactive nil
   "The skills (or files) that are not active, as (NAME . REASON).")
 
+(defun org-agent-skills--user-directories ()
+  "Return the user's skill directories (`org-agent-skill-directories'), expanded."
+  (mapcar #'expand-file-name
+          (or org-agent-skill-directories
+              (mapcar (lambda (dir) (expand-file-name "skills" dir))
+                      (cons org-agent-state-directory (org-agent--directories))))))
+
 (defun org-agent-skills--directories ()
-  "Return the skill directories as the module takes them: ((DIR . SOURCE) ...)."
-  (append (mapcar (lambda (dir) (cons (expand-file-name dir) 'user))
-                  (or org-agent-skill-directories
-                      (list (expand-file-name "skills" org-agent-state-directory))))
-          (list (cons (expand-file-name "skills" org-agent--source-directory) 'shipped))))
+  "Return the skill directories as the module takes them: ((DIR . SOURCE) ...).
+An import directory that is also a user's skill directory is listed
+once, as the user's."
+  (let ((user (org-agent-skills--user-directories)))
+    (append (mapcar (lambda (dir) (cons dir 'user)) user)
+            (list (cons (expand-file-name "skills" org-agent--source-directory) 'shipped))
+            (delq nil (mapcar (lambda (dir)
+                                (let ((dir (expand-file-name dir)))
+                                  (unless (member (file-name-as-directory dir)
+                                                  (mapcar #'file-name-as-directory user))
+                                    (cons dir 'imported))))
+                              org-agent-skill-import-directories)))))
 
 ;;;; Loading
 
@@ -75,19 +106,65 @@ with :active and :inactive).  Return the request id."
     request))
 
 (defun org-agent-skills-list ()
-  "Return every skill as a plist: (:name :description :file :status :reason).
-:status is `active' or `inactive'; :reason says why a skill is not active."
+  "Return every skill as a plist.
+Its keys are :name :description :file :source :status :reason.
+:source is `user', `shipped', `imported' or `agent' (nil for an
+inactive skill); :status is `active' or `inactive'; :reason says
+why a skill is not active."
   (append (mapcar (lambda (s) (append s (list :status 'active :reason nil)))
                   org-agent-skills--active)
           (mapcar (lambda (pair)
-                    (list :name (car pair) :description nil :file nil
+                    (list :name (car pair) :description nil :file nil :source nil
                           :status 'inactive :reason (cdr pair)))
                   org-agent-skills--inactive)))
 
 (defun org-agent-skills--skill-file-p (file)
-  "Return non-nil when FILE is a skill file: NAME.skill.org or SKILL.org."
+  "Return non-nil when FILE is a skill file.
+That is NAME.skill.org, SKILL.org, or a SKILL.md in a folder of a
+skill directory."
   (let ((name (file-name-nondirectory file)))
-    (or (string= name "SKILL.org") (string-suffix-p ".skill.org" name))))
+    (or (string= name "SKILL.org") (string-suffix-p ".skill.org" name)
+        (and (string= name "SKILL.md")
+             (member (file-name-directory (directory-file-name (file-name-directory file)))
+                     (mapcar (lambda (dir) (file-name-as-directory (car dir)))
+                             (org-agent-skills--directories)))))))
+
+;;;; Importing
+
+(defun org-agent-skills--folder-name (file)
+  "Return the name of the skill folder FILE, or of the folder FILE is in."
+  (file-name-nondirectory
+   (directory-file-name
+    (if (file-directory-p file) file (file-name-directory file)))))
+
+;;;###autoload
+(defun org-agent-import-skill (file)
+  "Convert the Agent Skills SKILL.md FILE into an Org skill and open it.
+FILE may also be the folder that holds the SKILL.md.  The skill
+is written as NAME/SKILL.org into the first of the user's skill
+directories (see `org-agent-skill-directories'), asking before it
+replaces a file there; the skills are then loaded again.  Its
+Markdown body is kept verbatim in a markdown source block, its
+references/*.md become reference parts, and its allowed-tools
+become ask rules (a skill never allows).  Return the new file."
+  (interactive (list (read-file-name "Import the Agent Skill (SKILL.md or its folder): "
+                                     nil nil t)))
+  (org-agent--require-started)
+  (let* ((file (expand-file-name file))
+         (org (org-agent--import-skill file))
+         (target (expand-file-name
+                  (concat (org-agent-skills--folder-name file) "/SKILL.org")
+                  (car (org-agent-skills--user-directories)))))
+    (when (and (file-exists-p target)
+               (not (yes-or-no-p (format "Replace %s? " target))))
+      (user-error "Not imported: %s exists" target))
+    (make-directory (file-name-directory target) t)
+    (let ((coding-system-for-write 'utf-8-unix))
+      (write-region org nil target nil 'silent))
+    (org-agent-skills-reload)
+    (when (called-interactively-p 'interactive)
+      (find-file target))
+    target))
 
 (defun org-agent-skills--after-save ()
   "Load the skills again when a skill file was saved."
@@ -114,7 +191,8 @@ with :active and :inactive).  Return the request id."
 \\<org-agent-skills-mode-map>\\[org-agent-skills-visit] opens a skill's file;
 \\[org-agent-skills-refresh] loads the skills again."
   (setq tabulated-list-format
-        [("Skill" 24 t) ("Status" 9 t) ("What it is for, or why it is not active" 0 nil)])
+        [("Skill" 24 t) ("Status" 9 t) ("Source" 9 t)
+         ("What it is for, or why it is not active" 0 nil)])
   (setq tabulated-list-sort-key nil)
   (tabulated-list-init-header))
 
@@ -125,6 +203,7 @@ with :active and :inactive).  Return the request id."
               (list (or (plist-get s :file) (plist-get s :name))
                     (vector (plist-get s :name)
                             (if active "active" "inactive")
+                            (symbol-name (or (plist-get s :source) '-))
                             (or (if active (plist-get s :description) (plist-get s :reason))
                                 "")))))
           (org-agent-skills-list)))

@@ -55,11 +55,11 @@ pub enum Event {
         url: String,
         body: String,
     },
-    /// The skill directories were loaded: the active skills (name, description, file) in
-    /// dependency order, and the inactive ones with why.
+    /// The skill directories were loaded: the active skills (name, description, file,
+    /// source) in dependency order, and the inactive ones with why.
     SkillsLoaded {
         request: u64,
-        active: Vec<(String, String, String)>,
+        active: Vec<(String, String, String, &'static str)>,
         inactive: Vec<(String, String)>,
     },
     /// Something happened in a background run of `skill` (see [`RunUpdate`]).
@@ -375,16 +375,16 @@ fn skill_run(request: u64, skill: &str, update: &RunUpdate) -> Sexp {
     .done()
 }
 
-/// `(:type skills-loaded :request N :active ((:name :description :file)…) :inactive ((NAME
-/// . REASON)…))`.
+/// `(:type skills-loaded :request N :active ((:name :description :file :source)…)
+/// :inactive ((NAME . REASON)…))`, `:source` a symbol (`user`, `shipped`, `imported`…).
 fn skills_loaded(
     request: u64,
-    active: &[(String, String, String)],
+    active: &[(String, String, String, &'static str)],
     inactive: &[(String, String)],
 ) -> Sexp {
     let active = active
         .iter()
-        .map(|(name, description, file)| {
+        .map(|(name, description, file, source)| {
             Value::list(vec![
                 Value::keyword("name"),
                 Value::string(name.as_str()),
@@ -392,6 +392,8 @@ fn skills_loaded(
                 Value::string(description.as_str()),
                 Value::keyword("file"),
                 Value::string(file.as_str()),
+                Value::keyword("source"),
+                Value::symbol(*source),
             ])
         })
         .collect::<Vec<_>>();

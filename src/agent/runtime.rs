@@ -746,10 +746,18 @@ impl Runtime {
             let loaded = tokio::task::spawn_blocking(move || load_dirs(&dirs, &previous))
                 .await
                 .map_err(|e| format!("loading the skills failed: {e}"))?;
-            let active: Vec<(String, String, String)> = loaded
+            let active: Vec<(String, String, String, &'static str)> = loaded
                 .active
                 .iter()
-                .map(|s| (s.name.clone(), s.description.clone(), s.file.clone()))
+                .map(|s| {
+                    let source = s.source.name();
+                    (
+                        s.name.clone(),
+                        s.description.clone(),
+                        s.file.clone(),
+                        source,
+                    )
+                })
                 .collect();
             *self.skills.write() = Arc::from(loaded.active);
             // Their authors may have fixed what suspended them.

@@ -98,6 +98,19 @@ fn load_skills(env: &Env, dirs: Value) -> Result<i64> {
     Ok(runtime(env)?.load_skills_async(dirs) as i64)
 }
 
+/// Return the `SKILL.org` text for the Agent Skills `SKILL.md` FILE (or the folder holding
+/// one): its body verbatim in a markdown block, its references/*.md as reference parts,
+/// its allowed-tools as ask rules with their gate tests.  Signals `org-agent-error` with
+/// the file and line when the SKILL.md does not read.
+#[defun]
+fn import_skill(env: &Env, file: Value) -> Result<String> {
+    let file = file_arg(env, file)?;
+    match crate::skills::import_skill_md(&filename::to_path(&file)) {
+        Ok(org) => Ok(org),
+        Err(e) => fail(env, e),
+    }
+}
+
 /// Return the module's version, which must equal the Elisp package's.
 #[defun]
 fn version() -> Result<String> {

@@ -12,7 +12,7 @@
 use super::cron::Civil;
 use super::gate::Test;
 use super::org_match::MatchNode;
-use super::parse::{interval, org_nodes};
+use super::parse::{interval, org_nodes, unescape_org_code};
 use super::rules::gate_rules;
 use super::trigger::{changed_nodes, fires, TriggerEvent};
 use super::{On, Skill, SkillError};
@@ -139,11 +139,7 @@ fn example_blocks(body: &str) -> Vec<String> {
         } else if l.starts_with("#+end_example") || l.starts_with("#+end_src") {
             blocks.extend(current.take());
         } else if let Some(out) = current.as_mut() {
-            let unescaped = match line.strip_prefix(',') {
-                Some(rest) if rest.starts_with('*') || rest.starts_with("#+") => rest,
-                _ => line,
-            };
-            out.push_str(unescaped);
+            out.push_str(&unescape_org_code(line));
             out.push('\n');
         }
     }

@@ -1,8 +1,10 @@
 //! Finding and loading skill files: `NAME/SKILL.org` folders and `NAME.skill.org` files in
-//! the skill directories, read and put in dependency order. A file that does not read, or a
-//! skill whose dependencies are not active, stays inactive with its reason.
+//! the skill directories, and Agent Skills' `NAME/SKILL.md` folders (read as imported,
+//! prompt-only skills wherever they are), read and put in dependency order. A file that
+//! does not read, or a skill whose dependencies are not active, stays inactive with its
+//! reason.
 
-use super::{load_order, parse_skill, run_tests, Skill, Source};
+use super::{load_order, parse_skill, read_skill_md, run_tests, Skill, SkillError, Source};
 use crate::llm::config::ConfigError;
 use crate::sexp::Value;
 use std::collections::BTreeMap;
@@ -18,7 +20,7 @@ pub struct Loaded {
     pub inactive: BTreeMap<String, String>,
 }
 
-/// The skill files in `dir`: `*/SKILL.org` and `*.skill.org`, sorted.
+/// The skill files in `dir`: `*/SKILL.org` (else `*/SKILL.md`) and `*.skill.org`, sorted.
 pub fn skill_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -28,9 +30,13 @@ pub fn skill_files(dir: &Path) -> Vec<PathBuf> {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         if path.is_dir() {
-            let file = path.join("SKILL.org");
-            if file.is_file() {
-                out.push(file);
+            // The Org version of a skill (converted or written) wins over its SKILL.md.
+            let org = path.join("SKILL.org");
+            let md = path.join("SKILL.md");
+            if org.is_file() {
+                out.push(org);
+            } else if md.is_file() {
+                out.push(md);
             }
         } else if name.ends_with(".skill.org") {
             out.push(path);
@@ -51,18 +57,7 @@ pub fn load_dirs(dirs: &[(PathBuf, Source)], previous: &[Skill]) -> Loaded {
     for (dir, source) in dirs {
         for file in skill_files(dir) {
             let shown = file.to_string_lossy().into_owned();
-            let text = match std::fs::read_to_string(&file) {
-                Ok(t) => t,
-                Err(e) => {
-                    loaded
-                        .inactive
-                        .insert(shown.clone(), format!("{shown}: {e}"));
-                    continue;
-                }
-            };
-            let checked =
-                parse_skill(&shown, &text, *source).and_then(|s| run_tests(&s).map(|_| s));
-            match checked {
+            match read_skill(&file, &shown, *source) {
                 Ok(s) if skills.iter().any(|o| o.name == s.name) => {
                     loaded.inactive.insert(
                         shown.clone(),
@@ -95,6 +90,22 @@ pub fn load_dirs(dirs: &[(PathBuf, Source)], previous: &[Skill]) -> Loaded {
         }
     }
     loaded
+}
+
+/// The skill in `file` (named `shown`): a `SKILL.md` is imported, whatever the directory's
+/// source; an Org skill is of `source`, and must pass its own gate tests.
+fn read_skill(file: &Path, shown: &str, source: Source) -> Result<Skill, SkillError> {
+    if file.file_name().is_some_and(|n| n == "SKILL.md") {
+        return read_skill_md(file);
+    }
+    let text = std::fs::read_to_string(file).map_err(|e| SkillError {
+        file: shown.to_owned(),
+        line: 0,
+        message: e.to_string(),
+    })?;
+    let skill = parse_skill(shown, &text, source)?;
+    run_tests(&skill)?;
+    Ok(skill)
 }
 
 /// The skill directories as Emacs names them: a list of `(DIR . SOURCE)`, SOURCE one of
@@ -234,6 +245,51 @@ mod tests {
             why.contains(":12: trigger test \"two at night\": expected quiet, the trigger fires"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn skill_md_folders_load_as_imported_and_an_org_version_wins() {
+        let user = tempfile::tempdir().unwrap();
+        let agents = tempfile::tempdir().unwrap();
+        let md = |name: &str| {
+            format!("---\nname: {name}\ndescription: {name} things.\n---\nDo {name}.\n")
+        };
+        write(&agents.path().join("pdf/SKILL.md"), &md("pdf"));
+        write(
+            &agents.path().join("pdf/references/forms.md"),
+            "Fill forms.\n",
+        );
+        write(&agents.path().join("wrong/SKILL.md"), &md("right"));
+        // In a user directory a SKILL.md is imported too; beside a SKILL.org it is ignored.
+        write(&user.path().join("csv/SKILL.md"), &md("csv"));
+        write(&user.path().join("gtd/SKILL.md"), &md("gtd"));
+        write(&user.path().join("gtd/SKILL.org"), &skill("gtd", ""));
+        let dirs = [
+            (user.path().to_path_buf(), Source::User),
+            (agents.path().to_path_buf(), Source::Imported),
+        ];
+        let loaded = load_dirs(&dirs, &[]);
+        let found: Vec<(&str, Source)> = loaded
+            .active
+            .iter()
+            .map(|s| (s.name.as_str(), s.source))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("csv", Source::Imported),
+                ("gtd", Source::User),
+                ("pdf", Source::Imported)
+            ]
+        );
+        let pdf = &loaded.active[2];
+        assert_eq!(pdf.prompt, "Do pdf.");
+        assert_eq!(pdf.references[0].0, "forms.md");
+        assert!(loaded.active[1].file.ends_with("gtd/SKILL.org"));
+        let wrong = agents.path().join("wrong/SKILL.md");
+        let why = &loaded.inactive[&*wrong.to_string_lossy()];
+        assert!(why.ends_with("wrong/SKILL.md:2: the name \"right\" is not its folder's, \"wrong\": an Agent Skill's name is the name of the folder that holds its SKILL.md"), "{why}");
+        assert_eq!(loaded.inactive.len(), 1, "{:?}", loaded.inactive);
     }
 
     #[test]

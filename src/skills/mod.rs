@@ -10,6 +10,7 @@ mod check;
 mod cron;
 pub mod disclosure;
 mod gate;
+pub mod import;
 pub mod load;
 mod order;
 mod org_match;
@@ -21,6 +22,7 @@ pub mod trigger;
 pub use check::{run_gate_tests, run_tests, run_trigger_tests, Passed};
 pub use cron::{Civil, Cron};
 pub use gate::{Condition, Decision, GateRow, Test};
+pub use import::{import_skill_md, parse_skill_md, read_skill_md, skill_md_to_org};
 pub use order::{load_order, Ordered};
 pub use org_match::{MatchNode, OrgMatch};
 pub use parse::parse_skill;
@@ -56,6 +58,16 @@ impl Source {
             "imported" => Some(Source::Imported),
             "agent" => Some(Source::Agent),
             _ => None,
+        }
+    }
+
+    /// The name Emacs knows it by (`from_name`'s inverse).
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Shipped => "shipped",
+            Source::User => "user",
+            Source::Imported => "imported",
+            Source::Agent => "agent",
         }
     }
 }
@@ -151,6 +163,7 @@ pub struct Skill {
     pub tools: Vec<SkillTool>,
     pub tests: Vec<Test>,
     pub file: String,
+    pub source: Source,
 }
 
 /// What is wrong with a skill file, and where.

@@ -104,6 +104,7 @@ mod tests {
             tools: vec![],
             tests: vec![],
             file: format!("/s/{name}.org"),
+            source: crate::skills::Source::User,
         }
     }
 

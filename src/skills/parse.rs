@@ -132,7 +132,9 @@ pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, Skil
             .unwrap_or_else(|| name.clone()),
         description: description.clone(),
         depends_on: words("DEPENDS_ON"),
-        allowed_tools: words("ALLOWED_TOOLS"),
+        allowed_tools: keyword("ALLOWED_TOOLS")
+            .map(|(_, v, _)| tool_words(v))
+            .unwrap_or_default(),
         always,
         trigger: Trigger::default(),
         prompt: String::new(),
@@ -141,6 +143,7 @@ pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, Skil
         tools: Vec::new(),
         tests: Vec::new(),
         file: file.to_owned(),
+        source,
     };
     let sections: Vec<&Node> = doc.nodes.iter().filter(|n| n.content.level == 1).collect();
     for section in sections {
@@ -188,7 +191,35 @@ fn keywords(doc: &Doc) -> Vec<(String, String, usize)> {
     out
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+/// The tools of an allowed-tools list: words split at spaces and commas, except inside
+/// parentheses, so Agent Skills' `Bash(git add:*), Read` is two tools.
+pub(super) fn tool_words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 0 && (c == ',' || c.is_whitespace()) {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+        } else {
+            word.push(c);
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// A kebab-case name within the Agent Skills limits: a-z and 0-9 in parts joined by single
+/// hyphens, at most [`MAX_NAME`] characters.
+pub(super) fn check_name(name: &str) -> Result<(), String> {
     let kebab = !name.is_empty()
         && name.split('-').all(|part| {
             !part.is_empty()
@@ -294,19 +325,117 @@ pub(super) fn interval(s: &str) -> Result<Duration, String> {
 }
 
 fn prompt(doc: &Doc, section: &Node, skill: &mut Skill) {
-    let mut text = section.content.body.trim().to_owned();
+    let mut text = markdown_unwrapped(&section.content.body)
+        .trim_end()
+        .to_owned();
     for child in doc.children(section) {
-        let sub = doc.subtree(child).trim_end();
+        let sub = markdown_unwrapped(doc.subtree(child).trim_end());
         if child.content.tags.iter().any(|t| t == "reference") {
             skill
                 .references
-                .push((child.content.title.clone(), sub.to_owned()));
+                .push((child.content.title.clone(), sub.trim_end().to_owned()));
         } else {
             text.push_str("\n\n");
-            text.push_str(sub);
+            text.push_str(sub.trim_end());
         }
     }
-    skill.prompt = text.trim().to_owned();
+    skill.prompt = trim_blank_lines(&text).to_owned();
+}
+
+/// `text` without its leading blank lines and trailing white space; the first line keeps
+/// its indentation (in Markdown it can matter).
+pub(super) fn trim_blank_lines(text: &str) -> &str {
+    let text = text.trim_end();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        if !line.trim().is_empty() {
+            break;
+        }
+        start += line.len();
+    }
+    &text[start..]
+}
+
+/// `text` with each `#+begin_src markdown` block replaced by its contents as Org reads
+/// them: unescaped (see [`unescape_org_code`]) and, unless the block says `-i`, without the
+/// indentation its lines share (Org indents a block's lines when it is edited with C-c ').
+/// An imported `SKILL.md` body lives in such a block, and its prompt is the body as
+/// written.
+fn markdown_unwrapped(text: &str) -> String {
+    let mut out = String::new();
+    let mut block: Option<(bool, Vec<String>)> = None;
+    for line in text.split_inclusive('\n') {
+        let words: Vec<String> = line
+            .split_whitespace()
+            .map(str::to_ascii_lowercase)
+            .collect();
+        match block.as_mut() {
+            None if words.len() >= 2 && words[0] == "#+begin_src" && words[1] == "markdown" => {
+                block = Some((words[2..].iter().any(|w| w == "-i"), Vec::new()));
+            }
+            None => out.push_str(line),
+            Some(_) if words.first().map(String::as_str) == Some("#+end_src") => {
+                if let Some((preserve, lines)) = block.take() {
+                    out.push_str(&dedented(&lines, preserve));
+                }
+            }
+            Some((_, lines)) => lines.push(unescape_org_code(line)),
+        }
+    }
+    // A block without its end line: Org reads no block there, so neither do we.
+    if block.is_some() {
+        return text.to_owned();
+    }
+    out
+}
+
+/// `lines` joined, without the indentation all their non-blank lines share (unless
+/// `preserve`).
+fn dedented(lines: &[String], preserve: bool) -> String {
+    let indent = |l: &String| l.len() - l.trim_start_matches([' ', '\t']).len();
+    let common = if preserve {
+        0
+    } else {
+        lines
+            .iter()
+            .filter(|l| !l.trim().is_empty())
+            .map(indent)
+            .min()
+            .unwrap_or(0)
+    };
+    lines
+        .iter()
+        .map(|l| l.get(common.min(indent(l))..).unwrap_or(""))
+        .collect()
+}
+
+/// One line of a block's contents as Org reads it: a comma before `*` or `#+` (after any
+/// indentation and other commas) is the escape Org adds, and goes
+/// (`org-unescape-code-in-string`).
+pub(super) fn unescape_org_code(line: &str) -> String {
+    let indented = line.trim_start_matches([' ', '\t']);
+    let commas = indented.len() - indented.trim_start_matches(',').len();
+    let after = &indented[commas..];
+    if commas > 0 && (after.starts_with('*') || after.starts_with("#+")) {
+        let at = line.len() - indented.len();
+        format!("{}{}", &line[..at], &line[at + 1..])
+    } else {
+        line.to_owned()
+    }
+}
+
+/// One line as it goes into a block: a line that would read as a headline or an Org
+/// keyword (`*`, `#+`, after any indentation and commas) gets a comma
+/// (`org-escape-code-in-string`).
+pub(super) fn escape_org_code(line: &str) -> String {
+    let indented = line.trim_start_matches([' ', '\t']);
+    let after = indented.trim_start_matches(',');
+    if after.starts_with('*') || after.starts_with("#+") {
+        let at = line.len() - indented.len();
+        format!("{},{}", &line[..at], &line[at..])
+    } else {
+        line.to_owned()
+    }
 }
 
 fn gate(doc: &Doc, section: &Node) -> Result<Vec<GateRow>, SkillError> {

@@ -179,6 +179,12 @@ pub fn edit_schemas() -> Vec<Value> {
         .collect()
 }
 
+/// The arguments edit tool `name` requires, `None` when it is not an edit tool.
+pub fn required_arguments(name: &str) -> Option<Vec<&'static str>> {
+    let edit = EDITS.iter().find(|e| e.name == name)?;
+    Some(edit.params.iter().filter(|p| p.3).map(|p| p.0).collect())
+}
+
 /// Whether `name` is one of the edit tools.
 pub fn is_edit(name: &str) -> bool {
     EDITS.iter().any(|e| e.name == name)

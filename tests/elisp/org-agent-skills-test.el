@@ -124,4 +124,89 @@ List stuck projects first.
             (should-not org-agent-skills--inactive))
         (delete-directory (car org-agent-skill-directories) t)))))
 
+(defconst org-agent-skills-test--skill-md
+  "---
+name: pdf-tools
+description: >-
+  Extracts text from PDF files.
+  Use when the user mentions PDFs.
+allowed-tools: Read set_todo
+---
+
+# PDF tools
+
+* Run pdftotext first.
+"
+  "An Agent Skills SKILL.md whose body has a line Org would read as a headline.")
+
+(ert-deftest org-agent-skills-agent-skills-load-and-import ()
+  "A SKILL.md folder loads as an imported skill; importing it writes a SKILL.org that loads."
+  (org-agent-test-with-store
+    (let* ((dir (make-temp-file "org-agent-skills" t))
+           (imports (make-temp-file "org-agent-agent-skills" t))
+           (org-agent-skill-directories (list dir))
+           (org-agent-skill-import-directories (list imports))
+           (folder (expand-file-name "pdf-tools" imports))
+           (broken (expand-file-name "broken" imports)))
+      (unwind-protect
+          (progn
+            (make-directory (expand-file-name "references" folder) t)
+            (make-directory broken)
+            (with-temp-file (expand-file-name "SKILL.md" folder)
+              (insert org-agent-skills-test--skill-md))
+            (with-temp-file (expand-file-name "references/FORMS.md" folder)
+              (insert "# Forms\n"))
+            (with-temp-file (expand-file-name "SKILL.md" broken)
+              (insert "---\nname: other\ndescription: d\n---\nBody\n"))
+            ;; The user's directories, the shipped one, then the import ones not already
+            ;; listed as the user's.
+            (let ((org-agent-skill-import-directories (list (concat dir "/") imports)))
+              (should (equal (org-agent-skills--directories)
+                             (list (cons dir 'user)
+                                   (cons (expand-file-name "skills" org-agent--source-directory)
+                                         'shipped)
+                                   (cons imports 'imported)))))
+            (org-agent-skills-test--reload)
+            (let ((pdf (org-agent-skills-test--named "pdf-tools")))
+              (should (eq (plist-get pdf :status) 'active))
+              (should (eq (plist-get pdf :source) 'imported))
+              (should (equal (plist-get pdf :description)
+                             "Extracts text from PDF files. Use when the user mentions PDFs."))
+              (should (equal (plist-get pdf :file) (expand-file-name "SKILL.md" folder))))
+            (should (cl-find-if
+                     (lambda (s)
+                       (string-match-p "broken/SKILL.md:2: the name \"other\" is not its folder's"
+                                       (or (plist-get s :reason) "")))
+                     (org-agent-skills-list)))
+            (let ((target (org-agent-import-skill folder)))
+              (should (equal target (expand-file-name "pdf-tools/SKILL.org" dir)))
+              (with-temp-buffer
+                (insert-file-contents target)
+                (should (search-forward "#+SKILL_NAME: pdf-tools\n" nil t))
+                ;; The body verbatim, its headline-like line escaped as Org escapes it.
+                (should (search-forward (concat "#+begin_src markdown\n# PDF tools\n\n"
+                                                ",* Run pdftotext first.\n#+end_src\n")
+                                        nil t))
+                (should (search-forward "** FORMS.md :reference:" nil t))
+                (should (re-search-forward "^| set_todo +| - +| ask +|" nil t))
+                (should-not (re-search-forward "| allow +|" nil t)))
+              (org-agent-skills-test--reload)
+              (let ((pdf (org-agent-skills-test--named "pdf-tools")))
+                (should (eq (plist-get pdf :status) 'active))
+                (should (eq (plist-get pdf :source) 'user))
+                (should (equal (plist-get pdf :file) target)))
+              ;; The SKILL.md of the same name yields to the user's Org version, and says so.
+              (should (cl-find-if
+                       (lambda (s) (string-match-p "pdf-tools is already loaded"
+                                                   (or (plist-get s :reason) "")))
+                       (org-agent-skills-list)))
+              (cl-letf (((symbol-function 'yes-or-no-p) (lambda (&rest _) nil)))
+                (should-error (org-agent-import-skill folder) :type 'user-error)))
+            (let ((err (should-error (org-agent-import-skill broken) :type 'org-agent-error)))
+              (should (string-match-p "broken/SKILL.md:2: " (cadr err))))
+            (should-not (file-exists-p (expand-file-name "broken/SKILL.org" dir))))
+        (delete-directory dir t)
+        (delete-directory imports t)
+        (org-agent-skills-test--reload)))))
+
 ;;; org-agent-skills-test.el ends here
