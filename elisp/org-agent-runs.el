@@ -48,6 +48,15 @@ They are always in `org-agent-log'."
   :type 'boolean
   :group 'org-agent)
 
+(defcustom org-agent-skill-idle-seconds 300
+  "Seconds of idleness after which skills triggered on idle run.
+nil means never."
+  :type '(choice (const :tag "Never" nil) number)
+  :group 'org-agent)
+
+(defvar org-agent-runs--idle-timer nil
+  "The idle timer of the skills triggered on idle.")
+
 (defvar org-agent-approvals-queued-functions nil
   "Functions called with each `skill-run' event of kind `queued'.
 `org-agent-approvals' previews and lists the proposal.")
@@ -131,6 +140,43 @@ start of the turn and the user is asked as in any chat turn."
     (error (message "org-agent: skill %s did not start: %s"
                     (plist-get event :skill) (error-message-string err)))))
 
+(defun org-agent-runs--idle ()
+  "Fire the triggers of Emacs being idle."
+  (when org-agent--started
+    (org-agent--fire-trigger 'idle nil nil)))
+
+(defvar org-capture-last-stored-marker)
+(defvar org-note-abort)
+
+(defun org-agent-runs--after-capture ()
+  "Fire the capture triggers of the entry just captured.
+The target buffer is ingested first, so that the store has the entry."
+  (when-let* ((org-agent--started)
+              ((not org-note-abort))
+              (marker (and (boundp 'org-capture-last-stored-marker)
+                           org-capture-last-stored-marker))
+              (buffer (marker-buffer marker))
+              (file (buffer-file-name buffer)))
+    (let ((pos (marker-position marker)))
+      (with-current-buffer buffer
+        (when (derived-mode-p 'org-mode)
+          (org-agent-ingest-buffer
+           buffer t
+           (lambda (_event)
+             (org-agent--fire-trigger 'capture (expand-file-name file) pos))))))))
+
+(defun org-agent-runs--start ()
+  "Watch for Emacs's own trigger events: idleness and captures.
+Run when org-agent starts, so that loading this file changes no hook
+of Emacs itself."
+  (when org-agent-runs--idle-timer
+    (cancel-timer org-agent-runs--idle-timer))
+  (setq org-agent-runs--idle-timer
+        (and org-agent-skill-idle-seconds
+             (run-with-idle-timer org-agent-skill-idle-seconds t #'org-agent-runs--idle)))
+  (add-hook 'org-capture-after-finalize-hook #'org-agent-runs--after-capture))
+
+(add-hook 'org-agent-start-hook #'org-agent-runs--start)
 (add-hook 'org-agent-skill-run-functions #'org-agent-runs--event)
 (add-hook 'org-agent-skill-triggered-functions #'org-agent-runs--triggered)
 

@@ -242,7 +242,11 @@ become ask rules (a skill never allows).  Return the new file."
 Run when org-agent starts, so that loading this file changes no hook
 of Emacs itself."
   (add-hook 'after-save-hook #'org-agent-skills--after-save)
-  (org-agent-skills-reload))
+  ;; Skills triggered at start-up need to be loaded first.
+  (org-agent-skills-reload
+   (lambda (event)
+     (unless (eq (plist-get event :type) 'failed)
+       (org-agent--fire-trigger 'startup nil nil)))))
 
 (add-hook 'org-agent-start-hook #'org-agent-skills--start)
 

@@ -500,7 +500,9 @@ mod tests {
         )
         .unwrap();
         let (q, warning) = Approvals::open(dir.path());
-        assert!(warning.unwrap().contains("line 1: not PENDING, APPROVED or DENIED"));
+        assert!(warning
+            .unwrap()
+            .contains("line 1: not PENDING, APPROVED or DENIED"));
         assert!(q.all().is_empty());
         let aside: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()

@@ -187,6 +187,12 @@ impl Operator for Background {
     }
 
     fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>> {
+        // The file it edits, so that the save it makes does not start the skill again.
+        let edited = match action.target() {
+            (_, Some(file)) => Some(file.to_owned()),
+            (Some(id), None) => self.rt.store().node(id).map(|n| n.doc.path.to_string()),
+            (None, None) => None,
+        };
         let (tx, rx) = oneshot::channel();
         let reply = self.rt.expect_reply(self.request, Pending::Result(tx));
         self.rt.push(Event::Actuate {
@@ -194,7 +200,11 @@ impl Operator for Background {
             reply,
             action: action.to_sexp(),
         });
+        let (rt, skill) = (self.rt, self.skill.clone());
         Box::pin(async move {
+            if let Some(file) = &edited {
+                rt.trigger_state().note_own_edit(&skill, file);
+            }
             rx.await
                 .unwrap_or_else(|_| Err("Emacs dropped the action without running it".into()))
         })

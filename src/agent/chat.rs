@@ -101,7 +101,8 @@ fn attach_skills(eq: &mut Equipment, skills: Arc<[Skill]>) {
     for skill in skills.iter().filter(|s| !s.gate.is_empty()) {
         eq.gates.attach(gate_rules(skill, eq.notes.clone()));
     }
-    if !skills.is_empty() {
+    // Skills always in use (the agent's own, safety) are never loaded on demand.
+    if disclosure::offered(&skills).next().is_some() {
         eq.tools.push(Arc::new(disclosure::use_skill_tools(skills)));
     }
 }

@@ -12,6 +12,7 @@ pub mod options;
 pub mod runtime;
 pub mod semantic;
 pub mod telemetry;
+pub mod triggers;
 pub mod turn;
 
 pub use event::Event;

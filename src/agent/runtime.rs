@@ -9,6 +9,7 @@ use super::background::SkillRuns;
 use super::event::{ChatUpdate, Event};
 use super::operator::Approval;
 use super::telemetry::Telemetry;
+use super::triggers::TriggerState;
 use super::turn::Conversation;
 use crate::agent::semantic::Semantic;
 use crate::gates::budget::Ledger;
@@ -17,7 +18,7 @@ use crate::llm::embeddings::{EmbeddingBackend, EmbeddingClient};
 use crate::llm::http::{Backend, CancelToken};
 use crate::notes::{Notes, Privacy};
 use crate::sexp::Sexp;
-use crate::skills::{load::load_dirs, Skill, Source};
+use crate::skills::{load::load_dirs, On, Skill, Source};
 use crate::store::vectors::{write_atomic, VectorError, VectorIndex};
 use crate::store::{Config, OpenReport, Store, StoreError, TodoKeywords};
 use futures_util::FutureExt;
@@ -72,6 +73,8 @@ pub struct Runtime {
     /// What background runs proposed and the user has not yet decided (kept beside the
     /// store).
     approvals: RwLock<Arc<Approvals>>,
+    /// Own edits and intervals the triggers remember.
+    triggers: TriggerState,
 }
 
 /// The vector index's file in the state directory.
@@ -159,6 +162,7 @@ impl Runtime {
             skills: RwLock::new(Arc::from(Vec::new())),
             runs: SkillRuns::default(),
             approvals: RwLock::new(Arc::new(Approvals::in_memory())),
+            triggers: TriggerState::default(),
         })
     }
 
@@ -456,9 +460,16 @@ impl Runtime {
         let store = self.store();
         let generation = store.reserve_generation(&file);
         self.spawn(request, Some(file.clone()), move || {
+            let before = store.state().files.get(file.as_str()).cloned();
             let event = match store.ingest_text(&file, &text, todo.as_ref(), None, Some(generation))
             {
-                Ok(Some(report)) => Event::Ingested { request, report },
+                Ok(Some(report)) => {
+                    if report.changed {
+                        let after = store.state().files.get(file.as_str()).cloned();
+                        self.fire_file_triggers(&file, before.as_ref(), after.as_ref());
+                    }
+                    Event::Ingested { request, report }
+                }
                 Ok(None) => Event::Superseded { request, file },
                 Err(e) => Event::Failed {
                     request,
@@ -476,8 +487,15 @@ impl Runtime {
         let request = self.next_id();
         let store = self.store();
         self.spawn(request, Some(file.clone()), move || {
+            let before = store.state().files.get(file.as_str()).cloned();
             self.push(match store.ingest_file(&file, false) {
-                Ok(report) => Event::Ingested { request, report },
+                Ok(report) => {
+                    if report.changed {
+                        let after = store.state().files.get(report.file.as_str()).cloned();
+                        self.fire_file_triggers(&file, before.as_ref(), after.as_ref());
+                    }
+                    Event::Ingested { request, report }
+                }
                 Err(e) => Event::Failed {
                     request,
                     file: Some(file),
@@ -762,6 +780,14 @@ impl Runtime {
             *self.skills.write() = Arc::from(loaded.active);
             // Their authors may have fixed what suspended them.
             self.runs.resume_all();
+            if self.skills().iter().any(|s| {
+                s.trigger
+                    .on
+                    .iter()
+                    .any(|on| matches!(on, On::Cron | On::Every))
+            }) {
+                self.ensure_scheduler();
+            }
             self.with_telemetry(|t| {
                 t.log(
                     "skills",
@@ -783,6 +809,11 @@ impl Runtime {
     /// The background runs of skills.
     pub fn runs(&self) -> &SkillRuns {
         &self.runs
+    }
+
+    /// What the skills' triggers remember.
+    pub(super) fn trigger_state(&self) -> &TriggerState {
+        &self.triggers
     }
 
     /// The approvals queue of the open store's state directory.

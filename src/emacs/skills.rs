@@ -103,3 +103,43 @@ fn approvals_file<'e>(env: &'e Env) -> Result<Value<'e>> {
         None => ().into_lisp(env),
     }
 }
+
+/// Fire the skills' triggers of an Emacs event: KIND is `idle', `startup' or `capture'
+/// (of the node at position POS in FILE, as last ingested).  Return the names of the skills
+/// it fired; each run starts with a `skill-triggered' event.
+#[defun]
+fn fire_trigger<'e>(
+    env: &'e Env,
+    kind: Value<'e>,
+    file: Value<'e>,
+    pos: Value<'e>,
+) -> Result<Value<'e>> {
+    let name: String = env.call("symbol-name", [kind])?.into_rust()?;
+    let on = match crate::skills::On::from_name(&name) {
+        Some(
+            on
+            @ (crate::skills::On::Idle | crate::skills::On::Startup | crate::skills::On::Capture),
+        ) => on,
+        _ => {
+            return fail(
+                env,
+                format!("Emacs fires idle, startup or capture triggers, not {name}"),
+            )
+        }
+    };
+    let file = if file.is_not_nil() {
+        Some(super::convert::file_arg(env, file)?)
+    } else {
+        None
+    };
+    let pos: Option<i64> = pos.into_rust()?;
+    let capture = file
+        .as_deref()
+        .zip(pos.map(|p| p.clamp(0, u32::MAX as i64) as u32));
+    let fired = runtime(env)?.fire_emacs_trigger(on, capture);
+    let names = fired
+        .into_iter()
+        .map(|n| n.into_lisp(env))
+        .collect::<Result<Vec<_>>>()?;
+    list(env, names)
+}

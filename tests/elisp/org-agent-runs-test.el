@@ -25,7 +25,7 @@
 #+DESCRIPTION: Use when the plumber has been.
 * Trigger
 :PROPERTIES:
-:ON: user save
+:ON: user
 :END:
 * Prompt
 Close the plumbing tasks that are done.
@@ -60,7 +60,10 @@ OUTCOME) of finished runs, newest first."
              (let (report)
                (org-agent-skills-reload (lambda (e) (setq report e)))
                (should (org-agent-test-wait (lambda () report) 30)))
-             (should (equal (plist-get (car (org-agent-skills-list)) :name) "plumbing"))
+             (should (eq (plist-get (seq-find (lambda (s) (equal (plist-get s :name) "plumbing"))
+                                              (org-agent-skills-list))
+                                    :status)
+                         'active))
              ,@body)
          (dolist (b (buffer-list))
            (when (and (buffer-file-name b) (string-prefix-p notes (buffer-file-name b)))
@@ -240,5 +243,82 @@ OUTCOME) of finished runs, newest first."
       ;; A slash that names no skill is plain text.
       (should (equal (org-agent-chat--skill-invocation "/etc/hosts is broken")
                      '(nil . "/etc/hosts is broken"))))))
+
+;; The trigger test's skill: a save of tasks.org that changes an open task fires it.
+(defconst org-agent-runs-test--on-save
+  "#+SKILL_NAME: task-keeper
+#+DESCRIPTION: Keeps tasks tidy after each save.
+* Trigger
+:PROPERTIES:
+:ON: save
+:MATCH: TODO=\"TODO\"
+:PATHS: tasks.org
+:END:
+* Prompt
+Close what the note says is done.
+* Tests
+** a changed open task in tasks.org fires :trigger:
+:PROPERTIES:
+:EVENT: save
+:FILE: /notes/tasks.org
+:EXPECT: fires
+:END:
+#+begin_example
+,* TODO Call the plumber
+#+end_example
+** another file is quiet :trigger:
+:PROPERTIES:
+:EVENT: save
+:FILE: /notes/journal.org
+:EXPECT: quiet
+:END:
+#+begin_example
+,* TODO Call the plumber
+#+end_example
+"
+  "A skill triggered by saves of tasks.org.")
+
+(ert-deftest org-agent-runs-a-matching-save-fires-the-skill ()
+  "Saving a note the skill's trigger matches runs it; a save it does not match does not."
+  (org-agent-runs-test--with-skill
+    (let* ((file (expand-file-name "tasks.org" notes))
+           (tasks (find-file-noselect file))
+           (triggered nil)
+           (org-agent-skill-triggered-functions
+            (cons (lambda (e) (push (plist-get e :skill) triggered))
+                  org-agent-skill-triggered-functions)))
+      (add-hook 'after-save-hook #'org-agent--after-save)
+      (unwind-protect
+          (progn
+            (with-temp-file (expand-file-name "task-keeper.skill.org" skills)
+              (insert org-agent-runs-test--on-save))
+            (let (report)
+              (org-agent-skills-reload (lambda (e) (setq report e)))
+              (org-agent-test-wait (lambda () report) 30))
+            (should (eq (plist-get (seq-find (lambda (s) (equal (plist-get s :name) "task-keeper"))
+                                             (org-agent-skills-list))
+                                   :status)
+                        'active))
+            ;; A save of another note fires nothing.
+            (with-current-buffer (find-file-noselect (expand-file-name "journal.org" notes))
+              (goto-char (point-max))
+              (insert "\nA quiet day.\n")
+              (save-buffer))
+            (org-agent-test-server-push :text "Nothing to close.")
+            (with-current-buffer tasks
+              (goto-char (point-min))
+              (re-search-forward "^\\*\\* TODO Call the plumber about the leak")
+              (end-of-line)
+              (insert "\nThe plumber came on Monday.")
+              (save-buffer))
+            (should (org-agent-test-wait (lambda () finished) 60))
+            (should (equal triggered '("task-keeper")))
+            (pcase-let ((`(,name ,outcome) (car finished)))
+              (should (equal name "task-keeper"))
+              (should (eq (plist-get outcome :outcome) 'done)))
+            (should (string-match-p
+                     (regexp-quote (format "because of: a save of %s" file))
+                     (format "%S" (car (org-agent-test-server-requests))))))
+        (remove-hook 'after-save-hook #'org-agent--after-save)))))
 
 ;;; org-agent-runs-test.el ends here
