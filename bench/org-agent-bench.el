@@ -35,7 +35,7 @@
 ;;   ORG_AGENT_BENCH_EVERY      org-element times every Nth file (4)
 ;;   ORG_AGENT_BENCH_CORPUS     corpus directory (../shared/corpus)
 ;;   ORG_AGENT_BENCH_KEEP       non-empty: keep the temporary directory
-;;   ORG_AGENT_BENCH_ONLY       "chat": only section 6 (on the memex);
+;;   ORG_AGENT_BENCH_ONLY       "chat": only section 6 (on the memex); "skills": only section 9;
 ;;                              "hostile": only section 8
 ;;   ORG_AGENT_BENCH_HOSTILE_TIMEOUT  seconds one hostile case may take (60)
 ;;   ORG_AGENT_BENCH_ZEROS_MB   MB of zeros after the store log (1024)
@@ -825,6 +825,131 @@ HEADLINES is how many headlines it holds."
   (org-agent-bench--save-one "1MB" (org-agent-bench--save-text memex-files 1000000) 7)
   (org-agent-bench--save-one "4MB" (org-agent-bench--save-text memex-files 4000000) 7))
 
+;;;; 9. Skills: loading them, and what a save costs when they listen
+
+(defun org-agent-bench--skill-text (n trigger)
+  "Skill N with the TRIGGER properties, a gate rule and a gate test."
+  (format "#+SKILL_NAME: bench-%d
+#+DESCRIPTION: Use for the chores of area %d: reviews, projects and their tasks.
+* Trigger
+:PROPERTIES:
+%s
+:END:
+* Prompt
+Do the chores of area %d.
+* Gate
+| action   | condition                    | decision | reason                   |
+| set_todo | state=DONE & open-children>0 | deny     | close its children first |
+* Tests
+** closing an open project is denied :gate:
+:PROPERTIES:
+:ACTION: set_todo
+:TARGET: Project
+:ARGS: state=DONE
+:EXPECT: deny
+:END:
+#+begin_example
+,* TODO Project
+,** TODO Step
+#+end_example
+" n n trigger n))
+
+(defun org-agent-bench--write-skills (dir count extra)
+  "Write COUNT skills into DIR that no save of the benchmark fires, and EXTRA after them.
+A fifth listens to saves of another file, a fifth to TODO changes of
+DONE projects, the rest to schedules, intervals or the model."
+  (make-directory dir t)
+  (dotimes (n count)
+    (with-temp-file (expand-file-name (format "bench-%d.skill.org" n) dir)
+      (insert (org-agent-bench--skill-text
+               n (pcase (% n 5)
+                   (0 ":ON: model save\n:PATHS: elsewhere-*.org")
+                   (1 ":ON: model todo-change\n:MATCH: +project/DONE")
+                   (2 (format ":ON: model cron\n:SCHEDULE: %d 3 * * SUN" (% n 60)))
+                   (3 ":ON: model every\n:EVERY: 1d")
+                   (_ ":ON: model user"))))))
+  (when extra
+    (with-temp-file (expand-file-name "bench-fires.skill.org" dir)
+      (insert (org-agent-bench--skill-text count ":ON: save\n:PATHS: skills-save-fires.org")))))
+
+(defun org-agent-bench--load-skills (dir extra)
+  "Load 50 skills (and EXTRA) from DIR; return the seconds it took, as Emacs waits."
+  (delete-directory dir t)
+  (org-agent-bench--write-skills dir 50 extra)
+  (let ((org-agent-skill-directories (list dir))
+        (org-agent-skill-import-directories nil)
+        report)
+    (let ((secs (org-agent-bench--time
+                  (org-agent-skills-reload (lambda (e) (setq report e)))
+                  (org-agent-bench--wait-for (lambda () report) 60))))
+      (unless (= (length (plist-get report :active)) (+ 50 2 (if extra 1 0)))
+        (error "Skills did not load: %S" (plist-get report :inactive)))
+      secs)))
+
+(defun org-agent-bench--skills-save (runs label)
+  "Main-thread ms of RUNS saves of a new 200-headline note (median), and how many fired.
+The note is skills-save-LABEL.org."
+  (let* ((file (expand-file-name (format "skills-save-%s.org" label) org-agent-bench--tmp))
+         (buf (progn (with-temp-file file
+                       (dotimes (i 200)
+                         (insert (format "* TODO Task %d :project:\nSome notes about %d.\n" i i))))
+                     (let ((enable-local-variables nil)) (find-file-noselect file))))
+         (fired 0)
+         (org-agent-skill-triggered-functions
+          (list (lambda (_) (cl-incf fired))))
+         times)
+    (with-current-buffer buf
+      (dotimes (i runs)
+        (goto-char (point-max))
+        (insert (format "* TODO Edit %d :project:\n" i))
+        (garbage-collect)
+        (let ((request nil))
+          (push (* 1000 (org-agent-bench--time (setq request (org-agent--after-save)))) times)
+          (org-agent-bench--wait request)
+          ;; Let the trigger's event arrive before the next save.
+          (org-agent-bench--wait-for (lambda () nil) 0.05)))
+      (set-buffer-modified-p nil))
+    ;; The last save's trigger, judged on a worker, may still be on its way.
+    (org-agent-bench--wait-for (lambda () (>= fired runs)) 2)
+    (kill-buffer buf)
+    (list (org-agent-bench--median times) fired)))
+
+(defun org-agent-bench-skills (headlines)
+  "Section 9: 50 skills with HEADLINES in the store."
+  (org-agent-bench--out "\n== 9. Skills: 50 loaded (store: %d headlines)" headlines)
+  (let* ((dir (expand-file-name "skills/" org-agent-bench--tmp))
+         (org-agent-skill-directories (list dir))
+         (org-agent-skill-import-directories nil)
+         (load-secs (org-agent-bench--median
+                     (cl-loop repeat 5 collect (org-agent-bench--load-skills dir nil)))))
+    (org-agent-bench--out "  load 50 skills (parse, run their tests, order), as Emacs waits: %.1f ms (median of 5)"
+                          (* 1000 load-secs))
+    (org-agent-bench--row "load 50 skills (parse, test, order), as Emacs waits"
+                          (* 1000 load-secs) "ms" "<= 100"
+                          (org-agent-bench--verdict (* 1000 load-secs) '<= 100))
+    ;; Nothing listening, then 50 skills of which none fires, then one that fires.
+    (let* ((org-agent-skill-directories (list (make-temp-file "org-agent-no-skills" t)))
+           (none (progn (org-agent-skills-reload) (org-agent-bench--wait-for (lambda () nil) 1)
+                        (org-agent-bench--skills-save 15 "none"))))
+      (org-agent-bench--load-skills dir nil)
+      (let ((quiet (org-agent-bench--skills-save 15 "quiet")))
+        (org-agent-bench--load-skills dir t)
+        (let ((firing (org-agent-bench--skills-save 15 "fires")))
+          (org-agent-bench--out "  save of a 200-headline note, main thread (median of 15): no skill listening %.3f ms; 50 skills, none fires %.3f ms; one fires %.3f ms (%d/15 fired)"
+                                (car none) (car quiet) (car firing) (cadr firing))
+          (org-agent-bench--row "save, no skill listening: main thread (median)"
+                                (car none) "ms" "baseline" "")
+          (org-agent-bench--row "save, 50 skills, none fires: main thread (median)"
+                                (car quiet) "ms" "<= baseline + 1"
+                                (org-agent-bench--verdict (- (car quiet) (car none)) '<= 1))
+          (org-agent-bench--row (format "save that fires a skill: main thread (median; %d/15 fired)"
+                                        (cadr firing))
+                                (car firing) "ms" "" "")
+          (unless (and (= (cadr quiet) 0) (= (cadr firing) 15))
+            (error "Triggers fired %d times with none listening, %d of 15 with one"
+                   (cadr quiet) (cadr firing))))))
+    (org-agent-skills-reload)))
+
 ;;;; 6. Streaming into the chat
 
 (defvar org-agent-bench--main-depth 0 "Nesting of measured main-thread work.")
@@ -1282,7 +1407,8 @@ Return its plist, or (:case NAME :timeout t)."
 (defun org-agent-bench-run ()
   "Run the whole benchmark and print the report."
   (let ((start (current-time))
-        (only-chat (equal (getenv "ORG_AGENT_BENCH_ONLY") "chat")))
+        (only-chat (equal (getenv "ORG_AGENT_BENCH_ONLY") "chat"))
+        (only-skills (equal (getenv "ORG_AGENT_BENCH_ONLY") "skills")))
     (org-agent-bench--setup)
     (when (equal (getenv "ORG_AGENT_BENCH_ONLY") "hostile")
       (unwind-protect
@@ -1293,7 +1419,7 @@ Return its plist, or (:case NAME :timeout t)."
     (unwind-protect
         (progn
           (org-agent-bench--header)
-          (unless only-chat (org-agent-bench-ingest-corpus))
+          (unless (or only-chat only-skills) (org-agent-bench-ingest-corpus))
           (org-agent-bench--progress "generating the memex (%d x %d headlines)..."
                                      org-agent-bench-files org-agent-bench-per-file)
           (let* ((files nil)
@@ -1303,19 +1429,22 @@ Return its plist, or (:case NAME :timeout t)."
                                           org-agent-bench-files org-agent-bench-per-file))))
                  (memex (progn
                           (org-agent-bench--progress "memex generated in %.1f s" gen-secs)
-                          (if only-chat
+                          (if (or only-chat only-skills)
                               (org-agent-bench--dir-ingest
                                (expand-file-name "memex/" org-agent-bench--tmp) "state-chat")
                             (org-agent-bench-ingest-memex files))))
                  (dir (plist-get memex :dir))
                  (headlines (plist-get memex :headlines)))
-            (unless only-chat
+            (unless (or only-chat only-skills)
               (org-agent-bench-queries files headlines)
               (org-agent-bench-store-open dir (plist-get (org-agent-store-stats) :nodes))
               (org-agent-bench-memory dir headlines)
               (org-agent-bench-save files)
               (org-agent-bench-hostile))
-            (org-agent-bench-chat (plist-get (org-agent-store-stats) :headlines)))
+            (unless only-skills
+              (org-agent-bench-chat (plist-get (org-agent-store-stats) :headlines)))
+            (unless only-chat
+              (org-agent-bench-skills (plist-get (org-agent-store-stats) :headlines))))
           (org-agent-bench--summary)
           (org-agent-bench--out "\n  total run time %.0f s" (float-time (time-since start))))
       (ignore-errors (org-agent-flush))
