@@ -36,7 +36,7 @@
 (defconst org-agent--module-functions
   '((org-agent--action-names)
     (org-agent--set-redisplay-interval seconds)
-    (org-agent--load-skills dirs)
+    (org-agent--load-skills dirs disabled)
     (org-agent--import-skill file)
     (org-agent--version)
     (org-agent--configure todo done org-version no-inherit snapshots)

@@ -22,6 +22,7 @@
 (require 'org-agent-base)
 (require 'org-agent-store)
 (require 'tabulated-list)
+(require 'cl-lib)
 (org-agent--declare-module-functions)
 
 ;;;; Options
@@ -38,6 +39,12 @@ come after them, so a user's skill of the same name wins;
   :type '(repeat directory)
   :group 'org-agent)
 
+(defcustom org-agent-disabled-skills nil
+  "Names of skills that do not load, nor the skills that depend on them.
+\\<org-agent-skills-mode-map>In `org-agent-skills', \\[org-agent-skills-disable] and \\[org-agent-skills-enable] change it."
+  :type '(repeat string)
+  :group 'org-agent)
+
 (defcustom org-agent-skill-import-directories
   '("~/.agents/skills" "~/.claude/skills")
   "Directories of Agent Skills (NAME/SKILL.md folders) to load read-only.
@@ -51,7 +58,7 @@ skills, so those win over an imported skill of the same name."
 
 (defvar org-agent-skills--active nil
   "The active skills, as the module last reported them.
-Each is a plist (:name :description :file).")
+Each is a plist (:name :description :file :source :triggers :tests-passed).")
 
 (defvar org-agent-skills--inactive nil
   "The skills (or files) that are not active, as (NAME . REASON).")
@@ -100,23 +107,46 @@ CALLBACK, if given, is called with the module's report (a plist
 with :active and :inactive).  Return the request id."
   (interactive)
   (org-agent--require-started)
-  (let ((request (org-agent--load-skills (org-agent-skills--directories))))
+  (let ((request (org-agent--load-skills (org-agent-skills--directories)
+                                         org-agent-disabled-skills)))
     (puthash request (lambda (event) (org-agent-skills--loaded event callback))
              org-agent--callbacks)
     request))
 
 (defun org-agent-skills-list ()
   "Return every skill as a plist.
-Its keys are :name :description :file :source :status :reason.
-:source is `user', `shipped', `imported' or `agent' (nil for an
-inactive skill); :status is `active' or `inactive'; :reason says
-why a skill is not active."
-  (append (mapcar (lambda (s) (append s (list :status 'active :reason nil)))
-                  org-agent-skills--active)
-          (mapcar (lambda (pair)
-                    (list :name (car pair) :description nil :file nil :source nil
-                          :status 'inactive :reason (cdr pair)))
-                  org-agent-skills--inactive)))
+Its keys are :name :description :file :source :status :reason
+:triggers :tests-passed :tests-failed :runs :failures :last-run
+:seconds.  :source is `user', `shipped', `imported' or `agent' (nil
+for a skill that did not load); :status is `active', `suspended'
+\(it failed too often in a row: :reason says how), `disabled'
+\(`org-agent-disabled-skills') or `failed' (:reason says why: its
+file, its tests or its dependencies); :triggers are its :ON: words;
+:runs and :failures count its background runs, :last-run is when
+the last ended (seconds since the epoch)."
+  (let ((stats (and org-agent--started (org-agent--skill-stats))))
+    (mapcar
+     (lambda (skill)
+       (let* ((run (seq-find (lambda (s) (equal (plist-get s :name) (plist-get skill :name)))
+                             stats))
+              (suspended (plist-get run :suspended)))
+         (append skill
+                 (and suspended (list :status 'suspended :reason suspended))
+                 (list :runs (or (plist-get run :runs) 0)
+                       :failures (or (plist-get run :failures) 0)
+                       :last-run (plist-get run :last-run)
+                       :seconds (or (plist-get run :seconds) 0)))))
+     (append (mapcar (lambda (s) (append s (list :status 'active :reason nil :tests-failed 0)))
+                     org-agent-skills--active)
+             (mapcar (lambda (pair)
+                       (list :name (car pair) :description nil :file nil :source nil
+                             :status (if (string-prefix-p "disabled" (cdr pair))
+                                         'disabled
+                                       'failed)
+                             :reason (cdr pair) :triggers nil
+                             :tests-passed nil
+                             :tests-failed (and (string-match-p " test " (cdr pair)) 1)))
+                     org-agent-skills--inactive)))))
 
 (defun org-agent-skills--skill-file-p (file)
   "Return non-nil when FILE is a skill file.
@@ -183,15 +213,22 @@ become ask rules (a skill never allows).  Return the new file."
     (define-key map (kbd "RET") #'org-agent-skills-visit)
     (define-key map "o" #'org-agent-skills-visit)
     (define-key map "g" #'org-agent-skills-refresh)
+    (define-key map "t" #'org-agent-skills-refresh)
+    (define-key map "r" #'org-agent-skills-run)
+    (define-key map "d" #'org-agent-skills-disable)
+    (define-key map "e" #'org-agent-skills-enable)
     map)
   "Keys of the list of skills.")
 
 (define-derived-mode org-agent-skills-mode tabulated-list-mode "org-agent skills"
   "The skills org-agent knows, active or not, with why.
 \\<org-agent-skills-mode-map>\\[org-agent-skills-visit] opens a skill's file;
-\\[org-agent-skills-refresh] loads the skills again."
+\\[org-agent-skills-refresh] loads the skills again (running their tests);
+\\[org-agent-skills-run] runs the skill at point now, in the background;
+\\[org-agent-skills-disable] disables it, \\[org-agent-skills-enable] enables it."
   (setq tabulated-list-format
-        [("Skill" 24 t) ("Status" 9 t) ("Source" 9 t)
+        [("Skill" 22 t) ("Status" 10 t) ("Source" 9 t) ("Triggers" 16 t)
+         ("Last run" 12 t) ("Runs/fail" 9 t) ("Time" 7 t)
          ("What it is for, or why it is not active" 0 nil)])
   (setq tabulated-list-sort-key nil)
   (tabulated-list-init-header))
@@ -199,14 +236,54 @@ become ask rules (a skill never allows).  Return the new file."
 (defun org-agent-skills--entries ()
   "Return the list's entries: one per skill, the file as the entry's id."
   (mapcar (lambda (s)
-            (let ((active (eq (plist-get s :status) 'active)))
+            (let ((active (eq (plist-get s :status) 'active))
+                  (last (plist-get s :last-run)))
               (list (or (plist-get s :file) (plist-get s :name))
                     (vector (plist-get s :name)
-                            (if active "active" "inactive")
+                            (symbol-name (plist-get s :status))
                             (symbol-name (or (plist-get s :source) '-))
+                            (mapconcat #'symbol-name (plist-get s :triggers) " ")
+                            (if last (format-time-string "%m-%d %R" last) "")
+                            (format "%d/%d" (plist-get s :runs) (plist-get s :failures))
+                            (format "%.1fs" (plist-get s :seconds))
                             (or (if active (plist-get s :description) (plist-get s :reason))
                                 "")))))
           (org-agent-skills-list)))
+
+(defun org-agent-skills--name-at-point ()
+  "The name of the skill at point."
+  (let ((entry (tabulated-list-get-entry)))
+    (or (and entry (aref entry 0)) (user-error "No skill here"))))
+
+(defun org-agent-skills-run ()
+  "Run the skill at point now, in the background."
+  (interactive)
+  (let ((name (org-agent-skills--name-at-point)))
+    (if (fboundp 'org-agent-skill-run)
+        (progn (funcall 'org-agent-skill-run name nil "M-x org-agent-skills")
+               (message "org-agent: %s runs; its proposals go to M-x org-agent-approvals" name))
+      (user-error "Skill runs need org-agent-runs"))))
+
+(defun org-agent-skills--set-disabled (names)
+  "Make NAMES the disabled skills, for good when the custom file can be written."
+  (condition-case nil
+      (customize-save-variable 'org-agent-disabled-skills names)
+    (error (customize-set-variable 'org-agent-disabled-skills names)))
+  (org-agent-skills-refresh))
+
+(defun org-agent-skills-disable ()
+  "Disable the skill at point (and the skills that depend on it)."
+  (interactive)
+  (let ((name (org-agent-skills--name-at-point)))
+    (org-agent-skills--set-disabled (cl-adjoin name org-agent-disabled-skills :test #'equal))))
+
+(defun org-agent-skills-enable ()
+  "Enable the skill at point again."
+  (interactive)
+  (let ((name (org-agent-skills--name-at-point)))
+    (unless (member name org-agent-disabled-skills)
+      (user-error "%s is not disabled" name))
+    (org-agent-skills--set-disabled (remove name org-agent-disabled-skills))))
 
 (defun org-agent-skills--show ()
   "Fill the list of skills from what the module last reported."

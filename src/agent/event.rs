@@ -59,7 +59,7 @@ pub enum Event {
     /// source) in dependency order, and the inactive ones with why.
     SkillsLoaded {
         request: u64,
-        active: Vec<(String, String, String, &'static str)>,
+        active: Vec<SkillSummary>,
         inactive: Vec<(String, String)>,
     },
     /// Something happened in a background run of `skill` (see [`RunUpdate`]).
@@ -78,6 +78,36 @@ pub enum Event {
         file: Option<String>,
         message: String,
     },
+}
+
+/// An active skill as Emacs lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SkillSummary {
+    pub name: String,
+    pub description: String,
+    pub file: String,
+    pub source: &'static str,
+    /// Its `:ON:` words.
+    pub triggers: Vec<&'static str>,
+    /// Its tests that ran at load (all passed, or it would not be active).
+    pub tests: usize,
+}
+
+impl SkillSummary {
+    pub fn of(skill: &crate::skills::Skill) -> SkillSummary {
+        SkillSummary {
+            name: skill.name.clone(),
+            description: skill.description.clone(),
+            file: skill.file.clone(),
+            source: skill.source.name(),
+            triggers: skill.trigger.on.iter().map(|on| on.name()).collect(),
+            tests: skill
+                .tests
+                .iter()
+                .filter(|t| t.kind == "gate" || t.kind == "trigger")
+                .count(),
+        }
+    }
 }
 
 /// What a background run of a skill reports.
@@ -375,25 +405,31 @@ fn skill_run(request: u64, skill: &str, update: &RunUpdate) -> Sexp {
     .done()
 }
 
-/// `(:type skills-loaded :request N :active ((:name :description :file :source)…)
+/// `(:type skills-loaded :request N :active ((:name :description :file :source :triggers
+/// :tests-passed)…)
 /// :inactive ((NAME . REASON)…))`, `:source` a symbol (`user`, `shipped`, `imported`…).
-fn skills_loaded(
-    request: u64,
-    active: &[(String, String, String, &'static str)],
-    inactive: &[(String, String)],
-) -> Sexp {
+fn skills_loaded(request: u64, active: &[SkillSummary], inactive: &[(String, String)]) -> Sexp {
     let active = active
         .iter()
-        .map(|(name, description, file, source)| {
+        .map(|s| {
             Value::list(vec![
                 Value::keyword("name"),
-                Value::string(name.as_str()),
+                Value::string(s.name.as_str()),
                 Value::keyword("description"),
-                Value::string(description.as_str()),
+                Value::string(s.description.as_str()),
                 Value::keyword("file"),
-                Value::string(file.as_str()),
+                Value::string(s.file.as_str()),
                 Value::keyword("source"),
-                Value::symbol(*source),
+                Value::symbol(s.source),
+                Value::keyword("triggers"),
+                Value::list(
+                    s.triggers
+                        .iter()
+                        .map(|t| Value::symbol(*t))
+                        .collect::<Vec<_>>(),
+                ),
+                Value::keyword("tests-passed"),
+                Value::from(s.tests as u64),
             ])
         })
         .collect::<Vec<_>>();

@@ -6,6 +6,7 @@
 
 use super::approvals::Approvals;
 use super::background::SkillRuns;
+use super::event::SkillSummary;
 use super::event::{ChatUpdate, Event};
 use super::operator::Approval;
 use super::telemetry::Telemetry;
@@ -75,6 +76,29 @@ pub struct Runtime {
     approvals: RwLock<Arc<Approvals>>,
     /// Own edits and intervals the triggers remember.
     triggers: TriggerState,
+}
+
+/// Move the skills the user disabled, and those that depend on them, to the inactive ones.
+fn disable(loaded: &mut crate::skills::load::Loaded, disabled: &[String]) {
+    let mut off: Vec<String> = disabled.to_vec();
+    // Dependants follow their dependencies (the skills are in dependency order).
+    for s in &loaded.active {
+        if !off.contains(&s.name) && s.depends_on.iter().any(|d| off.contains(d)) {
+            off.push(s.name.clone());
+        }
+    }
+    let (keep, gone): (Vec<Skill>, Vec<Skill>) = std::mem::take(&mut loaded.active)
+        .into_iter()
+        .partition(|s| !off.contains(&s.name));
+    loaded.active = keep;
+    for s in gone {
+        let why = if disabled.contains(&s.name) {
+            "disabled (org-agent-disabled-skills)".to_string()
+        } else {
+            format!("disabled: it depends on {}", s.depends_on.join(", "))
+        };
+        loaded.inactive.insert(s.name.clone(), why);
+    }
 }
 
 /// The vector index's file in the state directory.
@@ -757,26 +781,19 @@ impl Runtime {
     /// Load the skills of `dirs` (each with the source of its skills) on a worker; they
     /// replace the active ones, and an [`Event::SkillsLoaded`] reports what is active and
     /// what is not, with why. Returns the request id at once.
-    pub fn load_skills_async(&'static self, dirs: Vec<(PathBuf, Source)>) -> u64 {
+    pub fn load_skills_async(
+        &'static self,
+        dirs: Vec<(PathBuf, Source)>,
+        disabled: Vec<String>,
+    ) -> u64 {
         let request = self.next_id();
         self.run_async(request, |_cancel| async move {
             let previous = self.skills();
-            let loaded = tokio::task::spawn_blocking(move || load_dirs(&dirs, &previous))
+            let mut loaded = tokio::task::spawn_blocking(move || load_dirs(&dirs, &previous))
                 .await
                 .map_err(|e| format!("loading the skills failed: {e}"))?;
-            let active: Vec<(String, String, String, &'static str)> = loaded
-                .active
-                .iter()
-                .map(|s| {
-                    let source = s.source.name();
-                    (
-                        s.name.clone(),
-                        s.description.clone(),
-                        s.file.clone(),
-                        source,
-                    )
-                })
-                .collect();
+            disable(&mut loaded, &disabled);
+            let active: Vec<SkillSummary> = loaded.active.iter().map(SkillSummary::of).collect();
             *self.skills.write() = Arc::from(loaded.active);
             // Their authors may have fixed what suspended them.
             self.runs.resume_all();

@@ -90,12 +90,15 @@ fn set_redisplay_interval(env: &Env, seconds: Value) -> Result<()> {
 /// Load the skills of DIRS, a list of (DIR . SOURCE) with SOURCE `shipped', `user',
 /// `imported' or `agent', on a worker: they replace the active skills every chat turn
 /// starts with.  Returns a request id at once; a `skills-loaded' event brings :active (a
-/// list of (:name :description :file), in dependency order) and :inactive (a list of
-/// (NAME-OR-FILE . REASON)).
+/// list of (:name :description :file :source :triggers :tests-passed), in dependency
+/// order) and :inactive (a list of
+/// (NAME-OR-FILE . REASON)).  The skills named in DISABLED, and those depending on them, are
+/// inactive.
 #[defun]
-fn load_skills(env: &Env, dirs: Value) -> Result<i64> {
+fn load_skills(env: &Env, dirs: Value, disabled: Value) -> Result<i64> {
     let dirs = config_from(env, dirs, crate::skills::load::dirs_from_sexp)?;
-    Ok(runtime(env)?.load_skills_async(dirs) as i64)
+    let disabled = string_list(env, disabled)?;
+    Ok(runtime(env)?.load_skills_async(dirs, disabled) as i64)
 }
 
 /// Return the `SKILL.org` text for the Agent Skills `SKILL.md` FILE (or the folder holding

@@ -108,6 +108,15 @@ impl On {
         On::ALL.iter().find(|(n, _)| *n == name).map(|(_, on)| *on)
     }
 
+    /// The word `:ON:` uses for it.
+    pub fn name(self) -> &'static str {
+        On::ALL
+            .iter()
+            .find(|(_, on)| *on == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("model")
+    }
+
     /// Whether a run started this way has no user waiting (a background run).
     pub fn is_background(self) -> bool {
         !matches!(self, On::Model | On::User)

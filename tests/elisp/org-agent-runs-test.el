@@ -244,6 +244,40 @@ OUTCOME) of finished runs, newest first."
       (should (equal (org-agent-chat--skill-invocation "/etc/hosts is broken")
                      '(nil . "/etc/hosts is broken"))))))
 
+(ert-deftest org-agent-runs-the-list-of-skills-shows-runs-and-disables ()
+  "`org-agent-skills' shows triggers, tests and runs; d disables a skill, e enables it."
+  (org-agent-runs-test--with-skill
+    (let ((plumbing (lambda () (seq-find (lambda (s) (equal (plist-get s :name) "plumbing"))
+                                         (org-agent-skills-list))))
+          (org-agent-disabled-skills nil))
+      (should (equal (plist-get (funcall plumbing) :triggers) '(user)))
+      (should (eql (plist-get (funcall plumbing) :tests-failed) 0))
+      (let ((runs (plist-get (funcall plumbing) :runs)))
+        (org-agent-test-server-push :text "Nothing to do.")
+        (with-current-buffer (progn (org-agent-skills) org-agent-skills-buffer-name)
+          (goto-char (point-min))
+          (search-forward "plumbing")
+          (call-interactively (key-binding "r")))
+        (should (org-agent-test-wait (lambda () finished) 60))
+        (should (= (plist-get (funcall plumbing) :runs) (1+ runs)))
+        (should (plist-get (funcall plumbing) :last-run)))
+      (cl-letf (((symbol-function 'customize-save-variable)
+                 (lambda (var value) (set var value))))
+        (with-current-buffer org-agent-skills-buffer-name
+          (goto-char (point-min))
+          (search-forward "plumbing")
+          (call-interactively (key-binding "d")))
+        (should (org-agent-test-wait
+                 (lambda () (eq (plist-get (funcall plumbing) :status) 'disabled)) 30))
+        (should (equal org-agent-disabled-skills '("plumbing")))
+        (should-error (org-agent-skill-run "plumbing") :type 'org-agent-error)
+        (with-current-buffer org-agent-skills-buffer-name
+          (goto-char (point-min))
+          (search-forward "plumbing")
+          (call-interactively (key-binding "e")))
+        (should (org-agent-test-wait
+                 (lambda () (eq (plist-get (funcall plumbing) :status) 'active)) 30))))))
+
 ;; The trigger test's skill: a save of tasks.org that changes an open task fires it.
 (defconst org-agent-runs-test--on-save
   "#+SKILL_NAME: task-keeper

@@ -59,7 +59,7 @@ List stuck projects first.
                           'active))
               (should (cl-find-if
                        (lambda (s)
-                         (and (eq (plist-get s :status) 'inactive)
+                         (and (eq (plist-get s :status) 'failed)
                               (string-match-p "broken\\.skill\\.org:1: no #\\+SKILL_NAME"
                                               (plist-get s :reason))))
                        skills)))
