@@ -309,3 +309,76 @@ fn concurrent_installs_into_an_empty_directory_both_succeed() {
     let len = std::fs::metadata(path.trim()).map(|m| m.len()).unwrap_or(0);
     assert!(len > 400_000_000, "no model file at {path}");
 }
+
+/// With a handful of skills active, the real model loads the one that fits with use_skill:
+/// it sees only their names and descriptions, and asks for the matching one by name.
+#[test]
+fn real_model_loads_the_matching_skill_with_use_skill() {
+    use org_agent::skills::disclosure::{catalog, use_skill_tools, USE_SKILL};
+    use org_agent::skills::{parse_skill, Skill, Source};
+    let server = start("qwen");
+    let mut eq = equipment(server.base_url());
+    let skill = |name: &str, description: &str| -> Skill {
+        let text = format!(
+            "#+SKILL_NAME: {name}\n#+DESCRIPTION: {description}\n* Prompt\nFollow the {name} steps.\n"
+        );
+        parse_skill(&format!("/skills/{name}.skill.org"), &text, Source::User).unwrap()
+    };
+    let skills: Arc<[Skill]> = Arc::from(vec![
+        skill(
+            "inbox-triage",
+            "Use to sort the items of the inbox into projects.",
+        ),
+        skill(
+            "weekly-review",
+            "Use for the weekly review: stuck projects, waiting items, the week ahead.",
+        ),
+        skill(
+            "daily-briefing",
+            "Use to tell the user what is scheduled today.",
+        ),
+        skill("link-gardener", "Use to find broken links between notes."),
+    ]);
+    eq.prompts.extend(catalog(&skills));
+    eq.tools.push(Arc::new(use_skill_tools(skills.clone())));
+    let cfg = TurnConfig {
+        temperature: Some(0.0),
+        max_depth: 2,
+        ..TurnConfig::default()
+    };
+    let mut conv = Conversation::default();
+    let mut events = Vec::new();
+    let result = runtime().block_on(run_turn(
+        &eq,
+        &mut conv,
+        "Let's do my weekly review. Load the skill for it with use_skill first.",
+        &cfg,
+        &CancelToken::new(),
+        |e| events.push(e),
+    ));
+    let loads: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            TurnEvent::Proposed { call, .. } if call.name == USE_SKILL => Some(
+                call.arguments["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        loads.first().map(String::as_str),
+        Some("weekly-review"),
+        "use_skill calls {loads:?}; result {result:?}; events {events:?}"
+    );
+    // The skill's prompt went back to the model as the tool's result.
+    assert!(
+        events.iter().any(
+            |e| matches!(e, TurnEvent::ToolResult { name, ok: true, content, .. }
+            if name == USE_SKILL && content.contains("Follow the weekly-review steps"))
+        ),
+        "{events:?}"
+    );
+}
