@@ -33,6 +33,8 @@ pub struct Passed {
 /// Run every `:gate:` and `:trigger:` test of `skill` (what loading a skill does); the
 /// first failure, naming its line.
 pub fn run_tests(skill: &Skill) -> Result<Passed, SkillError> {
+    // `:turn:` tests need a model server: the test suite runs them; here they must read.
+    super::turns::turn_scripts(skill)?;
     Ok(Passed {
         gate: run_gate_tests(skill)?,
         trigger: run_trigger_tests(skill)?,

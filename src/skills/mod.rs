@@ -18,6 +18,7 @@ mod parse;
 pub mod prompt;
 mod rules;
 pub mod trigger;
+pub mod turns;
 
 pub use check::{run_gate_tests, run_tests, run_trigger_tests, Passed};
 pub use cron::{Civil, Cron};

@@ -29,6 +29,7 @@ mod privacy;
 mod semantic;
 mod sexp_emacs;
 mod skills_shipped;
+mod skills_turns;
 mod store_history;
 mod store_hostile;
 mod store_ingest;

@@ -72,7 +72,8 @@ fn every_shipped_skill_reads_orders_and_passes_its_own_tests() {
                 "{}: {expects:?}",
                 s.name
             );
-            assert_eq!(run_gate_tests(s).ok(), Some(s.tests.len()), "{}", s.name);
+            let gate_tests = s.tests.iter().filter(|t| t.kind == "gate").count();
+            assert_eq!(run_gate_tests(s).ok(), Some(gate_tests), "{}", s.name);
         }
     }
     // Both are always in use: the model is offered nothing to load.
