@@ -21,6 +21,7 @@
 
 (require 'org-agent-base)
 (require 'org-agent-store)
+(require 'org-agent-tools)
 (require 'tabulated-list)
 (require 'cl-lib)
 (org-agent--declare-module-functions)
@@ -58,7 +59,8 @@ skills, so those win over an imported skill of the same name."
 
 (defvar org-agent-skills--active nil
   "The active skills, as the module last reported them.
-Each is a plist (:name :description :file :source :triggers :tests-passed).")
+Each is a plist (:name :description :file :source :triggers :tests-passed
+:elisp-tools).")
 
 (defvar org-agent-skills--inactive nil
   "The skills (or files) that are not active, as (NAME . REASON).")
@@ -96,7 +98,9 @@ Then call CALLBACK, if given, with EVENT."
     (when org-agent-skills--inactive
       (message "org-agent: %d skills active; not active: %s"
                (length org-agent-skills--active)
-               (mapconcat (lambda (pair) (cdr pair)) org-agent-skills--inactive "; "))))
+               (mapconcat (lambda (pair) (cdr pair)) org-agent-skills--inactive "; ")))
+    (when-let ((problems (org-agent-tools--define-skill-tools org-agent-skills--active)))
+      (message "org-agent: %s" (mapconcat #'identity problems "; "))))
   (when callback (funcall callback event)))
 
 ;;;###autoload

@@ -20,6 +20,10 @@
 ;; first) and the actuator runs FUNCTION on the main thread with the
 ;; arguments in the order of :args; its value (a string, or anything
 ;; printed with `prin1') goes back to the LLM.
+;;
+;; A skill's `emacs-lisp' tool blocks (skills/README.org, * Tools) become
+;; tools the same way when the skills load: each block is read (never
+;; evaluated then) as the body of a function of the tool's arguments.
 
 ;;; Code:
 
@@ -32,6 +36,10 @@
 
 (defvar org-agent-tools--table (make-hash-table :test #'equal)
   "Tool name → its definition plist, for the tools defined in Elisp.")
+
+(defvar org-agent-tools--skill-table (make-hash-table :test #'equal)
+  "Tool name → its definition plist, for the Elisp tools of the active skills.
+Replaced whenever the skills load (`org-agent-tools--define-skill-tools').")
 
 (defconst org-agent-tools--types
   '(string number integer boolean array object null)
@@ -121,10 +129,72 @@ definition signals `org-agent-config-error'."
                   :confirm (plist-get tool :confirm)))
           (org-agent-tools)))
 
+(defun org-agent-tools--read-forms (text)
+  "Return the forms of the Elisp TEXT, in order, read and not evaluated.
+Signal an error when TEXT does not read as a whole."
+  (with-temp-buffer
+    (set-syntax-table emacs-lisp-mode-syntax-table)
+    (insert text)
+    (goto-char (point-min))
+    (let (forms)
+      (while (progn (forward-comment (buffer-size)) (not (eobp)))
+        (push (read (current-buffer)) forms))
+      (nreverse forms))))
+
+(defun org-agent-tools--skill-function (args code)
+  "Return a function of the arguments named ARGS (strings) whose body is CODE.
+CODE is read, not evaluated: it runs when the function is called.
+Signal an error when an argument is not a name or CODE does not read."
+  (dolist (a args)
+    (unless (and (stringp a) (string-match-p "\\`[a-z][a-z0-9_-]*\\'" a)
+                 (not (member a '("t" "nil"))))
+      (error "Argument %S is not a name" a)))
+  (let ((body (org-agent-tools--read-forms code)))
+    (unless body (error "The block is empty"))
+    ;; Evaluating a `function' form makes the closure; its body is not run.
+    (eval `(function (lambda ,(mapcar #'intern args) ,@body)) t)))
+
+(defun org-agent-tools--define-skill-tools (skills)
+  "Define the Elisp tools of SKILLS, replacing the skills' tools defined before.
+SKILLS are the :active plists of a skills-loaded event; only those of
+source `shipped' or `user' define tools, from their :elisp-tools
+\(each (:name NAME :args (ARG...) :code TEXT)).  A block that does
+not read defines a tool whose calls fail, saying why.  Return the
+problems, as strings."
+  (let ((table (make-hash-table :test #'equal))
+        problems)
+    (dolist (skill skills)
+      (when (memq (plist-get skill :source) '(shipped user))
+        (dolist (tool (plist-get skill :elisp-tools))
+          (let* ((name (plist-get tool :name))
+                 (args (plist-get tool :args))
+                 (made (condition-case err
+                           (list :function (org-agent-tools--skill-function
+                                            args (plist-get tool :code)))
+                         (error
+                          (let ((why (format "skill %s: tool %s does not read: %s"
+                                             (plist-get skill :name) name
+                                             (if (eq (car err) 'end-of-file)
+                                                 "a form is not closed"
+                                               (error-message-string err)))))
+                            (push why problems)
+                            (list :error why))))))
+            (puthash name
+                     (append (list :name name :skill (plist-get skill :name)
+                                   :args (mapcar (lambda (a) (list :name a)) args))
+                             made)
+                     table)))))
+    (setq org-agent-tools--skill-table table)
+    (nreverse problems)))
+
 (org-agent-actuator-define :call-tool ((name string) (args plist optional))
-  "Call the Elisp tool NAME with the argument plist ARGS."
-  (let ((tool (or (gethash name org-agent-tools--table)
+  "Call the Elisp tool NAME with the argument plist ARGS.
+A skill's tool of that name comes before one of `org-agent-define-tool'."
+  (let ((tool (or (gethash name org-agent-tools--skill-table)
+                  (gethash name org-agent-tools--table)
                   (org-agent-actuator--fail "no Elisp tool named %s" name))))
+    (when-let ((why (plist-get tool :error)))
+      (org-agent-actuator--fail "%s" why))
     ;; The arguments arrive as a plist with lowercase keyword keys.
     (let* ((given args)
            (values (mapcar (lambda (a)

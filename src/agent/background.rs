@@ -15,7 +15,6 @@ use crate::action::{Action, EmacsAction};
 use crate::llm::completion::ToolCall;
 use crate::llm::http::CancelToken;
 use crate::sexp::{Sexp, Value};
-use crate::skills::disclosure;
 use futures_util::FutureExt;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -425,7 +424,7 @@ impl Runtime {
         let Some(active) = skills.iter().find(|s| s.name == skill) else {
             return Err(format!("the skill {skill} is no longer active"));
         };
-        eq.prompts.push(disclosure::in_use(active));
+        eq.use_skill_from_start(active);
         eq.audit = eq.audit.take().map(|log| log.for_skill(skill));
         let mut conversation = Conversation::default();
         let turn = run_turn(&eq, &mut conversation, &message, &cfg, cancel, |e| {

@@ -18,7 +18,6 @@ use crate::llm::embeddings::EmbeddingBackend;
 use crate::llm::http::{Backend, CancelToken, ChatClient, Message};
 use crate::sexp::Sexp;
 use crate::skills::prompt::PromptFragment;
-use crate::skills::{disclosure, gate_rules, Skill};
 use crate::tools::emacs::ElispTool;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -92,21 +91,6 @@ impl Operator for EmacsOperator {
     }
 }
 
-/// Attach the active `skills` to a turn: their catalog to the prompt, `use_skill` to the
-/// tools, their gate tables after the user's policy.
-fn attach_skills(eq: &mut Equipment, skills: Arc<[Skill]>) {
-    if let Some(catalog) = disclosure::catalog(&skills) {
-        eq.prompts.push(catalog);
-    }
-    for skill in skills.iter().filter(|s| !s.gate.is_empty()) {
-        eq.gates.attach(gate_rules(skill, eq.notes.clone()));
-    }
-    // Skills always in use (the agent's own, safety) are never loaded on demand.
-    if disclosure::offered(&skills).next().is_some() {
-        eq.tools.push(Arc::new(disclosure::use_skill_tools(skills)));
-    }
-}
-
 fn chat_clients(backends: Vec<Backend>) -> Result<Vec<ChatClient>, String> {
     backends
         .into_iter()
@@ -161,9 +145,9 @@ impl Runtime {
             let Some(skill) = skills.iter().find(|s| s.name == name) else {
                 return Err(format!("no active skill is named {name}"));
             };
-            eq.prompts.push(disclosure::in_use(skill));
+            eq.use_skill_from_start(skill);
         }
-        attach_skills(&mut eq, skills);
+        eq.attach_skills(skills)?;
         Ok(eq)
     }
 
@@ -181,6 +165,7 @@ impl Runtime {
     ) -> u64 {
         let request = self.next_id();
         let messages = self.conversation_messages(&id).unwrap_or_default();
+        let skills_in_use = self.conversation_skills(&id);
         self.run_async(request, |cancel| async move {
             let policy = Policy::default();
             let eq = self.chat_equipment(
@@ -199,6 +184,8 @@ impl Runtime {
                 messages,
                 ..Conversation::default()
             };
+            // The skills it loaded: their tools are in the request too.
+            conversation.context.skills_in_use = skills_in_use;
             conversation.messages.push(Message::User(text));
             let chat = step_request(&eq, &conversation, &cfg, StepView::default());
             let body = backend.wire.request_body(&chat, &backend.endpoint.model);

@@ -13,6 +13,8 @@ use crate::llm::http::ChatClient;
 use crate::notes::{Notes, Privacy};
 use crate::sexp::{self, Sexp};
 use crate::skills::prompt::PromptFragment;
+use crate::skills::tools::SkillTools;
+use crate::skills::{ceiling_rules, disclosure, gate_rules, Skill};
 use crate::store::Store;
 use crate::tools::emacs::{self as emacs_tools, ElispTool};
 use crate::tools::{Tool, ToolSet};
@@ -36,6 +38,12 @@ pub struct Equipment {
     pub edit_tools: bool,
     /// Tools defined in Elisp, run by the operator.
     pub elisp_tools: Vec<ElispTool>,
+    /// The tools the skills bring, each skill's offered while it is in use.
+    pub skill_tools: Vec<SkillTools>,
+    /// The skills in use from the start of the turn (`/NAME`, a skill's own run, the skills
+    /// always in use); those the model loads with `use_skill` are the conversation's
+    /// ([`Context::skills_in_use`]).
+    pub skills_in_use: Vec<String>,
     /// Where every gate decision and user answer is appended.
     pub audit: Option<AuditLog>,
     /// Semantic search over the notes (the `semantic_search` tool, related notes in the
@@ -66,20 +74,71 @@ impl Equipment {
             operator: Arc::new(Unattended),
             edit_tools: false,
             elisp_tools: Vec::new(),
+            skill_tools: Vec::new(),
+            skills_in_use: Vec::new(),
             audit: None,
             semantic: None,
             budget: None,
         }
     }
 
-    /// The tool set holding the worker tool `name`, and the tool.
+    /// Attach the active `skills`: their catalog to the prompt, `use_skill` and their tools
+    /// to the tools, their gate tables and ceilings after the user's policy. The skills
+    /// always in use are in use.
+    pub fn attach_skills(&mut self, skills: Arc<[Skill]>) -> Result<(), String> {
+        if let Some(catalog) = disclosure::catalog(&skills) {
+            self.prompts.push(catalog);
+        }
+        for skill in skills.iter() {
+            if !skill.gate.is_empty() {
+                self.gates.attach(gate_rules(skill, self.notes.clone()));
+            }
+            if let Some(ceiling) = ceiling_rules(skill) {
+                self.gates.attach(ceiling);
+            }
+            let tools = SkillTools::of(skill)?;
+            if !tools.is_empty() {
+                self.skill_tools.push(tools);
+            }
+            if skill.always && !self.skills_in_use.contains(&skill.name) {
+                self.skills_in_use.push(skill.name.clone());
+            }
+        }
+        // Skills always in use (the agent's own, safety) are never loaded on demand.
+        if disclosure::offered(&skills).next().is_some() {
+            self.tools
+                .push(Arc::new(disclosure::use_skill_tools(skills)));
+        }
+        Ok(())
+    }
+
+    /// Put `skill` in use from the start of the turn: its prompt in the system prompt, its
+    /// tools offered, its ceiling enforced.
+    pub fn use_skill_from_start(&mut self, skill: &Skill) {
+        self.prompts.push(disclosure::in_use(skill));
+        if !self.skills_in_use.contains(&skill.name) {
+            self.skills_in_use.push(skill.name.clone());
+        }
+    }
+
+    /// The skills' tools offered in a conversation at `ctx`: those of the skills in use.
+    fn skill_tools_in_use<'s>(&'s self, ctx: &'s Context) -> impl Iterator<Item = &'s SkillTools> {
+        self.skill_tools.iter().filter(move |t| {
+            self.skills_in_use.contains(&t.skill) || ctx.skills_in_use.contains(&t.skill)
+        })
+    }
+
+    /// The tool set holding the worker tool `name`, and the tool (a skill's too, in use or
+    /// not: the gates refuse a tool not offered).
     pub(super) fn worker_tool(&self, name: &str) -> Option<(&Arc<ToolSet>, &Arc<Tool>)> {
         self.tools
             .iter()
+            .chain(self.skill_tools.iter().map(|t| &t.worker))
             .find_map(|set| set.registry.get(name).map(|tool| (set, tool)))
     }
 
-    /// The Elisp tool called `name`, unless a built-in or edit tool has that name.
+    /// The Elisp tool called `name` (a skill's first), unless a built-in or edit tool has
+    /// that name.
     pub(super) fn elisp_tool(&self, name: &str) -> Option<&ElispTool> {
         if self.worker_tool(name).is_some()
             || (self.edit_tools && emacs_tools::is_edit(name))
@@ -87,7 +146,10 @@ impl Equipment {
         {
             return None;
         }
-        self.elisp_tools.iter().find(|t| t.name == name)
+        self.skill_tools
+            .iter()
+            .find_map(|t| t.elisp_tool(name).map(|t| &t.declaration))
+            .or_else(|| self.elisp_tools.iter().find(|t| t.name == name))
     }
 
     /// Whether `name` is the semantic search tool and it is available.
@@ -95,8 +157,8 @@ impl Equipment {
         self.semantic.is_some() && name == semantic::SEMANTIC_TOOL
     }
 
-    /// Every tool's declaration, for the request.
-    pub(super) fn schemas(&self) -> Vec<serde_json::Value> {
+    /// Every tool's declaration for a request of a conversation at `ctx`.
+    pub(super) fn schemas(&self, ctx: &Context) -> Vec<serde_json::Value> {
         let mut all: Vec<serde_json::Value> = self
             .tools
             .iter()
@@ -108,16 +170,23 @@ impl Equipment {
         if self.edit_tools {
             all.extend(emacs_tools::edit_schemas());
         }
+        for tools in self.skill_tools_in_use(ctx) {
+            all.extend(tools.function_schemas());
+        }
         for t in &self.elisp_tools {
-            if self.elisp_tool(&t.name).is_some() {
+            if self
+                .elisp_tool(&t.name)
+                .is_some_and(|found| std::ptr::eq(found, t))
+            {
                 all.push(t.function_schema());
             }
         }
         all
     }
 
-    /// The gate context for a conversation that approved `approved`: the worker tools, all
-    /// read-only (they only read), Elisp tools (read-only unless they ask to confirm).
+    /// The gate context for a conversation at `approved` (what the user approved, the skills
+    /// it loaded): the tools offered — worker tools all read-only (they only read), Elisp
+    /// tools read-only unless they ask to confirm — and the skills in use.
     pub(super) fn gate_context(&self, approved: &Context) -> Context {
         let mut ctx = approved.clone();
         let mut read_only = |name: &str| {
@@ -132,21 +201,51 @@ impl Equipment {
         if self.semantic.is_some() {
             read_only(semantic::SEMANTIC_TOOL);
         }
-        for t in &self.elisp_tools {
-            if self.elisp_tool(&t.name).is_some() {
+        let mut elisp: Vec<&ElispTool> = Vec::new();
+        for tools in self.skill_tools_in_use(approved) {
+            for name in tools.worker.registry.names() {
+                read_only(name);
+            }
+            elisp.extend(tools.elisp.iter().map(|t| &t.declaration));
+        }
+        elisp.extend(&self.elisp_tools);
+        for t in elisp {
+            if self
+                .elisp_tool(&t.name)
+                .is_some_and(|found| std::ptr::eq(found, t))
+            {
                 ctx.tools.insert(t.name.clone());
                 if !t.confirm {
                     ctx.read_only_tools.insert(t.name.clone());
                 }
             }
         }
+        ctx.skills_in_use.extend(self.skills_in_use.iter().cloned());
         ctx
     }
 
-    /// The action the LLM's `call` stands for, or why its arguments are wrong. An edit of a
-    /// private node (or in a private file) is refused here, before anyone is asked: the LLM
-    /// should not even learn what is there.
-    pub(super) fn action(&self, call: &ToolCall) -> Result<Action, String> {
+    /// Check a call of a skill's tool `name` offered at `ctx` with JSON `args` against its
+    /// parameters, before it is gated (a skill's Elisp tool runs in Emacs, which does not
+    /// check them). Other tools pass (the gates refuse those not offered).
+    pub(super) fn check_skill_call(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+        ctx: &Context,
+    ) -> Result<(), String> {
+        match self
+            .skill_tools_in_use(ctx)
+            .find_map(|t| t.check(name, args))
+        {
+            Some(Err(e)) => Err(e.to_string()),
+            Some(Ok(_)) | None => Ok(()),
+        }
+    }
+
+    /// The action the LLM's `call` in a conversation at `ctx` stands for, or why its
+    /// arguments are wrong. An edit of a private node (or in a private file) is refused here,
+    /// before anyone is asked: the LLM should not even learn what is there.
+    pub(super) fn action(&self, call: &ToolCall, ctx: &Context) -> Result<Action, String> {
         if self.edit_tools {
             if let Some(edit) = emacs_tools::edit_action(&call.name, &call.arguments) {
                 let edit = edit?;
@@ -154,6 +253,7 @@ impl Equipment {
                 return Ok(Action::Emacs(edit));
             }
         }
+        self.check_skill_call(&call.name, &call.arguments, ctx)?;
         Ok(Action::Tool {
             name: call.name.clone(),
             args: Sexp::from(sexp::json::from_json(&call.arguments)),

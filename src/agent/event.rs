@@ -2,6 +2,7 @@
 //! when the main thread drains the queue.
 
 use crate::sexp::{Sexp, Value};
+use crate::skills::tools::ElispCode;
 use crate::store::{DirReport, IngestReport};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -91,6 +92,8 @@ pub struct SkillSummary {
     pub triggers: Vec<&'static str>,
     /// Its tests that ran at load (all passed, or it would not be active).
     pub tests: usize,
+    /// Its Elisp tools, for Emacs to define (a shipped or user skill's only).
+    pub elisp_tools: Vec<ElispCode>,
 }
 
 impl SkillSummary {
@@ -106,6 +109,7 @@ impl SkillSummary {
                 .iter()
                 .filter(|t| t.kind == "gate" || t.kind == "trigger")
                 .count(),
+            elisp_tools: crate::skills::tools::elisp_code(skill),
         }
     }
 }
@@ -406,7 +410,7 @@ fn skill_run(request: u64, skill: &str, update: &RunUpdate) -> Sexp {
 }
 
 /// `(:type skills-loaded :request N :active ((:name :description :file :source :triggers
-/// :tests-passed)…)
+/// :tests-passed :elisp-tools)…)
 /// :inactive ((NAME . REASON)…))`, `:source` a symbol (`user`, `shipped`, `imported`…).
 fn skills_loaded(request: u64, active: &[SkillSummary], inactive: &[(String, String)]) -> Sexp {
     let active = active
@@ -430,6 +434,8 @@ fn skills_loaded(request: u64, active: &[SkillSummary], inactive: &[(String, Str
                 ),
                 Value::keyword("tests-passed"),
                 Value::from(s.tests as u64),
+                Value::keyword("elisp-tools"),
+                Value::list(s.elisp_tools.iter().map(elisp_code).collect::<Vec<_>>()),
             ])
         })
         .collect::<Vec<_>>();
@@ -441,6 +447,23 @@ fn skills_loaded(request: u64, active: &[SkillSummary], inactive: &[(String, Str
         .put("active", Value::list(active))
         .put("inactive", Value::list(inactive))
         .done()
+}
+
+/// `(:name NAME :args ("ARG"…) :code TEXT)`: an Elisp tool of a skill for Emacs to define.
+fn elisp_code(tool: &ElispCode) -> Value {
+    Value::list(vec![
+        Value::keyword("name"),
+        Value::string(tool.name.as_str()),
+        Value::keyword("args"),
+        Value::list(
+            tool.args
+                .iter()
+                .map(|a| Value::string(a.as_str()))
+                .collect::<Vec<_>>(),
+        ),
+        Value::keyword("code"),
+        Value::string(tool.code.as_str()),
+    ])
 }
 
 impl ChatUpdate {
@@ -556,6 +579,30 @@ mod tests {
         assert_eq!(
             print(done.to_sexp().value()),
             "(:type chat :request 2 :conversation \"c\" :kind interrupted)"
+        );
+        let loaded = Event::SkillsLoaded {
+            request: 4,
+            active: vec![SkillSummary {
+                name: "words".into(),
+                description: "d".into(),
+                file: "/s/words.org".into(),
+                source: "user",
+                triggers: vec!["model"],
+                tests: 0,
+                elisp_tools: vec![ElispCode {
+                    name: "words__count".into(),
+                    args: vec!["file".into()],
+                    code: "(length file)".into(),
+                }],
+            }],
+            inactive: vec![],
+        };
+        assert_eq!(
+            print(loaded.to_sexp().value()),
+            "(:type skills-loaded :request 4 :active ((:name \"words\" :description \"d\" \
+             :file \"/s/words.org\" :source user :triggers (model) :tests-passed 0 \
+             :elisp-tools ((:name \"words__count\" :args (\"file\") :code \"(length file)\")))) \
+             :inactive nil)"
         );
     }
 }

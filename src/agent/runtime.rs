@@ -647,6 +647,18 @@ impl Runtime {
         Some(guard.messages.clone())
     }
 
+    /// The skills conversation `id` loaded with `use_skill` (still in use in its next turn).
+    pub fn conversation_skills(&self, id: &str) -> std::collections::HashSet<String> {
+        let Some(conversation) = self.conversations.lock().get(id).cloned() else {
+            return Default::default();
+        };
+        let skills = conversation
+            .try_lock()
+            .map(|c| c.context.skills_in_use.clone())
+            .unwrap_or_default();
+        skills
+    }
+
     /// Forget conversation `id` (its history).
     pub fn forget_conversation(&self, id: &str) {
         self.conversations.lock().remove(id);

@@ -30,6 +30,8 @@ pub struct Context {
     pub tools: HashSet<String>,
     /// Tools that only read (their calls need no approval).
     pub read_only_tools: HashSet<String>,
+    /// Skills in use in the conversation now (a skill's rules may hold only then).
+    pub skills_in_use: HashSet<String>,
 }
 
 pub trait Gate: Send + Sync {

@@ -19,6 +19,7 @@ fn ctx() -> Context {
             .map(|s| s.to_string())
             .collect(),
         tools,
+        skills_in_use: HashSet::new(),
     }
 }
 

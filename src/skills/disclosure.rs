@@ -38,22 +38,18 @@ pub fn catalog(skills: &[Skill]) -> Option<PromptFragment> {
 pub fn use_skill_tools(skills: Arc<[Skill]>) -> ToolSet {
     let mut registry = Registry::default();
     registry.register(Tool {
-        name: USE_SKILL,
+        name: USE_SKILL.into(),
         description: "Load a skill listed in the system prompt: its instructions, and with \
-                      `reference` one of the reference parts it names.",
+                      `reference` one of the reference parts it names."
+            .into(),
         params: vec![
-            Param {
-                name: "name",
-                kind: ParamType::String,
-                description: "the skill's name",
-                required: true,
-            },
-            Param {
-                name: "reference",
-                kind: ParamType::String,
-                description: "the title of one of its reference parts",
-                required: false,
-            },
+            Param::new("name", ParamType::String, "the skill's name", true),
+            Param::new(
+                "reference",
+                ParamType::String,
+                "the title of one of its reference parts",
+                false,
+            ),
         ],
         body: Box::new(move |_: &Notes, args: &Args| load(&skills, args)),
     });
@@ -88,9 +84,17 @@ fn load(skills: &[Skill], args: &Args) -> Result<String, String> {
 }
 
 /// `skill`'s prompt as the model gets it when the skill is in use, naming its reference
-/// parts.
+/// parts and its tools (offered while it is in use: after `use_skill`, from the next step).
 pub fn instructions(skill: &Skill) -> String {
     let mut out = format!("Skill {} ({}):\n{}", skill.name, skill.title, skill.prompt);
+    if !skill.tools.is_empty() {
+        let names: Vec<String> = skill
+            .tools
+            .iter()
+            .map(|t| super::tools::tool_name(&skill.name, &t.name))
+            .collect();
+        out.push_str(&format!("\n\nIts tools: {}", names.join(", ")));
+    }
     if !skill.references.is_empty() {
         let titles: Vec<&str> = skill.references.iter().map(|(t, _)| t.as_str()).collect();
         out.push_str(&format!(

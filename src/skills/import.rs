@@ -320,12 +320,8 @@ impl SkillMd {
             self.name,
             self.description
         );
-        if !self.allowed_tools.is_empty() {
-            out.push_str(&format!(
-                "#+ALLOWED_TOOLS: {}\n",
-                self.allowed_tools.join(" ")
-            ));
-        }
+        // Not #+ALLOWED_TOOLS: that is a ceiling here, and these name another ecosystem's
+        // tools, which they pre-approved there; they become ask rules (org_gate).
         out.push_str(&self.org_why(folder));
         let on: Vec<&str> = On::ALL
             .iter()
@@ -369,11 +365,12 @@ impl SkillMd {
             out.push_str(&format!("- {fact}\n"));
         }
         if !self.allowed_tools.is_empty() {
-            out.push_str(
-                "\nIts allowed-tools pre-approved those tools where it came from. A skill here \
-                 cannot allow anything, so each is an ask rule in the Gate below; a name that \
-                 is not one of org-agent's tools matches nothing here.\n",
-            );
+            out.push_str(&format!(
+                "\nIts allowed-tools ({}) pre-approved those tools where it came from. A skill \
+                 here cannot allow anything, so each is an ask rule in the Gate below; a name \
+                 that is not one of org-agent's tools matches nothing here.\n",
+                self.allowed_tools.join(" ")
+            ));
         }
         if !folder.scripts.is_empty() {
             out.push_str(
@@ -1204,7 +1201,9 @@ Run `pdftotext` first.
         assert_eq!(s.prompt, body(PDF));
         assert_eq!(s.description, imported.description);
         assert_eq!(s.title, "PDF tools");
-        assert_eq!(s.allowed_tools, imported.allowed_tools);
+        // No ceiling: the imported names pre-approved another ecosystem's tools.
+        assert!(s.allowed_tools.is_empty(), "{:?}", s.allowed_tools);
+        assert!(org.contains("Its allowed-tools (Read Bash(pdftotext:*) set_todo) pre-approved"));
         assert_eq!(s.trigger.on, [On::Model, On::User]);
         let rows: Vec<(&str, super::super::Decision)> = s
             .gate

@@ -17,6 +17,7 @@ mod org_match;
 mod parse;
 pub mod prompt;
 mod rules;
+pub mod tools;
 pub mod trigger;
 pub mod turns;
 
@@ -27,9 +28,10 @@ pub use import::{import_skill_md, parse_skill_md, read_skill_md, skill_md_to_org
 pub use order::{load_order, Ordered};
 pub use org_match::{MatchNode, OrgMatch};
 pub use parse::parse_skill;
-pub use rules::gate_rules;
+pub use rules::{ceiling_rules, gate_rules};
 pub use trigger::{changed_nodes, file_events, fires, Changes, TriggerEvent};
 
+use crate::tools::Param;
 use std::fmt;
 use std::time::Duration;
 
@@ -140,16 +142,46 @@ pub struct Trigger {
     pub every: Option<Duration>,
 }
 
-/// A tool a skill brings: an alias of a built-in with fixed arguments, or Elisp.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A tool a skill brings (a subheading of `* Tools`), read and checked when the skill loads
+/// ([`tools`]); offered as [`tools::tool_name`] while the skill is in use.
+#[derive(Clone, Debug, PartialEq)]
 pub struct SkillTool {
+    /// The heading's title: the tool's name within the skill.
     pub name: String,
-    /// The built-in it aliases (`:ALIAS:`), with its fixed arguments (the other
-    /// properties, keys lowercased); `None`: an `emacs-lisp` block.
-    pub alias: Option<String>,
-    pub arguments: Vec<(String, String)>,
-    /// The Elisp body, for a tool that is not an alias.
-    pub elisp: Option<String>,
+    /// What the model reads about it: the text under the heading (source blocks left out).
+    pub description: String,
+    pub kind: SkillToolKind,
+    pub line: usize,
+}
+
+/// What a skill's tool runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SkillToolKind {
+    /// A built-in tool (`:ALIAS:`) with some of its arguments fixed or defaulted (the other
+    /// properties).
+    Alias {
+        builtin: String,
+        arguments: Vec<AliasArgument>,
+    },
+    /// An `emacs-lisp` block: in Emacs, the body of a function of `params` in order (the
+    /// properties); `confirm` (`:CONFIRM: t`): ask before each call. Shipped and user
+    /// skills only.
+    Elisp {
+        code: String,
+        params: Vec<Param>,
+        confirm: bool,
+    },
+}
+
+/// An argument an alias gives its built-in: fixed (the model cannot change it), or a
+/// default (`default:` before the value: the model may give another).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AliasArgument {
+    /// The built-in's parameter.
+    pub name: String,
+    /// Of the parameter's type.
+    pub value: serde_json::Value,
+    pub default: bool,
     pub line: usize,
 }
 
@@ -160,7 +192,8 @@ pub struct Skill {
     pub title: String,
     pub description: String,
     pub depends_on: Vec<String>,
-    /// A ceiling on the tools the skill may use (empty: no ceiling beyond the user's).
+    /// A ceiling on the tools the skill may use while it is in use (empty: no ceiling
+    /// beyond the user's; see [`ceiling_rules`]).
     pub allowed_tools: Vec<String>,
     /// Always in use (`#+ALWAYS: t`), not loaded on demand: the catalog does not list it.
     pub always: bool,

@@ -2,6 +2,7 @@
 //! error names the file and the line.
 
 use super::gate::{Condition, Decision, GateRow, Test};
+use super::tools::{read_tool, ToolText};
 use super::{
     Cron, On, OrgMatch, Skill, SkillError, SkillTool, Source, Trigger, MAX_DESCRIPTION, MAX_NAME,
 };
@@ -151,7 +152,7 @@ pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, Skil
             "trigger" => skill.trigger = trigger(&doc, section)?,
             "prompt" => prompt(&doc, section, &mut skill),
             "gate" => skill.gate = gate(&doc, section)?,
-            "tools" => skill.tools = tools(&doc, section, source)?,
+            "tools" => skill.tools = tools(&doc, section, &skill.name, source)?,
             "tests" => skill.tests = tests(&doc, section)?,
             // Prose for people (Why, Notes…): not sent to the model.
             _ => {}
@@ -496,46 +497,62 @@ fn gate(doc: &Doc, section: &Node) -> Result<Vec<GateRow>, SkillError> {
     Ok(rows)
 }
 
-fn tools(doc: &Doc, section: &Node, source: Source) -> Result<Vec<SkillTool>, SkillError> {
-    let mut out = Vec::new();
+fn tools(
+    doc: &Doc,
+    section: &Node,
+    skill: &str,
+    source: Source,
+) -> Result<Vec<SkillTool>, SkillError> {
+    let mut out: Vec<SkillTool> = Vec::new();
     for child in doc.children(section) {
         let line = doc.line_of(child);
-        let name = child.content.title.trim().to_owned();
-        let alias = property(child, "ALIAS").map(str::to_owned);
-        let elisp = elisp_block(&child.content.body);
-        let tool = match (alias, elisp) {
-            (Some(_), Some(_)) => {
-                return Err(doc.error(line, format!("tool {name} is both an alias and Elisp")))
-            }
-            (None, None) => {
-                return Err(doc.error(
-                    line,
-                    format!("tool {name} has neither :ALIAS: nor an emacs-lisp block"),
-                ))
-            }
-            (None, Some(_)) if matches!(source, Source::Imported | Source::Agent) => {
-                return Err(doc.error(
-                    line,
-                    format!("tool {name}: only shipped and user skills may run Elisp"),
-                ))
-            }
-            (alias, elisp) => SkillTool {
-                arguments: child
-                    .content
-                    .properties
-                    .iter()
-                    .filter(|(k, _)| k != "ALIAS")
-                    .map(|(k, v)| (k.to_ascii_lowercase(), v.trim().to_owned()))
-                    .collect(),
-                name,
-                alias,
-                elisp,
-                line,
-            },
+        let text = ToolText {
+            name: child.content.title.trim(),
+            line,
+            properties: child
+                .content
+                .properties
+                .iter()
+                .map(|(k, v)| {
+                    let at = doc.line_of_prefix(child, &format!(":{}:", k.to_ascii_uppercase()));
+                    (k.as_str(), v.trim(), at)
+                })
+                .collect(),
+            prose: prose(&child.content.body),
+            elisp: elisp_block(&child.content.body),
         };
+        let tool = read_tool(skill, &text, source).map_err(|(at, m)| doc.error(at, m))?;
+        if let Some(first) = out.iter().find(|t| t.name == tool.name) {
+            return Err(doc.error(
+                line,
+                format!(
+                    "a second tool named {} (the first is on line {})",
+                    tool.name, first.line
+                ),
+            ));
+        }
         out.push(tool);
     }
     Ok(out)
+}
+
+/// The text of `body` outside its blocks and `#+` keyword lines: what a tool heading says of
+/// the tool.
+fn prose(body: &str) -> String {
+    let mut out = Vec::new();
+    let mut in_block = false;
+    for line in body.lines() {
+        let l = line.trim();
+        let lower = l.to_ascii_lowercase();
+        if lower.starts_with("#+begin_") {
+            in_block = true;
+        } else if lower.starts_with("#+end_") {
+            in_block = false;
+        } else if !in_block && !lower.starts_with("#+") {
+            out.push(l);
+        }
+    }
+    out.join("\n").trim().to_owned()
 }
 
 /// The body of the first `#+begin_src emacs-lisp` block of `body`.
@@ -657,10 +674,18 @@ Projects have the :project: tag.
         assert_eq!(s.gate[0].decision, Decision::Deny);
         assert_eq!(s.gate[0].line, 21);
         assert_eq!(s.gate[1].condition.0.len(), 1);
-        assert_eq!(s.tools[0].alias.as_deref(), Some("query_notes"));
+        assert_eq!(s.tools[0].name, "stale-waiting");
         assert_eq!(
-            s.tools[0].arguments,
-            [("todo".to_string(), "WAITING".to_string())]
+            s.tools[0].kind,
+            crate::skills::SkillToolKind::Alias {
+                builtin: "query_notes".into(),
+                arguments: vec![crate::skills::AliasArgument {
+                    name: "todo".into(),
+                    value: "WAITING".into(),
+                    default: false,
+                    line: 27,
+                }]
+            }
         );
         assert_eq!(s.tests[0].kind, "gate");
         assert!(s.tests[0].body.contains("TODO Child"));
@@ -761,10 +786,14 @@ Projects have the :project: tag.
     fn imported_and_agent_skills_are_bounded() {
         let elisp = GTD.replace(
             ":PROPERTIES:\n:ALIAS: query_notes\n:TODO: WAITING\n:END:\n",
-            "#+begin_src emacs-lisp\n(message \"hi\")\n#+end_src\n",
+            "Say hello.\n#+begin_src emacs-lisp\n(message \"hi\")\n#+end_src\n",
         );
         let user = parse_skill("/s/u.org", &elisp, Source::User).unwrap();
-        assert_eq!(user.tools[0].elisp.as_deref(), Some("(message \"hi\")"));
+        assert_eq!(user.tools[0].description, "Say hello.");
+        assert!(matches!(
+            &user.tools[0].kind,
+            crate::skills::SkillToolKind::Elisp { code, .. } if code == "(message \"hi\")"
+        ));
         let e = parse_skill("/s/i.org", &elisp, Source::Imported).unwrap_err();
         assert!(e.message.contains("only shipped and user skills"), "{e}");
         let untested = GTD.replace(":gate:", ":trigger:");

@@ -1,9 +1,12 @@
 //! A skill's gate table as gate rules: each row a predicate over the action and the notes it
 //! targets, attached to a turn's pipeline after the user's policy. Rows only deny or ask, so
-//! a skill tightens the policy and never loosens it.
+//! a skill tightens the policy and never loosens it. A skill's `#+ALLOWED_TOOLS:` is a
+//! ceiling of the same kind: it denies, while the skill is in use, what the list leaves out.
 
+use super::disclosure::USE_SKILL;
 use super::gate::{Decision as RowDecision, GateRow, Op, Subject, Term};
-use super::Skill;
+use super::tools::SkillTools;
+use super::{Skill, Source};
 use crate::action::{Action, EmacsAction};
 use crate::gates::{Context, Decision, Gate, GateRules};
 use crate::notes::privacy::Glob;
@@ -19,6 +22,69 @@ pub fn gate_rules(skill: &Skill, notes: Notes) -> GateRules {
             rows: skill.gate.clone(),
             notes,
         })],
+    }
+}
+
+/// The ceiling of `skill` (`#+ALLOWED_TOOLS:`), `None` when it has none: while the skill is
+/// in use, every action but its own tools, `use_skill` and the tools the list names (as gate
+/// rows name them: `_` and `-` alike, globs allowed) is denied. An imported skill has none:
+/// its `allowed-tools` name another ecosystem's tools, which it pre-approved there.
+pub fn ceiling_rules(skill: &Skill) -> Option<GateRules> {
+    if skill.allowed_tools.is_empty() || skill.source == Source::Imported {
+        return None;
+    }
+    let own = SkillTools::of(skill)
+        .map(|t| t.names().into_iter().map(str::to_owned).collect())
+        .unwrap_or_default();
+    Some(GateRules {
+        source: format!("skill {} allowed tools", skill.name),
+        gates: vec![Box::new(Ceiling {
+            name: format!("skill {} allowed tools", skill.name),
+            skill: skill.name.clone(),
+            allowed: skill.allowed_tools.clone(),
+            own,
+        })],
+    })
+}
+
+struct Ceiling {
+    name: String,
+    skill: String,
+    allowed: Vec<String>,
+    /// The skill's own tools, by the names the model calls them.
+    own: Vec<String>,
+}
+
+impl Gate for Ceiling {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn check(&self, action: &Action, ctx: &Context) -> Result<Decision, String> {
+        if !ctx.skills_in_use.contains(&self.skill) {
+            return Ok(Decision::Allow);
+        }
+        if let Action::Tool { name, .. } = action {
+            if name == USE_SKILL || self.own.contains(name) {
+                return Ok(Decision::Allow);
+            }
+        }
+        if self
+            .allowed
+            .iter()
+            .any(|pattern| names_match(pattern, action))
+        {
+            return Ok(Decision::Allow);
+        }
+        let name = match action {
+            Action::Tool { name, .. } => name.clone(),
+            Action::Emacs(e) => e.name().to_owned(),
+        };
+        Ok(Decision::Deny(format!(
+            "the skill {} in use allows only {} (#+ALLOWED_TOOLS), not {name}",
+            self.skill,
+            self.allowed.join(", ")
+        )))
     }
 }
 
@@ -317,5 +383,55 @@ mod tests {
             tags: vec!["x".into()],
         });
         assert!(matches!(decide(tags, &ctx), Outcome::Ask { .. }));
+    }
+
+    #[test]
+    fn a_ceiling_holds_while_its_skill_is_in_use() {
+        let text = "#+SKILL_NAME: gtd\n#+DESCRIPTION: d\n#+ALLOWED_TOOLS: query_notes, set-*\n\
+                    * Tools\n** stale\n:PROPERTIES:\n:ALIAS: query_notes\n:TODO: WAITING\n:END:\n";
+        let skill = parse_skill("/s/gtd.org", text, Source::User).unwrap();
+        let pipeline = Pipeline::from_rules(vec![ceiling_rules(&skill).unwrap()]);
+        let tool = |name: &str| Action::Tool {
+            name: name.into(),
+            args: crate::sexp::Sexp::from(crate::sexp::Value::Nil),
+        };
+        let mut ctx = Context::default();
+        let allowed = |a: Action, ctx: &Context| match pipeline.decide(a, ctx).outcome {
+            Outcome::Allow(_) => Ok(()),
+            Outcome::Deny { reasons } => Err(reasons.join("; ")),
+            Outcome::Ask { .. } => Err("ask".into()),
+        };
+        assert_eq!(
+            allowed(tool("read_node"), &ctx),
+            Ok(()),
+            "not in use: no ceiling"
+        );
+        ctx.skills_in_use.insert("gtd".into());
+        assert_eq!(
+            allowed(tool("read_node"), &ctx),
+            Err(
+                "the skill gtd in use allows only query_notes, set-* (#+ALLOWED_TOOLS), not \
+                 read_node"
+                    .into()
+            )
+        );
+        for within in ["query_notes", "gtd__stale", USE_SKILL] {
+            assert_eq!(allowed(tool(within), &ctx), Ok(()), "{within}");
+        }
+        assert_eq!(allowed(set_todo("child", "DONE"), &ctx), Ok(()));
+        let visit = Action::Emacs(EmacsAction::VisitNode { id: "child".into() });
+        assert!(allowed(visit, &ctx).unwrap_err().contains("not visit-node"));
+        // Another skill's tools are outside it.
+        assert!(allowed(tool("other__stale"), &ctx).is_err());
+        let imported = Skill {
+            source: Source::Imported,
+            ..skill.clone()
+        };
+        assert!(ceiling_rules(&imported).is_none());
+        let open = Skill {
+            allowed_tools: vec![],
+            ..skill
+        };
+        assert!(ceiling_rules(&open).is_none());
     }
 }

@@ -7,15 +7,6 @@ use crate::store::{NodeKind, NodeRef, Query, TodoType};
 /// Most results one call returns, whatever the LLM asks for.
 const MAX_RESULTS: i64 = 200;
 
-fn param(name: &'static str, kind: ParamType, description: &'static str, required: bool) -> Param {
-    Param {
-        name,
-        kind,
-        description,
-        required,
-    }
-}
-
 fn limit(args: &Args, default: i64) -> usize {
     args.int("limit").unwrap_or(default).clamp(1, MAX_RESULTS) as usize
 }
@@ -119,10 +110,11 @@ fn list_files(notes: &Notes, _args: &Args) -> Result<String, String> {
 
 pub fn all() -> Vec<Tool> {
     use ParamType::*;
+    let param = Param::new;
     vec![
         Tool {
-            name: "query_notes",
-            description: "Find headlines in the user's Org notes by tag, TODO state, property or date. All given conditions must hold.",
+            name: "query_notes".into(),
+            description: "Find headlines in the user's Org notes by tag, TODO state, property or date. All given conditions must hold.".into(),
             params: vec![
                 param("tag", String, "a tag, own or inherited", false),
                 param("todo", String, "a TODO keyword such as TODO, NEXT or DONE", false),
@@ -139,14 +131,14 @@ pub fn all() -> Vec<Tool> {
             body: Box::new(query_notes),
         },
         Tool {
-            name: "read_node",
-            description: "Read one headline of the notes in full: its outline path, planning, properties, body and children.",
+            name: "read_node".into(),
+            description: "Read one headline of the notes in full: its outline path, planning, properties, body and children.".into(),
             params: vec![param("id", String, "the node's id, as given by the other tools", true)],
             body: Box::new(read_node),
         },
         Tool {
-            name: "search_notes",
-            description: "Search the titles and bodies of all headlines for a piece of text (case-insensitive).",
+            name: "search_notes".into(),
+            description: "Search the titles and bodies of all headlines for a piece of text (case-insensitive).".into(),
             params: vec![
                 param("text", String, "the text to look for", true),
                 param("limit", Integer, "at most this many results (default 20)", false),
@@ -154,8 +146,8 @@ pub fn all() -> Vec<Tool> {
             body: Box::new(search_notes),
         },
         Tool {
-            name: "list_files",
-            description: "List the Org files in the user's notes with their titles and sizes.",
+            name: "list_files".into(),
+            description: "List the Org files in the user's notes with their titles and sizes.".into(),
             params: vec![],
             body: Box::new(list_files),
         },

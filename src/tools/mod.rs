@@ -10,6 +10,7 @@ pub mod emacs;
 
 use crate::notes::Notes;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use thiserror::Error;
@@ -29,15 +30,68 @@ pub enum ToolError {
 pub enum ParamType {
     String,
     Integer,
+    Number,
     Boolean,
 }
 
-#[derive(Clone, Debug)]
+impl ParamType {
+    /// The JSON schema type.
+    pub fn json_name(self) -> &'static str {
+        match self {
+            ParamType::String => "string",
+            ParamType::Integer => "integer",
+            ParamType::Number => "number",
+            ParamType::Boolean => "boolean",
+        }
+    }
+
+    /// The type JSON schema calls `name`.
+    pub fn from_json_name(name: &str) -> Option<ParamType> {
+        [
+            ParamType::String,
+            ParamType::Integer,
+            ParamType::Number,
+            ParamType::Boolean,
+        ]
+        .into_iter()
+        .find(|t| t.json_name() == name)
+    }
+
+    fn admits(self, value: &Value) -> bool {
+        match self {
+            ParamType::String => value.is_string(),
+            ParamType::Integer => value.is_i64(),
+            ParamType::Number => value.is_number(),
+            ParamType::Boolean => value.is_boolean(),
+        }
+    }
+}
+
+/// One parameter of a tool. Names are owned when a tool is declared at run time (a skill's
+/// tools), borrowed for the tools written in Rust.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     pub kind: ParamType,
-    pub description: &'static str,
+    pub description: Cow<'static, str>,
     pub required: bool,
+}
+
+impl Param {
+    /// A parameter of a tool written in Rust.
+    pub const fn new(
+        name: &'static str,
+        kind: ParamType,
+        description: &'static str,
+        required: bool,
+    ) -> Param {
+        Param {
+            name: Cow::Borrowed(name),
+            kind,
+            description: Cow::Borrowed(description),
+            required,
+        }
+    }
 }
 
 /// Checked arguments of one call.
@@ -45,6 +99,11 @@ pub struct Param {
 pub struct Args(Map<String, Value>);
 
 impl Args {
+    /// The arguments as the JSON object they came in.
+    pub fn as_map(&self) -> &Map<String, Value> {
+        &self.0
+    }
+
     pub fn str(&self, name: &str) -> Option<&str> {
         self.0.get(name).and_then(Value::as_str)
     }
@@ -60,8 +119,8 @@ impl Args {
 
 /// A tool: its name, what it is for, its parameters, and its body.
 pub struct Tool {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: Cow<'static, str>,
+    pub description: Cow<'static, str>,
     pub params: Vec<Param>,
     #[allow(clippy::type_complexity)]
     pub body: Box<dyn Fn(&Notes, &Args) -> Result<String, String> + Send + Sync>,
@@ -70,70 +129,70 @@ pub struct Tool {
 impl Tool {
     /// The JSON schema of the parameters.
     pub fn schema(&self) -> Value {
-        let mut props = Map::new();
-        for p in &self.params {
-            let kind = match p.kind {
-                ParamType::String => "string",
-                ParamType::Integer => "integer",
-                ParamType::Boolean => "boolean",
-            };
-            props.insert(
-                p.name.to_string(),
-                json!({"type": kind, "description": p.description}),
-            );
-        }
-        let required: Vec<&str> = self
-            .params
-            .iter()
-            .filter(|p| p.required)
-            .map(|p| p.name)
-            .collect();
-        object_schema(props, &required)
+        params_schema(&self.params)
     }
 
     /// The tool as an OpenAI-style function declaration.
     pub fn function_schema(&self) -> Value {
-        function_declaration(self.name, self.description, self.schema())
+        function_declaration(&self.name, &self.description, self.schema())
     }
 
     /// Check `args` (a JSON object; `null` means none) against the parameters.
     pub fn check(&self, args: &Value) -> Result<Args, ToolError> {
-        let bad = |message: String| ToolError::BadArguments {
-            tool: self.name.to_string(),
-            message,
-        };
-        let map = match args {
-            Value::Null => Map::new(),
-            Value::Object(m) => m.clone(),
-            other => return Err(bad(format!("arguments must be an object, not {other}"))),
-        };
-        for (key, value) in &map {
-            let Some(p) = self.params.iter().find(|p| p.name == key) else {
-                let known: Vec<&str> = self.params.iter().map(|p| p.name).collect();
-                return Err(bad(format!(
-                    "unknown argument {key:?} (known: {})",
-                    known.join(", ")
-                )));
-            };
-            let ok = match p.kind {
-                ParamType::String => value.is_string(),
-                ParamType::Integer => value.is_i64(),
-                ParamType::Boolean => value.is_boolean(),
-            };
-            if !ok && !value.is_null() {
-                return Err(bad(format!(
-                    "argument {key:?} must be a {:?}, not {value}",
-                    p.kind
-                )));
-            }
-        }
-        for p in self.params.iter().filter(|p| p.required) {
-            if map.get(p.name).is_none_or(Value::is_null) {
-                return Err(bad(format!("argument {:?} is required", p.name)));
-            }
-        }
-        Ok(Args(map))
+        check_args(&self.name, &self.params, args)
     }
+}
+
+/// The JSON schema of an argument object with `params`.
+pub fn params_schema(params: &[Param]) -> Value {
+    let mut props = Map::new();
+    for p in params {
+        props.insert(
+            p.name.to_string(),
+            json!({"type": p.kind.json_name(), "description": p.description}),
+        );
+    }
+    let required: Vec<&str> = params
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| &*p.name)
+        .collect();
+    object_schema(props, &required)
+}
+
+/// Check `args` of a call of `tool` (a JSON object; `null` means none) against `params`:
+/// known names only, each of its type, the required ones given.
+pub fn check_args(tool: &str, params: &[Param], args: &Value) -> Result<Args, ToolError> {
+    let bad = |message: String| ToolError::BadArguments {
+        tool: tool.to_string(),
+        message,
+    };
+    let map = match args {
+        Value::Null => Map::new(),
+        Value::Object(m) => m.clone(),
+        other => return Err(bad(format!("arguments must be an object, not {other}"))),
+    };
+    for (key, value) in &map {
+        let Some(p) = params.iter().find(|p| p.name == key.as_str()) else {
+            let known: Vec<&str> = params.iter().map(|p| &*p.name).collect();
+            return Err(bad(format!(
+                "unknown argument {key:?} (known: {})",
+                known.join(", ")
+            )));
+        };
+        if !p.kind.admits(value) && !value.is_null() {
+            return Err(bad(format!(
+                "argument {key:?} must be a {:?}, not {value}",
+                p.kind
+            )));
+        }
+    }
+    for p in params.iter().filter(|p| p.required) {
+        if map.get(&*p.name).is_none_or(Value::is_null) {
+            return Err(bad(format!("argument {:?} is required", p.name)));
+        }
+    }
+    Ok(Args(map))
 }
 
 /// An OpenAI-style function declaration: how every tool is offered to the LLM.
@@ -159,7 +218,8 @@ pub fn object_schema(properties: Map<String, Value>, required: &[&str]) -> Value
     })
 }
 
-/// Tools from one source, offered together: the built-in tools today, a skill's tools later.
+/// Tools from one source, offered together: the built-in tools, `use_skill`, a skill's
+/// tools.
 pub struct ToolSet {
     /// Where the tools come from ("built-in", a skill's name).
     pub source: String,
@@ -179,7 +239,7 @@ impl ToolSet {
 /// The tools an agent has.
 #[derive(Default, Clone)]
 pub struct Registry {
-    tools: BTreeMap<&'static str, Arc<Tool>>,
+    tools: BTreeMap<String, Arc<Tool>>,
 }
 
 impl Registry {
@@ -194,15 +254,15 @@ impl Registry {
 
     /// Add `tool`, replacing one of the same name.
     pub fn register(&mut self, tool: Tool) {
-        self.tools.insert(tool.name, Arc::new(tool));
+        self.tools.insert(tool.name.to_string(), Arc::new(tool));
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
         self.tools.get(name)
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
-        self.tools.keys().copied().collect()
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().map(String::as_str).collect()
     }
 
     /// Every tool as a function declaration, sorted by name.

@@ -33,11 +33,11 @@ List stuck projects first.
   "The skill NAME as `org-agent-skills-list' reports it, or nil."
   (cl-find-if (lambda (s) (equal (plist-get s :name) name)) (org-agent-skills-list)))
 
-(defun org-agent-skills-test--preview ()
-  "Return the body of the request a chat turn would send now."
+(defun org-agent-skills-test--preview (&optional options)
+  "Return the body of the request a chat turn with OPTIONS would send now."
   (let (preview)
     (puthash (org-agent--preview-request "skills-test" "Review my week"
-                                         '(:url "http://127.0.0.1:9/v1" :model "m") nil)
+                                         '(:url "http://127.0.0.1:9/v1" :model "m") options)
              (lambda (event) (setq preview event))
              org-agent--callbacks)
     (plist-get (org-agent-test-wait (lambda () preview) 30) :body)))
@@ -86,6 +86,61 @@ List stuck projects first.
               (should-not (string-match-p "List stuck projects first" body))))
         (delete-directory dir t)
         (org-agent-skills-test--reload)))))
+
+(defconst org-agent-skills-test--tools
+  "#+SKILL_NAME: words
+#+DESCRIPTION: Use when the user asks how long a text is.
+* Tools
+** count
+:PROPERTIES:
+:TEXT: string the text
+:END:
+Count the words of a text.
+#+begin_src emacs-lisp
+;; The body of (lambda (text) ...).
+(number-to-string (length (split-string text)))
+#+end_src
+** broken
+:PROPERTIES:
+:TEXT: string the text
+:END:
+A tool whose block does not read.
+#+begin_src emacs-lisp
+(length text
+#+end_src
+"
+  "A user skill with an Elisp tool, and one whose block does not read.")
+
+(ert-deftest org-agent-skills-elisp-tools-run-while-their-skill-is-in-use ()
+  "A user skill's Elisp tool is offered while the skill is in use and runs as :call-tool.
+A tool whose block does not read fails, saying why."
+  (org-agent-test-with-store
+    (let* ((dir (make-temp-file "org-agent-skills" t))
+           (org-agent-skill-directories (list dir))
+           (call (lambda (name)
+                   (org-agent-actuator-run
+                    (list :type :request :target :emacs :action :call-tool :name name
+                          :args '(:text "one two three"))))))
+      (unwind-protect
+          (progn
+            (with-temp-file (expand-file-name "words.skill.org" dir)
+              (insert org-agent-skills-test--tools))
+            (org-agent-skills-test--reload)
+            (should (eq (plist-get (org-agent-skills-test--named "words") :status) 'active))
+            (should-not (string-match-p "words__count" (org-agent-skills-test--preview)))
+            (let ((body (org-agent-skills-test--preview '(:skill "words"))))
+              (should (string-match-p "\"name\": \"words__count\"" body))
+              (should (string-match-p "Count the words of a text" body)))
+            (let ((ok (funcall call "words__count")))
+              (should (eq (plist-get ok :status) :ok))
+              (should (equal (plist-get ok :result) "3")))
+            (let ((broken (funcall call "words__broken")))
+              (should (eq (plist-get broken :status) :error))
+              (should (string-match-p "tool words__broken does not read: a form is not closed"
+                                      (plist-get broken :message)))))
+        (delete-directory dir t)
+        (org-agent-skills-test--reload)
+        (should-not (gethash "words__count" org-agent-tools--skill-table))))))
 
 (ert-deftest org-agent-skills-saving-a-skill-file-loads-it ()
   "Saving a skill file loads the skills again."

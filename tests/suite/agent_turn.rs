@@ -12,6 +12,7 @@ use org_agent::gates::Pipeline;
 use org_agent::llm::completion::ToolCall;
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
 use org_agent::sexp::Sexp;
+use org_agent::skills::{parse_skill, Skill, Source};
 use org_agent::store::{Config, Store};
 use org_agent::tools::emacs::ElispTool;
 use serde_json::json;
@@ -1054,4 +1055,162 @@ async fn after_its_tool_rounds_the_model_is_asked_without_tools() {
         requests[1].json()
     );
     assert!(tool_messages(&requests[1].json())[0].contains("Domain name transfer"));
+}
+
+/// A user skill that brings an alias of query_notes with the TODO state fixed to WAITING, and
+/// an Elisp tool; `extra` goes among its keywords.
+fn waiting_skill(extra: &str) -> Skill {
+    let text = format!(
+        "#+SKILL_NAME: waiting\n#+DESCRIPTION: Use when the user asks what waits on others.\n\
+         {extra}* Prompt\nList what waits.\n* Tools\n** stale\n:PROPERTIES:\n\
+         :ALIAS: query_notes\n:TODO: WAITING\n:END:\nWhat waits on someone else.\n\
+         ** nudge\n:PROPERTIES:\n:WHO: string whom to nudge\n:END:\nSend a reminder.\n\
+         #+begin_src emacs-lisp\n(format \"nudged %s\" who)\n#+end_src\n"
+    );
+    parse_skill("/s/waiting.org", &text, Source::User).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_in_use_offers_its_tools_and_an_alias_runs_with_its_fixed_arguments() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let skill = waiting_skill("");
+    eq.attach_skills(vec![skill.clone()].into()).unwrap();
+    eq.use_skill_from_start(&skill);
+    let operator = Scripted::operate(&mut eq, &[]);
+    operator.next_result("(:status :ok :message \"call-tool done\" :result \"nudged Ann\")");
+    server.push(sse(
+        "",
+        &[
+            ("waiting__stale", json!({})),
+            ("waiting__stale", json!({"todo": "TODO"})),
+            ("waiting__nudge", json!({"who": 3})),
+            ("waiting__nudge", json!({"who": "Ann"})),
+        ],
+    ));
+    server.push(sse("The domain name transfer waits.", &[]));
+    let answer = answer(&eq, "What waits?", &TurnConfig::default()).await;
+    assert_eq!(answer, "The domain name transfer waits.");
+    let requests = server.requests();
+    let first = requests[0].json();
+    let tools = offered_tools(&first);
+    assert!(
+        tools.contains(&"waiting__stale".to_string())
+            && tools.contains(&"waiting__nudge".to_string()),
+        "{tools:?}"
+    );
+    let stale = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "waiting__stale")
+        .unwrap();
+    let params = &stale["function"]["parameters"]["properties"];
+    assert!(
+        params.get("todo").is_none() && params.get("tag").is_some(),
+        "{params}"
+    );
+    assert!(system_prompt(&first).contains("Its tools: waiting__stale, waiting__nudge"));
+    let results = tool_messages(&requests[1].json());
+    // The fixed state, not what the model would have liked.
+    assert!(
+        results[0].contains("WAITING Domain name transfer"),
+        "{results:?}"
+    );
+    assert!(!results[0].contains("TODO "), "{results:?}");
+    assert!(
+        results[1].contains("unknown argument") && results[1].contains("todo"),
+        "{results:?}"
+    );
+    // The Elisp tool's arguments are checked before Emacs sees the call.
+    assert!(results[2].contains("must be a String"), "{results:?}");
+    assert!(results[3].contains("nudged Ann"), "{results:?}");
+    assert_eq!(
+        operator.actuated(),
+        [
+            "(:type :request :target :emacs :action :call-tool :name \"waiting__nudge\" \
+          :args (:who \"Ann\"))"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skills_tools_are_offered_from_the_step_after_use_skill() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    eq.attach_skills(vec![waiting_skill("")].into()).unwrap();
+    server.push(sse(
+        "",
+        &[
+            ("waiting__stale", json!({})),
+            ("use_skill", json!({"name": "waiting"})),
+        ],
+    ));
+    server.push(sse("", &[("waiting__stale", json!({}))]));
+    server.push(sse("The domain name transfer waits.", &[]));
+    server.push(sse("Still the transfer.", &[]));
+    let mut conv = Conversation::default();
+    let (result, _) = turn(&eq, &mut conv, "What waits?", &TurnConfig::default()).await;
+    assert_eq!(result.unwrap(), "The domain name transfer waits.");
+    let requests = server.requests();
+    let offered = |i: usize| offered_tools(&requests[i].json());
+    assert!(
+        !offered(0).iter().any(|t| t.starts_with("waiting__")),
+        "{:?}",
+        offered(0)
+    );
+    assert!(offered(0).contains(&"use_skill".to_string()));
+    let first = tool_messages(&requests[1].json());
+    assert!(
+        first[0].starts_with("denied: there is no tool named \"waiting__stale\""),
+        "not offered, not run: {first:?}"
+    );
+    assert!(first[1].contains("List what waits."), "{first:?}");
+    assert!(
+        offered(1).contains(&"waiting__stale".to_string()),
+        "{:?}",
+        offered(1)
+    );
+    let second = tool_messages(&requests[2].json());
+    assert!(
+        second[2].contains("WAITING Domain name transfer"),
+        "{second:?}"
+    );
+    // The conversation keeps the skill in use: its next turn offers the tools at once.
+    assert!(conv.context.skills_in_use.contains("waiting"));
+    let (result, _) = turn(&eq, &mut conv, "And now?", &TurnConfig::default()).await;
+    assert_eq!(result.unwrap(), "Still the transfer.");
+    assert!(offered_tools(&server.requests()[3].json()).contains(&"waiting__stale".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_in_use_keeps_the_model_under_its_allowed_tools() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let skill = waiting_skill("#+ALLOWED_TOOLS: query_notes\n");
+    eq.attach_skills(vec![skill.clone()].into()).unwrap();
+    eq.use_skill_from_start(&skill);
+    server.push(sse(
+        "",
+        &[
+            ("list_files", json!({})),
+            ("query_notes", json!({"todo": "WAITING"})),
+            ("waiting__stale", json!({})),
+        ],
+    ));
+    server.push(sse("Done.", &[]));
+    assert_eq!(
+        answer(&eq, "What waits?", &TurnConfig::default()).await,
+        "Done."
+    );
+    let results = tool_messages(&server.requests()[1].json());
+    assert!(
+        results[0].contains("the skill waiting in use allows only query_notes"),
+        "{results:?}"
+    );
+    assert!(results[1].contains("Domain name transfer"), "{results:?}");
+    assert!(
+        results[2].contains("Domain name transfer"),
+        "its own tools: {results:?}"
+    );
 }

@@ -8,6 +8,7 @@ use crate::action::{Action, EmacsAction};
 use crate::llm::completion::{Completion, ToolCall};
 use crate::llm::http::Message;
 use crate::sexp::{self, Sexp, Value};
+use crate::skills::disclosure::USE_SKILL;
 
 impl<E: FnMut(TurnEvent)> Turn<'_, E> {
     /// Decide about each call of `step` and run what was approved. `tie`: the backends asked
@@ -130,7 +131,16 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
                 } else if eq.semantic_tool(name) {
                     Some(self.run_semantic(&args).await)
                 } else {
-                    Some(self.run_worker_tool(name, args).await)
+                    let loading = match name.as_str() {
+                        USE_SKILL => args["name"].as_str().map(str::to_owned),
+                        _ => None,
+                    };
+                    let outcome = self.run_worker_tool(name, args).await;
+                    if let (true, Some(skill)) = (outcome.0, loading) {
+                        // In use from the next step on: its tools offered, its ceiling kept.
+                        self.conversation.context.skills_in_use.insert(skill);
+                    }
+                    Some(outcome)
                 }
             }
             Action::Emacs(e) => {

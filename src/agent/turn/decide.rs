@@ -47,7 +47,7 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
             let calls = completion
                 .tool_calls
                 .iter()
-                .map(|c| (c.clone(), self.eq.action(c)))
+                .map(|c| (c.clone(), self.eq.action(c, &self.conversation.context)))
                 .collect();
             return Ok(Proposals::Calls(Step {
                 native: true,
@@ -80,7 +80,10 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
                 let call = sexp_call(&action, self.sexp_calls);
                 let checked = match &action {
                     Action::Emacs(e) => self.eq.may_touch(e).map(|()| action),
-                    Action::Tool { .. } => Ok(action),
+                    Action::Tool { name, .. } => self
+                        .eq
+                        .check_skill_call(name, &call.arguments, &self.conversation.context)
+                        .map(|()| action),
                 };
                 Ok(Proposals::Calls(Step {
                     native: false,

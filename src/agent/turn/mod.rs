@@ -214,7 +214,7 @@ pub fn step_request(
         tools: if step.tools_off {
             Vec::new()
         } else {
-            eq.schemas()
+            eq.schemas(&conversation.context)
         },
         stream: cfg.stream,
         temperature: cfg.temperature,
