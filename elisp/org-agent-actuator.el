@@ -21,6 +21,7 @@
 (require 'org-agent-base)
 (require 'org)
 (require 'org-agent-store)
+(require 'org-agent-skills)
 (require 'subr-x)
 (require 'cl-lib)
 (org-agent--declare-module-functions)
@@ -411,6 +412,54 @@ stays pending, untouched."
     (org-show-context 'link-search)
     (list :id id)))
 
+;;;; Skills the agent drafts
+
+(defun org-agent-actuator--new-skill-file (name)
+  "Return the file for the skill draft NAME; signal when there may be none.
+A draft never replaces a file, nor a skill already loaded under its name."
+  (unless (let ((case-fold-search nil))
+            (string-match-p "\\`[a-z0-9]+\\(?:-[a-z0-9]+\\)*\\'" name))
+    (org-agent-actuator--fail "create-skill: %S is not a kebab-case skill name" name))
+  (let ((file (org-agent-skills--draft-file name))
+        (loaded (seq-find (lambda (skill) (equal (plist-get skill :name) name))
+                          org-agent-skills--active)))
+    (when (file-exists-p file)
+      (org-agent-actuator--fail "create-skill: %s exists, and a draft never replaces a file"
+                                file))
+    (when loaded
+      (org-agent-actuator--fail "create-skill: a skill named %s is already loaded from %s"
+                                name (plist-get loaded :file)))
+    file))
+
+(org-agent-actuator-define :create-skill ((name string) (text string))
+  "Write the skill draft TEXT as drafts/NAME/SKILL.org, then load the skills again.
+The draft goes to the first of the user's skill directories and
+loads with source `agent'."
+  (let ((file (org-agent-actuator--new-skill-file name)))
+    (make-directory (file-name-directory file) t)
+    (let ((coding-system-for-write 'utf-8-unix))
+      ;; `excl': a file that appeared meanwhile is not replaced.
+      (write-region text nil file nil 'silent nil 'excl))
+    (when org-agent--started
+      (org-agent-skills-reload))
+    (list :file file)))
+
+(defun org-agent-actuator--preview-new-skill (action)
+  "The new skill file of the create-skill ACTION, as a diff against no file.
+See `org-agent-actuator-preview'."
+  (condition-case err
+      (progn
+        (org-agent-actuator--check :create-skill
+                                   (car (gethash :create-skill org-agent-actuator--actions))
+                                   action)
+        (let ((file (org-agent-actuator--new-skill-file (plist-get action :name)))
+              (lines (split-string (string-remove-suffix "\n" (plist-get action :text)) "\n")))
+          (list :diff (concat "--- /dev/null\n"
+                              (format "+++ %s\n" file)
+                              (format "@@ -0,0 +1,%d @@\n" (length lines))
+                              (mapconcat (lambda (line) (concat "+" line)) lines "\n")))))
+    (org-agent-action-error (list :error (cadr err)))))
+
 ;;;; Previews
 
 (defun org-agent-actuator--diff (name old new)
@@ -450,10 +499,15 @@ Return (:diff TEXT) with a unified diff of the Org file it edits,
 \(:diff \"\") when it edits nothing, or (:error MESSAGE) when it
 could not run.  The action runs on a scratch copy of the buffer, with
 Org's own functions, so the preview shows what running it would do.
-Only the edit actions have previews; for others, return nil (an Elisp
-tool, in particular, is never run to preview it)."
-  (when (memq (plist-get action :action) org-agent-actuator--edits)
-    (org-agent-actuator--preview-edit action)))
+A new skill (create-skill) shows as its whole file, added, or as the
+error that would keep it from being written.  Only the edit actions
+have previews; for others, return nil (an Elisp tool, in particular,
+is never run to preview it)."
+  (cond
+   ((eq (plist-get action :action) :create-skill)
+    (org-agent-actuator--preview-new-skill action))
+   ((memq (plist-get action :action) org-agent-actuator--edits)
+    (org-agent-actuator--preview-edit action))))
 
 (defun org-agent-actuator--preview-edit (action)
   "Run the edit ACTION on a scratch copy; see `org-agent-actuator-preview'."

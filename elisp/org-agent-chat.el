@@ -132,8 +132,10 @@ More answer text then needs a heading of its own.")
 (defvar-local org-agent-chat--ticker nil
   "The timer refreshing the header line once a second during a turn.")
 (defvar-local org-agent-chat--question nil
-  "The question waiting for the user: (REPLY MARKER OVERLAY) or nil.
-MARKER is where its keys line starts; OVERLAY carries the keys.")
+  "The question waiting for the user: (REPLY MARKER OVERLAY ONCE-ONLY) or nil.
+MARKER is where its keys line starts; OVERLAY carries the keys;
+ONCE-ONLY is non-nil when it cannot be approved for the conversation
+\(a new skill).")
 
 ;;;; The chat buffer
 
@@ -663,8 +665,11 @@ inside the last one, folding would hide it."
   "Keys on a question of the agent in the chat.")
 
 (defun org-agent-chat--ask (event)
-  "Show the question of EVENT: the proposed action, its diff, and the keys."
+  "Show the question of EVENT: the proposed action, its diff, and the keys.
+A new skill (create-skill) shows as its whole file, and is approved
+on its own: never for the conversation."
   (let* ((action (plist-get event :action))
+         (new-skill (eq (plist-get action :action) :create-skill))
          (preview (and (eq (plist-get action :target) :emacs)
                        (org-agent-actuator-preview action)))
          (start (marker-position org-agent-chat--marker)))
@@ -672,7 +677,10 @@ inside the last one, folding would hide it."
      (concat
       (format "\n** Approve? %s\n" (plist-get event :name))
       (mapconcat (lambda (r) (format "- %s\n" r)) (plist-get event :reasons) "")
-      (format "- arguments: =%s=\n" (plist-get event :arguments))
+      ;; The diff below is the draft's whole text: its arguments on one line say no more.
+      (if new-skill
+          (format "- the new skill %s, in full:\n" (plist-get action :name))
+        (format "- arguments: =%s=\n" (plist-get event :arguments)))
       (cond
        ((plist-get preview :error)
         (format "- it would fail: %s\n" (plist-get preview :error)))
@@ -680,24 +688,28 @@ inside the last one, folding would hide it."
         (org-agent-chat--block "src diff" (plist-get preview :diff))))))
     (let ((line (copy-marker (marker-position org-agent-chat--marker))))
       (org-agent-chat--insert
-       (propertize "[y] approve once  [a] approve for this conversation  [n] deny\n"
+       (propertize (if new-skill
+                       "[y] approve  [n] deny  (each new skill is approved on its own)\n"
+                     "[y] approve once  [a] approve for this conversation  [n] deny\n")
                    'face 'org-warning))
       ;; The keys work anywhere on the question.
       (let ((overlay (make-overlay (1+ start) org-agent-chat--marker)))
         (overlay-put overlay 'keymap org-agent-chat-question-map)
         (overlay-put overlay 'evaporate t)
-        (setq org-agent-chat--question (list (plist-get event :reply) line overlay)
+        (setq org-agent-chat--question (list (plist-get event :reply) line overlay new-skill)
               org-agent-chat--state "waiting for your answer"))
       (let ((window (display-buffer (current-buffer))))
         (when (window-live-p window)
           (set-window-point window line)))
       (goto-char line)
-      (message "org-agent asks to run %s: y approve, a approve for the conversation, n deny (in %s)"
-               (plist-get event :name) (buffer-name)))))
+      (message "org-agent asks to run %s: y approve, %sn deny (in %s)"
+               (plist-get event :name)
+               (if new-skill "" "a approve for the conversation, ")
+               (buffer-name)))))
 
 (defun org-agent-chat--close-question (label)
   "Replace the keys line of the pending question with LABEL; return its reply id."
-  (pcase-let ((`(,reply ,line ,overlay) org-agent-chat--question))
+  (pcase-let ((`(,reply ,line ,overlay ,_) org-agent-chat--question))
     (setq org-agent-chat--question nil)
     (delete-overlay overlay)
     (save-excursion
@@ -733,10 +745,13 @@ inside the last one, folding would hide it."
     (org-agent-chat--settle 'once "approved once")))
 
 (defun org-agent-chat-approve-for-conversation ()
-  "Approve the action the agent asks about, and its kind for this conversation."
+  "Approve the action the agent asks about, and its kind for this conversation.
+A new skill is approved on its own: this approves it once."
   (interactive)
   (with-current-buffer (org-agent-chat--question-buffer)
-    (org-agent-chat--settle 'conversation "approved for this conversation")))
+    (if (nth 3 org-agent-chat--question)
+        (org-agent-chat--settle 'once "approved once: each new skill is approved on its own")
+      (org-agent-chat--settle 'conversation "approved for this conversation"))))
 
 (defun org-agent-chat-deny ()
   "Deny the action the agent asks about; the agent is told so."

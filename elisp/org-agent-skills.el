@@ -16,6 +16,11 @@
 ;; ~/.agents/skills and ~/.claude/skills) load read-only as prompt-only
 ;; skills of source `imported'; `org-agent-import-skill' converts one
 ;; into a SKILL.org the user owns.
+;;
+;; Skills the agent drafts with its `create_skill' tool, once the user
+;; approved them, are written to drafts/NAME/SKILL.org in the first of
+;; the user's skill directories and load last, with source `agent': no
+;; Elisp tools, deny and ask rules only, at least one gate test.
 
 ;;; Code:
 
@@ -36,7 +41,8 @@ NAME/SKILL.md folders, which load as imported skills).  nil means
 directories org-agent ingests (`org-agent-directories').  The
 skills shipped with org-agent (the package's skills/ directory)
 come after them, so a user's skill of the same name wins;
-`org-agent-import-skill' writes into the first of them."
+`org-agent-import-skill' writes into the first of them, and the
+skills the agent drafts go to drafts/ in it."
   :type '(repeat directory)
   :group 'org-agent)
 
@@ -72,10 +78,20 @@ Each is a plist (:name :description :file :source :triggers :tests-passed
               (mapcar (lambda (dir) (expand-file-name "skills" dir))
                       (cons org-agent-state-directory (org-agent--directories))))))
 
+(defun org-agent-skills--drafts-directory ()
+  "Return the directory of the skills the agent drafts (`create_skill').
+It is \"drafts\" in the first of the user's skill directories."
+  (expand-file-name "drafts" (car (org-agent-skills--user-directories))))
+
+(defun org-agent-skills--draft-file (name)
+  "Return the file the agent's draft of the skill NAME is written to."
+  (expand-file-name (concat name "/SKILL.org") (org-agent-skills--drafts-directory)))
+
 (defun org-agent-skills--directories ()
   "Return the skill directories as the module takes them: ((DIR . SOURCE) ...).
 An import directory that is also a user's skill directory is listed
-once, as the user's."
+once, as the user's.  The agent's drafts come last, with source
+`agent': every other skill of the same name wins over a draft."
   (let ((user (org-agent-skills--user-directories)))
     (append (mapcar (lambda (dir) (cons dir 'user)) user)
             (list (cons (expand-file-name "skills" org-agent--source-directory) 'shipped))
@@ -84,7 +100,8 @@ once, as the user's."
                                   (unless (member (file-name-as-directory dir)
                                                   (mapcar #'file-name-as-directory user))
                                     (cons dir 'imported))))
-                              org-agent-skill-import-directories)))))
+                              org-agent-skill-import-directories))
+            (list (cons (org-agent-skills--drafts-directory) 'agent)))))
 
 ;;;; Loading
 

@@ -112,6 +112,12 @@ pub enum EmacsAction {
         name: String,
         args: Sexp,
     },
+    /// Write a skill the agent drafted (`create_skill`): `drafts/NAME/SKILL.org` under the
+    /// user's first skill directory, where it loads with source `agent`.
+    CreateSkill {
+        name: String,
+        text: String,
+    },
 }
 
 /// What the LLM proposes.
@@ -303,7 +309,7 @@ impl Action {
 impl EmacsAction {
     /// Every Emacs action's name: the vocabulary the Elisp actuator implements (a test
     /// checks that both sides name the same set).
-    pub const NAMES: [&'static str; 14] = [
+    pub const NAMES: [&'static str; 15] = [
         "insert",
         "stream-append",
         "message",
@@ -318,6 +324,7 @@ impl EmacsAction {
         "append-body",
         "visit-node",
         "call-tool",
+        "create-skill",
     ];
 
     /// The action's name, its `:action` keyword without the colon.
@@ -337,6 +344,7 @@ impl EmacsAction {
             EmacsAction::AppendBody { .. } => "append-body",
             EmacsAction::VisitNode { .. } => "visit-node",
             EmacsAction::CallTool { .. } => "call-tool",
+            EmacsAction::CreateSkill { .. } => "create-skill",
         }
     }
 
@@ -427,13 +435,18 @@ impl EmacsAction {
                 name: a.string("name")?,
                 args: tool_args(a)?,
             },
+            "create-skill" => EmacsAction::CreateSkill {
+                name: a.string("name")?,
+                text: a.string("text")?,
+            },
             other => return Err(shape(format!("action: unknown Emacs action :{other}"))),
         })
     }
 
     /// Whether the action may change an Org file (gates ask before those). An Elisp tool
     /// may do anything, so a direct `:call-tool` counts; the loop itself gates Elisp tool
-    /// calls as tools, by their `:confirm`.
+    /// calls as tools, by their `:confirm`. A new skill is an Org file too, so whatever
+    /// limits edits limits it.
     pub fn edits_org(&self) -> bool {
         !matches!(
             self,
@@ -509,6 +522,9 @@ impl EmacsAction {
             EmacsAction::VisitNode { id } => vec![("id", s(id))],
             EmacsAction::CallTool { name, args } => {
                 vec![("name", s(name)), ("args", sexp::clone_value(args.value()))]
+            }
+            EmacsAction::CreateSkill { name, text } => {
+                vec![("name", s(name)), ("text", s(text))]
             }
         };
         let mut items = vec![
@@ -686,11 +702,22 @@ mod tests {
                 date: Some("2026-12-01".into()),
             },
             EmacsAction::VisitNode { id: "x".into() },
+            EmacsAction::CreateSkill {
+                name: "weekly-review".into(),
+                text: "#+SKILL_NAME: weekly-review\n* Prompt\n\"Review\" the week.\n".into(),
+            },
         ] {
             let printed = print(e.to_sexp().value());
             let back = action(&printed).unwrap_or_else(|err| panic!("{printed}: {err}"));
             assert_eq!(back, Action::Emacs(e), "{printed}");
         }
+        // A new skill is a new Org file: whatever limits edits limits it.
+        let draft = EmacsAction::CreateSkill {
+            name: "x".into(),
+            text: String::new(),
+        };
+        assert!(draft.edits_org());
+        assert_eq!(draft.target(), (None, None));
     }
 
     #[test]

@@ -12,6 +12,8 @@ use crate::llm::completion::ToolCall;
 use crate::llm::http::ChatClient;
 use crate::notes::{Notes, Privacy};
 use crate::sexp::{self, Sexp};
+use crate::skills::check_draft;
+use crate::skills::draft_rules;
 use crate::skills::prompt::PromptFragment;
 use crate::skills::tools::SkillTools;
 use crate::skills::{ceiling_rules, disclosure, gate_rules, Skill};
@@ -30,7 +32,8 @@ pub struct Equipment {
     pub prompts: Vec<PromptFragment>,
     /// The tools run on workers, by source: the built-in tools first.
     pub tools: Vec<Arc<ToolSet>>,
-    /// The gate rules, by source: the default policy first.
+    /// The gate rules, by source: the default policy first, then the rules of skill drafts
+    /// (a `create_skill` asks with its tests' results).
     pub gates: Pipeline,
     /// Who answers questions and runs Emacs actions ([`Unattended`] when nobody waits).
     pub operator: Arc<dyn Operator>,
@@ -63,14 +66,14 @@ impl Equipment {
     }
 
     /// `llm` over `notes` with the default prompt, the built-in tools and the default
-    /// policy, with no Emacs and no audit log.
+    /// policy (and the rules of skill drafts), with no Emacs and no audit log.
     pub fn with(llm: Cascade, notes: Notes) -> Equipment {
         Equipment {
             llm,
             notes,
             prompts: vec![PromptFragment::default()],
             tools: vec![Arc::new(ToolSet::builtins())],
-            gates: Pipeline::from_rules(vec![GateRules::default_policy()]),
+            gates: Pipeline::from_rules(vec![GateRules::default_policy(), draft_rules()]),
             operator: Arc::new(Unattended),
             edit_tools: false,
             elisp_tools: Vec::new(),
@@ -264,8 +267,21 @@ impl Equipment {
     /// private node or in a private file. Every way an action arrives (a native tool call, an
     /// action plist) passes here. A file must be one of the notes, named as the store names
     /// it (absolute, expanded), so a pattern cannot be dodged with `~`, `..` or a relative
-    /// path, and a file private by `#+FILETAGS` is caught too.
+    /// path, and a file private by `#+FILETAGS` is caught too. A skill draft must load as
+    /// an agent skill and pass its own tests: one that does not goes back to the model with
+    /// the reason, and the user never sees it.
     pub(super) fn may_touch(&self, action: &EmacsAction) -> Result<(), String> {
+        if let EmacsAction::CreateSkill { name, text } = action {
+            if !self.edit_tools {
+                return Err("creating skills is not offered in this conversation".to_string());
+            }
+            return check_draft(name, text).map(|_| ()).map_err(|e| {
+                format!(
+                    "the skill draft was not shown to the user, since it does not load: {e}. \
+                     Fix it and call create_skill again."
+                )
+            });
+        }
         let (id, file) = action.target();
         if id.is_none() && file.is_none() {
             // Messages and tool calls: not about the notes.

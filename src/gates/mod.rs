@@ -8,7 +8,7 @@
 pub mod audit;
 pub mod budget;
 
-use crate::action::Action;
+use crate::action::{Action, EmacsAction};
 use std::collections::HashSet;
 
 /// What one gate says about an action.
@@ -78,12 +78,17 @@ pub struct GateRules {
 
 impl GateRules {
     /// The default policy: known tools only, read-only tools allowed, displays allowed, any
-    /// edit of an Org file asks (unless approved for the conversation). There is no shell
-    /// tool and no Elisp evaluation.
+    /// edit of an Org file asks (unless approved for the conversation), a new skill asks
+    /// every time. There is no shell tool and no Elisp evaluation.
     pub fn default_policy() -> GateRules {
         GateRules {
             source: "default policy".into(),
-            gates: vec![Box::new(KnownTools), Box::new(ReadOnly), Box::new(OrgEdits)],
+            gates: vec![
+                Box::new(KnownTools),
+                Box::new(ReadOnly),
+                Box::new(OrgEdits),
+                Box::new(NewSkills),
+            ],
         }
     }
 }
@@ -244,6 +249,26 @@ impl Gate for OrgEdits {
             Action::Emacs(e) if e.edits_org() && !ctx.approved.contains(&action.kind()) => {
                 Decision::Ask(format!("{} edits an Org file", action.kind()))
             }
+            _ => Decision::Allow,
+        })
+    }
+}
+
+/// A skill the agent drafted asks every time, whatever the user approved for the
+/// conversation: each new skill changes what the agent does from then on, so each is read
+/// and approved on its own.
+pub struct NewSkills;
+
+impl Gate for NewSkills {
+    fn name(&self) -> &str {
+        "new-skills"
+    }
+
+    fn check(&self, action: &Action, _: &Context) -> Result<Decision, String> {
+        Ok(match action {
+            Action::Emacs(EmacsAction::CreateSkill { name, .. }) => Decision::Ask(format!(
+                "create-skill adds the skill {name}: each new skill is approved on its own"
+            )),
             _ => Decision::Allow,
         })
     }

@@ -69,6 +69,40 @@ fn approval_for_the_conversation_allows() {
     assert!(matches!(p.decide(tags, &c).outcome, Outcome::Ask { .. }));
 }
 
+#[test]
+fn a_new_skill_asks_every_time_even_when_approved_for_the_conversation() {
+    let p = Pipeline::default_policy();
+    let mut c = ctx();
+    let draft = || {
+        action(
+            "(:type :request :target :emacs :action :create-skill :name \"tidy\" \
+             :text \"#+SKILL_NAME: tidy\")",
+        )
+    };
+    let first = p.decide(draft(), &c);
+    assert!(
+        matches!(&first.outcome, Outcome::Ask { reasons, .. } if reasons == &[
+            "create-skill edits an Org file".to_string(),
+            "create-skill adds the skill tidy: each new skill is approved on its own".to_string(),
+        ]),
+        "{first:?}"
+    );
+    // The user approved the kind for the conversation: edits of that kind are allowed from
+    // then on, but a new skill still asks.
+    c.approved.insert("create-skill".into());
+    let again = p.decide(draft(), &c);
+    assert!(
+        matches!(&again.outcome, Outcome::Ask { reasons, .. } if reasons == &[
+            "create-skill adds the skill tidy: each new skill is approved on its own".to_string(),
+        ]),
+        "{again:?}"
+    );
+    let step = again.steps.iter().find(|s| s.gate == "new-skills").unwrap();
+    assert_eq!(step.decision, "ask");
+    // Nothing else is the new-skills gate's business.
+    assert_eq!(NewSkills.check(&action(SET_TODO), &c), Ok(Decision::Allow));
+}
+
 struct Fixed(&'static str, fn() -> Result<Decision, String>);
 
 impl Gate for Fixed {

@@ -4,11 +4,13 @@
 //! This module reads skill files into [`Skill`]s — parsed with the store's own Org parser,
 //! never evaluated — checks them (every error names the file and line), and orders a set of
 //! skills by their dependencies. A skill's own `:gate:` and `:trigger:` tests run when it
-//! loads; [`fires`] says whether an event (a save, a cron tick…) runs it.
+//! loads; [`fires`] says whether an event (a save, a cron tick…) runs it. A skill the agent
+//! drafts is checked the same way before the user is asked about it ([`draft`]).
 
 mod check;
 mod cron;
 pub mod disclosure;
+pub mod draft;
 mod gate;
 pub mod import;
 pub mod load;
@@ -23,6 +25,7 @@ pub mod turns;
 
 pub use check::{run_gate_tests, run_tests, run_trigger_tests, Passed};
 pub use cron::{Civil, Cron};
+pub use draft::{check_draft, draft_rules, Draft};
 pub use gate::{Condition, Decision, GateRow, Test};
 pub use import::{import_skill_md, parse_skill_md, read_skill_md, skill_md_to_org};
 pub use order::{load_order, Ordered};

@@ -1,6 +1,7 @@
 //! Tools whose bodies run in Emacs, on the main thread, through the actuator: the edit
 //! vocabulary (set a TODO state, a property, tags, planning; replace or append to a body;
-//! add a headline; show a node) and tools defined in Elisp with `org-agent-define-tool`.
+//! add a headline; show a node; draft a skill) and tools defined in Elisp with
+//! `org-agent-define-tool`.
 //!
 //! The LLM calls them like any tool; a call becomes an [`EmacsAction`] (typed, checked
 //! here, so a bad argument is an error the LLM sees before anything is asked or run).
@@ -154,6 +155,32 @@ const EDITS: &[Edit] = &[
         name: "visit_node",
         description: "Show a node to the user in its file.",
         params: &[ID],
+    },
+    Edit {
+        name: "create_skill",
+        description: "Draft a new skill: an Org file the user reads in full and approves \
+                      before it is active. It starts with #+SKILL_NAME: NAME and \
+                      #+DESCRIPTION: (when to use it); then a * Prompt section (what the \
+                      model is told), a * Gate table of rules (| action | condition | \
+                      decision | reason |, decision deny or ask) and a * Tests section \
+                      with at least one :gate: test (a subheading tagged :gate: with the \
+                      properties :ACTION: :TARGET: :ARGS: :EXPECT: and an example block \
+                      holding the Org text it runs on). No emacs-lisp tools. Its tests run \
+                      first: a draft that does not load comes back with the reason.",
+        params: &[
+            (
+                "name",
+                "string",
+                "the skill's name, kebab-case (a-z, 0-9, single -), as its #+SKILL_NAME: says",
+                true,
+            ),
+            (
+                "text",
+                "string",
+                "the whole skill file, in Org markup",
+                true,
+            ),
+        ],
     },
 ];
 
@@ -326,6 +353,10 @@ fn build(edit: &Edit, args: &Value) -> Result<EmacsAction, String> {
             }
         }
         "visit_node" => EmacsAction::VisitNode { id: req("id")? },
+        "create_skill" => EmacsAction::CreateSkill {
+            name: req("name")?,
+            text: req("text")?,
+        },
         other => return Err(format!("{other}: not an edit tool")),
     })
 }
@@ -373,6 +404,23 @@ mod tests {
             }
         );
         assert!(edit_action("query_notes", &json!({})).is_none());
+        let a = edit_action(
+            "create_skill",
+            &json!({"name": "tidy", "text": "#+SKILL_NAME: tidy\n"}),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            a,
+            EmacsAction::CreateSkill {
+                name: "tidy".into(),
+                text: "#+SKILL_NAME: tidy\n".into()
+            }
+        );
+        assert_eq!(
+            required_arguments("create_skill"),
+            Some(vec!["name", "text"])
+        );
     }
 
     #[test]
@@ -384,5 +432,6 @@ mod tests {
         assert!(err("schedule", json!({"id": "x", "when": "now"})).contains("unknown argument"));
         assert!(err("add_headline", json!({"title": "T"})).contains("exactly one"));
         assert!(err("append_body", json!([1])).contains("must be an object"));
+        assert!(err("create_skill", json!({"name": "tidy"})).contains("\"text\" is required"));
     }
 }

@@ -248,6 +248,60 @@ window changes."
         (setq org-log-setup nil)
         (set-marker org-log-note-marker nil)))))
 
+(defconst org-agent-actuator-test--skill
+  "#+SKILL_NAME: tidy\n#+DESCRIPTION: Tidy things.\n* Prompt\nTidy.\n"
+  "The text of a skill draft (the actuator writes it as it is: the module checks it).")
+
+(ert-deftest org-agent-actuator-create-skill-writes-a-draft-and-never-replaces-a-file ()
+  "A new skill goes to drafts/NAME/SKILL.org of the user's first skill directory.
+Its preview is the whole file, added; an existing file, a name that is
+no kebab-case and the name of a skill already loaded are refused."
+  (let* ((dir (make-temp-file "org-agent-skills" t))
+         (org-agent-skill-directories (list dir (make-temp-file "org-agent-skills" t)))
+         (file (expand-file-name "drafts/tidy/SKILL.org" dir))
+         (org-agent-skills--active (list (list :name "safety" :file "/shipped/safety/SKILL.org")))
+         (reloads 0))
+    (cl-letf (((symbol-function 'org-agent-skills-reload)
+               (lambda (&optional _callback) (setq reloads (1+ reloads)))))
+      (unwind-protect
+          (progn
+            (should (equal (org-agent-actuator-preview
+                            (list :type :request :target :emacs :action :create-skill
+                                  :name "tidy" :text org-agent-actuator-test--skill))
+                           (list :diff (concat "--- /dev/null\n+++ " file "\n@@ -0,0 +1,4 @@\n"
+                                               "+#+SKILL_NAME: tidy\n+#+DESCRIPTION: Tidy things.\n"
+                                               "+* Prompt\n+Tidy."))))
+            (should-not (file-exists-p file))
+            (let ((result (org-agent-actuator-test-do :action :create-skill :name "tidy"
+                                                      :text org-agent-actuator-test--skill)))
+              (should (eq (plist-get result :status) :ok))
+              (should (equal (plist-get result :file) file)))
+            (should (equal (org-agent-actuator-test-file-text file) org-agent-actuator-test--skill))
+            (should (= reloads 1))
+            ;; Once written, the draft is never replaced: not by a second one, nor its preview.
+            (let ((again (org-agent-actuator-test-do :action :create-skill :name "tidy"
+                                                     :text "#+SKILL_NAME: tidy\n")))
+              (should (eq (plist-get again :status) :error))
+              (should (string-match-p "exists, and a draft never replaces a file"
+                                      (plist-get again :message))))
+            (should (string-match-p "exists" (plist-get (org-agent-actuator-preview
+                                                         (list :type :request :target :emacs
+                                                               :action :create-skill
+                                                               :name "tidy" :text "x"))
+                                                        :error)))
+            (should (equal (org-agent-actuator-test-file-text file) org-agent-actuator-test--skill))
+            (dolist (case '(("../escape" . "not a kebab-case skill name")
+                            ("Tidy" . "not a kebab-case skill name")
+                            ("safety" . "a skill named safety is already loaded from /shipped/")))
+              (let ((refused (org-agent-actuator-test-do :action :create-skill :name (car case)
+                                                         :text org-agent-actuator-test--skill)))
+                (should (eq (plist-get refused :status) :error))
+                (should (string-match-p (regexp-quote (cdr case)) (plist-get refused :message)))))
+            (should (equal (directory-files (expand-file-name "drafts" dir) nil "\\`[^.]")
+                           '("tidy")))
+            (should (= reloads 1)))
+        (dolist (d org-agent-skill-directories) (delete-directory d t))))))
+
 (defun org-agent-actuator-test--sorted (keywords)
   "KEYWORDS sorted by name."
   (sort (copy-sequence keywords) (lambda (a b) (string< (symbol-name a) (symbol-name b)))))

@@ -179,6 +179,54 @@ A tool whose block does not read fails, saying why."
             (should-not org-agent-skills--inactive))
         (delete-directory (car org-agent-skill-directories) t)))))
 
+(ert-deftest org-agent-skills-drafts-load-as-the-agent-s-and-lose-to-the-user-s ()
+  "Drafts of the agent (drafts/ in the first user directory) load last, with source agent.
+A skill of the user's with the same name wins; a draft may run no Elisp."
+  (org-agent-test-with-store
+    (let* ((dir (make-temp-file "org-agent-skills" t))
+           (org-agent-skill-directories (list dir))
+           (drafts (expand-file-name "drafts" dir))
+           (draft (lambda (name extra)
+                    (let ((file (expand-file-name (concat name "/SKILL.org") drafts)))
+                      (make-directory (file-name-directory file) t)
+                      (with-temp-file file
+                        (insert "#+SKILL_NAME: " name "\n#+DESCRIPTION: A draft.\n"
+                                "* Gate\n| action | condition | decision | reason |\n"
+                                "| set_todo | state=CANCELLED | deny | not you |\n"
+                                "* Tests\n** cancelling is denied :gate:\n:PROPERTIES:\n"
+                                ":ACTION: set_todo\n:TARGET: Task\n:ARGS: state=CANCELLED\n"
+                                ":EXPECT: deny\n:END:\n#+begin_example\n,* TODO Task\n"
+                                "#+end_example\n" extra))
+                      file))))
+      (unwind-protect
+          (progn
+            (should (equal (car (last (org-agent-skills--directories)))
+                           (cons drafts 'agent)))
+            (let ((mine (funcall draft "no-cancel" "")))
+              (funcall draft "weekly-review" "")
+              (funcall draft "shouting" "* Tools\n** shout\n#+begin_src emacs-lisp\n(ding)\n#+end_src\n")
+              (with-temp-file (expand-file-name "weekly-review.skill.org" dir)
+                (insert org-agent-skills-test--review))
+              (org-agent-skills-test--reload)
+              (let ((skill (org-agent-skills-test--named "no-cancel")))
+                (should (eq (plist-get skill :status) 'active))
+                (should (eq (plist-get skill :source) 'agent))
+                (should (file-equal-p (plist-get skill :file) mine))))
+            (let ((review (org-agent-skills-test--named "weekly-review")))
+              (should (eq (plist-get review :source) 'user)))
+            (should (cl-find-if (lambda (s)
+                                  (and (eq (plist-get s :status) 'failed)
+                                       (string-match-p "drafts/weekly-review/SKILL.org: the skill weekly-review is already loaded"
+                                                       (plist-get s :reason))))
+                                (org-agent-skills-list)))
+            (should (cl-find-if (lambda (s)
+                                  (and (eq (plist-get s :status) 'failed)
+                                       (string-match-p "only shipped and user skills may run Elisp"
+                                                       (plist-get s :reason))))
+                                (org-agent-skills-list))))
+        (delete-directory dir t)
+        (org-agent-skills-test--reload)))))
+
 (defconst org-agent-skills-test--skill-md
   "---
 name: pdf-tools
@@ -213,14 +261,15 @@ allowed-tools: Read set_todo
               (insert "# Forms\n"))
             (with-temp-file (expand-file-name "SKILL.md" broken)
               (insert "---\nname: other\ndescription: d\n---\nBody\n"))
-            ;; The user's directories, the shipped one, then the import ones not already
-            ;; listed as the user's.
+            ;; The user's directories, the shipped one, the import ones not already
+            ;; listed as the user's, then the agent's drafts.
             (let ((org-agent-skill-import-directories (list (concat dir "/") imports)))
               (should (equal (org-agent-skills--directories)
                              (list (cons dir 'user)
                                    (cons (expand-file-name "skills" org-agent--source-directory)
                                          'shipped)
-                                   (cons imports 'imported)))))
+                                   (cons imports 'imported)
+                                   (cons (expand-file-name "drafts" dir) 'agent)))))
             (org-agent-skills-test--reload)
             (let ((pdf (org-agent-skills-test--named "pdf-tools")))
               (should (eq (plist-get pdf :status) 'active))

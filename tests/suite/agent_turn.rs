@@ -1214,3 +1214,165 @@ async fn a_skill_in_use_keeps_the_model_under_its_allowed_tools() {
         "its own tools: {results:?}"
     );
 }
+
+/// A skill draft as the model would write one (`create_skill`), named `name`: one deny rule
+/// and the tests that hold it to what it says.
+fn skill_draft(name: &str) -> String {
+    format!(
+        "#+SKILL_NAME: {name}
+#+DESCRIPTION: Keeps finished projects finished. Use when editing projects.
+* Prompt
+Do not reopen a project marked DONE.
+* Gate
+| action   | condition              | decision | reason                      |
+|----------+------------------------+----------+-----------------------------|
+| set_todo | todo=DONE & state=TODO | deny     | a closed project stays done |
+* Tests
+** a done project cannot be reopened :gate:
+:PROPERTIES:
+:ACTION: set_todo
+:TARGET: Launch
+:ARGS: state=TODO
+:EXPECT: deny
+:END:
+#+begin_example
+,* DONE Launch
+#+end_example
+"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_draft_that_fails_its_tests_goes_back_to_the_model_unasked() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let good = skill_draft("closed-projects");
+    // The rule no longer does what its test says.
+    let broken = good.replace("state=TODO |", "state=NEXT |");
+    server.push(sse(
+        "",
+        &[(
+            "create_skill",
+            json!({"name": "closed-projects", "text": broken}),
+        )],
+    ));
+    server.push(sse(
+        "",
+        &[(
+            "create_skill",
+            json!({"name": "closed-projects", "text": good}),
+        )],
+    ));
+    server.push(sse("Drafted.", &[]));
+    let operator = Scripted::operate(&mut eq, &[Approval::Once]);
+    operator.next_result("(:status :ok :message \"create-skill done\")");
+    eq.edit_tools = true;
+    let (answer, events) = turn(
+        &eq,
+        &mut Conversation::default(),
+        "Keep closed projects closed.",
+        &TurnConfig::default(),
+    )
+    .await;
+    assert_eq!(answer.unwrap(), "Drafted.");
+    let requests = server.requests();
+    assert!(offered_tools(&requests[0].json()).contains(&"create_skill".to_string()));
+    // The broken draft came back to the model with its failure, and nobody was asked.
+    let first = tool_messages(&requests[1].json());
+    assert!(
+        first[0].contains("the skill draft was not shown to the user")
+            && first[0].contains(
+                "drafts/closed-projects/SKILL.org:10: gate test 'a done project cannot be \
+                 reopened': expected deny, the rules decide allow"
+            ),
+        "{first:?}"
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        TurnEvent::Proposed {
+            decision: "invalid",
+            call,
+            ..
+        } if call.name == "create_skill"
+    )));
+    // The fixed one was asked about, with its tests' results, and then written.
+    assert_eq!(
+        operator.asked(),
+        [vec![
+            "create-skill edits an Org file".to_string(),
+            "create-skill adds the skill closed-projects: each new skill is approved on its own"
+                .to_string(),
+            "its own tests pass: 1 :gate: (\"a done project cannot be reopened\")".to_string(),
+        ]]
+    );
+    let written = operator.actuated();
+    assert_eq!(written.len(), 1);
+    assert!(
+        written[0].starts_with(
+            "(:type :request :target :emacs :action :create-skill :name \"closed-projects\" \
+             :text \"#+SKILL_NAME: closed-projects\\n"
+        ),
+        "{written:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_skill_draft_asks_even_after_one_was_approved_for_the_conversation() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    for name in ["closed-projects", "closed-areas"] {
+        server.push(sse(
+            "",
+            &[(
+                "create_skill",
+                json!({"name": name, "text": skill_draft(name)}),
+            )],
+        ));
+    }
+    server.push(sse("One drafted.", &[]));
+    let operator = Scripted::operate(&mut eq, &[Approval::ForConversation, Approval::Deny]);
+    eq.edit_tools = true;
+    let mut conv = Conversation::default();
+    let (answer, _) = turn(&eq, &mut conv, "Draft two skills.", &TurnConfig::default()).await;
+    assert_eq!(answer.unwrap(), "One drafted.");
+    let asked = operator.asked();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    // The second question no longer says it edits (that kind was approved), but it asks.
+    assert_eq!(
+        asked[1],
+        [
+            "create-skill adds the skill closed-areas: each new skill is approved on its own",
+            "its own tests pass: 1 :gate: (\"a done project cannot be reopened\")",
+        ]
+    );
+    assert_eq!(operator.actuated().len(), 1);
+    let results = tool_messages(&server.requests()[2].json());
+    assert!(
+        results[1].contains("denied: the user denied it"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_draft_as_a_plist_is_checked_too() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let broken = skill_draft("closed-projects").replace(":gate:", ":trigger:");
+    let plist = format!(
+        "(:type :request :target :emacs :action :create-skill :name \"closed-projects\" :text {})",
+        org_agent::sexp::print(&org_agent::sexp::Value::string(broken.as_str()))
+    );
+    server.push(sse(&plist, &[]));
+    server.push(sse("It does not load.", &[]));
+    let operator = Scripted::operate(&mut eq, &[Approval::Once]);
+    eq.edit_tools = true;
+    let answer = answer(&eq, "Draft it.", &TurnConfig::default()).await;
+    assert_eq!(answer, "It does not load.");
+    assert!(operator.asked().is_empty());
+    assert!(operator.actuated().is_empty());
+    let fed_back = last_message(&server.requests()[1].json());
+    assert!(
+        fed_back.contains("needs at least one :gate: test"),
+        "{fed_back}"
+    );
+}

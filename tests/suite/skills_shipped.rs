@@ -212,6 +212,7 @@ fn every_emacs_action(id: &str) -> Vec<Action> {
         format!("(:action :append-body :id \"{id}\" :text \"b\")"),
         format!("(:action :visit-node :id \"{id}\")"),
         "(:action :call-tool :name \"shout\" :args (:word \"hi\"))".to_string(),
+        "(:action :create-skill :name \"tidy\" :text \"#+SKILL_NAME: tidy\")".to_string(),
     ];
     let actions: Vec<Action> = plists
         .iter()
@@ -268,7 +269,7 @@ fn the_safety_skill_asks_exactly_where_the_default_policy_asks_about_edits() {
         }
     }
     assert_eq!(
-        asked, 10,
+        asked, 11,
         "every edit asks until approved, nothing else does"
     );
     // A tool call is no edit: the skill leaves it to the rules that stay in Rust.
