@@ -21,7 +21,11 @@
 (require 'org-agent-base)
 (require 'org)
 (require 'org-agent-store)
-(require 'org-agent-skills)
+;; Not required: org-agent-skills needs the tools, which need the actuator.  A skill
+;; draft is written only once org-agent (which loads them all) runs.
+(declare-function org-agent-skills--draft-file "org-agent-skills" (name))
+(declare-function org-agent-skills-reload "org-agent-skills" (&optional callback))
+(defvar org-agent-skills--active)
 (require 'subr-x)
 (require 'cl-lib)
 (org-agent--declare-module-functions)
