@@ -151,8 +151,9 @@ the last ended (seconds since the epoch)."
        (let* ((run (seq-find (lambda (s) (equal (plist-get s :name) (plist-get skill :name)))
                              stats))
               (suspended (plist-get run :suspended)))
-         (append skill
-                 (and suspended (list :status 'suspended :reason suspended))
+         ;; First, so that `plist-get' finds them before the skill's own.
+         (append (and suspended (list :status 'suspended :reason suspended))
+                 skill
                  (list :runs (or (plist-get run :runs) 0)
                        :failures (or (plist-get run :failures) 0)
                        :last-run (plist-get run :last-run)

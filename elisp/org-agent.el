@@ -291,6 +291,22 @@ The buffer refreshes itself while it is shown; see `org-agent-log-mode'."
     (insert "\n")))
 
 ;;;###autoload
+(defun org-agent--status-skills ()
+  "Insert the skills' runs and the approvals waiting, for `org-agent-status'."
+  (let ((ran (seq-filter (lambda (s) (or (> (plist-get s :runs) 0)
+                                         (memq (plist-get s :status) '(suspended failed))))
+                         (org-agent-skills-list)))
+        (pending (length (org-agent-approvals-list))))
+    (insert "* Skills\n")
+    (insert (format "- active :: %d\n- approvals waiting :: %d%s\n"
+                    (length org-agent-skills--active) pending
+                    (if (> pending 0) " (M-x org-agent-approvals)" "")))
+    (dolist (s ran)
+      (insert (format "- %s :: %s, %d runs, %d failed%s\n"
+                      (plist-get s :name) (plist-get s :status)
+                      (plist-get s :runs) (plist-get s :failures)
+                      (if (plist-get s :reason) (format " — %s" (plist-get s :reason)) ""))))))
+
 (defun org-agent-status ()
   "Show the agent's telemetry per tool and backend, and the store statistics."
   (interactive)
@@ -304,6 +320,7 @@ The buffer refreshes itself while it is shown; see `org-agent-log-mode'."
         (insert "#+TITLE: org-agent status\n\n")
         (org-agent--status-table "Backends" (plist-get telemetry :backends))
         (org-agent--status-table "Tools" (plist-get telemetry :tools))
+        (org-agent--status-skills)
         (insert "* Store\n")
         (insert (format "- files :: %d\n- headlines :: %d\n- versions :: %d\n- on disk :: %s\n- turn in flight :: %s\n"
                         (plist-get stats :files) (plist-get stats :headlines)

@@ -208,9 +208,18 @@ OUTCOME) of finished runs, newest first."
         (should (= (plist-get stats :runs) (+ 2 (plist-get earlier :runs))))
         (should (= (plist-get stats :failures) (+ 2 (plist-get earlier :failures))))
         (should (string-match-p "2 failures in a row" (plist-get stats :suspended))))
+      (should (eq (plist-get (seq-find (lambda (s) (equal (plist-get s :name) "plumbing"))
+                                       (org-agent-skills-list))
+                             :status)
+                  'suspended))
       (should (string-match-p "suspended"
                               (cadr (should-error (org-agent-skill-run "plumbing")
                                                   :type 'org-agent-error))))
+      (org-agent-status)
+      (with-current-buffer "*org-agent-status*"
+        (should (string-match-p "^- plumbing :: suspended, [0-9]+ runs, [0-9]+ failed — 2 failures in a row"
+                                (buffer-string)))
+        (kill-buffer))
       ;; Loading the skills again lifts it.
       (let (report)
         (org-agent-skills-reload (lambda (e) (setq report e)))
@@ -312,8 +321,9 @@ Close what the note says is done.
 "
   "A skill triggered by saves of tasks.org.")
 
-(ert-deftest org-agent-runs-a-matching-save-fires-the-skill ()
-  "Saving a note the skill's trigger matches runs it; a save it does not match does not."
+(ert-deftest org-agent-runs-a-matching-save-fires-the-skill-whose-edit-waits ()
+  "A save the skill's trigger matches runs it, and its edit waits for approval.
+A save it does not match runs nothing; approved, the edit is one undo step."
   (org-agent-runs-test--with-skill
     (let* ((file (expand-file-name "tasks.org" notes))
            (tasks (find-file-noselect file))
@@ -338,21 +348,39 @@ Close what the note says is done.
               (goto-char (point-max))
               (insert "\nA quiet day.\n")
               (save-buffer))
-            (org-agent-test-server-push :text "Nothing to close.")
+            (org-agent-runs-test--propose-done "Call the plumber about the leak")
             (with-current-buffer tasks
               (goto-char (point-min))
               (re-search-forward "^\\*\\* TODO Call the plumber about the leak")
               (end-of-line)
               (insert "\nThe plumber came on Monday.")
+              ;; As the command loop does after each command of the user's.
+              (undo-boundary)
               (save-buffer))
             (should (org-agent-test-wait (lambda () finished) 60))
             (should (equal triggered '("task-keeper")))
             (pcase-let ((`(,name ,outcome) (car finished)))
               (should (equal name "task-keeper"))
-              (should (eq (plist-get outcome :outcome) 'done)))
+              (should (eq (plist-get outcome :outcome) 'done))
+              (should (= (length (plist-get outcome :queued)) 1)))
             (should (string-match-p
                      (regexp-quote (format "because of: a save of %s" file))
-                     (format "%S" (car (org-agent-test-server-requests))))))
+                     (format "%S" (car (org-agent-test-server-requests)))))
+            ;; The edit the run proposed waits: the saved note is as the user left it.
+            (let ((saved (with-current-buffer tasks (buffer-string)))
+                  (p (car (org-agent-approvals-list))))
+              (should (equal (plist-get p :skill) "task-keeper"))
+              (should (equal (plist-get p :provenance) (format "a save of %s" file)))
+              (should (string-match-p "^\\*\\* TODO Call the plumber"
+                                      (with-current-buffer tasks (buffer-string))))
+              (should (org-agent-test-wait
+                       (lambda () (plist-get (car (org-agent-approvals-list)) :diff)) 10))
+              (org-agent-approvals-approve (plist-get p :id))
+              (with-current-buffer tasks
+                (should (string-match-p "^\\*\\* DONE Call the plumber" (buffer-string)))
+                (undo-boundary)
+                (let ((last-command nil)) (undo))
+                (should (equal (buffer-string) saved)))))
         (remove-hook 'after-save-hook #'org-agent--after-save)))))
 
 ;;; org-agent-runs-test.el ends here
