@@ -290,9 +290,9 @@ The buffer refreshes itself while it is shown; see `org-agent-log-mode'."
     (goto-char (point-max))
     (insert "\n")))
 
-;;;###autoload
 (defun org-agent--status-skills ()
-  "Insert the skills' runs and the approvals waiting, for `org-agent-status'."
+  "Insert how often each skill ran and what waits for approval.
+For `org-agent-status'."
   (let ((ran (seq-filter (lambda (s) (or (> (plist-get s :runs) 0)
                                          (memq (plist-get s :status) '(suspended failed))))
                          (org-agent-skills-list)))
@@ -307,6 +307,7 @@ The buffer refreshes itself while it is shown; see `org-agent-log-mode'."
                       (plist-get s :runs) (plist-get s :failures)
                       (if (plist-get s :reason) (format " — %s" (plist-get s :reason)) ""))))))
 
+;;;###autoload
 (defun org-agent-status ()
   "Show the agent's telemetry per tool and backend, and the store statistics."
   (interactive)
