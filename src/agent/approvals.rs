@@ -4,8 +4,7 @@
 //! diff in its body — so it survives restarts and the user can read it with Org.
 
 use crate::sexp::{Sexp, Value};
-use crate::store::parse::{parse, ParseOptions};
-use crate::store::{Dialect, TodoKeywords};
+use crate::store::parse::parse_with_defaults;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 
@@ -314,14 +313,7 @@ fn read(path: &Path, text: &str) -> Result<Vec<Proposal>, ApprovalError> {
         path: path.display().to_string(),
         message,
     };
-    let default_todo = TodoKeywords::default();
-    let opts = ParseOptions {
-        todo: None,
-        default_todo: &default_todo,
-        dialect: Dialect::default(),
-        no_inherit_tags: &[],
-    };
-    let parsed = parse(text, path, &opts).map_err(|e| unreadable(e.to_string()))?;
+    let parsed = parse_with_defaults(text, path).map_err(|e| unreadable(e.to_string()))?;
     let mut items = Vec::new();
     for node in parsed.nodes.iter().filter(|n| n.content.level == 1) {
         let c = &node.content;

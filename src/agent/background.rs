@@ -9,7 +9,7 @@ use super::approvals::{Approvals, Proposal, State};
 use super::event::{Event, RunUpdate};
 use super::operator::{Approval, BoxFuture, Operator};
 use super::options::TurnSetup;
-use super::runtime::{panic_message, Pending, Runtime};
+use super::runtime::{panic_message, Runtime};
 use super::turn::{run_turn, Conversation, TurnEvent};
 use crate::action::{Action, EmacsAction};
 use crate::llm::completion::ToolCall;
@@ -21,7 +21,6 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
 
 /// Bounds of every background run.
 #[derive(Clone, Copy, Debug)]
@@ -192,20 +191,13 @@ impl Operator for Background {
             (Some(id), None) => self.rt.store().node(id).map(|n| n.doc.path.to_string()),
             (None, None) => None,
         };
-        let (tx, rx) = oneshot::channel();
-        let reply = self.rt.expect_reply(self.request, Pending::Result(tx));
-        self.rt.push(Event::Actuate {
-            request: self.request,
-            reply,
-            action: action.to_sexp(),
-        });
+        let result = self.rt.actuate_in_emacs(self.request, action);
         let (rt, skill) = (self.rt, self.skill.clone());
         Box::pin(async move {
             if let Some(file) = &edited {
                 rt.trigger_state().note_own_edit(&skill, file);
             }
-            rx.await
-                .unwrap_or_else(|_| Err("Emacs dropped the action without running it".into()))
+            result.await
         })
     }
 }

@@ -77,17 +77,7 @@ impl Operator for EmacsOperator {
     }
 
     fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>> {
-        let (tx, rx) = oneshot::channel();
-        let reply = self.rt.expect_reply(self.request, Pending::Result(tx));
-        self.rt.push(Event::Actuate {
-            request: self.request,
-            reply,
-            action: action.to_sexp(),
-        });
-        Box::pin(async move {
-            rx.await
-                .unwrap_or_else(|_| Err("Emacs dropped the action without running it".into()))
-        })
+        self.rt.actuate_in_emacs(self.request, action)
     }
 }
 

@@ -584,6 +584,26 @@ impl Runtime {
         tokens.len()
     }
 
+    /// Have Emacs run `action` of turn `request` through the actuator: an event, and the
+    /// turn awaits the result `org-agent--actuated` brings back.
+    pub(super) fn actuate_in_emacs(
+        &self,
+        request: u64,
+        action: &crate::action::EmacsAction,
+    ) -> super::operator::BoxFuture<Result<Sexp, String>> {
+        let (tx, rx) = oneshot::channel();
+        let reply = self.expect_reply(request, Pending::Result(tx));
+        self.push(Event::Actuate {
+            request,
+            reply,
+            action: action.to_sexp(),
+        });
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Err("Emacs dropped the action without running it".into()))
+        })
+    }
+
     /// Note that turn `request` waits for `pending`; returns the reply id Emacs answers.
     pub(super) fn expect_reply(&self, request: u64, pending: Pending) -> u64 {
         let reply = self.next_id();

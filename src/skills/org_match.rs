@@ -658,8 +658,6 @@ fn time_operand(s: &str, at: usize) -> Option<Result<Operand, String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::parse::{parse, ParseOptions};
-    use crate::store::{Dialect, TodoKeywords};
     use std::path::Path;
 
     const NOTES: &str = "#+FILETAGS: :home:
@@ -686,14 +684,7 @@ CLOSED: [2026-11-20 Fri 17:03]
 ";
 
     fn nodes() -> Vec<Node> {
-        let todo = TodoKeywords::default();
-        let opts = ParseOptions {
-            todo: None,
-            default_todo: &todo,
-            dialect: Dialect::default(),
-            no_inherit_tags: &[],
-        };
-        parse(NOTES, Path::new("/n/house.org"), &opts)
+        crate::store::parse::parse_with_defaults(NOTES, Path::new("/n/house.org"))
             .unwrap()
             .nodes
     }

@@ -6,8 +6,8 @@ use super::tools::{read_tool, ToolText};
 use super::{
     Cron, On, OrgMatch, Skill, SkillError, SkillTool, Source, Trigger, MAX_DESCRIPTION, MAX_NAME,
 };
-use crate::store::parse::{parse, ParseOptions};
-use crate::store::{Dialect, Node, StoreError, TodoKeywords};
+use crate::store::parse::parse_with_defaults;
+use crate::store::{Node, StoreError};
 use std::path::Path;
 use std::time::Duration;
 
@@ -67,14 +67,7 @@ impl Doc<'_> {
 /// The nodes of Org `text` as the store parses them (index 0 is the file node), with
 /// Org's default settings: the file's own `#+TODO:` and `#+FILETAGS:` apply.
 pub(super) fn org_nodes(file: &str, text: &str) -> Result<Vec<Node>, StoreError> {
-    let todo = TodoKeywords::default();
-    let opts = ParseOptions {
-        todo: None,
-        default_todo: &todo,
-        dialect: Dialect::default(),
-        no_inherit_tags: &[],
-    };
-    Ok(parse(text, Path::new(file), &opts)?.nodes)
+    Ok(parse_with_defaults(text, Path::new(file))?.nodes)
 }
 
 /// Read the skill in `text` (the contents of `file`), of `source`.

@@ -489,6 +489,20 @@ struct Raw {
     end: usize,
 }
 
+/// `text` parsed with Org's default settings, as a file of its own: its `#+TODO:` and
+/// `#+FILETAGS:` apply, no tag is kept from inheritance, the newest headline rules. For
+/// Org text that is not a note (skill files, the approvals queue, fixtures).
+pub fn parse_with_defaults(text: &str, file: &Path) -> Result<Parsed, StoreError> {
+    let todo = TodoKeywords::default();
+    let opts = ParseOptions {
+        todo: None,
+        default_todo: &todo,
+        dialect: Dialect::default(),
+        no_inherit_tags: &[],
+    };
+    parse(text, file, &opts)
+}
+
 /// Parse `text` (the contents of `file`) into nodes with ids, hashes and positions.
 pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, StoreError> {
     if text.len() >= MAX_TEXT_BYTES {
