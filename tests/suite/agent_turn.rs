@@ -11,6 +11,7 @@ use org_agent::agent::turn::{run_turn, Conversation, TurnConfig, TurnError, Turn
 use org_agent::gates::Pipeline;
 use org_agent::llm::completion::ToolCall;
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
+use org_agent::notes::{NOT_A_NOTE_FILE, NO_SUCH_NODE};
 use org_agent::sexp::Sexp;
 use org_agent::skills::{parse_skill, Skill, Source};
 use org_agent::store::{Config, Store};
@@ -223,7 +224,7 @@ async fn refused_and_failing_calls_are_fed_back() {
         "{results:?}"
     );
     assert!(
-        results[1].contains("tool-error") && results[1].contains("no node with id"),
+        results[1].contains("tool-error") && results[1].contains(NO_SUCH_NODE),
         "{results:?}"
     );
 }
@@ -733,7 +734,6 @@ async fn private_notes_never_reach_the_llm_and_cannot_be_edited() {
     }
     let results = tool_messages(&requests[1].json());
     assert_eq!(results.len(), 5, "{results:?}");
-    assert!(results[0].contains("is private"), "{results:?}");
     assert!(
         results[1].starts_with("No headlines mention it"),
         "{results:?}"
@@ -742,8 +742,24 @@ async fn private_notes_never_reach_the_llm_and_cannot_be_edited() {
         results[2].starts_with("No matching headlines"),
         "{results:?}"
     );
-    assert!(results[3].contains("is private"), "{results:?}");
-    assert!(results[4].contains("is private"), "{results:?}");
+    // The refusals say which rule refused, as for an unknown node, and name nothing private:
+    // the model cannot learn from them that the node exists.
+    for refused in [&results[0], &results[3], &results[4]] {
+        assert!(refused.contains(NO_SUCH_NODE), "{results:?}");
+    }
+    assert_eq!(
+        eq.notes.node("no-such-id").unwrap_err(),
+        eq.notes.node(&private).unwrap_err(),
+        "a private node is refused as an unknown one is"
+    );
+    for refused in [&results[0], &results[3], &results[4]] {
+        assert!(
+            !refused.contains(&private)
+                && !refused.contains(&child)
+                && !refused.contains("tasks.org"),
+            "{refused}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -921,8 +937,8 @@ async fn plist_actions_cannot_reach_private_nodes_or_edit_when_edits_are_off() {
         "{}",
         texts[1]
     );
-    assert!(texts[3].contains("is private"), "{}", texts[3]);
-    assert!(texts[4].contains("is not one of the notes"), "{}", texts[4]);
+    assert!(texts[3].contains(NO_SUCH_NODE), "{}", texts[3]);
+    assert!(texts[4].contains(NOT_A_NOTE_FILE), "{}", texts[4]);
     assert!(texts
         .iter()
         .all(|t| !t.contains("never leaves this machine")));

@@ -95,7 +95,7 @@ fn read_node_renders_the_node_as_org() {
         err,
         ToolError::Failed {
             tool: "read_node".into(),
-            message: "no node with id \"nope\"".into()
+            message: org_agent::notes::NO_SUCH_NODE.into()
         }
     );
 }
