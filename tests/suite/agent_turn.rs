@@ -620,6 +620,60 @@ async fn elisp_tools_run_in_emacs_and_confirm_when_they_say_so() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_tool_plist_is_gated_as_the_tool_call_it_names() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let params = json!({"type": "object", "properties": {"city": {"type": "string"}},
+                        "required": ["city"]});
+    eq.elisp_tools = vec![
+        ElispTool {
+            name: "weather".into(),
+            description: "The weather in a city.".into(),
+            parameters: params.clone(),
+            confirm: false,
+        },
+        ElispTool {
+            name: "send_mail".into(),
+            description: "Send a mail.".into(),
+            parameters: params,
+            confirm: true,
+        },
+    ];
+    let plist = |tool: &str| {
+        format!(
+            "(:type :request :target :emacs :action :call-tool :name \"{tool}\" \
+             :args (:city \"Oslo\"))"
+        )
+    };
+    server.push(sse(&plist("weather"), &[]));
+    server.push(sse(&plist("send_mail"), &[]));
+    server.push(sse(&plist("launch"), &[]));
+    server.push(sse("Rainy.", &[]));
+    let operator = Scripted::operate(&mut eq, &[Approval::Deny]);
+    operator.next_result("(:status :ok :message \"weather done\" :result \"rain\")");
+    assert_eq!(
+        answer(&eq, "Weather?", &TurnConfig::default()).await,
+        "Rainy."
+    );
+    // The harmless tool runs unasked, the one that confirms asks, as tool calls do.
+    assert_eq!(operator.actuated(), [plist("weather")]);
+    let asked = operator.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let texts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).to_string())
+        .collect();
+    assert!(
+        texts.iter().all(|t| !t.contains("edits an Org file")),
+        "{texts:?}"
+    );
+    assert!(texts[1].contains("rain"), "{}", texts[1]);
+    assert!(texts[2].contains("the user denied it"), "{}", texts[2]);
+    assert!(texts[3].contains("there is no tool named"), "{}", texts[3]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupting_while_the_user_is_asked_ends_the_turn() {
     let server = LlmServer::start().await;
     let mut eq = equipment(&server);
