@@ -20,6 +20,7 @@
 
 (require 'org-agent-base)
 (require 'org)
+(require 'org-src)
 (require 'org-agent-store)
 ;; Not required: org-agent-skills needs the tools, which need the actuator.  A skill
 ;; draft is written only once org-agent (which loads them all) runs.
@@ -275,16 +276,52 @@ stays pending, untouched."
 
 ;;;; The vocabulary
 
+;; The chat's state, set by org-agent-chat (which requires this file).
+(defvar org-agent-chat--marker)
+(defvar org-agent-chat--request)
+
+(defun org-agent-actuator--answer-area (buffer-name)
+  "The chat buffer named BUFFER-NAME, if its answer is being written now.
+Signal otherwise: display actions write only into the answer area of
+an org-agent chat during a turn, never into a note buffer (whose next
+save would keep the text) and never after the chat's \"* You\"."
+  (let ((buffer (get-buffer buffer-name)))
+    (unless (and buffer
+                 (with-current-buffer buffer (derived-mode-p 'org-agent-chat-mode)))
+      (org-agent-actuator--fail "%s is not an org-agent chat buffer" buffer-name))
+    (with-current-buffer buffer
+      (unless (and org-agent-chat--request (markerp org-agent-chat--marker)
+                   (marker-buffer org-agent-chat--marker))
+        (org-agent-actuator--fail "%s has no answer being written" buffer-name)))
+    buffer))
+
+(defun org-agent-actuator--neutral-text (text at-line-start)
+  "TEXT with every line that Org would read as a heading or keyword comma-escaped.
+As in Org's source blocks, \"* You\" becomes \",* You\", so nothing
+written reads back as a turn of the user's.  AT-LINE-START says whether
+TEXT's first line begins a line of the buffer."
+  (if at-line-start
+      (org-escape-code-in-string text)
+    ;; A guard character: the first line continues a line, it begins none.
+    (substring (org-escape-code-in-string (concat "x" text)) 1)))
+
+(defun org-agent-actuator--write-answer (buffer-name text)
+  "Write TEXT, neutralised, where the answer grows in the chat BUFFER-NAME."
+  (with-current-buffer (org-agent-actuator--answer-area buffer-name)
+    (save-excursion
+      (goto-char org-agent-chat--marker)
+      (insert (org-agent-actuator--neutral-text text (bolp))))))
+
 (org-agent-actuator-define :insert ((buffer string) (text string))
-  "Insert TEXT at the end of BUFFER (created if needed)."
-  (with-current-buffer (get-buffer-create buffer)
-    (save-excursion (goto-char (point-max)) (insert text)))
+  "Insert TEXT where the answer grows in the chat BUFFER.
+Any other buffer is refused; see `org-agent-actuator--answer-area'."
+  (org-agent-actuator--write-answer buffer text)
   nil)
 
 (org-agent-actuator-define :stream-append ((buffer string) (text string))
-  "Append a streamed piece TEXT to BUFFER."
-  (with-current-buffer (get-buffer-create buffer)
-    (save-excursion (goto-char (point-max)) (insert text)))
+  "Append a streamed piece TEXT where the answer grows in the chat BUFFER.
+Any other buffer is refused; see `org-agent-actuator--answer-area'."
+  (org-agent-actuator--write-answer buffer text)
   nil)
 
 (org-agent-actuator-define :message ((text string))

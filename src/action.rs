@@ -296,6 +296,16 @@ impl Action {
 }
 
 impl Action {
+    /// The action as the LLM's proposal is judged: a direct `:call-tool` plist is the call
+    /// of the tool it names, so it is checked, gated (by the tool's `:confirm`) and approved
+    /// exactly as the same call made as a tool call, not taken for an edit of an Org file.
+    pub fn as_proposed(self) -> Action {
+        match self {
+            Action::Emacs(EmacsAction::CallTool { name, args }) => Action::Tool { name, args },
+            other => other,
+        }
+    }
+
     /// What the gates and the user's approvals call the action: the Emacs action's name
     /// (`set-todo`), or `tool:NAME` for a tool call.
     pub fn kind(&self) -> String {
@@ -444,8 +454,9 @@ impl EmacsAction {
     }
 
     /// Whether the action may change an Org file (gates ask before those). An Elisp tool
-    /// may do anything, so a direct `:call-tool` counts; the loop itself gates Elisp tool
-    /// calls as tools, by their `:confirm`. A new skill is an Org file too, so whatever
+    /// may do anything, so a `:call-tool` that reaches the gates as such counts (fail
+    /// closed); the loop turns the LLM's `:call-tool` into the tool call it names
+    /// ([`Action::as_proposed`]) and gates it by the tool's `:confirm`. A new skill is an Org file too, so whatever
     /// limits edits limits it.
     pub fn edits_org(&self) -> bool {
         !matches!(

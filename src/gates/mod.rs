@@ -77,15 +77,17 @@ pub struct GateRules {
 }
 
 impl GateRules {
-    /// The default policy: known tools only, read-only tools allowed, displays allowed, any
-    /// edit of an Org file asks (unless approved for the conversation), a new skill asks
-    /// every time. There is no shell tool and no Elisp evaluation.
+    /// The default policy: known tools only, read-only tools allowed, echo-area messages
+    /// allowed, buffer writes (`insert`, `stream-append`) denied, any edit of an Org file
+    /// asks (unless approved for the conversation), a new skill asks every time. There is
+    /// no shell tool and no Elisp evaluation.
     pub fn default_policy() -> GateRules {
         GateRules {
             source: "default policy".into(),
             gates: vec![
                 Box::new(KnownTools),
                 Box::new(ReadOnly),
+                Box::new(BufferWrites),
                 Box::new(OrgEdits),
                 Box::new(NewSkills),
             ],
@@ -248,6 +250,31 @@ impl Gate for OrgEdits {
         Ok(match action {
             Action::Emacs(e) if e.edits_org() && !ctx.approved.contains(&action.kind()) => {
                 Decision::Ask(format!("{} edits an Org file", action.kind()))
+            }
+            _ => Decision::Allow,
+        })
+    }
+}
+
+/// The model may not write into buffers: its answer reaches the chat's answer area as the
+/// text it streams, so `insert` and `stream-append` could only write elsewhere — into a
+/// note buffer the user then saves, or after the chat's `* You` where it would read back
+/// as the user's own words. Approval for the conversation does not change that.
+pub struct BufferWrites;
+
+impl Gate for BufferWrites {
+    fn name(&self) -> &str {
+        "buffer-writes"
+    }
+
+    fn check(&self, action: &Action, _: &Context) -> Result<Decision, String> {
+        Ok(match action {
+            Action::Emacs(e @ (EmacsAction::Insert { .. } | EmacsAction::StreamAppend { .. })) => {
+                Decision::Deny(format!(
+                    "{} writes into a buffer, which the model may not do: \
+                     write the answer as text, it goes to the chat",
+                    e.name()
+                ))
             }
             _ => Decision::Allow,
         })

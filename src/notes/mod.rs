@@ -16,6 +16,16 @@ use crate::store::vectors::{self, Candidate};
 use crate::store::{FileDoc, NodeContent, NodeKind, NodeRef, Query, Store};
 use std::sync::Arc;
 
+/// Why a node cannot be shown: it does not exist, or the privacy rules hide it.
+pub const NO_SUCH_NODE: &str =
+    "no node the agent may see has that id: it does not exist, or the user's privacy rules \
+     keep it out of view";
+
+/// Why a file cannot be shown: it is not one of the notes, or the privacy rules hide it.
+pub const NOT_A_NOTE_FILE: &str =
+    "that file is not one of the notes the agent may see: give the absolute file name \
+     list_files shows (private files are not shown)";
+
 /// The store seen through the privacy rules. Cheap to clone (two `Arc`s); a turn keeps the
 /// rules it started with even when the user changes them meanwhile.
 #[derive(Clone)]
@@ -39,39 +49,28 @@ impl Notes {
         !self.privacy.hides(r)
     }
 
-    /// The node `id`, or why it cannot be shown.
+    /// The node `id`, or why it cannot be shown. A private node is refused as an unknown one
+    /// is, in words naming neither: the refusal must not tell the model it exists.
     pub fn node(&self, id: &str) -> Result<NodeRef, String> {
-        let r = self
-            .store
-            .node(id)
-            .ok_or_else(|| format!("no node with id {id:?}"))?;
-        if self.privacy.hides(&r) {
-            return Err(format!(
-                "node {id:?} is private: the user keeps it out of the agent's view"
-            ));
+        match self.store.node(id) {
+            Some(r) if !self.privacy.hides(&r) => Ok(r),
+            _ => Err(NO_SUCH_NODE.to_string()),
         }
-        Ok(r)
     }
 
     /// The file node of `file` (named as the store names it: absolute, expanded), or why it
-    /// cannot be shown: it is not one of the notes, or it is private.
+    /// cannot be shown: it is not one of the notes, or it is private. Both are refused in the
+    /// same words, naming neither, so the refusal does not tell the model a private file exists.
     pub fn file(&self, file: &str) -> Result<NodeRef, String> {
         let state = self.store.state();
-        let Some(doc) = state.files.get(file) else {
-            return Err(format!(
-                "{file} is not one of the notes (give the absolute file name list_files shows)"
-            ));
-        };
-        let file_node = NodeRef {
+        let file_node = state.files.get(file).map(|doc| NodeRef {
             doc: doc.clone(),
             index: 0,
-        };
-        if self.privacy.hides(&file_node) {
-            return Err(format!(
-                "{file} is private: the user keeps it out of the agent's view"
-            ));
+        });
+        match file_node {
+            Some(r) if !self.privacy.hides(&r) => Ok(r),
+            _ => Err(NOT_A_NOTE_FILE.to_string()),
         }
-        Ok(file_node)
     }
 
     /// The nodes matching `q` that may be shown, in the store's order.

@@ -40,6 +40,15 @@ pub fn summary(r: &NodeRef) -> String {
     line
 }
 
+/// Whether a file's preamble sets its title itself (`#+TITLE:`, any case).
+fn has_title_keyword(preamble: &str) -> bool {
+    preamble.lines().any(|line| {
+        line.trim_start()
+            .get(..8)
+            .is_some_and(|k| k.eq_ignore_ascii_case("#+title:"))
+    })
+}
+
 /// A node as Org text: outline path, file, headline, planning, properties, body (up to
 /// [`MAX_BODY_CHARS`]) and one line per child in `children` (those the reader may see).
 pub(super) fn node(r: &NodeRef, children: &[NodeRef]) -> String {
@@ -57,7 +66,9 @@ pub(super) fn node(r: &NodeRef, children: &[NodeRef]) -> String {
             "*".repeat(c.level as usize),
             headline_words(c)
         ));
-    } else {
+    } else if !has_title_keyword(&c.body) {
+        // The file's own #+TITLE line is in its body, printed below; one named after the
+        // file (no #+TITLE) is said once here.
         out.push_str(&format!("#+TITLE: {}\n", c.title));
     }
     let planning: Vec<String> = [

@@ -409,7 +409,8 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
             (should-not (string-match-p "never leaves this machine" text))
             (should-not (string-match-p "journal\\.org" text))))
         (let ((results (org-agent-loop-test--tool-messages (nth 1 requests))))
-          (should (string-match-p "is private" (nth 0 results)))
+          ;; Refused as an unknown node is, in words that name nothing private.
+          (should (string-match-p "no node the agent may see has that id" (nth 0 results)))
           (should (string-match-p "^No headlines mention it" (nth 1 results)))
           (should (string-match-p "tasks\\.org" (nth 2 results))))
         ;; The summary request has the rest of the buffer, and says where a subtree was cut.

@@ -11,6 +11,7 @@ use org_agent::agent::turn::{run_turn, Conversation, TurnConfig, TurnError, Turn
 use org_agent::gates::Pipeline;
 use org_agent::llm::completion::ToolCall;
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
+use org_agent::notes::{NOT_A_NOTE_FILE, NO_SUCH_NODE};
 use org_agent::sexp::Sexp;
 use org_agent::skills::{parse_skill, Skill, Source};
 use org_agent::store::{Config, Store};
@@ -223,7 +224,7 @@ async fn refused_and_failing_calls_are_fed_back() {
         "{results:?}"
     );
     assert!(
-        results[1].contains("tool-error") && results[1].contains("no node with id"),
+        results[1].contains("tool-error") && results[1].contains(NO_SUCH_NODE),
         "{results:?}"
     );
 }
@@ -619,6 +620,60 @@ async fn elisp_tools_run_in_emacs_and_confirm_when_they_say_so() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_tool_plist_is_gated_as_the_tool_call_it_names() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    let params = json!({"type": "object", "properties": {"city": {"type": "string"}},
+                        "required": ["city"]});
+    eq.elisp_tools = vec![
+        ElispTool {
+            name: "weather".into(),
+            description: "The weather in a city.".into(),
+            parameters: params.clone(),
+            confirm: false,
+        },
+        ElispTool {
+            name: "send_mail".into(),
+            description: "Send a mail.".into(),
+            parameters: params,
+            confirm: true,
+        },
+    ];
+    let plist = |tool: &str| {
+        format!(
+            "(:type :request :target :emacs :action :call-tool :name \"{tool}\" \
+             :args (:city \"Oslo\"))"
+        )
+    };
+    server.push(sse(&plist("weather"), &[]));
+    server.push(sse(&plist("send_mail"), &[]));
+    server.push(sse(&plist("launch"), &[]));
+    server.push(sse("Rainy.", &[]));
+    let operator = Scripted::operate(&mut eq, &[Approval::Deny]);
+    operator.next_result("(:status :ok :message \"weather done\" :result \"rain\")");
+    assert_eq!(
+        answer(&eq, "Weather?", &TurnConfig::default()).await,
+        "Rainy."
+    );
+    // The harmless tool runs unasked, the one that confirms asks, as tool calls do.
+    assert_eq!(operator.actuated(), [plist("weather")]);
+    let asked = operator.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let texts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).to_string())
+        .collect();
+    assert!(
+        texts.iter().all(|t| !t.contains("edits an Org file")),
+        "{texts:?}"
+    );
+    assert!(texts[1].contains("rain"), "{}", texts[1]);
+    assert!(texts[2].contains("the user denied it"), "{}", texts[2]);
+    assert!(texts[3].contains("there is no tool named"), "{}", texts[3]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupting_while_the_user_is_asked_ends_the_turn() {
     let server = LlmServer::start().await;
     let mut eq = equipment(&server);
@@ -733,7 +788,6 @@ async fn private_notes_never_reach_the_llm_and_cannot_be_edited() {
     }
     let results = tool_messages(&requests[1].json());
     assert_eq!(results.len(), 5, "{results:?}");
-    assert!(results[0].contains("is private"), "{results:?}");
     assert!(
         results[1].starts_with("No headlines mention it"),
         "{results:?}"
@@ -742,8 +796,24 @@ async fn private_notes_never_reach_the_llm_and_cannot_be_edited() {
         results[2].starts_with("No matching headlines"),
         "{results:?}"
     );
-    assert!(results[3].contains("is private"), "{results:?}");
-    assert!(results[4].contains("is private"), "{results:?}");
+    // The refusals say which rule refused, as for an unknown node, and name nothing private:
+    // the model cannot learn from them that the node exists.
+    for refused in [&results[0], &results[3], &results[4]] {
+        assert!(refused.contains(NO_SUCH_NODE), "{results:?}");
+    }
+    assert_eq!(
+        eq.notes.node("no-such-id").unwrap_err(),
+        eq.notes.node(&private).unwrap_err(),
+        "a private node is refused as an unknown one is"
+    );
+    for refused in [&results[0], &results[3], &results[4]] {
+        assert!(
+            !refused.contains(&private)
+                && !refused.contains(&child)
+                && !refused.contains("tasks.org"),
+            "{refused}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -921,8 +991,8 @@ async fn plist_actions_cannot_reach_private_nodes_or_edit_when_edits_are_off() {
         "{}",
         texts[1]
     );
-    assert!(texts[3].contains("is private"), "{}", texts[3]);
-    assert!(texts[4].contains("is not one of the notes"), "{}", texts[4]);
+    assert!(texts[3].contains(NO_SUCH_NODE), "{}", texts[3]);
+    assert!(texts[4].contains(NOT_A_NOTE_FILE), "{}", texts[4]);
     assert!(texts
         .iter()
         .all(|t| !t.contains("never leaves this machine")));

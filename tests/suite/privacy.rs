@@ -4,8 +4,8 @@
 
 use crate::support::store::{id_of, notes};
 use org_agent::context::render;
-use org_agent::notes::Notes;
 use org_agent::notes::Privacy;
+use org_agent::notes::{Notes, NO_SUCH_NODE};
 use org_agent::store::{Config, Store};
 use org_agent::tools::Registry;
 use serde_json::json;
@@ -112,11 +112,17 @@ fn tools_never_show_private_notes() {
         "2026-11-20",
         "Team lunch at HERON-CAFE",
     ] {
+        let id = id_of(&store, title);
         let err = tools
-            .call(&notes, "read_node", &json!({"id": id_of(&store, title)}))
+            .call(&notes, "read_node", &json!({"id": id}))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("private"), "{title}: {err}");
+        // Refused as an unknown node is, naming neither the node nor its file.
+        assert!(err.contains(NO_SUCH_NODE), "{title}: {err}");
+        assert!(
+            !err.contains(&id) && !err.contains("/notes/"),
+            "{title}: {err}"
+        );
         assert_no_secret(title, &err);
     }
 }
@@ -197,5 +203,5 @@ fn private_tags_count_even_when_not_inherited() {
             &json!({"id": id_of(&store, "Book the KESTREL rooms")}),
         )
         .unwrap_err();
-    assert!(err.to_string().contains("private"), "{err}");
+    assert!(err.to_string().contains(NO_SUCH_NODE), "{err}");
 }

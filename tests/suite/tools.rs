@@ -95,9 +95,46 @@ fn read_node_renders_the_node_as_org() {
         err,
         ToolError::Failed {
             tool: "read_node".into(),
-            message: "no node with id \"nope\"".into()
+            message: org_agent::notes::NO_SUCH_NODE.into()
         }
     );
+}
+
+#[test]
+fn read_node_on_a_file_prints_its_title_once() {
+    let store = demo_store();
+    let state = store.state();
+    let doc = state
+        .files
+        .values()
+        .find(|d| d.path.ends_with("projects.org"))
+        .expect("the demo notes have projects.org");
+    let file_id = doc.nodes[0].id.clone();
+    drop(state);
+    let out = call(&store, "read_node", json!({"id": file_id})).unwrap();
+    assert_eq!(out.matches("#+TITLE:").count(), 1, "{out}");
+    assert!(out.contains("#+TITLE: Projects\n"), "{out}");
+    // A file without #+TITLE is named after itself, once.
+    store
+        .ingest_text(
+            "/notes/errands.org",
+            "Some preamble.\n* TODO Buy milk\n",
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+    let state = store.state();
+    let doc = state
+        .files
+        .values()
+        .find(|d| d.path.ends_with("errands.org"))
+        .expect("errands.org is ingested");
+    let id = doc.nodes[0].id.clone();
+    drop(state);
+    let out = call(&store, "read_node", json!({"id": id})).unwrap();
+    assert_eq!(out.matches("#+TITLE:").count(), 1, "{out}");
+    assert!(out.contains("#+TITLE: errands\nSome preamble."), "{out}");
 }
 
 #[test]

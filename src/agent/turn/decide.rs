@@ -76,6 +76,7 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
                 Ok(Proposals::FedBack)
             }
             Some(Ok(action)) => {
+                let action = action.as_proposed();
                 self.sexp_calls += 1;
                 let call = sexp_call(&action, self.sexp_calls);
                 let checked = match &action {
