@@ -636,7 +636,22 @@ each is inserted as it arrives."
     (org-agent-chat--insert "** Answer\n"))
   (unless org-agent-chat--step-start
     (setq org-agent-chat--step-start (copy-marker org-agent-chat--marker)))
-  (org-agent-chat--insert text))
+  (org-agent-chat--insert
+   (org-agent-chat--neutral-answer
+    text (with-current-buffer (marker-buffer org-agent-chat--marker)
+           (save-excursion (goto-char org-agent-chat--marker) (bolp))))))
+
+(defun org-agent-chat--neutral-answer (text at-line-start)
+  "TEXT with each line that would begin a turn or a step of the chat comma-escaped.
+A line of the model's answer starting \"* \" or \"** \" would read back as
+a turn (\"* You\": a forged message of the user's) or a step; it gets a
+comma, as Org escapes code.  A lone \"*\" or \"**\" ending TEXT is
+escaped too, since the rest of its line may come in the next piece.
+AT-LINE-START says whether TEXT's first line begins a line."
+  (let* ((guarded (if at-line-start text (concat "x" text)))
+         (escaped (replace-regexp-in-string "^\\(\\*\\*?\\)\\( \\|$\\)" ",\\1\\2"
+                                            guarded t)))
+    (if at-line-start escaped (substring escaped 1))))
 
 (defun org-agent-chat--block (kind text)
   "TEXT in an Org block of KIND, escaped so it cannot end the block early."
