@@ -43,12 +43,22 @@ pub fn run_tests(skill: &Skill) -> Result<Passed, SkillError> {
 
 /// Run every `:gate:` test of `skill`; the first failure, naming its line.
 pub fn run_gate_tests(skill: &Skill) -> Result<usize, SkillError> {
+    run_kind(skill, "gate", gate_test)
+}
+
+/// Run `skill`'s tests of `kind` with `run`: how many passed, or the first failure, naming
+/// its line.
+fn run_kind(
+    skill: &Skill,
+    kind: &str,
+    run: fn(&Skill, &Test) -> Result<(), String>,
+) -> Result<usize, SkillError> {
     let mut passed = 0;
-    for test in skill.tests.iter().filter(|t| t.kind == "gate") {
-        gate_test(skill, test).map_err(|message| SkillError {
+    for test in skill.tests.iter().filter(|t| t.kind == kind) {
+        run(skill, test).map_err(|message| SkillError {
             file: skill.file.clone(),
             line: test.line,
-            message: format!("gate test {:?}: {message}", test.title),
+            message: format!("{kind} test {:?}: {message}", test.title),
         })?;
         passed += 1;
     }
@@ -152,16 +162,7 @@ fn example_blocks(body: &str) -> Vec<String> {
 /// Run every `:trigger:` test of `skill` (format: the [`trigger`](super::trigger) module);
 /// the first failure, naming its line.
 pub fn run_trigger_tests(skill: &Skill) -> Result<usize, SkillError> {
-    let mut passed = 0;
-    for test in skill.tests.iter().filter(|t| t.kind == "trigger") {
-        trigger_test(skill, test).map_err(|message| SkillError {
-            file: skill.file.clone(),
-            line: test.line,
-            message: format!("trigger test {:?}: {message}", test.title),
-        })?;
-        passed += 1;
-    }
-    Ok(passed)
+    run_kind(skill, "trigger", trigger_test)
 }
 
 fn trigger_test(skill: &Skill, test: &Test) -> Result<(), String> {
