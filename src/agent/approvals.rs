@@ -5,6 +5,7 @@
 
 use crate::sexp::{Sexp, Value};
 use crate::store::parse::parse_with_defaults;
+use crate::store::text::{escape_org_code, unescape_org_code};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 
@@ -235,31 +236,14 @@ const HEADER: &str = "#+TITLE: org-agent approvals\n#+TODO: PENDING | APPROVED D
 #+STARTUP: overview\n\
 # Written by org-agent: what background skills proposed. Use M-x org-agent-approvals.\n";
 
-/// Lines inside a block that Org would read as structure get a comma, as
-/// `org-escape-code-in-string` does.
+/// `text` as it goes into a block: each line Org would read as structure gets a comma.
 fn escape_block(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let bare = line.trim_start_matches(',');
-        if bare.starts_with('*') || bare.starts_with("#+") {
-            out.push(',');
-        }
-        out.push_str(line);
-    }
-    out
+    text.split_inclusive('\n').map(escape_org_code).collect()
 }
 
+/// A block's contents as they were before [`escape_block`].
 fn unescape_block(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let bare = line.trim_start_matches(',');
-        if line.starts_with(',') && (bare.starts_with('*') || bare.starts_with("#+")) {
-            out.push_str(&line[1..]);
-        } else {
-            out.push_str(line);
-        }
-    }
-    out
+    text.split_inclusive('\n').map(unescape_org_code).collect()
 }
 
 /// Text fit for one headline or property line.

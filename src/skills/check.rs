@@ -12,13 +12,14 @@
 use super::cron::Civil;
 use super::gate::Test;
 use super::org_match::MatchNode;
-use super::parse::{interval, org_nodes, unescape_org_code};
+use super::parse::{interval, org_nodes};
 use super::rules::gate_rules;
 use super::trigger::{changed_nodes, fires, TriggerEvent};
 use super::{On, Skill, SkillError};
 use crate::action::Action;
 use crate::gates::{Context, Outcome, Pipeline};
 use crate::notes::{Notes, Privacy};
+use crate::store::text::unescape_org_code;
 use crate::store::{Config, Node, NodeKind, Query, Store};
 use crate::tools::emacs::edit_action;
 use std::sync::Arc;

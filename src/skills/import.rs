@@ -17,9 +17,10 @@
 //! Claude Code's `disable-model-invocation` and `user-invocable`, which say who may start
 //! the skill.
 
-use super::parse::{check_name, escape_org_code, tool_words, trim_blank_lines};
+use super::parse::{check_name, tool_words, trim_blank_lines};
 use super::MAX_DESCRIPTION;
 use super::{parse_skill, run_gate_tests, On, Skill, SkillError, Source, Trigger};
+use crate::store::text::escape_org_code;
 use crate::tools::emacs::required_arguments;
 use std::path::{Path, PathBuf};
 

@@ -28,8 +28,8 @@
 //!   stands for the id of the fixture's headline `Title`.
 
 use super::gate::Test;
-use super::parse::unescape_org_code;
 use super::{Skill, SkillError};
+use crate::store::text::unescape_org_code;
 
 /// One step of the scripted model.
 #[derive(Clone, Debug, PartialEq)]

@@ -133,6 +133,35 @@ impl<'a> PositionMap<'a> {
     }
 }
 
+/// One line of a block's contents as Org reads it: a comma before `*` or `#+` (after any
+/// indentation and other commas) is the escape Org adds, and goes
+/// (`org-unescape-code-in-string`).
+pub fn unescape_org_code(line: &str) -> String {
+    let indented = line.trim_start_matches([' ', '\t']);
+    let commas = indented.len() - indented.trim_start_matches(',').len();
+    let after = &indented[commas..];
+    if commas > 0 && (after.starts_with('*') || after.starts_with("#+")) {
+        let at = line.len() - indented.len();
+        format!("{}{}", &line[..at], &line[at + 1..])
+    } else {
+        line.to_owned()
+    }
+}
+
+/// One line as it goes into a block: a line that would read as a headline or an Org
+/// keyword (`*`, `#+`, after any indentation and commas) gets a comma
+/// (`org-escape-code-in-string`).
+pub fn escape_org_code(line: &str) -> String {
+    let indented = line.trim_start_matches([' ', '\t']);
+    let after = indented.trim_start_matches(',');
+    if after.starts_with('*') || after.starts_with("#+") {
+        let at = line.len() - indented.len();
+        format!("{},{}", &line[..at], &line[at..])
+    } else {
+        line.to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
