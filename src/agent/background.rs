@@ -90,6 +90,14 @@ impl SkillRuns {
         out
     }
 
+    /// Whether a run of `skill` is under way.
+    pub fn is_running(&self, skill: &str) -> bool {
+        self.skills
+            .lock()
+            .get(skill)
+            .is_some_and(|s| s.stats.running)
+    }
+
     /// Lift every suspension (the skills were loaded again: their authors may have fixed
     /// them).
     pub fn resume_all(&self) {

@@ -118,18 +118,9 @@ impl Runtime {
                 }
             }
         }
-        let running: Vec<String> = self
-            .runs()
-            .stats()
-            .into_iter()
-            .filter(|(_, s)| s.running)
-            .map(|(n, _)| n)
-            .collect();
         for (skill, provenance) in fired {
-            if self
-                .trigger_state()
-                .is_own_edit(&skill.name, file, running.contains(&skill.name))
-            {
+            let running = self.runs().is_running(&skill.name);
+            if self.trigger_state().is_own_edit(&skill.name, file, running) {
                 self.with_telemetry(|t| {
                     t.log(
                         "trigger",
