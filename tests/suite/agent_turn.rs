@@ -566,13 +566,11 @@ async fn an_actuator_error_and_bad_edit_arguments_reach_the_llm() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn elisp_tools_run_in_emacs_and_confirm_when_they_say_so() {
-    let server = LlmServer::start().await;
-    let mut eq = equipment(&server);
+/// Two Elisp tools taking a city: `weather` runs unasked, `send_mail` confirms.
+fn weather_and_mail() -> Vec<ElispTool> {
     let params = json!({"type": "object", "properties": {"city": {"type": "string"}},
                         "required": ["city"]});
-    eq.elisp_tools = vec![
+    vec![
         ElispTool {
             name: "weather".into(),
             description: "The weather in a city.".into(),
@@ -585,14 +583,21 @@ async fn elisp_tools_run_in_emacs_and_confirm_when_they_say_so() {
             parameters: params,
             confirm: true,
         },
-        // A name taken by a built-in stays the built-in's.
-        ElispTool {
-            name: "list_files".into(),
-            description: "Shadow.".into(),
-            parameters: json!({"type": "object"}),
-            confirm: false,
-        },
-    ];
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elisp_tools_run_in_emacs_and_confirm_when_they_say_so() {
+    let server = LlmServer::start().await;
+    let mut eq = equipment(&server);
+    eq.elisp_tools = weather_and_mail();
+    // A name taken by a built-in stays the built-in's.
+    eq.elisp_tools.push(ElispTool {
+        name: "list_files".into(),
+        description: "Shadow.".into(),
+        parameters: json!({"type": "object"}),
+        confirm: false,
+    });
     server.push(sse(
         "",
         &[
@@ -623,22 +628,7 @@ async fn elisp_tools_run_in_emacs_and_confirm_when_they_say_so() {
 async fn a_call_tool_plist_is_gated_as_the_tool_call_it_names() {
     let server = LlmServer::start().await;
     let mut eq = equipment(&server);
-    let params = json!({"type": "object", "properties": {"city": {"type": "string"}},
-                        "required": ["city"]});
-    eq.elisp_tools = vec![
-        ElispTool {
-            name: "weather".into(),
-            description: "The weather in a city.".into(),
-            parameters: params.clone(),
-            confirm: false,
-        },
-        ElispTool {
-            name: "send_mail".into(),
-            description: "Send a mail.".into(),
-            parameters: params,
-            confirm: true,
-        },
-    ];
+    eq.elisp_tools = weather_and_mail();
     let plist = |tool: &str| {
         format!(
             "(:type :request :target :emacs :action :call-tool :name \"{tool}\" \
