@@ -453,6 +453,43 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
     (org-show-context 'link-search)
     (list :id id)))
 
+;;;; Elisp evaluation (eval_elisp)
+
+(defcustom org-agent-eval-timeout 10
+  "Most seconds Elisp the agent evaluates (eval_elisp) may run.
+The limit stops code that waits (for a process, a timer, input);
+code that computes without ever waiting is stopped by \[keyboard-quit].
+`eval_elisp' is offered only when `org-agent-permissions' enables it,
+and each call is shown and approved."
+  :type 'number
+  :group 'org-agent)
+
+(defcustom org-agent-eval-result-max-chars 4000
+  "Most characters of an evaluated value sent back to the model."
+  :type 'natnum
+  :group 'org-agent)
+
+(org-agent-actuator-define :eval-elisp ((code string))
+  "Evaluate CODE, one Elisp form, with lexical binding and a time limit.
+Returns the printed value, cut to `org-agent-eval-result-max-chars'."
+  (let* ((read (condition-case err
+                   (read-from-string code)
+                 (error (org-agent-actuator--fail "eval-elisp: the code does not read: %s"
+                                                  (error-message-string err)))))
+         (form (car read)))
+    (unless (string-blank-p (substring code (cdr read)))
+      (org-agent-actuator--fail
+       "eval-elisp: the code is more than one form; wrap several in progn"))
+    (let* ((value (with-timeout (org-agent-eval-timeout
+                                 (org-agent-actuator--fail
+                                  "eval-elisp: stopped after %s seconds" org-agent-eval-timeout))
+                    (eval form t)))
+           (printed (let ((print-length 200) (print-level 10))
+                      (prin1-to-string value))))
+      (list :value (if (> (length printed) org-agent-eval-result-max-chars)
+                       (concat (substring printed 0 org-agent-eval-result-max-chars) "…")
+                     printed)))))
+
 ;;;; Skills the agent drafts
 
 (defun org-agent-actuator--new-skill-file (name)

@@ -87,7 +87,8 @@
     (org-agent--approval-diff id diff)
     (org-agent--approval-settle id state outcome audit-file)
     (org-agent--approvals-file)
-    (org-agent--fire-trigger kind file pos))
+    (org-agent--fire-trigger kind file pos)
+    (org-agent--permissions-explain rules action scope))
   "The functions of the module, `org-agent-module', as (NAME ARGUMENT...).
 Every `#[defun]' of src/emacs/: Rust's fn NAME is org-agent--NAME
 with `_' as `-', and the arguments are those of its Rust signature.

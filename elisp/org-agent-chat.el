@@ -24,6 +24,7 @@
 (require 'org-agent-tools)
 (require 'org-agent-backends)
 (require 'org-agent-semantic)
+(require 'org-agent-permissions)
 (org-agent--declare-module-functions)
 
 ;;;; Options
@@ -430,6 +431,7 @@ Their message stays after \"* You\", to send again."
          :audit-file (expand-file-name (or org-agent-audit-file
                                            (expand-file-name "audit.org" org-agent-state-directory)))
          :interactive (or (not noninteractive) org-agent-chat-ask-in-batch)
+         :permissions org-agent-permissions
          :tier org-agent-chat--tier)
    (org-agent-backends--options)
    (list :embedding (org-agent-semantic--backend)
@@ -681,10 +683,16 @@ inside the last one, folding would hide it."
 
 (defun org-agent-chat--ask (event)
   "Show the question of EVENT: the proposed action, its diff, and the keys.
-A new skill (create-skill) shows as its whole file, and is approved
-on its own: never for the conversation."
+A new skill (create-skill) shows as its whole file, Elisp to evaluate
+\(eval-elisp) as its code; each is approved on its own, never for the
+conversation."
   (let* ((action (plist-get event :action))
-         (new-skill (eq (plist-get action :action) :create-skill))
+         (verb (plist-get action :action))
+         (new-skill (eq verb :create-skill))
+         ;; Why it cannot be approved for the conversation, when it cannot.
+         (each-time (pcase verb
+                      (:create-skill "each new skill is approved on its own")
+                      (:eval-elisp "each evaluation is approved on its own")))
          (preview (and (eq (plist-get action :target) :emacs)
                        (org-agent-actuator-preview action)))
          (start (marker-position org-agent-chat--marker)))
@@ -693,9 +701,12 @@ on its own: never for the conversation."
       (format "\n** Approve? %s\n" (plist-get event :name))
       (mapconcat (lambda (r) (format "- %s\n" r)) (plist-get event :reasons) "")
       ;; The diff below is the draft's whole text: its arguments on one line say no more.
-      (if new-skill
-          (format "- the new skill %s, in full:\n" (plist-get action :name))
-        (format "- arguments: =%s=\n" (plist-get event :arguments)))
+      (cond
+       (new-skill (format "- the new skill %s, in full:\n" (plist-get action :name)))
+       ((eq verb :eval-elisp)
+        (concat "- the code, to run in this Emacs:\n"
+                (org-agent-chat--block "src emacs-lisp" (plist-get action :code))))
+       (t (format "- arguments: =%s=\n" (plist-get event :arguments))))
       (cond
        ((plist-get preview :error)
         (format "- it would fail: %s\n" (plist-get preview :error)))
@@ -703,15 +714,15 @@ on its own: never for the conversation."
         (org-agent-chat--block "src diff" (plist-get preview :diff))))))
     (let ((line (copy-marker (marker-position org-agent-chat--marker))))
       (org-agent-chat--insert
-       (propertize (if new-skill
-                       "[y] approve  [n] deny  (each new skill is approved on its own)\n"
+       (propertize (if each-time
+                       (format "[y] approve  [n] deny  (%s)\n" each-time)
                      "[y] approve once  [a] approve for this conversation  [n] deny\n")
                    'face 'org-warning))
       ;; The keys work anywhere on the question.
       (let ((overlay (make-overlay (1+ start) org-agent-chat--marker)))
         (overlay-put overlay 'keymap org-agent-chat-question-map)
         (overlay-put overlay 'evaporate t)
-        (setq org-agent-chat--question (list (plist-get event :reply) line overlay new-skill)
+        (setq org-agent-chat--question (list (plist-get event :reply) line overlay each-time)
               org-agent-chat--state "waiting for your answer"))
       (let ((window (display-buffer (current-buffer))))
         (when (window-live-p window)
@@ -719,7 +730,7 @@ on its own: never for the conversation."
       (goto-char line)
       (message "org-agent asks to run %s: y approve, %sn deny (in %s)"
                (plist-get event :name)
-               (if new-skill "" "a approve for the conversation, ")
+               (if each-time "" "a approve for the conversation, ")
                (buffer-name)))))
 
 (defun org-agent-chat--close-question (label)
@@ -761,11 +772,13 @@ on its own: never for the conversation."
 
 (defun org-agent-chat-approve-for-conversation ()
   "Approve the action the agent asks about, and its kind for this conversation.
-A new skill is approved on its own: this approves it once."
+A new skill, or Elisp to evaluate, is approved on its own: this
+approves it once."
   (interactive)
   (with-current-buffer (org-agent-chat--question-buffer)
     (if (nth 3 org-agent-chat--question)
-        (org-agent-chat--settle 'once "approved once: each new skill is approved on its own")
+        (org-agent-chat--settle 'once (format "approved once: %s"
+                                              (nth 3 org-agent-chat--question)))
       (org-agent-chat--settle 'conversation "approved for this conversation"))))
 
 (defun org-agent-chat-deny ()

@@ -53,6 +53,7 @@
 (require 'org-agent-skills)
 (require 'org-agent-runs)
 (require 'org-agent-approvals)
+(require 'org-agent-permissions)
 (org-agent--declare-module-functions)
 
 ;;;; The mode

@@ -118,7 +118,15 @@ pub enum EmacsAction {
         name: String,
         text: String,
     },
+    /// Evaluate Elisp code in the user's Emacs (`eval_elisp`, off unless the user's
+    /// permissions enable it; it asks every time).
+    EvalElisp {
+        code: String,
+    },
 }
+
+/// The tool that evaluates Elisp ([`EmacsAction::EvalElisp`]).
+pub const EVAL_ELISP_TOOL: &str = "eval_elisp";
 
 /// What the LLM proposes.
 #[derive(Clone, Debug, PartialEq)]
@@ -319,7 +327,7 @@ impl Action {
 impl EmacsAction {
     /// Every Emacs action's name: the vocabulary the Elisp actuator implements (a test
     /// checks that both sides name the same set).
-    pub const NAMES: [&'static str; 15] = [
+    pub const NAMES: [&'static str; 16] = [
         "insert",
         "stream-append",
         "message",
@@ -335,6 +343,7 @@ impl EmacsAction {
         "visit-node",
         "call-tool",
         "create-skill",
+        "eval-elisp",
     ];
 
     /// The action's name, its `:action` keyword without the colon.
@@ -355,6 +364,7 @@ impl EmacsAction {
             EmacsAction::VisitNode { .. } => "visit-node",
             EmacsAction::CallTool { .. } => "call-tool",
             EmacsAction::CreateSkill { .. } => "create-skill",
+            EmacsAction::EvalElisp { .. } => "eval-elisp",
         }
     }
 
@@ -449,6 +459,9 @@ impl EmacsAction {
                 name: a.string("name")?,
                 text: a.string("text")?,
             },
+            "eval-elisp" => EmacsAction::EvalElisp {
+                code: a.string("code")?,
+            },
             other => return Err(shape(format!("action: unknown Emacs action :{other}"))),
         })
     }
@@ -465,6 +478,7 @@ impl EmacsAction {
                 | EmacsAction::StreamAppend { .. }
                 | EmacsAction::Message { .. }
                 | EmacsAction::VisitNode { .. }
+                | EmacsAction::EvalElisp { .. }
         )
     }
 
@@ -537,6 +551,7 @@ impl EmacsAction {
             EmacsAction::CreateSkill { name, text } => {
                 vec![("name", s(name)), ("text", s(text))]
             }
+            EmacsAction::EvalElisp { code } => vec![("code", s(code))],
         };
         let mut items = vec![
             kw("type"),

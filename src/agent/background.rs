@@ -420,6 +420,7 @@ impl Runtime {
             setup,
         } = setup;
         let mut eq = self.chat_equipment(backends, policy, setup, operator)?;
+        eq.background = true;
         let skills = self.skills();
         let Some(active) = skills.iter().find(|s| s.name == skill) else {
             return Err(format!("the skill {skill} is no longer active"));

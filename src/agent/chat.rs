@@ -12,6 +12,7 @@ use super::turn::{
 use crate::action::{Action, EmacsAction};
 use crate::gates::audit::AuditLog;
 use crate::gates::budget::{Budget, Limits};
+use crate::gates::permissions::Permissions;
 use crate::llm::cascade::{Cascade, Policy};
 use crate::llm::completion::{Delta, ToolCall};
 use crate::llm::embeddings::EmbeddingBackend;
@@ -42,6 +43,8 @@ pub struct ChatSetup {
     pub budget: Option<(Limits, Option<Vec<Backend>>)>,
     /// A skill in use from the start (`/NAME` in the chat), rather than loaded on demand.
     pub skill: Option<String>,
+    /// The user's permissions (`org-agent-permissions`).
+    pub permissions: Arc<Permissions>,
 }
 
 /// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
@@ -130,6 +133,7 @@ impl Runtime {
         eq.edit_tools = true;
         eq.elisp_tools = setup.elisp_tools;
         eq.audit = setup.audit_file.map(AuditLog::new);
+        eq.set_permissions(setup.permissions);
         let skills = self.skills();
         if let Some(name) = skill {
             let Some(skill) = skills.iter().find(|s| s.name == name) else {

@@ -1,11 +1,12 @@
 //! What a turn works with: the LLM cascade, the notes, the attachments (prompt fragments,
 //! tool sets, gate rules), the operator, the audit log, semantic search and the budget.
 
-use crate::action::{Action, EmacsAction};
+use crate::action::{Action, EmacsAction, EVAL_ELISP_TOOL};
 use crate::agent::operator::{Operator, Unattended};
 use crate::agent::semantic::{self, Semantic};
 use crate::gates::audit::AuditLog;
 use crate::gates::budget::Budget;
+use crate::gates::permissions::{PermissionGate, Permissions};
 use crate::gates::{Context, GateRules, Pipeline};
 use crate::llm::cascade::Cascade;
 use crate::llm::completion::ToolCall;
@@ -54,6 +55,11 @@ pub struct Equipment {
     pub semantic: Option<Semantic>,
     /// Token and cost limits, checked before every request.
     pub budget: Option<Budget>,
+    /// Nobody waits for this turn (a skill's background run): the user's rules scoped to
+    /// background runs hold, those scoped to the chat do not.
+    pub background: bool,
+    /// The user's permissions (`org-agent-permissions`), also attached to the gates.
+    pub permissions: Arc<Permissions>,
 }
 
 impl Equipment {
@@ -82,7 +88,19 @@ impl Equipment {
             audit: None,
             semantic: None,
             budget: None,
+            background: false,
+            permissions: Arc::new(Permissions::default()),
         }
+    }
+
+    /// Judge actions by the user's `permissions` too (they may loosen the default policy's
+    /// asks, never a wall; see [`crate::gates::permissions`]).
+    pub fn set_permissions(&mut self, permissions: Arc<Permissions>) {
+        if !permissions.is_empty() {
+            self.gates
+                .attach(permission_rules(permissions.clone(), &self.notes));
+        }
+        self.permissions = permissions;
     }
 
     /// Attach the active `skills`: their catalog to the prompt, `use_skill` and their tools
@@ -93,11 +111,8 @@ impl Equipment {
             self.prompts.push(catalog);
         }
         for skill in skills.iter() {
-            if !skill.gate.is_empty() {
-                self.gates.attach(gate_rules(skill, self.notes.clone()));
-            }
-            if let Some(ceiling) = ceiling_rules(skill) {
-                self.gates.attach(ceiling);
+            for rules in skill_gates(skill, &self.notes) {
+                self.gates.attach(rules);
             }
             let tools = SkillTools::of(skill)?;
             if !tools.is_empty() {
@@ -145,6 +160,7 @@ impl Equipment {
     pub(super) fn elisp_tool(&self, name: &str) -> Option<&ElispTool> {
         if self.worker_tool(name).is_some()
             || (self.edit_tools && emacs_tools::is_edit(name))
+            || (self.eval_elisp() && name == EVAL_ELISP_TOOL)
             || self.semantic_tool(name)
         {
             return None;
@@ -172,6 +188,9 @@ impl Equipment {
         }
         if self.edit_tools {
             all.extend(emacs_tools::edit_schemas());
+        }
+        if self.eval_elisp() {
+            all.push(emacs_tools::eval_schema());
         }
         for tools in self.skill_tools_in_use(ctx) {
             all.extend(tools.function_schemas());
@@ -224,7 +243,18 @@ impl Equipment {
             }
         }
         ctx.skills_in_use.extend(self.skills_in_use.iter().cloned());
+        ctx.background = self.background;
+        if self.eval_elisp() {
+            // Offered, so not refused as unknown; the gates ask before each call.
+            ctx.tools.insert(EVAL_ELISP_TOOL.to_string());
+        }
         ctx
+    }
+
+    /// Whether `eval_elisp` is offered: only with Emacs to run it and when the user's
+    /// permissions enable it.
+    pub(super) fn eval_elisp(&self) -> bool {
+        self.edit_tools && self.permissions.enables(EVAL_ELISP_TOOL)
     }
 
     /// Check a call of a skill's tool `name` offered at `ctx` with JSON `args` against its
@@ -255,6 +285,9 @@ impl Equipment {
                 self.may_touch(&edit)?;
                 return Ok(Action::Emacs(edit));
             }
+        }
+        if self.eval_elisp() && call.name == EVAL_ELISP_TOOL {
+            return emacs_tools::eval_action(&call.arguments).map(Action::Emacs);
         }
         self.check_skill_call(&call.name, &call.arguments, ctx)?;
         Ok(Action::Tool {
@@ -317,5 +350,69 @@ impl Equipment {
                 log.path().display()
             )
         })
+    }
+}
+
+/// A skill's gate table and its ceiling, as the gates judge with them.
+fn skill_gates(skill: &Skill, notes: &Notes) -> Vec<GateRules> {
+    let mut rules = Vec::new();
+    if !skill.gate.is_empty() {
+        rules.push(gate_rules(skill, notes.clone()));
+    }
+    rules.extend(ceiling_rules(skill));
+    rules
+}
+
+/// What the gates of a turn would decide about `action`, and why, for the user
+/// (`M-x org-agent-permissions-explain`): the default policy, the rules of skill drafts, the
+/// active `skills`' tables and ceilings and the user's `permissions`, in the chat or a
+/// `background` run, with `skill` in use besides those always in use.
+pub fn explain_action(
+    notes: Notes,
+    skills: &[Skill],
+    permissions: Arc<Permissions>,
+    action: Action,
+    background: bool,
+    skill: Option<&str>,
+) -> String {
+    let mut pipeline = Pipeline::from_rules(vec![GateRules::default_policy(), draft_rules()]);
+    let mut ctx = Context {
+        background,
+        ..Context::default()
+    };
+    for name in ToolSet::builtins().registry.names() {
+        ctx.tools.insert(name.to_string());
+        ctx.read_only_tools.insert(name.to_string());
+    }
+    if permissions.enables(EVAL_ELISP_TOOL) {
+        ctx.tools.insert(EVAL_ELISP_TOOL.to_string());
+    }
+    if let Action::Tool { name, .. } = &action {
+        // Tools that exist only when enabled or defined (a shell, Elisp tools) are judged as
+        // if offered: the question is what the rules say.
+        ctx.tools.insert(name.clone());
+    }
+    for s in skills {
+        for rules in skill_gates(s, &notes) {
+            pipeline.attach(rules);
+        }
+        if s.always || Some(s.name.as_str()) == skill {
+            ctx.skills_in_use.insert(s.name.clone());
+        }
+    }
+    if !permissions.is_empty() {
+        pipeline.attach(permission_rules(permissions.clone(), &notes));
+    }
+    crate::gates::permissions::explain(&pipeline, &permissions, action, &ctx, Some(&notes))
+}
+
+/// The user's permissions as gate rules.
+fn permission_rules(permissions: Arc<Permissions>, notes: &Notes) -> GateRules {
+    GateRules {
+        source: "org-agent-permissions".into(),
+        gates: vec![Box::new(PermissionGate {
+            permissions,
+            notes: Some(notes.clone()),
+        })],
     }
 }

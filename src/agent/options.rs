@@ -6,6 +6,7 @@ use crate::agent::background::RunLimits;
 use crate::agent::chat::ChatSetup;
 use crate::agent::turn::TurnConfig;
 use crate::gates::budget::Limits;
+use crate::gates::permissions::Permissions;
 use crate::llm::cascade::{Policy, Routing, Tier};
 use crate::llm::config::{backends_from_sexp, tiers_from_sexp, ConfigError};
 use crate::llm::embeddings::EmbeddingBackend;
@@ -14,6 +15,7 @@ use crate::sexp::fields::Fields;
 use crate::sexp::Value;
 use crate::tools::emacs::ElispTool;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Everything a chat turn needs besides its text.
@@ -132,6 +134,10 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
         skill: o.opt_string("skill")?,
         ..ChatSetup::default()
     };
+    if let Some(rules) = o.get("permissions") {
+        setup.permissions =
+            Arc::new(Permissions::from_sexp(rules).map_err(|e| ConfigError::Shape(e.to_string()))?);
+    }
     for spec in o.list("tools")? {
         setup.elisp_tools.push(elisp_tool(spec)?);
     }

@@ -14,6 +14,7 @@ use crate::store::{filename, Dialect, TodoKeywords};
 use ::emacs::{defun, Env, IntoLisp, Result, Value};
 use convert::*;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 ::emacs::plugin_is_GPL_compatible!();
 
@@ -772,4 +773,37 @@ fn chat_history<'e>(env: &'e Env, conversation: String) -> Result<Value<'e>> {
         out.push(env.cons(env.intern(role)?, text)?);
     }
     list(env, out)
+}
+
+/// Explain what the gates decide about ACTION (an action plist, as the model would propose
+/// it) under the permission RULES (`org-agent-permissions`): every rule that matched and
+/// why, each gate's part and the decision, as text. SCOPE is nil (the chat), `background'
+/// or a skill's name (in use).
+#[defun]
+fn permissions_explain(env: &Env, rules: Value, action: Value, scope: Value) -> Result<String> {
+    let rules = lisp_sexp::from_lisp(env, rules)?;
+    let permissions = match crate::gates::permissions::Permissions::from_sexp(rules.value()) {
+        Ok(p) => Arc::new(p),
+        Err(e) => return config_fail(env, e.to_string()),
+    };
+    let action = lisp_sexp::from_lisp(env, action)?;
+    let action = match crate::action::Action::from_sexp(action.value()) {
+        Ok(a) => a.as_proposed(),
+        Err(e) => return config_fail(env, format!("not an action: {e}")),
+    };
+    let scope = lisp_sexp::from_lisp(env, scope)?;
+    let (background, skill) = match scope.value() {
+        crate::sexp::Value::Symbol(s) if &**s == "background" => (true, None),
+        crate::sexp::Value::String(s) => (false, Some(s.to_string())),
+        _ => (false, None),
+    };
+    let rt = runtime(env)?;
+    Ok(crate::agent::equipment::explain_action(
+        rt.notes(),
+        &rt.skills(),
+        permissions,
+        action,
+        background,
+        skill.as_deref(),
+    ))
 }

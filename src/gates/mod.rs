@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod budget;
+pub mod permissions;
 
 use crate::action::{Action, EmacsAction};
 use std::collections::HashSet;
@@ -19,6 +20,10 @@ pub enum Decision {
     Deny(String),
     /// Replace the action (for the gates after this one and for execution).
     Transform(Action, String),
+    /// Allowed by the user's own policy: the gates after it see the action as approved by
+    /// the user, so the asks that yield to an approval (the default policy's, a skill's
+    /// `approved=no` rows) yield to it; denials and the walls' asks hold.
+    Permit(String),
 }
 
 /// What a gate may know besides the action.
@@ -32,12 +37,20 @@ pub struct Context {
     pub read_only_tools: HashSet<String>,
     /// Skills in use in the conversation now (a skill's rules may hold only then).
     pub skills_in_use: HashSet<String>,
+    /// Nobody waits for this run (a skill's trigger, a script): rules scoped to the chat do
+    /// not hold, those scoped to background runs do.
+    pub background: bool,
 }
 
 pub trait Gate: Send + Sync {
     fn name(&self) -> &str;
     /// An `Err` is a failure of the gate itself: the action is denied.
     fn check(&self, action: &Action, ctx: &Context) -> Result<Decision, String>;
+    /// Whether the gate is the user's own policy (`org-agent-permissions`): it runs before
+    /// the others, and what it permits they see as approved (see [`Decision::Permit`]).
+    fn user_policy(&self) -> bool {
+        false
+    }
 }
 
 /// The final outcome for one action.
@@ -90,6 +103,7 @@ impl GateRules {
                 Box::new(BufferWrites),
                 Box::new(OrgEdits),
                 Box::new(NewSkills),
+                Box::new(ElispEval),
             ],
         }
     }
@@ -128,58 +142,30 @@ impl Pipeline {
         self.rules.iter().map(|r| r.source.as_str()).collect()
     }
 
+    /// Pass `action` through every gate. The user's policy goes first: an action it permits
+    /// counts as approved by the user (like an approval for the conversation) for the gates
+    /// after it, so the default policy's asks and the skills' `approved=no` rows yield, and
+    /// the walls, which never yield to an approval, hold.
     pub fn decide(&self, action: Action, ctx: &Context) -> Verdict {
-        let mut action = action;
-        let mut steps = Vec::new();
-        let mut asks = Vec::new();
-        let mut denies = Vec::new();
-        for gate in self.rules.iter().flat_map(|r| &r.gates) {
-            let name = gate.name().to_string();
-            // A panicking gate is a failing gate.
-            let result =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gate.check(&action, ctx)))
-                    .unwrap_or_else(|_| Err("the gate panicked".to_string()));
-            match result {
-                Ok(Decision::Allow) => steps.push(Step {
-                    gate: name,
-                    decision: "allow",
-                    reason: String::new(),
-                }),
-                Ok(Decision::Ask(reason)) => {
-                    asks.push(reason.clone());
-                    steps.push(Step {
-                        gate: name,
-                        decision: "ask",
-                        reason,
-                    });
-                }
-                Ok(Decision::Deny(reason)) => {
-                    denies.push(reason.clone());
-                    steps.push(Step {
-                        gate: name,
-                        decision: "deny",
-                        reason,
-                    });
-                }
-                Ok(Decision::Transform(new, reason)) => {
-                    action = new;
-                    steps.push(Step {
-                        gate: name,
-                        decision: "transform",
-                        reason,
-                    });
-                }
-                Err(failure) => {
-                    let reason = format!("gate {name} failed: {failure}");
-                    denies.push(reason.clone());
-                    steps.push(Step {
-                        gate: name,
-                        decision: "deny",
-                        reason,
-                    });
-                }
-            }
+        let gates = self.rules.iter().flat_map(|r| &r.gates);
+        let (users, others): (Vec<_>, Vec<_>) = gates.partition(|g| g.user_policy());
+        let mut run = Run {
+            action,
+            ctx: std::borrow::Cow::Borrowed(ctx),
+            steps: Vec::new(),
+            asks: Vec::new(),
+            denies: Vec::new(),
+        };
+        for gate in users.into_iter().chain(others) {
+            run.check(gate.as_ref());
         }
+        let Run {
+            action,
+            steps,
+            asks,
+            denies,
+            ..
+        } = run;
         let outcome = if !denies.is_empty() {
             Outcome::Deny { reasons: denies }
         } else if !asks.is_empty() {
@@ -191,6 +177,56 @@ impl Pipeline {
             Outcome::Allow(action)
         };
         Verdict { outcome, steps }
+    }
+}
+
+/// One action on its way through the gates.
+struct Run<'c> {
+    action: Action,
+    ctx: std::borrow::Cow<'c, Context>,
+    steps: Vec<Step>,
+    asks: Vec<String>,
+    denies: Vec<String>,
+}
+
+impl Run<'_> {
+    fn check(&mut self, gate: &dyn Gate) {
+        let name = gate.name().to_string();
+        // A panicking gate is a failing gate.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            gate.check(&self.action, &self.ctx)
+        }))
+        .unwrap_or_else(|_| Err("the gate panicked".to_string()));
+        let (decision, reason) = match result {
+            Ok(Decision::Allow) => ("allow", String::new()),
+            Ok(Decision::Ask(reason)) => {
+                self.asks.push(reason.clone());
+                ("ask", reason)
+            }
+            Ok(Decision::Deny(reason)) => {
+                self.denies.push(reason.clone());
+                ("deny", reason)
+            }
+            Ok(Decision::Permit(reason)) => {
+                let kind = self.action.kind();
+                self.ctx.to_mut().approved.insert(kind);
+                ("permit", reason)
+            }
+            Ok(Decision::Transform(new, reason)) => {
+                self.action = new;
+                ("transform", reason)
+            }
+            Err(failure) => {
+                let reason = format!("gate {name} failed: {failure}");
+                self.denies.push(reason.clone());
+                ("deny", reason)
+            }
+        };
+        self.steps.push(Step {
+            gate: name,
+            decision,
+            reason,
+        });
     }
 }
 
@@ -296,6 +332,31 @@ impl Gate for NewSkills {
             Action::Emacs(EmacsAction::CreateSkill { name, .. }) => Decision::Ask(format!(
                 "create-skill adds the skill {name}: each new skill is approved on its own"
             )),
+            _ => Decision::Allow,
+        })
+    }
+}
+
+/// Elisp evaluation runs only where the user's permissions enabled it (the tool is offered)
+/// and then asks every time, whatever was approved for the conversation: code can do
+/// anything Emacs can, so each piece is read before it runs.
+pub struct ElispEval;
+
+impl Gate for ElispEval {
+    fn name(&self) -> &str {
+        "elisp-eval"
+    }
+
+    fn check(&self, action: &Action, ctx: &Context) -> Result<Decision, String> {
+        Ok(match action {
+            Action::Emacs(EmacsAction::EvalElisp { .. })
+                if !ctx.tools.contains(crate::action::EVAL_ELISP_TOOL) =>
+            {
+                Decision::Deny("eval_elisp is off: the user's permissions do not enable it".into())
+            }
+            Action::Emacs(EmacsAction::EvalElisp { .. }) => {
+                Decision::Ask("eval_elisp runs code in Emacs: each call is approved".into())
+            }
             _ => Decision::Allow,
         })
     }

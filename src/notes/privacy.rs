@@ -167,6 +167,19 @@ impl Glob {
         }
     }
 
+    /// A pattern over the whole of a text that is not a path (code, a command): `*` matches
+    /// any run of characters, `/` included.
+    pub fn across(pattern: &str) -> Glob {
+        Glob {
+            pattern: pattern
+                .replace("**", "*")
+                .replace('*', "**")
+                .chars()
+                .collect(),
+            name_only: false,
+        }
+    }
+
     pub fn matches(&self, path: &str) -> bool {
         let subject = if self.name_only {
             path.rsplit('/').next().unwrap_or(path)

@@ -7,7 +7,7 @@
 //! here, so a bad argument is an error the LLM sees before anything is asked or run).
 
 use super::{function_declaration, object_schema};
-use crate::action::EmacsAction;
+use crate::action::{EmacsAction, EVAL_ELISP_TOOL};
 use serde_json::{json, Map, Value};
 
 /// A tool defined in Elisp: its declaration and whether its calls ask the user first.
@@ -184,26 +184,50 @@ const EDITS: &[Edit] = &[
     },
 ];
 
+/// Elisp evaluation: offered only when the user's permissions enable it, and asked about
+/// every time (see [`crate::gates::ElispEval`]).
+const EVAL_ELISP: Edit = Edit {
+    name: EVAL_ELISP_TOOL,
+    description: "Evaluate Emacs Lisp code in the user's Emacs and return the printed value. \
+                  The user reads the code and approves each call; it runs with a time limit. \
+                  Prefer the other tools: use this only for what they cannot do.",
+    params: &[(
+        "code",
+        "string",
+        "one Emacs Lisp form (wrap several in progn), evaluated with lexical binding",
+        true,
+    )],
+};
+
+fn schema(e: &Edit) -> Value {
+    let mut props = Map::new();
+    for (name, kind, description, _) in e.params {
+        let mut p = json!({"type": kind, "description": description});
+        if *kind == "array" {
+            p["items"] = json!({"type": "string"});
+        }
+        if *kind == "object" {
+            p["additionalProperties"] = json!({"type": "string"});
+        }
+        props.insert(name.to_string(), p);
+    }
+    let required: Vec<&str> = e.params.iter().filter(|p| p.3).map(|p| p.0).collect();
+    function_declaration(e.name, e.description, object_schema(props, &required))
+}
+
 /// The edit tools as OpenAI-style function declarations.
 pub fn edit_schemas() -> Vec<Value> {
-    EDITS
-        .iter()
-        .map(|e| {
-            let mut props = Map::new();
-            for (name, kind, description, _) in e.params {
-                let mut p = json!({"type": kind, "description": description});
-                if *kind == "array" {
-                    p["items"] = json!({"type": "string"});
-                }
-                if *kind == "object" {
-                    p["additionalProperties"] = json!({"type": "string"});
-                }
-                props.insert(name.to_string(), p);
-            }
-            let required: Vec<&str> = e.params.iter().filter(|p| p.3).map(|p| p.0).collect();
-            function_declaration(e.name, e.description, object_schema(props, &required))
-        })
-        .collect()
+    EDITS.iter().map(schema).collect()
+}
+
+/// The Elisp evaluation tool's declaration.
+pub fn eval_schema() -> Value {
+    schema(&EVAL_ELISP)
+}
+
+/// The Emacs action for a call of `eval_elisp` with JSON `args`, or why it is wrong.
+pub fn eval_action(args: &Value) -> Result<EmacsAction, String> {
+    build(&EVAL_ELISP, args)
 }
 
 /// The arguments edit tool `name` requires, `None` when it is not an edit tool.
@@ -357,6 +381,7 @@ fn build(edit: &Edit, args: &Value) -> Result<EmacsAction, String> {
             name: req("name")?,
             text: req("text")?,
         },
+        EVAL_ELISP_TOOL => EmacsAction::EvalElisp { code: req("code")? },
         other => return Err(format!("{other}: not an edit tool")),
     })
 }

@@ -1,0 +1,283 @@
+use super::*;
+use crate::gates::{GateRules, Outcome, Pipeline};
+use crate::sexp::Sexp;
+
+fn rules(text: &str) -> Result<Permissions, PermissionError> {
+    let v = crate::sexp::read(text).expect("the test's rules read");
+    Permissions::from_sexp(v.value())
+}
+
+fn tool(name: &str, args: &str) -> Action {
+    let v = crate::sexp::read(args).expect("the test's args read");
+    Action::Tool {
+        name: name.into(),
+        args: Sexp::from(crate::sexp::clone_value(v.value())),
+    }
+}
+
+fn edit(file: &str) -> Action {
+    Action::Emacs(EmacsAction::AddHeadline {
+        file: Some(file.into()),
+        parent: None,
+        title: "New".into(),
+        todo: None,
+        tags: vec![],
+        properties: vec![],
+        body: None,
+    })
+}
+
+fn chat() -> Context {
+    let mut ctx = Context::default();
+    for t in ["run_command", "read_file", "query_notes"] {
+        ctx.tools.insert(t.into());
+    }
+    ctx.read_only_tools.insert("query_notes".into());
+    ctx
+}
+
+fn pipeline(p: Permissions) -> Pipeline {
+    let mut rules = GateRules::default_policy();
+    rules.gates.push(Box::new(PermissionGate {
+        permissions: std::sync::Arc::new(p),
+        notes: None,
+    }));
+    Pipeline::from_rules(vec![rules])
+}
+
+fn outcome(p: &Pipeline, a: Action, ctx: &Context) -> &'static str {
+    match p.decide(a, ctx).outcome {
+        Outcome::Allow(_) => "allow",
+        Outcome::Ask { .. } => "ask",
+        Outcome::Deny { .. } => "deny",
+    }
+}
+
+#[test]
+fn deny_beats_ask_beats_allow_whatever_the_order() {
+    let p = rules(
+        r#"((allow run_command "git") (deny run_command "git push") (ask run_command "git push"))"#,
+    )
+    .unwrap();
+    let ctx = chat();
+    let m = p
+        .decide("run_command", Some("git push origin"), &ctx)
+        .unwrap();
+    assert_eq!((m.permit, m.number), (Permit::Deny, 2));
+    let m = p.decide("run_command", Some("git status"), &ctx).unwrap();
+    assert_eq!((m.permit, m.number), (Permit::Allow, 1));
+    assert!(p.decide("run_command", Some("ls"), &ctx).is_none());
+    // Every matching rule is reported, with why.
+    let all = p.matches("run_command", Some("git push"), &ctx);
+    assert_eq!(all.iter().map(|m| m.number).collect::<Vec<_>>(), [1, 2, 3]);
+    assert!(all[1].why.contains("\"git push\" matches"), "{:?}", all[1]);
+}
+
+#[test]
+fn argv_prefixes_match_whole_words() {
+    let p = rules(r#"((allow run_command "git status"))"#).unwrap();
+    let ctx = chat();
+    assert!(p
+        .decide("run_command", Some("git status -s"), &ctx)
+        .is_some());
+    assert!(p.decide("run_command", Some("git statusx"), &ctx).is_none());
+    assert!(p.decide("run_command", Some("git"), &ctx).is_none());
+}
+
+#[test]
+fn scopes_hold_where_they_say() {
+    let p = rules(
+        r#"((allow add-headline :scope chat) (deny add-headline :scope background)
+            (ask set-todo :scope "inbox"))"#,
+    )
+    .unwrap();
+    let mut ctx = chat();
+    assert_eq!(
+        p.decide("add-headline", None, &ctx).unwrap().permit,
+        Permit::Allow
+    );
+    ctx.background = true;
+    assert_eq!(
+        p.decide("add-headline", None, &ctx).unwrap().permit,
+        Permit::Deny
+    );
+    assert!(p.decide("set-todo", None, &ctx).is_none());
+    ctx.skills_in_use.insert("inbox".into());
+    assert_eq!(
+        p.decide("set-todo", None, &ctx).unwrap().permit,
+        Permit::Ask
+    );
+}
+
+#[test]
+fn examples_are_checked_when_the_rules_load() {
+    assert!(rules(
+        r#"((allow run_command "git log" :match ("git log --oneline") :not-match ("git push")))"#
+    )
+    .is_ok());
+    let e = rules(r#"((allow read_file "/srv/*" :match "/srv/a/b.txt"))"#).unwrap_err();
+    assert!(
+        e.to_string().contains("rule 1")
+            && e.to_string()
+                .contains("\"/srv/a/b.txt\" (:match) does not match"),
+        "{e}"
+    );
+    let e = rules(r#"((deny run_command "rm") (allow run_command "git" :not-match "git push"))"#)
+        .unwrap_err();
+    assert!(e.to_string().contains("rule 2") && e.to_string().contains("(:not-match) matches"));
+}
+
+#[test]
+fn malformed_rules_say_what_is_wrong() {
+    for (text, says) in [
+        ("(allow)", "a rule is a list"),
+        ("((permit run_command))", "allow, ask or deny, not permit"),
+        ("((allow))", "names no tool"),
+        ("((allow 3))", "must be a name"),
+        ("((allow query_notes \"x\"))", "takes no pattern"),
+        ("((allow read_file \"notes/*.org\"))", "must be absolute"),
+        ("((allow run_command \"\"))", "empty command pattern"),
+        (
+            "((allow run_command \"ls\" :color red))",
+            "unknown key :color",
+        ),
+        ("((allow run_command \"ls\" :scope))", "has no value"),
+        ("((allow run_command \"ls\" :scope 3))", ":scope is chat"),
+        ("((allow query_notes :match \"x\"))", "takes no examples"),
+        ("\"rules\"", "must be a list of rules"),
+    ] {
+        let e = rules(text).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains(says), "{text}: {e}");
+    }
+}
+
+#[test]
+fn an_allow_lifts_the_default_ask_but_never_a_wall() {
+    let p = pipeline(
+        rules(r#"((allow add-headline "/home/u/notes/**") (allow insert) (allow create-skill))"#)
+            .unwrap(),
+    );
+    let ctx = chat();
+    assert_eq!(outcome(&p, edit("/home/u/notes/inbox.org"), &ctx), "allow");
+    assert_eq!(outcome(&p, edit("/home/u/other/inbox.org"), &ctx), "ask");
+    let insert = Action::Emacs(EmacsAction::Insert {
+        text: "x".into(),
+        buffer: "notes.org".into(),
+    });
+    assert_eq!(outcome(&p, insert, &ctx), "deny");
+    let skill = Action::Emacs(EmacsAction::CreateSkill {
+        name: "s".into(),
+        text: "t".into(),
+    });
+    assert_eq!(outcome(&p, skill, &ctx), "ask");
+}
+
+#[test]
+fn deny_and_ask_rules_tighten_and_refusals_name_no_pattern() {
+    let p = pipeline(rules(r#"((deny read_file "/home/u/diary/**") (ask query_notes))"#).unwrap());
+    let mut ctx = chat();
+    let read = tool("read_file", r#"(:path "/home/u/diary/2026.org")"#);
+    let v = p.decide(read, &ctx);
+    let Outcome::Deny { reasons } = v.outcome else {
+        panic!("{v:?}")
+    };
+    assert!(reasons
+        .iter()
+        .any(|r| r.contains("rule 1 of org-agent-permissions")));
+    assert!(reasons.iter().all(|r| !r.contains("diary")), "{reasons:?}");
+    assert_eq!(outcome(&p, tool("query_notes", "()"), &ctx), "ask");
+    // An ask rule honours an approval for the conversation.
+    ctx.approved.insert("tool:query_notes".into());
+    assert_eq!(outcome(&p, tool("query_notes", "()"), &ctx), "allow");
+}
+
+#[test]
+fn off_tools_are_enabled_only_by_allow_or_ask_and_roots_come_from_path_rules() {
+    let p = rules(
+        r#"((deny eval_elisp) (ask run_command "make") (allow read_file "/srv/data/**")
+            (deny read_file "/etc/**"))"#,
+    )
+    .unwrap();
+    assert!(p.enables("run_command"));
+    assert!(!p.enables("eval_elisp"));
+    assert_eq!(p.file_roots(), ["/srv/data"]);
+}
+
+#[test]
+fn edits_are_judged_by_the_file_they_change_and_tools_by_globs() {
+    let p =
+        rules(r#"((deny set-* "/srv/locked/*.org") (allow eval_elisp "(message *)"))"#).unwrap();
+    let ctx = chat();
+    assert!(p
+        .decide("set-todo", Some("/srv/locked/a.org"), &ctx)
+        .is_some());
+    assert!(p
+        .decide("set-todo", Some("/srv/locked/sub/a.org"), &ctx)
+        .is_none());
+    assert!(p
+        .decide("add-headline", Some("/srv/locked/a.org"), &ctx)
+        .is_none());
+    assert!(p
+        .decide("eval_elisp", Some("(message \"a/b\")"), &ctx)
+        .is_some());
+    assert!(p
+        .decide("eval_elisp", Some("(delete-file \"x\")"), &ctx)
+        .is_none());
+    let (name, subject) = subject_of(&edit("/srv/locked/a.org"), None);
+    assert_eq!(
+        (name.as_str(), subject.as_deref()),
+        ("add-headline", Some("/srv/locked/a.org"))
+    );
+    let (name, subject) = subject_of(&tool("run_command", r#"(:command "ls -l")"#), None);
+    assert_eq!(
+        (name.as_str(), subject.as_deref()),
+        ("run_command", Some("ls -l"))
+    );
+}
+
+#[test]
+fn explain_shows_every_matching_rule_and_each_gates_part() {
+    let p = rules(
+        r#"((allow run_command "git") (deny run_command "git push" :reason "never from here"))"#,
+    )
+    .unwrap();
+    let pipe = pipeline(p.clone());
+    let text = explain(
+        &pipe,
+        &p,
+        tool("run_command", r#"(:command "git push origin main")"#),
+        &chat(),
+        None,
+    );
+    assert!(
+        text.contains("Action: run_command on \"git push origin main\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("rule 1 (allow run_command \"git\"): allow"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rule 2 (deny run_command \"git push\"): deny"),
+        "{text}"
+    );
+    assert!(text.contains("permissions"), "{text}");
+    assert!(
+        text.contains("Decision: deny (rule 2 of org-agent-permissions"),
+        "{text}"
+    );
+    let text = explain(&pipe, &p, tool("query_notes", "()"), &chat(), None);
+    assert!(text.contains("none: the default policy"), "{text}");
+    assert!(text.contains("Decision: allow"), "{text}");
+}
+
+#[test]
+fn underscores_and_dashes_name_the_same_tool() {
+    let p = rules(r#"((ask eval-elisp "(message *)") (deny add_headline "/srv/**"))"#).unwrap();
+    let ctx = chat();
+    assert!(p.enables("eval_elisp"));
+    assert!(p.decide("eval_elisp", Some("(message 1)"), &ctx).is_some());
+    assert!(p.decide("add-headline", Some("/srv/a.org"), &ctx).is_some());
+    // A star does not turn a tool that is off by default on.
+    assert!(!rules("((allow *))").unwrap().enables("run_command"));
+}
