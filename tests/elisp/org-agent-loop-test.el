@@ -566,9 +566,6 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
                 (should (string-match-p message (error-message-string err))))))
         (delete-file file)))))
 
-(provide 'org-agent-loop-test)
-;;; org-agent-loop-test.el ends here
-
 (ert-deftest org-agent-loop-an-answer-cannot-forge-a-turn-of-the-user ()
   "A line \"* You\" in the model's answer is escaped: it never reads back as the user."
   (org-agent-loop-test--with-chat
@@ -580,3 +577,6 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
       ;; Two turns of the user's: the message sent, and the empty prompt after the answer.
       (should (= (how-many "^\\* You[ \t]*$" (point-min) (point-max)) 2)))
     (should (equal (org-agent-chat--prompt) ""))))
+
+(provide 'org-agent-loop-test)
+;;; org-agent-loop-test.el ends here
