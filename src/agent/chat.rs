@@ -19,6 +19,7 @@ use crate::llm::http::{Backend, CancelToken, ChatClient, Message};
 use crate::sexp::Sexp;
 use crate::skills::prompt::PromptFragment;
 use crate::tools::emacs::ElispTool;
+use crate::tools::shell::ShellConfig;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -42,6 +43,8 @@ pub struct ChatSetup {
     pub budget: Option<(Limits, Option<Vec<Backend>>)>,
     /// A skill in use from the start (`/NAME` in the chat), rather than loaded on demand.
     pub skill: Option<String>,
+    /// The shell tool, when the user's policy enables it (none: not offered).
+    pub shell: Option<ShellConfig>,
 }
 
 /// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
@@ -130,6 +133,9 @@ impl Runtime {
         eq.edit_tools = true;
         eq.elisp_tools = setup.elisp_tools;
         eq.audit = setup.audit_file.map(AuditLog::new);
+        if let Some(shell) = setup.shell {
+            eq.offer_shell(shell, crate::gates::command::CommandRules::default());
+        }
         let skills = self.skills();
         if let Some(name) = skill {
             let Some(skill) = skills.iter().find(|s| s.name == name) else {

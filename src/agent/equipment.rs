@@ -6,6 +6,7 @@ use crate::agent::operator::{Operator, Unattended};
 use crate::agent::semantic::{self, Semantic};
 use crate::gates::audit::AuditLog;
 use crate::gates::budget::Budget;
+use crate::gates::command::CommandRules;
 use crate::gates::{Context, GateRules, Pipeline};
 use crate::llm::cascade::Cascade;
 use crate::llm::completion::ToolCall;
@@ -19,6 +20,7 @@ use crate::skills::tools::SkillTools;
 use crate::skills::{ceiling_rules, disclosure, gate_rules, Skill};
 use crate::store::Store;
 use crate::tools::emacs::{self as emacs_tools, ElispTool};
+use crate::tools::shell::ShellConfig;
 use crate::tools::{Tool, ToolSet};
 use std::sync::Arc;
 
@@ -113,6 +115,20 @@ impl Equipment {
                 .push(Arc::new(disclosure::use_skill_tools(skills)));
         }
         Ok(())
+    }
+
+    /// Offer the shell tool `run_command` under `config`, its calls judged by `rules`: the
+    /// tool and its gate come together, so the tool is never offered ungated (as a worker
+    /// tool it would otherwise pass as read-only). Lines `rules` allow exactly may run with
+    /// a shell.
+    pub fn offer_shell(&mut self, mut config: ShellConfig, rules: CommandRules) {
+        for line in rules.exact_allowed_lines() {
+            if !config.exact_forms.contains(&line) {
+                config.exact_forms.push(line);
+            }
+        }
+        self.tools.push(Arc::new(ToolSet::shell(config)));
+        self.gates.attach(GateRules::commands(rules));
     }
 
     /// Put `skill` in use from the start of the turn: its prompt in the system prompt, its

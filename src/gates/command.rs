@@ -19,7 +19,7 @@
 //! whatever a broad allow such as `(allow run_command "git")` says, so one careless rule
 //! cannot open `git push --force` or `rm -rf`.
 
-use super::{Context, Decision, Gate};
+use super::{Context, Decision, Gate, GateRules};
 use crate::action::Action;
 use std::fmt;
 
@@ -764,6 +764,21 @@ impl CommandRules {
         rules
     }
 
+    /// The lines rules allow exactly (what the shell tool's configuration must list as its
+    /// exact forms for them to run).
+    pub fn exact_allowed_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .rules
+            .iter()
+            .filter_map(|r| match &r.pattern {
+                Pattern::Exact(line) if self.exact_allowed(line) => Some(line.clone()),
+                _ => None,
+            })
+            .collect();
+        lines.dedup();
+        lines
+    }
+
     /// Whether `line` is one a rule allows as an exact form (run with `/bin/sh -c` when it
     /// is not a plain command).
     pub fn exact_allowed(&self, line: &str) -> bool {
@@ -1023,6 +1038,17 @@ fn leaves_directory(arg: &str) -> bool {
 
 // ---------------------------------------------------------------------------------------------
 // The gate.
+
+impl GateRules {
+    /// The rules `run_command` calls are judged by, as gate rules: attached when the tool is
+    /// offered (attached without it, they judge nothing).
+    pub fn commands(rules: CommandRules) -> GateRules {
+        GateRules {
+            source: "command rules".into(),
+            gates: vec![Box::new(CommandGate { rules })],
+        }
+    }
+}
 
 /// The name of the shell tool.
 pub const RUN_COMMAND: &str = "run_command";
