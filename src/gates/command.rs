@@ -555,6 +555,85 @@ const PROTECTED: &[&str] = &[
 /// System files no command may name.
 const PROTECTED_PATHS: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
 
+/// A default rule: the argv prefix, the options it holds with (allow: without), the reason.
+type Row = (
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static str,
+);
+
+/// Git subcommands that only read the repository, unless given one of [`GIT_WRITES`].
+const GIT_READS: &[&str] = &[
+    "status", "log", "diff", "show", "blame", "shortlog", "describe", "ls-files",
+];
+
+/// Options that make git's reading subcommands write a file or run a program.
+const GIT_WRITES: &[&str] = &["--output", "--exec-path", "--ext-diff", "--textconv"];
+
+/// Programs that only read, unless given one of their options listed here.
+#[rustfmt::skip]
+const READ_ONLY: &[(&str, &[&str])] = &[
+    ("ls", &[]), ("rg", &["--pre", "--search-zip", "-z"]), ("grep", &[]), ("cat", &[]),
+    ("head", &[]), ("tail", &[]), ("wc", &[]), ("pwd", &[]), ("date", &["-s", "--set"]),
+    ("echo", &[]), ("printf", &["-v"]), ("true", &[]), ("false", &[]), ("file", &[]),
+    ("stat", &[]), ("du", &[]), ("df", &[]), ("which", &[]), ("basename", &[]),
+    ("dirname", &[]), ("uname", &[]), ("whoami", &[]),
+    ("sort", &["-o", "--output", "--compress-program"]),
+    ("find", &["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
+               "-fprintf", "-fls"]),
+];
+
+/// Default asks with a reason (a user's allow may loosen these).
+#[rustfmt::skip]
+const ASKS: &[Row] = &[
+    (&["git"], &["--output"], "writes its output to a file"),
+    (&["rg"], &["--pre"], "rg --pre runs a program on every file"),
+    (&["find"], &["-exec", "-execdir", "-ok", "-okdir"], "find -exec runs a program on every file"),
+    (&["find"], &["-delete"], "find -delete deletes files"),
+    (&["sort"], &["-o", "--output"], "writes its output to a file"),
+];
+
+/// Known destructive forms: denied whatever the user's rules allow.
+#[rustfmt::skip]
+const DENIES: &[Row] = &[
+    (&["rm"], &["-r", "-R", "--recursive"], "rm -r deletes whole directory trees"),
+    (&["sudo"], &[], "runs as another user"),
+    (&["doas"], &[], "runs as another user"),
+    (&["su"], &[], "runs as another user"),
+    (&["pkexec"], &[], "runs as another user"),
+    (&["dd"], &[], "dd writes raw devices and files"),
+    (&["mkfs*"], &[], "makes a file system, erasing a device"),
+    (&["mkswap"], &[], "erases a device"),
+    (&["wipefs"], &[], "erases a device"),
+    (&["fdisk"], &[], "changes partitions"),
+    (&["sfdisk"], &[], "changes partitions"),
+    (&["parted"], &[], "changes partitions"),
+    (&["shred"], &[], "destroys files beyond recovery"),
+    (&["chmod"], &["-R", "--recursive"], "changes permissions of whole trees"),
+    (&["chown"], &["-R", "--recursive"], "changes owners of whole trees"),
+    (&["chgrp"], &["-R", "--recursive"], "changes groups of whole trees"),
+    (&["shutdown"], &[], "stops the machine"),
+    (&["reboot"], &[], "stops the machine"),
+    (&["poweroff"], &[], "stops the machine"),
+    (&["halt"], &[], "stops the machine"),
+    (&["git", "push"], &["--force", "-f", "--force-with-lease", "--mirror", "--delete", "-d", "+", ":"],
+     "git push --force rewrites the remote's history"),
+    (&["git", "reset"], &["--hard"], "git reset --hard throws away uncommitted work"),
+    (&["git", "clean"], &["-f", "--force"], "git clean -f deletes untracked files"),
+    (&["git", "checkout"], &["-f", "--force"], "git checkout -f throws away uncommitted work"),
+    (&["git", "filter-branch"], &[], "rewrites the repository's history"),
+    (&["crontab"], &["-r"], "crontab -r deletes every scheduled job"),
+    (&["kill"], &["-1"], "kill -1 signals every process"),
+    (&["killall"], &[], "kills processes by name"),
+    (&["pkill"], &[], "kills processes by name"),
+    (&["eval"], &[], "runs a shell string, which cannot be judged word by word"),
+];
+
+/// Shells: one given a string with `-c` runs what no rule can judge.
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh",
+];
+
 impl Default for CommandRules {
     /// The defaults: read-only commands allowed, known destructive forms denied, the rest
     /// asks.
@@ -562,196 +641,38 @@ impl Default for CommandRules {
         use CommandDecision::{Allow, Ask, Deny};
         let d = CommandRule::default;
         let mut rules = Vec::new();
-        let git_writes = ["--output", "--exec-path", "--ext-diff", "--textconv"];
-        for sub in [
-            "status", "log", "diff", "show", "blame", "shortlog", "describe", "ls-files",
-        ] {
+        for sub in GIT_READS {
             rules.push(d(
                 Allow,
                 &["git", sub],
                 &[],
-                &git_writes,
+                GIT_WRITES,
                 "reads the repository",
             ));
         }
-        for (program, without) in [
-            ("ls", &[][..]),
-            ("rg", &["--pre", "--search-zip", "-z"][..]),
-            ("grep", &[][..]),
-            ("cat", &[][..]),
-            ("head", &[][..]),
-            ("tail", &[][..]),
-            ("wc", &[][..]),
-            ("pwd", &[][..]),
-            ("date", &["-s", "--set"][..]),
-            ("echo", &[][..]),
-            ("printf", &["-v"][..]),
-            ("true", &[][..]),
-            ("false", &[][..]),
-            ("file", &[][..]),
-            ("stat", &[][..]),
-            ("du", &[][..]),
-            ("df", &[][..]),
-            ("which", &[][..]),
-            ("basename", &[][..]),
-            ("dirname", &[][..]),
-            ("uname", &[][..]),
-            ("whoami", &[][..]),
-            ("sort", &["-o", "--output", "--compress-program"][..]),
-            (
-                "find",
-                &[
-                    "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
-                    "-fprintf", "-fls",
-                ][..],
-            ),
-        ] {
+        for (program, without) in READ_ONLY {
             rules.push(d(Allow, &[program], &[], without, "only reads"));
         }
-        // Asks with a reason (a user's allow may loosen these).
-        for (prefix, options, reason) in [
-            (
-                &["git"][..],
-                &["--output"][..],
-                "writes its output to a file",
-            ),
-            (
-                &["rg"][..],
-                &["--pre"][..],
-                "rg --pre runs a program on every file",
-            ),
-            (
-                &["find"][..],
-                &["-exec", "-execdir", "-ok", "-okdir"][..],
-                "find -exec runs a program on every file",
-            ),
-            (
-                &["find"][..],
-                &["-delete"][..],
-                "find -delete deletes files",
-            ),
-            (
-                &["sort"][..],
-                &["-o", "--output"][..],
-                "writes its output to a file",
-            ),
-        ] {
+        for (prefix, options, reason) in ASKS {
             rules.push(d(Ask, prefix, options, &[], reason));
         }
         for interpreter in INTERPRETERS {
+            let options = ["-c", "-e", "--eval", "-r"];
             rules.push(d(
                 Ask,
                 &[interpreter],
-                &["-c", "-e", "--eval", "-r"],
+                &options,
                 &[],
                 "runs code given on the command line",
             ));
         }
-        // Known destructive forms: denied whatever the user's rules allow.
-        for (prefix, options, reason) in [
-            (
-                &["rm"][..],
-                &["-r", "-R", "--recursive"][..],
-                "rm -r deletes whole directory trees",
-            ),
-            (&["sudo"][..], &[][..], "runs as another user"),
-            (&["doas"][..], &[][..], "runs as another user"),
-            (&["su"][..], &[][..], "runs as another user"),
-            (&["pkexec"][..], &[][..], "runs as another user"),
-            (&["dd"][..], &[][..], "dd writes raw devices and files"),
-            (
-                &["mkfs*"][..],
-                &[][..],
-                "makes a file system, erasing a device",
-            ),
-            (&["mkswap"][..], &[][..], "erases a device"),
-            (&["wipefs"][..], &[][..], "erases a device"),
-            (&["fdisk"][..], &[][..], "changes partitions"),
-            (&["sfdisk"][..], &[][..], "changes partitions"),
-            (&["parted"][..], &[][..], "changes partitions"),
-            (&["shred"][..], &[][..], "destroys files beyond recovery"),
-            (
-                &["chmod"][..],
-                &["-R", "--recursive"][..],
-                "changes permissions of whole trees",
-            ),
-            (
-                &["chown"][..],
-                &["-R", "--recursive"][..],
-                "changes owners of whole trees",
-            ),
-            (
-                &["chgrp"][..],
-                &["-R", "--recursive"][..],
-                "changes groups of whole trees",
-            ),
-            (&["shutdown"][..], &[][..], "stops the machine"),
-            (&["reboot"][..], &[][..], "stops the machine"),
-            (&["poweroff"][..], &[][..], "stops the machine"),
-            (&["halt"][..], &[][..], "stops the machine"),
-            (
-                &["git", "push"][..],
-                &[
-                    "--force",
-                    "-f",
-                    "--force-with-lease",
-                    "--mirror",
-                    "--delete",
-                    "-d",
-                    "+",
-                    ":",
-                ][..],
-                "git push --force rewrites the remote's history",
-            ),
-            (
-                &["git", "reset"][..],
-                &["--hard"][..],
-                "git reset --hard throws away uncommitted work",
-            ),
-            (
-                &["git", "clean"][..],
-                &["-f", "--force"][..],
-                "git clean -f deletes untracked files",
-            ),
-            (
-                &["git", "checkout"][..],
-                &["-f", "--force"][..],
-                "git checkout -f throws away uncommitted work",
-            ),
-            (
-                &["git", "filter-branch"][..],
-                &[][..],
-                "rewrites the repository's history",
-            ),
-            (
-                &["crontab"][..],
-                &["-r"][..],
-                "crontab -r deletes every scheduled job",
-            ),
-            (&["kill"][..], &["-1"][..], "kill -1 signals every process"),
-            (&["killall"][..], &[][..], "kills processes by name"),
-            (&["pkill"][..], &[][..], "kills processes by name"),
-        ] {
+        for (prefix, options, reason) in DENIES {
             rules.push(d(Deny, prefix, options, &[], reason));
         }
-        for shell in [
-            "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh",
-        ] {
-            rules.push(d(
-                Deny,
-                &[shell],
-                &["-c"],
-                &[],
-                "runs a shell string, which cannot be judged word by word",
-            ));
+        for shell in SHELLS {
+            let reason = "runs a shell string, which cannot be judged word by word";
+            rules.push(d(Deny, &[shell], &["-c"], &[], reason));
         }
-        rules.push(d(
-            Deny,
-            &["eval"],
-            &[],
-            &[],
-            "runs a shell string, which cannot be judged word by word",
-        ));
         CommandRules { rules }
     }
 }
