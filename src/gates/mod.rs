@@ -80,8 +80,9 @@ pub struct GateRules {
 impl GateRules {
     /// The default policy: known tools only, read-only tools allowed, echo-area messages
     /// allowed, buffer writes (`insert`, `stream-append`) denied, any edit of an Org file
-    /// asks (unless approved for the conversation), a new skill asks every time. There is
-    /// no shell tool and no Elisp evaluation.
+    /// asks (unless approved for the conversation), a new skill asks every time. The shell
+    /// tool, when offered, brings its own rules ([`GateRules::commands`]); there is no Elisp
+    /// evaluation.
     pub fn default_policy() -> GateRules {
         GateRules {
             source: "default policy".into(),
