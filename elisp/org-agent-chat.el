@@ -412,6 +412,8 @@ Their message stays after \"* You\", to send again."
   (append
    (and org-agent-chat--tool-rounds (list :tool-rounds org-agent-chat--tool-rounds))
    (and org-agent-chat--skill (list :skill org-agent-chat--skill))
+   ;; The chat's only: a background run has no one to ask about a command.
+   (org-agent-shell--options)
    (and (org-agent-backends--local-p)
         ;; A small model on a CPU answers from the notes in its context, greedily
         ;; decoded: llama.cpp's tool grammar made it write a token every few seconds,

@@ -66,6 +66,36 @@ directories, `?' one character."
   :set #'org-agent--set-privacy-option
   :group 'org-agent)
 
+;; The shell tool (`run_command'): off unless the permissions enable it.
+(defcustom org-agent-shell-timeout 30
+  "Seconds a command the agent runs with `run_command' may take.
+When they are up, the command and every process it started (its
+process group) are killed, and the agent reads what it printed so
+far.  Interrupting the turn (`org-agent-interrupt') kills them too."
+  :type 'number
+  :group 'org-agent)
+
+(defcustom org-agent-shell-output-limit 20000
+  "Most bytes of a command's output the agent reads, of stdout and of stderr.
+The rest is cut, and the agent is told how much was cut."
+  :type 'natnum
+  :group 'org-agent)
+
+(defvar org-agent-shell--roots nil
+  "Directories the agent's commands may run in; nil means `org-agent-directories'.
+The first is where commands run unless the agent names another
+inside one of them.  The directories the file rules of
+`org-agent-permissions' name are added.  The tool is offered only
+when a rule of `org-agent-permissions' allows or asks `run_command'.")
+
+(defun org-agent-shell--options ()
+  "Return the turn option of the shell tool, or nil when there is no directory."
+  (let ((roots (or org-agent-shell--roots org-agent-directories)))
+    (and roots
+         (list :shell (list :roots (mapcar #'expand-file-name roots)
+                            :timeout org-agent-shell-timeout
+                            :output-cap org-agent-shell-output-limit)))))
+
 (defun org-agent--set-redisplay-interval-option (symbol value)
   "Set SYMBOL to VALUE and hand it to the module if it is loaded.
 The module refuses a value out of range before anything is set."

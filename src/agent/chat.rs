@@ -12,6 +12,7 @@ use super::turn::{
 use crate::action::{Action, EmacsAction};
 use crate::gates::audit::AuditLog;
 use crate::gates::budget::{Budget, Limits};
+use crate::gates::command::CommandRules;
 use crate::gates::permissions::Permissions;
 use crate::llm::cascade::{Cascade, Policy};
 use crate::llm::completion::{Delta, ToolCall};
@@ -20,6 +21,7 @@ use crate::llm::http::{Backend, CancelToken, ChatClient, Message};
 use crate::sexp::Sexp;
 use crate::skills::prompt::PromptFragment;
 use crate::tools::emacs::ElispTool;
+use crate::tools::shell::ShellConfig;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -45,6 +47,8 @@ pub struct ChatSetup {
     pub skill: Option<String>,
     /// The user's permissions (`org-agent-permissions`).
     pub permissions: Arc<Permissions>,
+    /// The shell tool, when the user's policy enables it (none: not offered).
+    pub shell: Option<ShellConfig>,
 }
 
 /// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
@@ -134,6 +138,20 @@ impl Runtime {
         eq.elisp_tools = setup.elisp_tools;
         eq.audit = setup.audit_file.map(AuditLog::new);
         eq.set_permissions(setup.permissions);
+        if let Some(mut shell) = setup.shell {
+            // Off unless the user's rules name it; then judged by the defaults and the
+            // user's command rules together, in the notes and the directories rules name.
+            if eq.permissions.enables("run_command") {
+                for root in eq.permissions.file_roots() {
+                    let root = PathBuf::from(root);
+                    if !shell.roots.contains(&root) {
+                        shell.roots.push(root);
+                    }
+                }
+                let rules = CommandRules::with_user(eq.permissions.command_rules());
+                eq.offer_shell(shell, rules);
+            }
+        }
         let skills = self.skills();
         if let Some(name) = skill {
             let Some(skill) = skills.iter().find(|s| s.name == name) else {

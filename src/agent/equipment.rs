@@ -6,6 +6,7 @@ use crate::agent::operator::{Operator, Unattended};
 use crate::agent::semantic::{self, Semantic};
 use crate::gates::audit::AuditLog;
 use crate::gates::budget::Budget;
+use crate::gates::command::CommandRules;
 use crate::gates::permissions::{PermissionGate, Permissions};
 use crate::gates::{Context, GateRules, Pipeline};
 use crate::llm::cascade::Cascade;
@@ -20,6 +21,7 @@ use crate::skills::tools::SkillTools;
 use crate::skills::{ceiling_rules, disclosure, gate_rules, Skill};
 use crate::store::Store;
 use crate::tools::emacs::{self as emacs_tools, ElispTool};
+use crate::tools::shell::ShellConfig;
 use crate::tools::{Tool, ToolSet};
 use std::sync::Arc;
 
@@ -128,6 +130,20 @@ impl Equipment {
                 .push(Arc::new(disclosure::use_skill_tools(skills)));
         }
         Ok(())
+    }
+
+    /// Offer the shell tool `run_command` under `config`, its calls judged by `rules`: the
+    /// tool and its gate come together, so the tool is never offered ungated (as a worker
+    /// tool it would otherwise pass as read-only). Lines `rules` allow exactly may run with
+    /// a shell.
+    pub fn offer_shell(&mut self, mut config: ShellConfig, rules: CommandRules) {
+        for line in rules.exact_allowed_lines() {
+            if !config.exact_forms.contains(&line) {
+                config.exact_forms.push(line);
+            }
+        }
+        self.tools.push(Arc::new(ToolSet::shell(config)));
+        self.gates.attach(GateRules::commands(rules));
     }
 
     /// Put `skill` in use from the start of the turn: its prompt in the system prompt, its
@@ -402,6 +418,12 @@ pub fn explain_action(
     }
     if !permissions.is_empty() {
         pipeline.attach(permission_rules(permissions.clone(), &notes));
+    }
+    if permissions.enables("run_command") {
+        // As offered: a worker tool, judged by the command gate.
+        ctx.read_only_tools.insert("run_command".into());
+        let rules = CommandRules::with_user(permissions.command_rules());
+        pipeline.attach(GateRules::commands(rules));
     }
     crate::gates::permissions::explain(&pipeline, &permissions, action, &ctx, Some(&notes))
 }

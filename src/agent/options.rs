@@ -14,6 +14,7 @@ use crate::llm::http::Backend;
 use crate::sexp::fields::Fields;
 use crate::sexp::Value;
 use crate::tools::emacs::ElispTool;
+use crate::tools::shell::ShellConfig;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -144,7 +145,30 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
     if let Some(embedding) = o.get("embedding") {
         setup.embedding = Some(EmbeddingBackend::from_sexp(embedding)?);
     }
+    if let Some(shell) = o.get("shell").filter(|v| !crate::sexp::is_nil(v)) {
+        setup.shell = Some(shell_config(shell)?);
+    }
     Ok(setup)
+}
+
+/// The shell tool's `:shell (:roots (DIR…) :timeout SECONDS :output-cap BYTES)`: offered
+/// only when the option is given, with at least one root.
+fn shell_config(spec: &Value) -> Result<ShellConfig, ConfigError> {
+    let s = Fields::new(spec, ":shell")?;
+    let roots: Vec<PathBuf> = s.strings("roots")?.into_iter().map(PathBuf::from).collect();
+    if roots.is_empty() {
+        return Err(ConfigError::Shape(
+            ":shell needs :roots, the directories commands may run in".into(),
+        ));
+    }
+    let mut config = ShellConfig::new(roots);
+    if let Some(d) = s.number("timeout")?.and_then(seconds) {
+        config.timeout = d;
+    }
+    if let Some(n) = s.integer("output-cap")? {
+        config.output_cap = n.clamp(100, 10_000_000) as usize;
+    }
+    Ok(config)
 }
 
 /// The bounds of a background run: `:run-timeout` (seconds) and `:max-failures` (in a row,
@@ -260,6 +284,26 @@ mod tests {
         assert_eq!(t.policy.retry_cap, Duration::from_millis(2500));
         assert_eq!(t.setup.elisp_tools[0].name, "weather");
         assert!(t.setup.elisp_tools[0].confirm);
+    }
+
+    #[test]
+    fn the_shell_is_offered_only_when_asked_for() {
+        assert!(setup(ONE, "nil").unwrap().setup.shell.is_none());
+        assert!(setup(ONE, "(:shell nil)").unwrap().setup.shell.is_none());
+        let t = setup(
+            ONE,
+            "(:shell (:roots (\"/tmp/notes\" \"/tmp/src\") :timeout 2.5 :output-cap 500))",
+        )
+        .unwrap();
+        let shell = t.setup.shell.unwrap();
+        assert_eq!(
+            shell.roots,
+            vec![PathBuf::from("/tmp/notes"), PathBuf::from("/tmp/src")]
+        );
+        assert_eq!(shell.timeout, Duration::from_millis(2500));
+        assert_eq!(shell.output_cap, 500);
+        let e = error(ONE, "(:shell (:timeout 3))");
+        assert!(e.contains(":shell needs :roots"), "{e}");
     }
 
     #[test]

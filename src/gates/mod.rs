@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod budget;
+pub mod command;
 pub mod permissions;
 
 use crate::action::{Action, EmacsAction};
@@ -92,8 +93,9 @@ pub struct GateRules {
 impl GateRules {
     /// The default policy: known tools only, read-only tools allowed, echo-area messages
     /// allowed, buffer writes (`insert`, `stream-append`) denied, any edit of an Org file
-    /// asks (unless approved for the conversation), a new skill asks every time. There is
-    /// no shell tool and no Elisp evaluation.
+    /// asks (unless approved for the conversation), a new skill asks every time. The shell
+    /// tool, when offered, brings its own rules ([`GateRules::commands`]); there is no Elisp
+    /// evaluation.
     pub fn default_policy() -> GateRules {
         GateRules {
             source: "default policy".into(),

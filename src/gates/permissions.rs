@@ -18,6 +18,7 @@
 //! examples fail does not load (so a pattern that does not say what its author meant is found
 //! before it decides anything).
 
+use super::command::{self, CommandDecision, CommandRule};
 use super::{Context, Decision, Gate};
 use crate::action::{Action, EmacsAction};
 use crate::notes::privacy::Glob;
@@ -35,6 +36,14 @@ pub enum Permit {
 }
 
 impl Permit {
+    fn command_decision(self) -> CommandDecision {
+        match self {
+            Permit::Allow => CommandDecision::Allow,
+            Permit::Ask => CommandDecision::Ask,
+            Permit::Deny => CommandDecision::Deny,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Permit::Allow => "allow",
@@ -135,7 +144,8 @@ fn edits_a_file(verb: &str) -> bool {
 #[derive(Clone, Debug)]
 enum Pattern {
     Path(Glob, String),
-    Argv(Vec<String>),
+    /// A command rule as `run_command`'s rules read it, and its text.
+    Command(Box<CommandRule>, String),
     Code(Glob, String),
 }
 
@@ -144,10 +154,14 @@ impl Pattern {
         match self {
             Pattern::Path(glob, _) => glob.matches(subject),
             Pattern::Code(glob, _) => glob.matches(subject),
-            Pattern::Argv(prefix) => {
-                let words: Vec<&str> = subject.split_whitespace().collect();
-                words.len() >= prefix.len() && prefix.iter().zip(&words).all(|(p, w)| p == w)
-            }
+            // Some part of the line matches (each part is judged on its own by the command
+            // gate), or the whole line is the exact form.
+            Pattern::Command(rule, _) => match &rule.pattern {
+                command::Pattern::Exact(line) => line == subject.trim(),
+                command::Pattern::Prefix(_) => command::parse(subject)
+                    .map(|c| c.parts.iter().any(|argv| rule.matches(argv)))
+                    .unwrap_or(false),
+            },
         }
     }
 }
@@ -155,8 +169,9 @@ impl Pattern {
 impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Pattern::Path(_, text) | Pattern::Code(_, text) => write!(f, "{text:?}"),
-            Pattern::Argv(words) => write!(f, "{:?}", words.join(" ")),
+            Pattern::Path(_, text) | Pattern::Code(_, text) | Pattern::Command(_, text) => {
+                write!(f, "{text:?}")
+            }
         }
     }
 }
@@ -271,6 +286,24 @@ impl Permissions {
             .any(|r| r.permit != Permit::Deny && r.tool.replace('_', "-") == tool.replace('_', "-"))
     }
 
+    /// The rules with command patterns, as `run_command`'s rules (judged part by part with
+    /// the defaults by the command gate, see [`command::CommandRules::with_user`]).
+    pub fn command_rules(&self) -> Vec<CommandRule> {
+        self.rules
+            .iter()
+            .filter(|r| r.names("run_command"))
+            .flat_map(|r| {
+                r.patterns.iter().filter_map(move |p| match p {
+                    Pattern::Command(rule, _) => Some(CommandRule {
+                        reason: format!("rule {} of org-agent-permissions", r.number),
+                        ..(**rule).clone()
+                    }),
+                    _ => None,
+                })
+            })
+            .collect()
+    }
+
     /// The directories the rules open to the file tools beyond the notes: the fixed part of
     /// each `allow`/`ask` path pattern of a file tool (`~/src/**` opens `~/src`).
     pub fn file_roots(&self) -> Vec<String> {
@@ -355,7 +388,7 @@ fn expand_home(path: &str) -> String {
     }
 }
 
-fn pattern(kind: SubjectKind, text: &str) -> Result<Pattern, String> {
+fn pattern(kind: SubjectKind, permit: Permit, text: &str) -> Result<Pattern, String> {
     Ok(match kind {
         SubjectKind::Path => {
             let expanded = expand_home(text);
@@ -368,11 +401,11 @@ fn pattern(kind: SubjectKind, text: &str) -> Result<Pattern, String> {
         }
         SubjectKind::Code => Pattern::Code(Glob::across(text), text.to_string()),
         SubjectKind::Command => {
-            let words: Vec<String> = text.split_whitespace().map(str::to_string).collect();
-            if words.is_empty() {
+            if text.trim().is_empty() {
                 return Err("an empty command pattern would match every command".into());
             }
-            Pattern::Argv(words)
+            let rule = CommandRule::user(permit.command_decision(), text, String::new());
+            Pattern::Command(Box::new(rule), text.to_string())
         }
     })
 }
@@ -426,7 +459,7 @@ fn read_rule(number: usize, item: &Value) -> Result<Rule, String> {
                 "{tool} has no path, command or code to match, so it takes no pattern"
             ));
         };
-        patterns.push(pattern(kind, text)?);
+        patterns.push(pattern(kind, permit, text)?);
     }
     let mut rule = Rule {
         number,
@@ -554,7 +587,14 @@ impl Gate for PermissionGate {
 
     fn check(&self, action: &Action, ctx: &Context) -> Result<Decision, String> {
         let (tool, subject) = subject_of(action, self.notes.as_ref());
-        let Some(m) = self.permissions.decide(&tool, subject.as_deref(), ctx) else {
+        let found = if subject_kind(&tool) == Some(SubjectKind::Command) {
+            // Rules with command patterns are the command gate's, which judges each part of
+            // a line; here only those about every command (`(ask run_command)`).
+            self.permissions.decide(&tool, None, ctx)
+        } else {
+            self.permissions.decide(&tool, subject.as_deref(), ctx)
+        };
+        let Some(m) = found else {
             return Ok(Decision::Allow);
         };
         // The model reads this: the rule's number, never its patterns (they may name private

@@ -7,7 +7,9 @@
 
 pub(crate) mod builtin;
 pub mod emacs;
+pub mod shell;
 
+use crate::llm::http::CancelToken;
 use crate::notes::Notes;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
@@ -94,9 +96,10 @@ impl Param {
     }
 }
 
-/// Checked arguments of one call.
+/// Checked arguments of one call, and the turn's cancellation when the caller passes it
+/// (a body that runs long, `run_command`, stops when it is cancelled).
 #[derive(Debug, Default)]
-pub struct Args(Map<String, Value>);
+pub struct Args(Map<String, Value>, Option<CancelToken>);
 
 impl Args {
     /// The arguments as the JSON object they came in.
@@ -114,6 +117,11 @@ impl Args {
 
     pub fn bool(&self, name: &str) -> bool {
         self.0.get(name).and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// The call's cancellation, if the caller gave one.
+    pub fn cancel(&self) -> Option<&CancelToken> {
+        self.1.as_ref()
     }
 }
 
@@ -192,7 +200,7 @@ pub fn check_args(tool: &str, params: &[Param], args: &Value) -> Result<Args, To
             return Err(bad(format!("argument {:?} is required", p.name)));
         }
     }
-    Ok(Args(map))
+    Ok(Args(map, None))
 }
 
 /// An OpenAI-style function declaration: how every tool is offered to the LLM.
@@ -272,10 +280,22 @@ impl Registry {
 
     /// Check the arguments and run tool `name` on `notes`.
     pub fn call(&self, notes: &Notes, name: &str, args: &Value) -> Result<String, ToolError> {
+        self.call_cancellable(notes, name, args, None)
+    }
+
+    /// [`Registry::call`], the body told to stop when `cancel` is cancelled.
+    pub fn call_cancellable(
+        &self,
+        notes: &Notes,
+        name: &str,
+        args: &Value,
+        cancel: Option<CancelToken>,
+    ) -> Result<String, ToolError> {
         let tool = self
             .get(name)
             .ok_or_else(|| ToolError::Unknown(name.to_string()))?;
-        let args = tool.check(args)?;
+        let mut args = tool.check(args)?;
+        args.1 = cancel;
         (tool.body)(notes, &args).map_err(|message| ToolError::Failed {
             tool: name.to_string(),
             message,

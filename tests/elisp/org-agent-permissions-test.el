@@ -170,7 +170,7 @@ a rule whose example fails is an error naming the rule."
                            :args (:command "git push origin main")))))
         (should (string-search "rule 1 (allow run_command \"git\"): allow" text))
         (should (string-search "rule 2 (deny run_command \"git push\"): deny" text))
-        (should (string-match-p "^  permissions +deny: rule 2 of org-agent-permissions" text))
+        (should (string-match-p "^  commands +deny: run_command: git push origin main: rule 2 of org-agent-permissions" text))
         (should (string-search "Decision: deny" text)))
       (let ((text (org-agent-permissions-explain
                    '(:type :request :target :emacs :action :eval-elisp :code "(+ 1 2)"))))

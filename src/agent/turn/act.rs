@@ -201,6 +201,8 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
     }
 
     /// Run a worker tool on a blocking worker; a failure or panic is a result the LLM sees.
+    /// The body gets the turn's cancellation: one that runs long (`run_command`) stops, and
+    /// kills what it started, when the turn is cancelled.
     async fn run_worker_tool(&self, name: &str, args: serde_json::Value) -> (bool, String) {
         let Some((set, _)) = self.eq.worker_tool(name) else {
             return (false, tool_error(&format!("no tool named {name}")));
@@ -208,7 +210,11 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
         let set = set.clone();
         let notes = self.eq.notes.clone();
         let name = name.to_string();
-        let run = move || set.registry.call(&notes, &name, &args);
+        let cancel = self.cancel.clone();
+        let run = move || {
+            set.registry
+                .call_cancellable(&notes, &name, &args, Some(cancel))
+        };
         match tokio::task::spawn_blocking(run).await {
             Ok(Ok(text)) => (true, text),
             Ok(Err(e)) => (false, tool_error(&e.to_string())),

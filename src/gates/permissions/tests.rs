@@ -37,7 +37,9 @@ fn chat() -> Context {
 }
 
 fn pipeline(p: Permissions) -> Pipeline {
+    let commands = crate::gates::command::CommandRules::with_user(p.command_rules());
     let mut rules = GateRules::default_policy();
+    rules.gates.extend(GateRules::commands(commands).gates);
     rules.gates.push(Box::new(PermissionGate {
         permissions: std::sync::Arc::new(p),
         notes: None,
@@ -261,9 +263,12 @@ fn explain_shows_every_matching_rule_and_each_gates_part() {
         text.contains("rule 2 (deny run_command \"git push\"): deny"),
         "{text}"
     );
-    assert!(text.contains("permissions"), "{text}");
     assert!(
-        text.contains("Decision: deny (rule 2 of org-agent-permissions"),
+        text.contains("commands               deny: run_command: git push origin main: rule 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Decision: deny (run_command: git push origin main: rule 2 of"),
         "{text}"
     );
     let text = explain(&pipe, &p, tool("query_notes", "()"), &chat(), None);
@@ -280,4 +285,46 @@ fn underscores_and_dashes_name_the_same_tool() {
     assert!(p.decide("add-headline", Some("/srv/a.org"), &ctx).is_some());
     // A star does not turn a tool that is off by default on.
     assert!(!rules("((allow *))").unwrap().enables("run_command"));
+}
+
+#[test]
+fn command_patterns_become_run_commands_rules_judged_part_by_part() {
+    let p = rules(
+        r#"((allow run_command "make test" :match "make test V=1" :not-match "make install")
+            (deny run_command "git push"))"#,
+    )
+    .unwrap();
+    let ctx = chat();
+    // A part of a compound line matches; the gate of the commands judges each part.
+    assert!(p
+        .decide("run_command", Some("ls && git push"), &ctx)
+        .is_some());
+    let commands = crate::gates::command::CommandRules::with_user(p.command_rules());
+    let j = commands.judge("make test V=1");
+    assert_eq!(j.decision, CommandDecision::Allow, "{j:?}");
+    assert!(
+        j.reason.contains("rule 1 of org-agent-permissions"),
+        "{j:?}"
+    );
+    assert_eq!(
+        commands.judge("make test && git push").decision,
+        CommandDecision::Deny
+    );
+    assert_eq!(
+        commands.judge("make install").decision,
+        CommandDecision::Ask
+    );
+    // The permission gate leaves patterned command rules to that gate; a rule about every
+    // command holds here.
+    let pipe = pipeline(rules("((ask run_command))").unwrap());
+    let mut ctx = chat();
+    assert_eq!(
+        outcome(&pipe, tool("run_command", r#"(:command "ls")"#), &ctx),
+        "ask"
+    );
+    ctx.approved.insert("tool:run_command".into());
+    assert_eq!(
+        outcome(&pipe, tool("run_command", r#"(:command "ls")"#), &ctx),
+        "allow"
+    );
 }
