@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod budget;
+pub mod untrusted;
 
 use crate::action::{Action, EmacsAction};
 use std::collections::HashSet;
@@ -32,6 +33,9 @@ pub struct Context {
     pub read_only_tools: HashSet<String>,
     /// Skills in use in the conversation now (a skill's rules may hold only then).
     pub skills_in_use: HashSet<String>,
+    /// Where the untrusted content the conversation has read comes from (provenance lines,
+    /// first read first): once there is any, every edit asks ([`untrusted::UntrustedEdits`]).
+    pub untrusted_read: Vec<String>,
 }
 
 pub trait Gate: Send + Sync {
@@ -79,8 +83,8 @@ pub struct GateRules {
 impl GateRules {
     /// The default policy: known tools only, read-only tools allowed, echo-area messages
     /// allowed, buffer writes (`insert`, `stream-append`) denied, any edit of an Org file
-    /// asks (unless approved for the conversation), a new skill asks every time. There is
-    /// no shell tool and no Elisp evaluation.
+    /// asks (unless approved for the conversation), a new skill asks every time, and after
+    /// untrusted content every edit asks. There is no shell tool and no Elisp evaluation.
     pub fn default_policy() -> GateRules {
         GateRules {
             source: "default policy".into(),
@@ -90,6 +94,7 @@ impl GateRules {
                 Box::new(BufferWrites),
                 Box::new(OrgEdits),
                 Box::new(NewSkills),
+                Box::new(untrusted::UntrustedEdits),
             ],
         }
     }

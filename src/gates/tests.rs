@@ -20,6 +20,7 @@ fn ctx() -> Context {
             .collect(),
         tools,
         skills_in_use: HashSet::new(),
+        ..Context::default()
     }
 }
 

@@ -30,6 +30,7 @@ mod semantic;
 mod sexp_emacs;
 mod skills_shipped;
 mod skills_turns;
+mod spotlight;
 mod store_history;
 mod store_hostile;
 mod store_ingest;
