@@ -37,3 +37,4 @@ mod store_ingest;
 mod store_persist;
 mod store_query;
 mod tools;
+mod string_continuations;
