@@ -36,5 +36,5 @@ mod store_hostile;
 mod store_ingest;
 mod store_persist;
 mod store_query;
-mod tools;
 mod string_continuations;
+mod tools;

@@ -314,3 +314,71 @@ async fn an_elisp_tools_result_is_untrusted() {
     // The weather ran; the edit was denied.
     assert_eq!(user.actuated(), 1);
 }
+
+/// Waits up to 30 s for `ready`.
+async fn wait_for(mut ready: impl FnMut() -> bool) -> bool {
+    for _ in 0..300 {
+        if ready() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_run_that_read_untrusted_notes_queues_its_edit_with_the_provenance() {
+    use org_agent::agent::background::RunLimits;
+    use org_agent::agent::chat::ChatSetup;
+    use org_agent::agent::options::TurnSetup;
+    use org_agent::agent::Runtime;
+    // Never dropped: a runtime may not be dropped inside the test's own.
+    let rt: &'static Runtime = Box::leak(Box::new(Runtime::new(2).unwrap()));
+    ingest(&rt.store(), INBOX, VENDOR_EMAIL);
+    ingest(&rt.store(), PLANS, PLANS_TEXT);
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::write(
+        skills.path().join("triage.skill.org"),
+        "#+SKILL_NAME: triage\n#+DESCRIPTION: Triage the inbox.\n* Prompt\nTriage the inbox.\n",
+    )
+    .unwrap();
+    rt.load_skills_async(
+        vec![(skills.path().to_path_buf(), org_agent::skills::Source::User)],
+        Vec::new(),
+    );
+    assert!(wait_for(|| rt.skills().iter().any(|s| s.name == "triage")).await);
+    let email = id_of(&rt.store(), "Vendor email");
+    let plumber = id_of(&rt.store(), "Call the plumber");
+    let server = LlmServer::start().await;
+    server.push(sse("", &[("read_node", json!({ "id": email }))]));
+    server.push(sse(
+        "",
+        &[("set_todo", json!({"id": plumber, "state": "DONE"}))],
+    ));
+    server.push(sse("Proposed closing the plumber task.", &[]));
+    let setup = TurnSetup {
+        backends: vec![Backend::new(server.base_url(), "test")],
+        policy: Default::default(),
+        cfg: TurnConfig::default(),
+        setup: ChatSetup::default(),
+    };
+    rt.skill_run_async(
+        "triage",
+        "A mail arrived.".into(),
+        "a test".into(),
+        setup,
+        RunLimits::default(),
+    )
+    .unwrap();
+    assert!(wait_for(|| !rt.approvals().pending().is_empty()).await);
+    let queued = rt.approvals().pending();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].tool, "set_todo");
+    let reasons = queued[0].reasons.join("; ");
+    assert!(
+        reasons.contains(&format!(
+            "proposed after reading {INBOX}: * Vendor email (tagged :web:)"
+        )),
+        "{reasons}"
+    );
+}
