@@ -183,8 +183,9 @@ reported the file done before the winner had stored it.")
   (org-agent--send-privacy))
 
 (defun org-agent--send-privacy ()
-  "Hand `org-agent-private-tags' and `org-agent-private-files' to the module.
-And `org-agent-untrusted-tags'."
+  "Hand the privacy and trust options to the module.
+They are `org-agent-private-tags', `org-agent-private-files' and
+`org-agent-untrusted-tags'."
   (when (fboundp 'org-agent--set-privacy)
     (org-agent--set-privacy
      org-agent-private-tags

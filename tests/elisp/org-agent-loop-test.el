@@ -19,9 +19,9 @@
 (require 'cl-lib)
 
 (defun org-agent-loop-test--tool-messages (body)
-  "The contents of the `tool' messages in the request BODY."
+  "The contents of the `tool' messages in the request BODY, out of their data blocks."
   (delq nil (mapcar (lambda (m) (and (equal (cdr (assoc "role" m)) "tool")
-                                     (cdr (assoc "content" m))))
+                                     (org-agent-test-unblock (cdr (assoc "content" m)))))
                     (cdr (assoc "messages" body)))))
 
 (defmacro org-agent-loop-test--with-chat (&rest body)
