@@ -96,6 +96,21 @@ when a rule of `org-agent-permissions' allows or asks `run_command'.")
                             :timeout org-agent-shell-timeout
                             :output-cap org-agent-shell-output-limit)))))
 
+(defcustom org-agent-untrusted-tags '("untrusted" "web")
+  "Tags that mark text the user did not write, which may give the agent orders.
+A headline with one of these tags (its own, an ancestor's, or from
+#+FILETAGS) is untrusted with all its children, as is one (or one
+under one) whose property SOURCE, SOURCE_URL or ROAM_REFS is a web
+address (the properties web captures write; URL does not count).
+The agent still reads such text, marked as data, but once a
+conversation has read it, every edit it proposes is asked about,
+even a kind approved for the conversation, and the question says
+what was read.  Files read from outside the notes, command output
+and the results of Elisp tools count as untrusted too."
+  :type '(repeat string)
+  :set #'org-agent--set-privacy-option
+  :group 'org-agent)
+
 (defun org-agent--set-redisplay-interval-option (symbol value)
   "Set SYMBOL to VALUE and hand it to the module if it is loaded.
 The module refuses a value out of range before anything is set."
@@ -198,13 +213,17 @@ reported the file done before the winner had stored it.")
   (org-agent--send-privacy))
 
 (defun org-agent--send-privacy ()
-  "Hand `org-agent-private-tags' and `org-agent-private-files' to the module."
+  "Hand the privacy and trust options to the module.
+They are `org-agent-private-tags', `org-agent-private-files' and
+`org-agent-untrusted-tags'."
   (when (fboundp 'org-agent--set-privacy)
     (org-agent--set-privacy
      org-agent-private-tags
      (mapcar (lambda (pattern)
                (if (string-prefix-p "~" pattern) (expand-file-name pattern) pattern))
-             org-agent-private-files))))
+             org-agent-private-files)))
+  (when (fboundp 'org-agent--set-untrusted-tags)
+    (org-agent--set-untrusted-tags org-agent-untrusted-tags)))
 
 (defun org-agent--directories ()
   "Return the directories to ingest, expanded."

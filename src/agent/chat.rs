@@ -178,6 +178,7 @@ impl Runtime {
         let request = self.next_id();
         let messages = self.conversation_messages(&id).unwrap_or_default();
         let skills_in_use = self.conversation_skills(&id);
+        let plist_results = self.conversation_plist_results(&id);
         self.run_async(request, |cancel| async move {
             let policy = Policy::default();
             let eq = self.chat_equipment(
@@ -194,6 +195,7 @@ impl Runtime {
             }
             let mut conversation = Conversation {
                 messages,
+                plist_results,
                 ..Conversation::default()
             };
             // The skills it loaded: their tools are in the request too.

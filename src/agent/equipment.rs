@@ -74,11 +74,12 @@ impl Equipment {
     }
 
     /// `llm` over `notes` with the default prompt, the built-in tools and the default
-    /// policy (and the rules of skill drafts), with no Emacs and no audit log.
+    /// policy (and the rules of skill drafts), with no Emacs and no audit log. The notes
+    /// are watched: the turn learns which untrusted nodes each action read.
     pub fn with(llm: Cascade, notes: Notes) -> Equipment {
         Equipment {
             llm,
-            notes,
+            notes: notes.watching(),
             prompts: vec![PromptFragment::default()],
             tools: vec![Arc::new(ToolSet::builtins())],
             gates: Pipeline::from_rules(vec![GateRules::default_policy(), draft_rules()]),
@@ -346,6 +347,40 @@ impl Equipment {
             self.notes.file(file)?;
         }
         Ok(())
+    }
+
+    /// Where the result of running `action` comes from, when that alone makes it untrusted
+    /// (what it reads through the notes is judged node by node, see [`Notes::watching`]):
+    /// an Elisp tool's result (mail, the web, anything Emacs can reach), a command's
+    /// output, a file read outside the notes, any tool the agent does not know to read only
+    /// the notes (a web tool). The notes' tools, semantic search, `use_skill` and the edits'
+    /// status plists are the agent's own.
+    pub(super) fn untrusted_source(&self, action: &Action) -> Option<String> {
+        let Action::Tool { name, args } = action else {
+            return None;
+        };
+        let arg = |key: &str| {
+            sexp::plist_get(args.value(), key)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        };
+        match name.as_str() {
+            "run_command" => Some(format!(
+                "the output of run_command {}",
+                arg("command").unwrap_or_default()
+            )),
+            "eval_elisp" => Some("the value of eval_elisp".into()),
+            "read_file" | "list_directory" => {
+                let path = arg("path").or_else(|| arg("directory"))?;
+                self.notes.path_provenance(&path)
+            }
+            "write_file" => None,
+            _ if self.elisp_tool(name).is_some() => {
+                Some(format!("the result of the Elisp tool {name}"))
+            }
+            _ if self.worker_tool(name).is_some() || self.semantic_tool(name) => None,
+            _ => Some(format!("the result of the tool {name}")),
+        }
     }
 
     /// Append to the audit log, if there is one; `Err` with a warning when it failed.

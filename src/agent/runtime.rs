@@ -60,6 +60,8 @@ pub struct Runtime {
     text_interval_us: AtomicU64,
     /// The privacy rules every turn (and embedding job) starts with.
     privacy: RwLock<Arc<Privacy>>,
+    /// What every turn counts as untrusted content (`org-agent-untrusted-tags`).
+    trust: RwLock<Arc<crate::notes::Trust>>,
     /// Which backends failed recently, shared by every turn's cascade.
     health: Arc<Health>,
     /// The notes' embeddings, and the file they are kept in (beside the store's log).
@@ -179,6 +181,7 @@ impl Runtime {
             wake_scheduled: AtomicBool::new(false),
             text_interval_us: AtomicU64::new(TEXT_WAKE_INTERVAL.as_micros() as u64),
             privacy: RwLock::new(Arc::new(Privacy::default())),
+            trust: RwLock::new(Arc::default()),
             health: Arc::default(),
             vectors: Arc::new(Mutex::new(VectorIndex::new(""))),
             vectors_path: Mutex::new(None),
@@ -199,9 +202,14 @@ impl Runtime {
         *self.privacy.write() = Arc::new(privacy);
     }
 
+    /// Replace what counts as untrusted content; turns already running keep theirs.
+    pub fn set_trust(&self, trust: crate::notes::Trust) {
+        *self.trust.write() = Arc::new(trust);
+    }
+
     /// The notes as the agent may see them now: the current store under the rules in force.
     pub fn notes(&self) -> Notes {
-        Notes::new(self.store(), self.privacy())
+        Notes::new(self.store(), self.privacy()).with_trust(self.trust.read().clone())
     }
 
     pub fn store(&self) -> Arc<Store> {
@@ -665,6 +673,19 @@ impl Runtime {
         let conversation = self.conversations.lock().get(id)?.clone();
         let guard = conversation.try_lock().ok()?;
         Some(guard.messages.clone())
+    }
+
+    /// The tool results of conversation `id` written as plists (each request prints them
+    /// again in its data blocks), empty while a turn of it runs.
+    pub fn conversation_plist_results(&self, id: &str) -> Vec<super::turn::PlistResult> {
+        let Some(conversation) = self.conversations.lock().get(id).cloned() else {
+            return Vec::new();
+        };
+        let results = conversation
+            .try_lock()
+            .map(|c| c.plist_results.clone())
+            .unwrap_or_default();
+        results
     }
 
     /// The skills conversation `id` loaded with `use_skill` (still in use in its next turn).

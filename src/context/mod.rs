@@ -12,10 +12,17 @@
 //! filled in that order of priority, one whole item at a time: nothing is cut mid-node, and
 //! the foveal node is always shown (even alone over the budget: without it the request
 //! makes no sense).
+//!
+//! In a request the notes are [spotlighted](spotlight): each node or section stands in a
+//! marked block ([`assemble_marked`]), which says where the text comes from, and the
+//! untrusted nodes shown are listed for the gates.
+
+pub mod spotlight;
 
 use crate::llm::estimate_tokens;
 use crate::notes::{summary, Notes};
 use crate::store::{NodeKind, NodeRef, Query, TodoType};
+use spotlight::{Source, Spotlight};
 
 /// Most active projects listed (before the budget has its say).
 const MAX_PROJECTS: usize = 30;
@@ -80,14 +87,40 @@ pub fn render(notes: &Notes, focus: Option<&str>) -> String {
     )
 }
 
+/// One item of a section: its text and the untrusted nodes it shows (provenance lines).
+struct Item {
+    text: String,
+    untrusted: Vec<String>,
+}
+
+impl Item {
+    fn of(notes: &Notes, text: String, refs: &[&NodeRef]) -> Item {
+        Item {
+            text,
+            untrusted: refs.iter().filter_map(|r| notes.untrusted(r)).collect(),
+        }
+    }
+}
+
+/// The context section of a request: the text, its notes in marked blocks, and where the
+/// untrusted nodes it shows come from.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Assembled {
+    pub text: String,
+    pub untrusted: Vec<String>,
+}
+
 /// Fills text section by section while the budget lasts.
-struct Filler {
+struct Filler<'s> {
     out: String,
     budget: usize,
     used: usize,
+    /// Marks the notes' text as data, when it goes to a model.
+    spot: Option<&'s Spotlight>,
+    untrusted: Vec<String>,
 }
 
-impl Filler {
+impl Filler<'_> {
     /// Adds `text` if it fits; returns whether it did.
     fn add(&mut self, text: &str) -> bool {
         let cost = estimate_tokens(text);
@@ -99,25 +132,66 @@ impl Filler {
         true
     }
 
+    /// Adds `text` whatever the budget says.
+    fn force(&mut self, text: &str) {
+        self.used += estimate_tokens(text);
+        self.out.push_str(text);
+    }
+
+    /// `text` from `source` as the model is to see it: in a block when spotlighting.
+    fn block(&self, source: Source, text: &str) -> String {
+        match self.spot {
+            Some(spot) => spot.wrap(source, text),
+            None => text.to_owned(),
+        }
+    }
+
+    fn shown(&mut self, item: &Item) {
+        for line in &item.untrusted {
+            if !self.untrusted.contains(line) {
+                self.untrusted.push(line.clone());
+            }
+        }
+    }
+
     /// A section: its heading and as many items as fit, whole; the heading only if at least
-    /// one item fits. Returns how many items were left out.
-    fn section(&mut self, heading: &str, items: &[String]) -> usize {
+    /// one item fits. When spotlighting, the items stand in one block from `source`, or
+    /// each in its own (`None`: the items are blocks already). Returns how many items were
+    /// left out.
+    fn section(&mut self, heading: &str, source: Option<Source>, items: &[Item]) -> usize {
         let mark = (self.out.len(), self.used);
-        if items.is_empty() || !self.add(heading) {
+        let (open, close) = match (self.spot, source) {
+            (Some(spot), Some(source)) => {
+                let open = spot.open(source);
+                (open, spot.close())
+            }
+            _ => (String::new(), String::new()),
+        };
+        let close_cost = estimate_tokens(&close);
+        if items.is_empty() || !self.add(&format!("{heading}{open}")) {
             return items.len();
         }
+        // The block's end is paid for before its items: it is always written.
+        self.used += close_cost;
         let mut shown = 0;
         for item in items {
             // Items are tried in priority order; a big one may not fit where a smaller later
             // one does, but skipping ahead would reorder priorities, so stop at the first miss.
-            if !self.add(item) {
+            let text = match self.spot {
+                Some(spot) if source.is_some() => spot.neutral(&item.text).into_owned(),
+                _ => item.text.clone(),
+            };
+            if !self.add(&text) {
                 break;
             }
+            self.shown(item);
             shown += 1;
         }
         if shown == 0 {
             self.out.truncate(mark.0);
             self.used = mark.1;
+        } else {
+            self.out.push_str(&close);
         }
         items.len() - shown
     }
@@ -125,15 +199,25 @@ impl Filler {
 
 /// The context section of the system prompt for `spec`; empty when there is nothing to show.
 pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
+    fill(notes, spec, None).text
+}
+
+/// The context section of a request for `spec`, its notes in `spot`'s marked blocks, with
+/// the untrusted nodes it shows.
+pub fn assemble_marked(notes: &Notes, spec: &ContextSpec, spot: &Spotlight) -> Assembled {
+    fill(notes, spec, Some(spot))
+}
+
+fn fill(notes: &Notes, spec: &ContextSpec, spot: Option<&Spotlight>) -> Assembled {
     let mut f = Filler {
         out: String::new(),
         budget: spec.budget_tokens,
         used: 0,
+        spot,
+        untrusted: Vec::new(),
     };
     if let Some(today) = spec.today {
-        let line = format!("* Today is {today}\n");
-        f.used += estimate_tokens(&line);
-        f.out.push_str(&line);
+        f.force(&format!("* Today is {today}\n"));
     }
     let focus = spec.focus.and_then(|id| notes.node(id).ok());
     if let Some(r) = &focus {
@@ -142,31 +226,40 @@ pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
         } else {
             "* The node in focus (the last tool was about it)\n"
         });
-        text.push_str(&notes.render(r));
-        if !text.ends_with('\n') {
-            text.push('\n');
+        let mut node = notes.render(r);
+        if !node.ends_with('\n') {
+            node.push('\n');
         }
+        text.push_str(&f.block(Source::Notes(&r.doc.path), &node));
         // Always shown: it is what the user asked about.
-        f.used += estimate_tokens(&text);
-        f.out.push_str(&text);
+        f.force(&text);
+        let children = notes.children(r);
+        let shown: Vec<&NodeRef> = std::iter::once(r).chain(&children).collect();
+        f.shown(&Item::of(notes, String::new(), &shown));
     }
     let focus_id = focus.as_ref().map(|r| r.node().id.clone());
 
-    let related: Vec<String> = spec
+    let related: Vec<Item> = spec
         .related
         .iter()
         .filter(|(id, _)| focus_id.as_deref() != Some(id.as_str()))
-        .filter_map(|(id, score)| notes.node(id).ok().map(|r| related_item(&r, *score)))
+        .filter_map(|(id, score)| notes.node(id).ok().map(|r| (r, *score)))
+        .map(|(r, score)| {
+            let text = f.block(Source::Notes(&r.doc.path), &related_item(&r, score));
+            Item::of(notes, text, &[&r])
+        })
         .collect();
-    f.section("* Related notes (by meaning)\n", &related);
+    f.section("* Related notes (by meaning)\n", None, &related);
 
+    let listing = Some(Source::Notes("notes"));
     if let Some(before) = spec.due_before {
-        let items: Vec<String> = due_soon(notes, before)
+        let items: Vec<Item> = due_soon(notes, before)
             .iter()
-            .map(|r| format!("{}\n", summary(r)))
+            .map(|r| Item::of(notes, format!("{}\n", summary(r)), &[r]))
             .collect();
         f.section(
             &format!("* Open tasks scheduled or due before {before}, earliest first\n"),
+            listing,
             &items,
         );
     }
@@ -177,13 +270,16 @@ pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
         ..Query::default()
     });
     let total_projects = projects.len();
-    let items: Vec<String> = projects
+    let items: Vec<Item> = projects
         .iter()
         .take(MAX_PROJECTS)
         .map(|p| project_item(notes, p))
         .collect();
-    let left = f.section(&format!("* Active projects ({total_projects})\n"), &items)
-        + total_projects.saturating_sub(MAX_PROJECTS);
+    let left = f.section(
+        &format!("* Active projects ({total_projects})\n"),
+        listing,
+        &items,
+    ) + total_projects.saturating_sub(MAX_PROJECTS);
     if left > 0 && left < total_projects {
         f.add(&format!(
             "- … {left} more projects (query_notes with projects: true)\n"
@@ -204,14 +300,17 @@ pub fn assemble(notes: &Notes, spec: &ContextSpec) -> String {
                 .closed
                 .cmp(&a.node().content.planning.closed)
         });
-        let items: Vec<String> = done
+        let items: Vec<Item> = done
             .iter()
             .take(MAX_RECENT_DONE)
-            .map(|r| format!("{}\n", summary(r)))
+            .map(|r| Item::of(notes, format!("{}\n", summary(r)), &[r]))
             .collect();
-        f.section("* Recently completed\n", &items);
+        f.section("* Recently completed\n", listing, &items);
     }
-    f.out
+    Assembled {
+        text: f.out,
+        untrusted: f.untrusted,
+    }
 }
 
 /// The first `MAX_DUE` open tasks scheduled or with a deadline before `before` (overdue ones
@@ -252,7 +351,7 @@ fn due_soon(notes: &Notes, before: &str) -> Vec<NodeRef> {
     due.into_iter().map(|(_, r)| r).collect()
 }
 
-fn project_item(notes: &Notes, p: &NodeRef) -> String {
+fn project_item(notes: &Notes, p: &NodeRef) -> Item {
     let mut text = summary(p);
     text.push('\n');
     let children = notes.children(p);
@@ -267,7 +366,10 @@ fn project_item(notes: &Notes, p: &NodeRef) -> String {
             children.len() - MAX_PROJECT_CHILDREN
         ));
     }
-    text
+    let shown: Vec<&NodeRef> = std::iter::once(p)
+        .chain(children.iter().take(MAX_PROJECT_CHILDREN))
+        .collect();
+    Item::of(notes, text, &shown)
 }
 
 fn related_item(r: &NodeRef, score: f32) -> String {

@@ -159,6 +159,17 @@ fn set_privacy(env: &Env, tags: Value, files: Value) -> Result<()> {
     Ok(())
 }
 
+/// Set what counts as untrusted content: subtrees tagged with one of TAGS (strings), besides
+/// those whose :SOURCE:, :SOURCE_URL: or :ROAM_REFS: is a web address.  After reading such
+/// content, every edit a turn proposes asks.  Turns already running keep the rules they
+/// started with.
+#[defun]
+fn set_untrusted_tags(env: &Env, tags: Value) -> Result<()> {
+    let tags = string_list(env, tags)?;
+    runtime(env)?.set_trust(crate::notes::Trust::new(tags));
+    Ok(())
+}
+
 /// Return TEXT, the contents of FILE, without its private subtrees (see `set_privacy');
 /// signal an error when the whole file is private.
 #[defun]

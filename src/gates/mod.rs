@@ -9,6 +9,7 @@ pub mod audit;
 pub mod budget;
 pub mod command;
 pub mod permissions;
+pub mod untrusted;
 
 use crate::action::{Action, EmacsAction};
 use std::collections::HashSet;
@@ -41,6 +42,9 @@ pub struct Context {
     /// Nobody waits for this run (a skill's trigger, a script): rules scoped to the chat do
     /// not hold, those scoped to background runs do.
     pub background: bool,
+    /// Where the untrusted content the conversation has read comes from (provenance lines,
+    /// first read first): once there is any, every edit asks ([`untrusted::UntrustedEdits`]).
+    pub untrusted_read: Vec<String>,
 }
 
 pub trait Gate: Send + Sync {
@@ -93,9 +97,10 @@ pub struct GateRules {
 impl GateRules {
     /// The default policy: known tools only, read-only tools allowed, echo-area messages
     /// allowed, buffer writes (`insert`, `stream-append`) denied, any edit of an Org file
-    /// asks (unless approved for the conversation), a new skill asks every time. The shell
-    /// tool, when offered, brings its own rules ([`GateRules::commands`]); there is no Elisp
-    /// evaluation.
+    /// asks (unless approved for the conversation), a new skill asks every time, after
+    /// untrusted content every edit asks, and Elisp evaluation is denied unless offered and
+    /// then asks every time. The shell tool, when offered, brings its own rules
+    /// ([`GateRules::commands`]).
     pub fn default_policy() -> GateRules {
         GateRules {
             source: "default policy".into(),
@@ -106,6 +111,7 @@ impl GateRules {
                 Box::new(OrgEdits),
                 Box::new(NewSkills),
                 Box::new(ElispEval),
+                Box::new(untrusted::UntrustedEdits),
             ],
         }
     }

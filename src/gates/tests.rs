@@ -20,7 +20,7 @@ fn ctx() -> Context {
             .collect(),
         tools,
         skills_in_use: HashSet::new(),
-        background: false,
+        ..Context::default()
     }
 }
 

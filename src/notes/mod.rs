@@ -8,12 +8,15 @@
 
 pub mod privacy;
 mod render;
+pub mod trust;
 
 pub use privacy::Privacy;
 pub use render::summary;
+pub use trust::Trust;
 
 use crate::store::vectors::{self, Candidate};
 use crate::store::{FileDoc, NodeContent, NodeKind, NodeRef, Query, Store};
+use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// Why a node cannot be shown: it does not exist, or the privacy rules hide it.
@@ -26,17 +29,160 @@ pub const NOT_A_NOTE_FILE: &str =
     "that file is not one of the notes the agent may see: give the absolute file name \
      list_files shows (private files are not shown)";
 
-/// The store seen through the privacy rules. Cheap to clone (two `Arc`s); a turn keeps the
+/// The store seen through the privacy rules. Cheap to clone (a few `Arc`s); a turn keeps the
 /// rules it started with even when the user changes them meanwhile.
 #[derive(Clone)]
 pub struct Notes {
     store: Arc<Store>,
     privacy: Arc<Privacy>,
+    /// What counts as untrusted content.
+    trust: Arc<Trust>,
+    /// Where the untrusted nodes handed out are noted, when someone watches (see
+    /// [`Notes::watching`]); shared by the clones.
+    reads: Option<Arc<Mutex<UntrustedReads>>>,
 }
 
+/// The untrusted nodes handed out since the last look, as provenance lines, without
+/// repeats.
+#[derive(Default)]
+struct UntrustedReads {
+    lines: Vec<String>,
+    /// More were read than are kept.
+    more: usize,
+}
+
+/// Most provenance lines kept between two looks: enough to say where a turn read what it
+/// read, bounded whatever a query returns.
+const MAX_READS_KEPT: usize = 32;
+
 impl Notes {
+    /// The store under `privacy`, with the default rules of what is untrusted.
     pub fn new(store: Arc<Store>, privacy: Arc<Privacy>) -> Notes {
-        Notes { store, privacy }
+        Notes {
+            store,
+            privacy,
+            trust: Arc::new(Trust::default()),
+            reads: None,
+        }
+    }
+
+    /// The same notes under the untrusted-content rules `trust`.
+    pub fn with_trust(mut self, trust: Arc<Trust>) -> Notes {
+        self.trust = trust;
+        self
+    }
+
+    /// The rules of what is untrusted.
+    pub fn trust(&self) -> &Trust {
+        &self.trust
+    }
+
+    /// Why the model must not take `r`'s text as the user's (its place and the tag or
+    /// property that makes it untrusted), or `None` when it is trusted.
+    pub fn untrusted(&self, r: &NodeRef) -> Option<String> {
+        self.trust.untrusted(r)
+    }
+
+    /// The same notes, noting every untrusted node its lookups, queries and listings hand
+    /// out (and its clones' do) until [`Notes::take_untrusted_reads`] takes them: a tool
+    /// that reads through them cannot forget to say what it read. Handed out is not always
+    /// shown (a query's hits beyond a limit), so this errs toward more asking, never less.
+    pub fn watching(&self) -> Notes {
+        Notes {
+            reads: Some(Arc::default()),
+            ..self.clone()
+        }
+    }
+
+    /// The untrusted nodes handed out since the last call (provenance lines, first read
+    /// first), when these notes are watched.
+    pub fn take_untrusted_reads(&self) -> Vec<String> {
+        let Some(reads) = &self.reads else {
+            return Vec::new();
+        };
+        let taken = std::mem::take(&mut *reads.lock());
+        let mut lines = taken.lines;
+        if taken.more > 0 {
+            lines.push(format!("{} more untrusted notes", taken.more));
+        }
+        lines
+    }
+
+    /// Note `r` if it is untrusted and someone watches.
+    fn note_read(&self, r: &NodeRef) {
+        let Some(reads) = &self.reads else {
+            return;
+        };
+        let Some(line) = self.trust.untrusted(r) else {
+            return;
+        };
+        let mut reads = reads.lock();
+        if reads.lines.contains(&line) {
+            return;
+        }
+        if reads.lines.len() < MAX_READS_KEPT {
+            reads.lines.push(line);
+        } else {
+            reads.more += 1;
+        }
+    }
+
+    /// Note the untrusted ones of `refs` (see [`Notes::watching`]).
+    fn note_reads<'r>(&self, refs: impl IntoIterator<Item = &'r NodeRef>) {
+        if self.reads.is_some() {
+            for r in refs {
+                self.note_read(r);
+            }
+        }
+    }
+
+    /// Whether `path` names one of the notes' files or a directory holding some directly
+    /// (as the store names them, or after resolving links): text read there by a file tool
+    /// is the notes', judged node by node; anything else comes from outside (a directory
+    /// above the notes, such as the home directory, too).
+    pub fn holds_path(&self, path: &str) -> bool {
+        let state = self.store.state();
+        let resolved = std::fs::canonicalize(path)
+            .ok()
+            .and_then(|p| p.to_str().map(str::to_owned));
+        let candidates: Vec<&str> = std::iter::once(path.trim_end_matches('/'))
+            .chain(resolved.as_deref())
+            .filter(|p| !p.is_empty())
+            .collect();
+        state.files.keys().any(|file| {
+            candidates.iter().any(|c| {
+                &**file == *c
+                    || file
+                        .strip_prefix(*c)
+                        .and_then(|rest| rest.strip_prefix('/'))
+                        .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+            })
+        })
+    }
+
+    /// Why text a file tool read at `path` is untrusted: a file outside the notes always
+    /// is; a note file is when one of its nodes is. `None` when it is trusted.
+    pub fn path_provenance(&self, path: &str) -> Option<String> {
+        if !self.holds_path(path) {
+            return Some(format!(
+                "{} (read from outside the notes)",
+                trust::shown_path(path)
+            ));
+        }
+        let state = self.store.state();
+        let resolved = std::fs::canonicalize(path)
+            .ok()
+            .and_then(|p| p.to_str().map(str::to_owned));
+        let doc = state
+            .files
+            .get(path)
+            .or_else(|| resolved.and_then(|p| state.files.get(p.as_str())))?;
+        (0..doc.nodes.len() as u32).find_map(|index| {
+            self.trust.untrusted(&NodeRef {
+                doc: doc.clone(),
+                index,
+            })
+        })
     }
 
     /// The rules in force (to tell a user why something is hidden, or redact a text).
@@ -53,7 +199,10 @@ impl Notes {
     /// is, in words naming neither: the refusal must not tell the model it exists.
     pub fn node(&self, id: &str) -> Result<NodeRef, String> {
         match self.store.node(id) {
-            Some(r) if !self.privacy.hides(&r) => Ok(r),
+            Some(r) if !self.privacy.hides(&r) => {
+                self.note_read(&r);
+                Ok(r)
+            }
             _ => Err(NO_SUCH_NODE.to_string()),
         }
     }
@@ -68,7 +217,10 @@ impl Notes {
             index: 0,
         });
         match file_node {
-            Some(r) if !self.privacy.hides(&r) => Ok(r),
+            Some(r) if !self.privacy.hides(&r) => {
+                self.note_read(&r);
+                Ok(r)
+            }
             _ => Err(NOT_A_NOTE_FILE.to_string()),
         }
     }
@@ -77,6 +229,7 @@ impl Notes {
     pub fn query(&self, q: &Query) -> Vec<NodeRef> {
         let mut hits = self.store.query(q);
         hits.retain(|r| self.shows(r));
+        self.note_reads(&hits);
         hits
     }
 
@@ -87,12 +240,15 @@ impl Notes {
         q: &Query,
         mut pick: impl FnMut(&NodeRef) -> Option<T>,
     ) -> Vec<(T, NodeRef)> {
-        self.store
+        let picked: Vec<(T, NodeRef)> = self
+            .store
             .query(q)
             .into_iter()
             .filter_map(|r| pick(&r).map(|t| (t, r)))
             .filter(|(_, r)| self.shows(r))
-            .collect()
+            .collect();
+        self.note_reads(picked.iter().map(|(_, r)| r));
+        picked
     }
 
     /// The files whose file node may be shown (a private pattern or `#+FILETAGS` hides a
@@ -103,10 +259,15 @@ impl Notes {
             .files
             .values()
             .filter(|doc| {
-                self.shows(&NodeRef {
+                let file = NodeRef {
                     doc: (*doc).clone(),
                     index: 0,
-                })
+                };
+                let shown = self.shows(&file);
+                if shown {
+                    self.note_read(&file);
+                }
+                shown
             })
             .cloned()
             .collect()
@@ -114,7 +275,8 @@ impl Notes {
 
     /// The children of `r` that may be shown.
     pub fn children(&self, r: &NodeRef) -> Vec<NodeRef> {
-        r.node()
+        let children: Vec<NodeRef> = r
+            .node()
             .children
             .iter()
             .map(|&index| NodeRef {
@@ -122,7 +284,9 @@ impl Notes {
                 index,
             })
             .filter(|c| self.shows(c))
-            .collect()
+            .collect();
+        self.note_reads(&children);
+        children
     }
 
     /// The headlines `matches` accepts that may be shown: the first `limit` of them, and how
@@ -149,6 +313,7 @@ impl Notes {
                 }
                 total += 1;
                 if hits.len() < limit {
+                    self.note_read(&r);
                     hits.push(r);
                 }
             }

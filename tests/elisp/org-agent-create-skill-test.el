@@ -50,9 +50,9 @@ Do not reopen a project marked DONE.
   (cl-find-if (lambda (s) (equal (plist-get s :name) name)) (org-agent-skills-list)))
 
 (defun org-agent-create-skill-test--tool-messages (n)
-  "The contents of the `tool' messages of the Nth request the server received."
+  "The `tool' messages of the Nth request the server received, out of their data blocks."
   (delq nil (mapcar (lambda (m) (and (equal (cdr (assoc "role" m)) "tool")
-                                     (cdr (assoc "content" m))))
+                                     (org-agent-test-unblock (cdr (assoc "content" m)))))
                     (cdr (assoc "messages" (nth n (org-agent-test-server-requests)))))))
 
 (defmacro org-agent-create-skill-test--with-chat (&rest body)

@@ -52,10 +52,10 @@
   (org-agent-chat-send))
 
 (defun org-agent-shell-test--tool-messages ()
-  "The contents of the `tool' messages of the last request the server received."
+  "The tool results of the last request the server received, out of their data blocks."
   (let ((body (car (last (org-agent-test-server-requests)))))
     (delq nil (mapcar (lambda (m) (and (equal (cdr (assoc "role" m)) "tool")
-                                       (cdr (assoc "content" m))))
+                                       (org-agent-test-unblock (cdr (assoc "content" m)))))
                       (cdr (assoc "messages" body))))))
 
 (defun org-agent-shell-test--processes (marker)
@@ -105,7 +105,7 @@
     (should (string-match-p "^\\*\\* Tool: run_command (deny)" (buffer-string)))
     (let ((results (org-agent-shell-test--tool-messages)))
       (should (= (length results) 3))
-      (should (string-match-p "\\`exit status 0\nstdout:\ninbox.org\n" (nth 0 results)))
+      (should (string-match-p "\\`exit status 0\nstdout:\ninbox.org\\(\n\\|\\'\\)" (nth 0 results)))
       (should (string-match-p "\\`exit status 0\n(no output)" (nth 1 results)))
       (should (string-match-p "denied: run_command: rm -rf ../x: rm -r deletes whole directory trees"
                               (nth 2 results))))))

@@ -66,5 +66,14 @@ Return PREDICATE's value."
   "Return every Org file of the shared corpus, sorted."
   (sort (directory-files-recursively org-agent-test-corpus "\\.org\\'") #'string<))
 
+(defun org-agent-test-unblock (block)
+  "The text inside BLOCK, a data block the model reads a tool result in.
+A block is a line <<data-BOUNDARY tool=\"NAME\">>, the text, and a line
+<</data-BOUNDARY>>; anything else fails the test."
+  (should (string-match
+           "\\`<<\\(data-[-0-9a-f]+\\) [^\n]*>>\n\\(\\(?:.\\|\n\\)*\\)\n<</\\1>>\n\\'"
+           block))
+  (match-string 2 block))
+
 (provide 'org-agent-test-setup)
 ;;; org-agent-test-setup.el ends here

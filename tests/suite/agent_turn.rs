@@ -157,15 +157,30 @@ fn system_prompt(body: &serde_json::Value) -> String {
         .to_string()
 }
 
-/// The `role: tool` messages of a recorded request body.
+/// The `role: tool` messages of a recorded request body, each out of the data block it
+/// stands in (tests/suite/spotlight.rs checks the blocks).
 fn tool_messages(body: &serde_json::Value) -> Vec<String> {
     body["messages"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .map(|m| unblock(m["content"].as_str().unwrap_or_default()))
         .collect()
+}
+
+/// The text inside a data block `<<data-… tool="…">>` … `<</data-…>>`.
+pub(crate) fn unblock(block: &str) -> String {
+    let inner = block
+        .strip_prefix("<<data-")
+        .and_then(|b| b.split_once(">>\n"))
+        .and_then(|(_, rest)| rest.strip_suffix(">>\n"))
+        .and_then(|rest| rest.rsplit_once("\n<</data-"))
+        .map(|(inner, _)| inner);
+    match inner {
+        Some(inner) => inner.to_owned(),
+        None => panic!("not a data block: {block}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -257,6 +257,7 @@ async fn related_notes_and_the_tool_reach_the_llm() {
         .as_str()
         .unwrap()
         .to_owned();
+    let result = crate::agent_turn::unblock(&result);
     assert!(
         result.starts_with("2 headlines closest in meaning:\n- Boat"),
         "{result}"

@@ -101,7 +101,11 @@ fn the_agent_skill_on_disk_is_the_prompt_the_turns_send() {
         };
         let request = step_request(eq, &Conversation::default(), &TurnConfig::default(), step);
         match &request.messages[0] {
-            Message::System(text) => text.clone(),
+            // After the skill's conventions, the rule about this request's data blocks.
+            Message::System(text) => match text.split_once("\n\nData blocks. ") {
+                Some((skill, _rule)) => skill.to_owned(),
+                None => panic!("no rule about data blocks: {text}"),
+            },
             other => panic!("the first message is {other:?}"),
         }
     };
@@ -213,6 +217,7 @@ fn every_emacs_action(id: &str) -> Vec<Action> {
         format!("(:action :visit-node :id \"{id}\")"),
         "(:action :call-tool :name \"shout\" :args (:word \"hi\"))".to_string(),
         "(:action :create-skill :name \"tidy\" :text \"#+SKILL_NAME: tidy\")".to_string(),
+        "(:action :eval-elisp :code \"(+ 1 2)\")".to_string(),
     ];
     let actions: Vec<Action> = plists
         .iter()

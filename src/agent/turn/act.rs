@@ -61,7 +61,16 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
             let started = std::time::Instant::now();
             let run = decided.approved.is_some();
             let (ok, content) = match decided.approved {
-                Some(action) => self.act(action).await?,
+                Some(action) => {
+                    // What the action reads through the notes is noted from here on.
+                    self.eq.notes.take_untrusted_reads();
+                    let source = self.eq.untrusted_source(&action);
+                    let outcome = self.act(action).await?;
+                    let mut read = self.eq.notes.take_untrusted_reads();
+                    read.extend(source);
+                    self.read_untrusted(read);
+                    outcome
+                }
                 None => self.refused(&decided.reasons)?,
             };
             if let Some(key) = edit_key {

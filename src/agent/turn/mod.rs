@@ -21,6 +21,7 @@ mod think;
 
 use crate::action::{Sensor, Stimulus};
 use crate::agent::equipment::Equipment;
+use crate::context::spotlight::{Source, Spotlight};
 use crate::gates::Context;
 use crate::llm::completion::{Delta, ToolCall};
 use crate::llm::error::LlmError;
@@ -167,7 +168,42 @@ pub struct Conversation {
     pub context: Context,
     /// Tokens this conversation's requests used (for its budget).
     pub tokens_used: u64,
+    /// The tool results among `messages` written as `:tool-result` plists (for a model
+    /// without tool calling): each request prints them again with its own boundary.
+    pub plist_results: Vec<PlistResult>,
 }
+
+/// A tool result the LLM reads as a `:tool-result` plist: the message it is and its parts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlistResult {
+    /// Its index in [`Conversation::messages`].
+    pub index: usize,
+    /// The tool (or action) whose result it is.
+    pub tool: String,
+    pub call: String,
+    pub ok: bool,
+    pub content: String,
+    pub depth: u32,
+}
+
+impl PlistResult {
+    /// The stimulus plist, its content as the LLM reads it (`content`).
+    fn print(&self, content: String) -> String {
+        let result = Stimulus {
+            sensor: Sensor::ToolResult {
+                call: self.call.clone(),
+                ok: self.ok,
+                content,
+            },
+            session: None,
+            depth: self.depth,
+        };
+        sexp::print(result.to_sexp().value())
+    }
+}
+
+/// Most boundaries drawn for one request before the texts that contain one lose it.
+const MAX_BOUNDARY_DRAWS: usize = 4;
 
 /// What changes from one step of a turn to the next in what the LLM is shown.
 #[derive(Clone, Copy, Debug, Default)]
@@ -179,19 +215,54 @@ pub struct StepView<'s> {
 }
 
 /// The request of the next step of `conversation`: the system prompt (its fragments, then
-/// what the tools offered allow) with the context as the store is now, the conversation,
-/// every tool's declaration. What `org-agent-context-preview` shows is exactly this.
+/// what the tools offered allow, then the rule about data blocks) with the context as the
+/// store is now, the conversation, every tool's declaration. What
+/// `org-agent-context-preview` shows is exactly this, but for the boundary of the data
+/// blocks, which each request draws afresh.
 pub fn step_request(
     eq: &Equipment,
     conversation: &Conversation,
     cfg: &TurnConfig,
     step: StepView,
 ) -> ChatRequest {
+    step_request_read(eq, conversation, cfg, step).0
+}
+
+/// [`step_request`], with where the untrusted notes its context shows come from.
+pub fn step_request_read(
+    eq: &Equipment,
+    conversation: &Conversation,
+    cfg: &TurnConfig,
+    step: StepView,
+) -> (ChatRequest, Vec<String>) {
+    let mut draws = 0;
+    loop {
+        let spot = Spotlight::new();
+        let built = spotlit_request(eq, conversation, cfg, step, &spot);
+        draws += 1;
+        // A text holding this very boundary (it cannot have known it: a leak, or chance)
+        // has lost it already; a fresh boundary makes the request whole again.
+        if !spot.collided() || draws >= MAX_BOUNDARY_DRAWS {
+            return built;
+        }
+    }
+}
+
+/// The request of [`step_request`] with `spot`'s boundary around every text from the notes,
+/// files and tools.
+fn spotlit_request(
+    eq: &Equipment,
+    conversation: &Conversation,
+    cfg: &TurnConfig,
+    step: StepView,
+    spot: &Spotlight,
+) -> (ChatRequest, Vec<String>) {
     let mut system = prompt::join(&eq.prompts);
     // The tool-use conventions are the shipped agent skill's (skills/agent/SKILL.org).
     system.push_str(&prompt::agent().conventions(!step.tools_off, eq.edit_tools));
+    system.push_str(&spot.rule());
     let focus = cfg.focus.as_deref().or(step.tool_focus);
-    let context = crate::context::assemble(
+    let context = crate::context::assemble_marked(
         &eq.notes,
         &crate::context::ContextSpec {
             focus,
@@ -202,14 +273,15 @@ pub fn step_request(
             due_before: cfg.due_before.as_deref(),
             budget_tokens: cfg.context_budget,
         },
+        spot,
     );
-    if !context.is_empty() {
+    if !context.text.is_empty() {
         system.push_str("\n\n");
-        system.push_str(&context);
+        system.push_str(&context.text);
     }
     let mut messages = vec![Message::System(system)];
-    messages.extend(conversation.messages.iter().cloned());
-    ChatRequest {
+    messages.extend(spotlit_messages(conversation, spot));
+    let request = ChatRequest {
         messages,
         tools: if step.tools_off {
             Vec::new()
@@ -219,7 +291,45 @@ pub fn step_request(
         stream: cfg.stream,
         temperature: cfg.temperature,
         max_tokens: None,
+    };
+    (request, context.untrusted)
+}
+
+/// The messages of `conversation` as the LLM reads them: every tool result in a block of
+/// `spot`'s, labelled with its tool.
+fn spotlit_messages(conversation: &Conversation, spot: &Spotlight) -> Vec<Message> {
+    let mut tools: HashMap<&str, &str> = HashMap::new();
+    let mut plists = conversation.plist_results.iter().peekable();
+    let mut out = Vec::with_capacity(conversation.messages.len());
+    for (index, message) in conversation.messages.iter().enumerate() {
+        while plists.next_if(|p| p.index < index).is_some() {}
+        out.push(match message {
+            Message::Assistant { tool_calls, .. } => {
+                for call in tool_calls {
+                    tools.insert(&call.id, &call.name);
+                }
+                message.clone()
+            }
+            Message::Tool {
+                tool_call_id,
+                content,
+            } => {
+                let tool = tools.get(tool_call_id.as_str()).copied().unwrap_or("tool");
+                Message::Tool {
+                    tool_call_id: tool_call_id.clone(),
+                    content: spot.wrap(Source::Tool(tool), content),
+                }
+            }
+            Message::User(_) if plists.peek().is_some_and(|p| p.index == index) => {
+                let Some(p) = plists.next() else {
+                    continue;
+                };
+                Message::User(p.print(spot.wrap(Source::Tool(&p.tool), &p.content)))
+            }
+            other => other.clone(),
+        });
     }
+    out
 }
 
 /// The notes closest in meaning to `text` (and the focus node's title), above the
@@ -371,7 +481,9 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
     }
 
     /// Add a tool's result to the conversation: as a `tool` message for native calls, as a
-    /// `:tool-result` stimulus plist for actions the LLM wrote as S-expressions.
+    /// `:tool-result` stimulus plist for actions the LLM wrote as S-expressions. Either is
+    /// kept as the tool gave it and put in a data block by each request
+    /// ([`spotlit_messages`]).
     fn push_result(&mut self, native: bool, call: &ToolCall, ok: bool, content: String) {
         let message = if native {
             Message::Tool {
@@ -379,18 +491,30 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
                 content,
             }
         } else {
-            let result = Stimulus {
-                sensor: Sensor::ToolResult {
-                    call: call.id.clone(),
-                    ok,
-                    content,
-                },
-                session: None,
+            let result = PlistResult {
+                index: self.conversation.messages.len(),
+                tool: call.name.clone(),
+                call: call.id.clone(),
+                ok,
+                content,
                 depth: self.depth,
             };
-            Message::User(sexp::print(result.to_sexp().value()))
+            let message = Message::User(result.print(result.content.clone()));
+            self.conversation.plist_results.push(result);
+            message
         };
         self.conversation.messages.push(message);
+    }
+
+    /// The conversation has read untrusted content from `provenance`: from now on every edit
+    /// it proposes asks, and says why.
+    fn read_untrusted(&mut self, provenance: Vec<String>) {
+        let read = &mut self.conversation.context.untrusted_read;
+        for line in provenance {
+            if !read.contains(&line) {
+                read.push(line);
+            }
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Think: the request as the store is now, past the budget gate, to the cascade (or to
 //! several backends in consensus); what the request used is charged to the budget.
 
-use super::{step_request, StepView, Turn, TurnError, TurnEvent};
+use super::{step_request_read, StepView, Turn, TurnError, TurnEvent};
 use crate::gates::budget::{self, Route};
 use crate::llm::cascade::{Cascade, CascadeEvent};
 use crate::llm::completion::Completion;
@@ -77,13 +77,16 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
     }
 
     /// This step's request: the focus is the node the last tool was about when the user was
-    /// on none; no tools once the tool rounds are used up.
-    fn request(&self) -> ChatRequest {
+    /// on none; no tools once the tool rounds are used up. The untrusted notes its context
+    /// shows count as read.
+    fn request(&mut self) -> ChatRequest {
         let step = StepView {
             tool_focus: self.tool_focus.as_deref(),
             tools_off: self.cfg.tool_rounds.is_some_and(|n| self.tool_rounds >= n),
         };
-        step_request(self.eq, self.conversation, &self.cfg, step)
+        let (request, untrusted) = step_request_read(self.eq, self.conversation, &self.cfg, step);
+        self.read_untrusted(untrusted);
+        request
     }
 
     /// The cascade the request goes to: the turn's own, or the cheaper tier when it would
