@@ -1,0 +1,143 @@
+//! The secret gate's cost: the detector over a full 8,000-token request, and over the
+//! embedding inputs of 10,000 headlines of the shared corpus (their titles and bodies, as
+//! semantic search embeds them); and what it finds in the corpus, which holds no real
+//! secrets (every hit is a false positive, printed with its context for inspection).
+//!
+//!   cargo run --release --example bench-secrets [CORPUS_DIR]
+
+use org_agent::secrets::{describe_hits, merge_hits, Detector, Hits};
+use org_agent::store::{Config, NodeKind, Query, Store};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn org_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "org") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let dir = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    let show = std::env::var_os("ORG_AGENT_SECRETS_SHOW").is_some();
+    let store = Store::in_memory(Config::default());
+    for f in org_files(&dir) {
+        let _ = store.ingest_file(&f.to_string_lossy(), false);
+    }
+    let headlines = store.query(&Query {
+        kind: Some(NodeKind::Headline),
+        ..Default::default()
+    });
+    let texts: Vec<String> = headlines
+        .iter()
+        .map(|r| {
+            let c = &r.node().content;
+            format!("{}\n{}", c.title, c.body)
+        })
+        .collect();
+    let started = Instant::now();
+    let detector = Detector::new();
+    println!("compiling the rules: {}", ms(started.elapsed()));
+
+    // The whole corpus: every hit is a false positive.
+    let started = Instant::now();
+    let mut hits: Hits = Vec::new();
+    let mut with_hits = 0;
+    for (r, text) in headlines.iter().zip(&texts) {
+        let red = detector.redact(text);
+        if !red.hits.is_empty() {
+            with_hits += 1;
+            merge_hits(&mut hits, &red.hits);
+            if show {
+                println!("--- {} :: {}", r.doc.path, r.node().content.title);
+                for line in red.text.lines().filter(|l| l.contains("[REDACTED:")) {
+                    let line: String = line.chars().take(200).collect();
+                    println!("    {line}");
+                }
+            }
+        }
+    }
+    let whole = started.elapsed();
+    let bytes: usize = texts.iter().map(String::len).sum();
+    println!(
+        "corpus: {} headlines ({:.1} MB) in {}; {} with a redaction ({:.2} per 10,000 headlines): {}",
+        texts.len(),
+        bytes as f64 / 1e6,
+        ms(whole),
+        with_hits,
+        with_hits as f64 * 10_000.0 / texts.len().max(1) as f64,
+        describe_hits(&hits)
+    );
+
+    // Embedding inputs of 10,000 headlines.
+    let sample: Vec<&String> = texts.iter().take(10_000).collect();
+    let runs: Vec<Duration> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            for text in &sample {
+                std::hint::black_box(detector.redact(text));
+            }
+            t.elapsed()
+        })
+        .collect();
+    println!(
+        "embedding inputs: {} headlines, {:.1} MB: median {} ({:.2} µs a headline)",
+        sample.len(),
+        sample.iter().map(|s| s.len()).sum::<usize>() as f64 / 1e6,
+        ms(median(runs.clone())),
+        median(runs).as_secs_f64() * 1e6 / sample.len().max(1) as f64
+    );
+
+    // A full 8,000-token request (32,000 bytes): corpus text with planted credentials.
+    let mut request = String::new();
+    for text in &texts {
+        if request.len() >= 31_000 {
+            break;
+        }
+        request.push_str(text);
+        request.push('\n');
+    }
+    request.push_str(
+        ":PASSWORD: hunter2\nAKIAIOSFODNN7EXAMPLF\nghp_16C7e42F292c6912E7710c838347Ae178B4a\n",
+    );
+    request.truncate(request.floor_char_boundary(32_000));
+    let runs: Vec<Duration> = (0..200)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(detector.redact(&request));
+            t.elapsed()
+        })
+        .collect();
+    let max = *runs.iter().max().unwrap_or(&Duration::ZERO);
+    println!(
+        "8,000-token request ({} bytes): median {}, max {} over 200 runs",
+        request.len(),
+        ms(median(runs)),
+        ms(max)
+    );
+}
