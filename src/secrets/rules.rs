@@ -174,7 +174,19 @@ fn assignment(c: &Captures<'_>, secret: &str) -> bool {
         return false;
     }
     let min = if sep.contains('=') || quoted { 4 } else { 6 };
-    credential_like(secret, min)
+    credential_like(secret, min) || quoted && quoted_key(secret)
+}
+
+/// A string literal given to a secret's name (`"api_key": "reizOneEg"`) is the secret even
+/// without digits, unless it reads as a name, a placeholder or a word.
+fn quoted_key(value: &str) -> bool {
+    let (lower, upper, _) = allow::classes(value);
+    value.len() >= 8
+        && lower
+        && upper
+        && value.bytes().skip(1).any(|b| b.is_ascii_uppercase())
+        && !value.starts_with(['$', '%', '{', '<'])
+        && !allow::is_allowed_value(value)
 }
 
 /// A long token random enough to be a key (see [`super::random_tokens`] for where it is
