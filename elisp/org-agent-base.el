@@ -41,6 +41,7 @@
     (org-agent--version)
     (org-agent--configure todo done org-version no-inherit snapshots)
     (org-agent--set-privacy tags files)
+    (org-agent--set-secret-properties names)
     (org-agent--redact-private text file)
     (org-agent--private-p id)
     (org-agent--store-open dir)

@@ -384,3 +384,73 @@ async fn no_planted_credential_reaches_an_embedding_server() {
         assert!(String::from_utf8_lossy(&requests[0].body).contains("Groceries: apples, bread"));
     }
 }
+
+const VAULT: &str = "\
+#+TITLE: Vault
+* Router
+:PROPERTIES:
+:ID:       5b9c2c9e-3f2a-4b7e-9d1c-0a1b2c3d4e5f
+:PASSWORD: correct horse battery staple
+:api_key:  plainwordsonly
+:EFFORT:   0:30
+:END:
+Admin page at 192.168.1.1.
+  :TOKEN: tokenvalueinbody
+** Child
+";
+
+/// `org-agent-secret-properties`: values of the named properties never appear in what the
+/// notes layer renders (read_node, the context's focus) or in a redacted buffer, whatever
+/// they look like; other properties do.
+#[test]
+fn secret_properties_are_withheld() {
+    use org_agent::notes::{Notes, Privacy};
+    let store = Store::in_memory(Config::default());
+    store
+        .ingest_text("/notes/vault.org", VAULT, None, None, None)
+        .unwrap();
+    let store = std::sync::Arc::new(store);
+    let id = "5b9c2c9e-3f2a-4b7e-9d1c-0a1b2c3d4e5f";
+    let check = |what: &str, text: &str, withheld: &[&str]| {
+        for v in ["correct horse", "plainwordsonly", "tokenvalueinbody"] {
+            assert!(!text.contains(v), "{what} shows {v}:\n{text}");
+        }
+        for name in withheld {
+            // Property names are case-insensitive (the store writes them upper-case).
+            assert!(
+                text.to_ascii_lowercase()
+                    .contains(&format!("{name}: [withheld]").to_ascii_lowercase()),
+                "{what}: {name}\n{text}"
+            );
+        }
+        assert!(
+            text.contains(":EFFORT: 0:30") || text.contains(":EFFORT:   0:30"),
+            "{what}:\n{text}"
+        );
+    };
+    let notes = Notes::new(store.clone(), std::sync::Arc::new(Privacy::default()));
+    let r = notes.node(id).unwrap();
+    check(
+        "read_node",
+        &notes.render(&r),
+        &[":PASSWORD", ":api_key", ":TOKEN"],
+    );
+    let ctx = org_agent::context::render(&notes, Some(id));
+    check("the context", &ctx, &[":PASSWORD"]);
+    let doc = store.parse_unstored("/notes/vault.org", VAULT).unwrap();
+    let buffer = Privacy::default().redact(&doc, VAULT).unwrap();
+    check(
+        "a redacted buffer",
+        &buffer,
+        &[":PASSWORD", ":api_key", ":TOKEN"],
+    );
+    // The user's own list replaces the default.
+    let mine = Privacy::default().with_secret_properties(["effort".to_string()]);
+    assert!(mine.withholds_property("EFFORT") && !mine.withholds_property("PASSWORD"));
+    let notes = Notes::new(store, std::sync::Arc::new(mine));
+    let shown = notes.render(&notes.node(id).unwrap());
+    assert!(
+        shown.contains(":EFFORT: [withheld]") && shown.contains("correct horse"),
+        "{shown}"
+    );
+}
