@@ -4,9 +4,17 @@
 //! secrets (every hit is a false positive, printed with its context for inspection).
 //!
 //!   cargo run --release --example bench-secrets [CORPUS_DIR]
+//!
+//! With `ORG_AGENT_BENCH_EMBED_URL` (an OpenAI-compatible `/v1` root, e.g. the local
+//! embedding model of `scripts/local-llm serve embed PORT`), it also embeds
+//! `ORG_AGENT_BENCH_EMBED_COUNT` headlines (default 1,000) through the client, gate included,
+//! and says what share of that run the gate was.
 
-use org_agent::llm::embeddings::{EmbeddingWire, EncodingFormat};
+use org_agent::llm::embeddings::{
+    EmbeddingBackend, EmbeddingClient, EmbeddingWire, EncodingFormat,
+};
 use org_agent::llm::http::redact_request;
+use org_agent::llm::CancelToken;
 use org_agent::llm::{ChatRequest, Message};
 use org_agent::secrets::{describe_hits, merge_hits, Detector, Hits, SecretGate};
 use org_agent::store::{Config, NodeKind, Query, Store};
@@ -97,8 +105,13 @@ fn main() {
         describe_hits(&hits)
     );
 
-    // Embedding inputs of 10,000 headlines.
-    let sample: Vec<&String> = texts.iter().take(10_000).collect();
+    // Embedding inputs of 10,000 headlines: the texts semantic search embeds.
+    let embedding_texts: Vec<String> = headlines
+        .iter()
+        .take(10_000)
+        .map(org_agent::store::vectors::embedding_text)
+        .collect();
+    let sample: Vec<&String> = embedding_texts.iter().collect();
     let runs: Vec<Duration> = (0..5)
         .map(|_| {
             let t = Instant::now();
@@ -133,6 +146,20 @@ fn main() {
         ms(body_time),
         100.0 * gate_time.as_secs_f64() / body_time.as_secs_f64().max(1e-9)
     );
+
+    if let Ok(url) = std::env::var("ORG_AGENT_BENCH_EMBED_URL") {
+        let count: usize = std::env::var("ORG_AGENT_BENCH_EMBED_COUNT")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1_000);
+        // The small model's server takes 512 tokens a text.
+        let short: Vec<String> = owned
+            .iter()
+            .take(count)
+            .map(|t| t.chars().take(500).collect())
+            .collect();
+        embedding_run(&url, &short, &detector);
+    }
 
     // A full 8,000-token request (32,000 bytes): corpus text with planted credentials.
     let mut request = String::new();
@@ -182,5 +209,50 @@ fn main() {
         ms(median(runs)),
         ms(sorted[sorted.len() * 95 / 100]),
         ms(sorted[sorted.len() - 1])
+    );
+}
+
+/// Embeds `texts` in batches of 32 through a real server and compares the run's time with
+/// the gate's on the same texts.
+fn embedding_run(url: &str, texts: &[String], detector: &Detector) {
+    let mut backend = EmbeddingBackend::new(EmbeddingWire::OpenAi, url, "all-minilm");
+    backend.endpoint.timeouts.total = Duration::from_secs(3600);
+    let client = match EmbeddingClient::new(backend) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("embedding run: {e}");
+            return;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            println!("embedding run: {e}");
+            return;
+        }
+    };
+    let cancel = CancelToken::new();
+    let started = Instant::now();
+    for batch in texts.chunks(32) {
+        if let Err(e) = rt.block_on(client.embed(batch, &cancel)) {
+            println!("embedding run: {e}");
+            return;
+        }
+    }
+    let run = started.elapsed();
+    let started = Instant::now();
+    for text in texts {
+        std::hint::black_box(detector.redact(text));
+    }
+    let gate = started.elapsed();
+    println!(
+        "embedding run: {} headlines embedded in {} (gate included); the gate alone {} = {:.4}% of the run",
+        texts.len(),
+        ms(run),
+        ms(gate),
+        100.0 * gate.as_secs_f64() / run.as_secs_f64().max(1e-9)
     );
 }

@@ -42,8 +42,10 @@ pub struct Detector {
     rules: Vec<Rule>,
     random: Rule,
     prefilter: AhoCorasick,
-    /// For each pattern of the pre-filter, the rule whose keyword it is.
-    keyword_rule: Vec<usize>,
+    /// For each pattern of the pre-filter, the rules whose keyword it is (bit i: rule i).
+    keyword_rules: Vec<u64>,
+    /// The rules without keywords, which always run (bit i: rule i).
+    always: u64,
 }
 
 impl std::fmt::Debug for Detector {
@@ -72,12 +74,23 @@ impl Detector {
     /// The detector with the default rules.
     pub fn new() -> Detector {
         let rules = rules::default_rules();
-        let mut keywords = Vec::new();
-        let mut keyword_rule = Vec::new();
+        assert!(rules.len() <= 64, "the rule sets are bit masks");
+        let mut keywords: Vec<String> = Vec::new();
+        let mut keyword_rules: Vec<u64> = Vec::new();
+        let mut always = 0u64;
         for (i, r) in rules.iter().enumerate() {
+            if r.keywords.is_empty() {
+                always |= 1 << i;
+            }
             for k in r.keywords {
-                keywords.push(*k);
-                keyword_rule.push(i);
+                let k = k.to_ascii_lowercase();
+                match keywords.iter().position(|x| *x == k) {
+                    Some(p) => keyword_rules[p] |= 1 << i,
+                    None => {
+                        keywords.push(k);
+                        keyword_rules.push(1 << i);
+                    }
+                }
             }
         }
         let prefilter = AhoCorasickBuilder::new()
@@ -90,7 +103,8 @@ impl Detector {
             rules,
             random: rules::random_token_rule(),
             prefilter,
-            keyword_rule,
+            keyword_rules,
+            always,
         }
     }
 
@@ -141,13 +155,13 @@ impl Detector {
 
     /// The secrets in `text`, in order, none overlapping.
     fn find(&self, text: &str) -> Vec<Found> {
-        let mut triggered = vec![false; self.rules.len()];
+        let mut triggered = self.always;
         for m in self.prefilter.find_overlapping_iter(text) {
-            triggered[self.keyword_rule[m.pattern().as_usize()]] = true;
+            triggered |= self.keyword_rules[m.pattern().as_usize()];
         }
         let mut found = Vec::new();
         for (i, rule) in self.rules.iter().enumerate() {
-            if triggered[i] {
+            if triggered & (1 << i) != 0 {
                 matches_of(rule, i, text, &mut found);
             }
         }

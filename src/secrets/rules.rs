@@ -350,13 +350,22 @@ pub(super) fn default_rules() -> Vec<Rule> {
             always,
             false,
         ),
-        // Twilio: account SID (AC…) and API key SID (SK…), 32 lowercase hex digits; an auth
-        // token (32 hex) named as Twilio's.
+        // Twilio: account SID (AC…) and API key SID (SK…), 32 lowercase hex digits — no
+        // keyword (`ac`, `sk` are in every text; the regex's own literal search is fast) —
+        // and an auth token (32 hex) named as Twilio's.
         rule(
             "twilio",
-            &["AC", "SK", "twilio"],
-            r"(?i:twilio[_\- ]?(?:auth[_\- ]?)?(?:token|secret|key)\W{0,5}([0-9a-f]{32})(?-u:\b))|(?-u:\b)((?:AC|SK)[0-9a-f]{32})(?-u:\b)",
-            &[1, 2],
+            &[],
+            r"(?-u:\b)(?:AC|SK)[0-9a-f]{32}(?-u:\b)",
+            &[0],
+            always,
+            false,
+        ),
+        rule(
+            "twilio",
+            &["twilio"],
+            r"(?i)twilio[_\- ]?(?:auth[_\- ]?)?(?:token|secret|key)\W{0,5}([0-9a-f]{32})(?-u:\b)",
+            &[1],
             always,
             false,
         ),
