@@ -42,6 +42,7 @@
     (org-agent--configure todo done org-version no-inherit snapshots)
     (org-agent--set-privacy tags files)
     (org-agent--set-untrusted-tags tags)
+    (org-agent--set-secret-properties names)
     (org-agent--redact-private text file)
     (org-agent--private-p id)
     (org-agent--store-open dir)

@@ -111,6 +111,20 @@ and the results of Elisp tools count as untrusted too."
   :set #'org-agent--set-privacy-option
   :group 'org-agent)
 
+(defcustom org-agent-secret-properties
+  '("PASSWORD" "PASS" "PASSWD" "SECRET" "TOKEN" "API_KEY" "APIKEY"
+    "PRIVATE_KEY" "CREDENTIALS")
+  "Properties whose values the LLM never sees.
+Wherever the agent would show a property with one of these names
+\(any case) -- a node it reads, the focus in its context, a buffer
+sent to it -- the value is replaced by \"[withheld]\".  The secret
+gate also withholds credentials it recognises in any text sent to
+an LLM or embedding server; this list catches what no pattern
+would, such as a password made of plain words."
+  :type '(repeat string)
+  :set #'org-agent--set-privacy-option
+  :group 'org-agent)
+
 (defun org-agent--set-redisplay-interval-option (symbol value)
   "Set SYMBOL to VALUE and hand it to the module if it is loaded.
 The module refuses a value out of range before anything is set."
@@ -213,9 +227,9 @@ reported the file done before the winner had stored it.")
   (org-agent--send-privacy))
 
 (defun org-agent--send-privacy ()
-  "Hand the privacy and trust options to the module.
-They are `org-agent-private-tags', `org-agent-private-files' and
-`org-agent-untrusted-tags'."
+  "Hand the privacy, secrecy and trust options to the module.
+They are `org-agent-private-tags', `org-agent-private-files',
+`org-agent-secret-properties' and `org-agent-untrusted-tags'."
   (when (fboundp 'org-agent--set-privacy)
     (org-agent--set-privacy
      org-agent-private-tags
@@ -223,7 +237,9 @@ They are `org-agent-private-tags', `org-agent-private-files' and
                (if (string-prefix-p "~" pattern) (expand-file-name pattern) pattern))
              org-agent-private-files)))
   (when (fboundp 'org-agent--set-untrusted-tags)
-    (org-agent--set-untrusted-tags org-agent-untrusted-tags)))
+    (org-agent--set-untrusted-tags org-agent-untrusted-tags))
+  (when (fboundp 'org-agent--set-secret-properties)
+    (org-agent--set-secret-properties org-agent-secret-properties)))
 
 (defun org-agent--directories ()
   "Return the directories to ingest, expanded."

@@ -9,6 +9,7 @@ pub mod emacs;
 pub mod gates;
 pub mod llm;
 pub mod notes;
+pub mod secrets;
 pub mod sexp;
 pub mod skills;
 pub mod store;

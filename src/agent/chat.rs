@@ -202,6 +202,9 @@ impl Runtime {
             conversation.context.skills_in_use = skills_in_use;
             conversation.messages.push(Message::User(text));
             let chat = step_request(&eq, &conversation, &cfg, StepView::default());
+            // What would be sent: past the secret gate, as every request is.
+            let (chat, _) =
+                crate::llm::http::redact_request(&crate::secrets::SecretGate::shared(), &chat);
             let body = backend.wire.request_body(&chat, &backend.endpoint.model);
             Ok(Event::Preview {
                 request,

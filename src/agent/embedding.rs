@@ -27,6 +27,8 @@ pub struct EmbedReport {
     /// Another task switched the index to another model while a batch was out: the rest
     /// was not embedded and this batch's vectors were dropped.
     pub superseded: bool,
+    /// Secrets the secret gate withheld from the texts sent.
+    pub secrets_withheld: usize,
 }
 
 /// Embeds `pending` (from [`VectorIndex::pending`]) with `client`, `batch` texts a request
@@ -64,7 +66,8 @@ pub async fn embed_pending(
     }
     for chunk in groups.chunks(batch.max(1)) {
         let texts: Vec<String> = chunk.iter().map(|(_, text, _)| text.clone()).collect();
-        let vectors = client.embed(&texts, cancel).await?;
+        let (vectors, withheld) = client.embed_gated(&texts, cancel).await?;
+        report.secrets_withheld += withheld.iter().map(|(_, n)| n).sum::<usize>();
         report.requests += 1;
         report.texts += texts.len();
         let mut ix = index.lock();

@@ -295,6 +295,7 @@ impl Event {
                 .count("refused", report.refused)
                 .count("requests", report.requests)
                 .count("indexed", report.indexed)
+                .count("secrets-withheld", report.secrets_withheld)
                 .done(),
             Event::SearchResults { request, hits } => {
                 let hits = hits

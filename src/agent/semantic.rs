@@ -151,6 +151,7 @@ impl Semantic {
         }
         out.embedded += total.stored;
         out.requests += total.requests;
+        out.secrets_withheld += total.secrets_withheld;
         Ok(total)
     }
 }
@@ -162,6 +163,7 @@ fn add(total: &mut EmbedReport, r: &EmbedReport) {
     total.rejected += r.rejected;
     total.reset |= r.reset;
     total.superseded |= r.superseded;
+    total.secrets_withheld += r.secrets_withheld;
 }
 
 /// What [`Semantic::update`] did.
@@ -179,4 +181,6 @@ pub struct UpdateReport {
     pub requests: usize,
     /// Vectors in the index afterwards.
     pub indexed: usize,
+    /// Secrets the secret gate withheld from the texts sent.
+    pub secrets_withheld: usize,
 }

@@ -155,7 +155,21 @@ fn configure(
 fn set_privacy(env: &Env, tags: Value, files: Value) -> Result<()> {
     let tags = string_list(env, tags)?;
     let files = string_list(env, files)?;
-    runtime(env)?.set_privacy(crate::notes::Privacy::new(tags, files));
+    let rt = runtime(env)?;
+    // The secret properties are set on their own (`set_secret_properties`) and kept here.
+    let secret = rt.privacy().secret_properties().to_vec();
+    rt.set_privacy(crate::notes::Privacy::new(tags, files).with_secret_properties(secret));
+    Ok(())
+}
+
+/// Set the properties whose values are always withheld from the LLM: NAMES (strings, any
+/// case), shown as `[withheld]` wherever the agent would see them.
+#[defun]
+fn set_secret_properties(env: &Env, names: Value) -> Result<()> {
+    let names = string_list(env, names)?;
+    let rt = runtime(env)?;
+    let privacy = (*rt.privacy()).clone().with_secret_properties(names);
+    rt.set_privacy(privacy);
     Ok(())
 }
 

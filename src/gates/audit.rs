@@ -116,6 +116,24 @@ impl AuditLog {
         ))
     }
 
+    /// Append that the secret gate withheld secrets from a request: how many, by rule (never
+    /// the secrets themselves).
+    pub fn append_redaction(
+        &self,
+        hits: &[(&'static str, usize)],
+        time: i64,
+    ) -> std::io::Result<()> {
+        let total: usize = hits.iter().map(|(_, n)| n).sum();
+        let rules: Vec<String> = hits.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        self.write(format!(
+            "* {} redacted {total} secret{}\n:PROPERTIES:\n:DECISION: redact\n:GATE:     secrets\n:REDACTED: {}\n{}:END:\n",
+            org_timestamp(time),
+            if total == 1 { "" } else { "s" },
+            one_line(&rules.join(", ")),
+            self.skill_line(),
+        ))
+    }
+
     fn write(&self, mut entry: String) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;

@@ -18,6 +18,7 @@
 use crate::llm::completion::{Completion, Delta};
 use crate::llm::error::LlmError;
 use crate::llm::http::{Backend, CancelToken, ChatClient, ChatRequest};
+use crate::secrets::Hits;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -121,6 +122,9 @@ pub enum CascadeEvent {
         streamed: bool,
         next: Option<String>,
     },
+    /// The secret gate withheld secrets from the request (counts by rule), before it was
+    /// sent; reported once per request, whichever backends it went to.
+    Redacted(Hits),
     /// Several backends were asked the same (consensus): how many agreed, of how many
     /// answered, and what each proposed.
     Consensus {
@@ -214,6 +218,9 @@ impl Cascade {
             return Ok(Reply { answer, tie: None });
         }
         let c = self.consensus(request, voters, cancel).await?;
+        if !c.redacted.is_empty() {
+            on_event(CascadeEvent::Redacted(c.redacted.clone()));
+        }
         let tie = c
             .tie
             .then(|| format!("the backends disagreed ({})", c.proposals.join("; ")));
@@ -251,17 +258,28 @@ impl Cascade {
             return Err(LlmError::Config("no backend is configured".to_owned()));
         }
         let mut failures: Vec<(String, LlmError)> = Vec::new();
+        let mut redaction_reported = false;
         for (i, client) in order.iter().enumerate() {
             let b = client.backend();
             let mut retried = false;
             loop {
                 let mut streamed = false;
+                let mut withheld: Option<Hits> = None;
                 let result = client
-                    .chat(request, cancel, |d| {
-                        streamed = true;
-                        on_event(CascadeEvent::Delta(d))
-                    })
+                    .chat_gated(
+                        request,
+                        cancel,
+                        |hits| withheld = Some(hits.clone()),
+                        |d| {
+                            streamed = true;
+                            on_event(CascadeEvent::Delta(d))
+                        },
+                    )
                     .await;
+                if let Some(hits) = withheld.filter(|_| !redaction_reported) {
+                    redaction_reported = true;
+                    on_event(CascadeEvent::Redacted(hits));
+                }
                 let error = match result {
                     Ok(completion) => {
                         self.health.restore(&b.endpoint.name);
@@ -376,6 +394,8 @@ pub struct Consensus {
     pub tie: bool,
     /// Each backend's proposal, in one line each ("name: proposal"), failures included.
     pub proposals: Vec<String>,
+    /// What the secret gate withheld from the request (the same for every backend asked).
+    pub redacted: Hits,
 }
 
 /// A proposal reduced to what must agree: the tool calls by name and canonical arguments
@@ -457,11 +477,12 @@ impl Cascade {
         cancel: &CancelToken,
     ) -> Result<Consensus, LlmError> {
         let asked: Vec<&ChatClient> = self.order().into_iter().take(k.max(1)).collect();
-        let results = futures_util::future::join_all(
-            asked
-                .iter()
-                .map(|c| async move { c.chat(request, cancel, |_| {}).await }),
-        )
+        let withheld_slot: parking_lot::Mutex<Hits> = parking_lot::Mutex::default();
+        let withheld = &withheld_slot;
+        let results = futures_util::future::join_all(asked.iter().map(|c| async move {
+            c.chat_gated(request, cancel, |h| *withheld.lock() = h.clone(), |_| {})
+                .await
+        }))
         .await;
         if cancel.is_cancelled() {
             return Err(LlmError::Cancelled);
@@ -520,6 +541,7 @@ impl Cascade {
             .map(|(_, a)| a)
             .ok_or_else(|| LlmError::AllFailed(failures.clone()))?;
         Ok(Consensus {
+            redacted: withheld_slot.into_inner(),
             answer,
             agreed: best,
             answered,

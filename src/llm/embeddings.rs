@@ -22,6 +22,7 @@ use crate::llm::endpoint::Endpoint;
 use crate::llm::error::{invalid_json, LlmError};
 use crate::llm::http::{http_client, redact_error, CancelToken, Waits};
 use crate::llm::wire::provider_error;
+use crate::secrets::{describe_hits, merge_hits, Hits, SecretGate};
 use base64::Engine as _;
 use reqwest::header::ACCEPT;
 use serde_json::{json, Value};
@@ -230,12 +231,14 @@ impl fmt::Debug for EmbeddingBackend {
 // ---------------------------------------------------------------------------------------------
 // The client.
 
-/// An HTTP client for one [`EmbeddingBackend`] (cheap to clone).
+/// An HTTP client for one [`EmbeddingBackend`] (cheap to clone). Every input passes its
+/// secret gate before the request body is built.
 #[derive(Clone)]
 pub struct EmbeddingClient {
     backend: Arc<EmbeddingBackend>,
     url: reqwest::Url,
     http: reqwest::Client,
+    gate: Arc<SecretGate>,
 }
 
 impl fmt::Debug for EmbeddingClient {
@@ -267,7 +270,27 @@ impl EmbeddingClient {
             backend: Arc::new(backend),
             url,
             http,
+            gate: SecretGate::shared(),
         })
+    }
+
+    /// The same client behind another secret gate (the default is [`SecretGate::shared`]).
+    pub fn with_gate(self, gate: Arc<SecretGate>) -> EmbeddingClient {
+        EmbeddingClient { gate, ..self }
+    }
+
+    pub fn gate(&self) -> &Arc<SecretGate> {
+        &self.gate
+    }
+
+    /// [`EmbeddingClient::embed_gated`] when nobody needs the counts (they still go to the
+    /// log).
+    pub async fn embed(
+        &self,
+        texts: &[String],
+        cancel: &CancelToken,
+    ) -> Result<Vec<Vec<f32>>, LlmError> {
+        Ok(self.embed_gated(texts, cancel).await?.0)
     }
 
     pub fn backend(&self) -> &EmbeddingBackend {
@@ -275,18 +298,40 @@ impl EmbeddingClient {
     }
 
     /// The vectors of `texts`, one per text in the same order (not normalised: as the server
-    /// sent them). An empty batch makes no request.
-    pub async fn embed(
+    /// sent them), and what the secret gate withheld from the texts before they were sent
+    /// (a text's secrets are embedded as `[REDACTED:rule]`). An empty batch makes no request.
+    pub async fn embed_gated(
         &self,
         texts: &[String],
         cancel: &CancelToken,
-    ) -> Result<Vec<Vec<f32>>, LlmError> {
+    ) -> Result<(Vec<Vec<f32>>, Hits), LlmError> {
         if cancel.is_cancelled() {
             return Err(LlmError::Cancelled);
         }
         if texts.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
+        let mut hits: Hits = Vec::new();
+        let redacted: Vec<Option<String>> = texts
+            .iter()
+            .map(|t| {
+                let r = self.gate.redact(t);
+                merge_hits(&mut hits, &r.hits);
+                (!r.hits.is_empty()).then(|| r.text.into_owned())
+            })
+            .collect();
+        let owned: Vec<String>;
+        let texts: &[String] = if hits.is_empty() {
+            texts
+        } else {
+            tracing::warn!(backend = %self.backend.endpoint.name, "secret gate: {} from embedding inputs", describe_hits(&hits));
+            owned = texts
+                .iter()
+                .zip(redacted)
+                .map(|(t, r)| r.unwrap_or_else(|| t.clone()))
+                .collect();
+            &owned
+        };
         let b = &*self.backend;
         let wait = Waits::start(&b.endpoint, cancel);
         let request = self
@@ -295,9 +340,11 @@ impl EmbeddingClient {
             .header(ACCEPT, "application/json")
             .json(&b.wire.request_body(&b.endpoint.model, texts, b.encoding));
         let body = wait.fetch(request, b.max_response_bytes).await?;
-        b.wire
+        let vectors = b
+            .wire
             .parse_response(&body, texts.len())
-            .map_err(|e| redact_error(b.endpoint.api_key.as_deref(), e))
+            .map_err(|e| redact_error(b.endpoint.api_key.as_deref(), e))?;
+        Ok((vectors, hits))
     }
 }
 

@@ -23,6 +23,7 @@ use crate::llm::completion::{Completion, Delta, StreamOptions, ToolCall};
 use crate::llm::endpoint::{Endpoint, Timeouts};
 use crate::llm::error::{bounded, LlmError, TimeoutPhase};
 use crate::llm::wire::{provider_error, Wire};
+use crate::secrets::{describe_hits, merge_hits, Hits, SecretGate};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
 use serde_json::Value;
 use std::fmt;
@@ -159,6 +160,17 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
+    /// The request's settings with no messages and no tools.
+    fn clone_settings(&self) -> ChatRequest {
+        ChatRequest {
+            messages: Vec::new(),
+            tools: Vec::new(),
+            stream: self.stream,
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+        }
+    }
+
     /// The estimated prompt tokens of the request: its messages and tool schemas.
     pub fn estimated_tokens(&self) -> u64 {
         let messages: usize = self
@@ -222,11 +234,13 @@ impl CancelToken {
 // ---------------------------------------------------------------------------------------------
 // The client.
 
-/// An HTTP client for one [`Backend`] (cheap to clone; connections are pooled).
+/// An HTTP client for one [`Backend`] (cheap to clone; connections are pooled). Every
+/// request passes its secret gate before its body is built ([`ChatClient::chat_gated`]).
 #[derive(Clone)]
 pub struct ChatClient {
     backend: Arc<Backend>,
     http: reqwest::Client,
+    gate: Arc<SecretGate>,
 }
 
 impl fmt::Debug for ChatClient {
@@ -245,6 +259,7 @@ impl ChatClient {
         Ok(ChatClient {
             backend: Arc::new(backend),
             http,
+            gate: SecretGate::shared(),
         })
     }
 
@@ -252,15 +267,42 @@ impl ChatClient {
         &self.backend
     }
 
-    /// Sends `request` and reads the response, passing each delta to `on_delta` as it
-    /// arrives; returns the completion. A non-streaming request (`stream: false`) gives its
-    /// deltas at the end.
+    /// The same client behind another secret gate (the default is [`SecretGate::shared`]).
+    pub fn with_gate(self, gate: Arc<SecretGate>) -> ChatClient {
+        ChatClient { gate, ..self }
+    }
+
+    pub fn gate(&self) -> &Arc<SecretGate> {
+        &self.gate
+    }
+
+    /// [`ChatClient::chat_gated`] when nobody needs the counts (they still go to the log).
     pub async fn chat(
         &self,
         request: &ChatRequest,
         cancel: &CancelToken,
+        on_delta: impl FnMut(Delta),
+    ) -> Result<Completion, LlmError> {
+        self.chat_gated(request, cancel, |_| {}, on_delta).await
+    }
+
+    /// Sends `request` and reads the response, passing each delta to `on_delta` as it
+    /// arrives; returns the completion. A non-streaming request (`stream: false`) gives its
+    /// deltas at the end. Before anything is sent, every text of the request passes the
+    /// secret gate ([`redact_request`]); `on_redacted` gets what it withheld, when anything.
+    pub async fn chat_gated(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancelToken,
+        on_redacted: impl FnOnce(&Hits),
         mut on_delta: impl FnMut(Delta),
     ) -> Result<Completion, LlmError> {
+        let (request, hits) = redact_request(&self.gate, request);
+        if !hits.is_empty() {
+            tracing::warn!(backend = %self.backend.endpoint.name, "secret gate: {}", describe_hits(&hits));
+            on_redacted(&hits);
+        }
+        let request = &*request;
         let b = &*self.backend;
         let wait = Waits::start(&b.endpoint, cancel);
         let first_byte = wait.first_byte_deadline();
@@ -316,6 +358,119 @@ impl ChatClient {
             }
             Err(err) => Err(err),
         }
+    }
+}
+
+/// `request` with every text that leaves passed through `gate`: the messages (system prompt,
+/// context, user text, tool results, earlier answers and the arguments of their tool calls)
+/// and the tool schemas; and what was withheld. Opaque provider tokens (a tool call's
+/// signature) are echoed as they came. Borrowed when nothing was found.
+pub fn redact_request<'r>(
+    gate: &SecretGate,
+    request: &'r ChatRequest,
+) -> (std::borrow::Cow<'r, ChatRequest>, Hits) {
+    let mut hits: Hits = Vec::new();
+    let mut text = |t: &str| -> Option<String> {
+        let r = gate.redact(t);
+        if r.hits.is_empty() {
+            return None;
+        }
+        merge_hits(&mut hits, &r.hits);
+        Some(r.text.into_owned())
+    };
+    let messages: Vec<Option<Message>> = request
+        .messages
+        .iter()
+        .map(|m| match m {
+            Message::System(t) => text(t).map(Message::System),
+            Message::User(t) => text(t).map(Message::User),
+            Message::Tool {
+                tool_call_id,
+                content,
+            } => text(content).map(|content| Message::Tool {
+                tool_call_id: tool_call_id.clone(),
+                content,
+            }),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let new_content = text(content);
+                let new_calls: Vec<Option<Value>> = tool_calls
+                    .iter()
+                    .map(|c| redact_value(&c.arguments, &mut text))
+                    .collect();
+                (new_content.is_some() || new_calls.iter().any(Option::is_some)).then(|| {
+                    Message::Assistant {
+                        content: new_content.unwrap_or_else(|| content.clone()),
+                        tool_calls: tool_calls
+                            .iter()
+                            .zip(new_calls)
+                            .map(|(c, args)| ToolCall {
+                                arguments: args.unwrap_or_else(|| c.arguments.clone()),
+                                ..c.clone()
+                            })
+                            .collect(),
+                    }
+                })
+            }
+        })
+        .collect();
+    let tools: Vec<Option<Value>> = request
+        .tools
+        .iter()
+        .map(|t| redact_value(t, &mut text))
+        .collect();
+    if hits.is_empty() {
+        return (std::borrow::Cow::Borrowed(request), hits);
+    }
+    let redacted = ChatRequest {
+        messages: request
+            .messages
+            .iter()
+            .zip(messages)
+            .map(|(m, new)| new.unwrap_or_else(|| m.clone()))
+            .collect(),
+        tools: request
+            .tools
+            .iter()
+            .zip(tools)
+            .map(|(t, new)| new.unwrap_or_else(|| t.clone()))
+            .collect(),
+        ..request.clone_settings()
+    };
+    (std::borrow::Cow::Owned(redacted), hits)
+}
+
+/// `value` with every string (not the keys of objects) passed through `text`; `None` when
+/// nothing changed.
+fn redact_value(value: &Value, text: &mut impl FnMut(&str) -> Option<String>) -> Option<Value> {
+    match value {
+        Value::String(s) => text(s).map(Value::String),
+        Value::Array(items) => {
+            let new: Vec<Option<Value>> = items.iter().map(|v| redact_value(v, text)).collect();
+            new.iter().any(Option::is_some).then(|| {
+                Value::Array(
+                    items
+                        .iter()
+                        .zip(new)
+                        .map(|(v, n)| n.unwrap_or_else(|| v.clone()))
+                        .collect(),
+                )
+            })
+        }
+        Value::Object(map) => {
+            let new: Vec<Option<Value>> = map.values().map(|v| redact_value(v, text)).collect();
+            new.iter().any(Option::is_some).then(|| {
+                Value::Object(
+                    map.iter()
+                        .zip(new)
+                        .map(|((k, v), n)| (k.clone(), n.unwrap_or_else(|| v.clone())))
+                        .collect(),
+                )
+            })
+        }
+        _ => None,
     }
 }
 

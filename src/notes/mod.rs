@@ -330,6 +330,6 @@ impl Notes {
     /// `r` as Org text for the LLM: outline path, file, headline, planning, properties, body
     /// and one line per child it may see.
     pub fn render(&self, r: &NodeRef) -> String {
-        render::node(r, &self.children(r))
+        render::node(r, &self.children(r), &self.privacy)
     }
 }

@@ -13,6 +13,23 @@ use std::sync::Arc;
 /// The tags that make a subtree private when no configuration says otherwise.
 pub const DEFAULT_PRIVATE_TAGS: [&str; 2] = ["@personal", "private"];
 
+/// The properties whose values are always withheld when no configuration says otherwise
+/// (`org-agent-secret-properties`).
+pub const DEFAULT_SECRET_PROPERTIES: [&str; 9] = [
+    "PASSWORD",
+    "PASS",
+    "PASSWD",
+    "SECRET",
+    "TOKEN",
+    "API_KEY",
+    "APIKEY",
+    "PRIVATE_KEY",
+    "CREDENTIALS",
+];
+
+/// What a withheld property value is shown as.
+pub const WITHHELD: &str = "[withheld]";
+
 /// The privacy rules in force.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Privacy {
@@ -23,6 +40,9 @@ pub struct Privacy {
     /// Whether a true `:PRIVATE:` property makes a subtree private (always, except in
     /// [`Privacy::none`]).
     property: bool,
+    /// Properties whose values are never shown (upper case; Org's property names ignore
+    /// case).
+    secret_properties: Vec<String>,
 }
 
 impl Default for Privacy {
@@ -46,7 +66,70 @@ impl Privacy {
                 .map(|p| Glob::new(&p))
                 .collect(),
             property: true,
+            secret_properties: DEFAULT_SECRET_PROPERTIES
+                .iter()
+                .map(|p| p.to_string())
+                .collect(),
         }
+    }
+
+    /// The same rules, withholding the values of the properties named in `names` (any
+    /// case) instead of [`DEFAULT_SECRET_PROPERTIES`].
+    pub fn with_secret_properties(self, names: impl IntoIterator<Item = String>) -> Privacy {
+        Privacy {
+            secret_properties: names
+                .into_iter()
+                .map(|n| n.trim().trim_matches(':').to_ascii_uppercase())
+                .filter(|n| !n.is_empty())
+                .collect(),
+            ..self
+        }
+    }
+
+    pub fn secret_properties(&self) -> &[String] {
+        &self.secret_properties
+    }
+
+    /// Whether the value of property `name` is withheld (`NAME+`, Org's accumulating form,
+    /// counts as `NAME`).
+    pub fn withholds_property(&self, name: &str) -> bool {
+        let name = name.strip_suffix('+').unwrap_or(name);
+        self.secret_properties
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(name))
+    }
+
+    /// `text` with the value of every property line (`:NAME: value`) of a withheld property
+    /// replaced by [`WITHHELD`]. Borrowed when there is none.
+    pub fn withhold_properties<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        let withheld_line = |line: &str| -> Option<String> {
+            let indent = line.len() - line.trim_start().len();
+            let rest = line[indent..].strip_prefix(':')?;
+            let (name, value) = rest.split_once(':')?;
+            (!value.trim().is_empty()
+                && value.starts_with([' ', '\t'])
+                && !name.contains(char::is_whitespace)
+                && self.withholds_property(name))
+            .then(|| format!("{}:{name}: {WITHHELD}", &line[..indent]))
+        };
+        if self.secret_properties.is_empty() || !text.lines().any(|l| withheld_line(l).is_some()) {
+            return std::borrow::Cow::Borrowed(text);
+        }
+        let mut out = String::with_capacity(text.len());
+        for line in text.split_inclusive('\n') {
+            let (body, end) = match line.strip_suffix('\n') {
+                Some(b) => (b, "\n"),
+                None => (line, ""),
+            };
+            match withheld_line(body.trim_end_matches('\r')) {
+                Some(w) => {
+                    out.push_str(&w);
+                    out.push_str(end);
+                }
+                None => out.push_str(line),
+            }
+        }
+        std::borrow::Cow::Owned(out)
     }
 
     /// Nothing is private (for tests of other things, never a user default).
@@ -100,8 +183,9 @@ impl Privacy {
     }
 
     /// `text` (whose nodes are `doc`, parsed from exactly this text) without its private
-    /// subtrees, each replaced by a line saying a private subtree was left out; `None` when
-    /// the whole file is private.
+    /// subtrees, each replaced by a line saying a private subtree was left out, and with
+    /// withheld property values replaced (see [`Privacy::withhold_properties`]); `None`
+    /// when the whole file is private.
     pub fn redact(&self, doc: &Arc<FileDoc>, text: &str) -> Option<String> {
         let hidden = |index: u32| {
             self.hides(&NodeRef {
@@ -133,7 +217,7 @@ impl Privacy {
             from = end;
         }
         out.push_str(text.get(from..)?);
-        Some(out)
+        Some(self.withhold_properties(&out).into_owned())
     }
 
     fn is_private_tag(&self, tag: &str) -> bool {

@@ -1,5 +1,6 @@
 //! Nodes as Org text for the LLM: one line per node in listings, a whole node for reading.
 
+use super::privacy::{Privacy, WITHHELD};
 use crate::store::{NodeContent, NodeKind, NodeRef};
 
 /// Longest body a rendered node shows, in characters.
@@ -50,8 +51,10 @@ fn has_title_keyword(preamble: &str) -> bool {
 }
 
 /// A node as Org text: outline path, file, headline, planning, properties, body (up to
-/// [`MAX_BODY_CHARS`]) and one line per child in `children` (those the reader may see).
-pub(super) fn node(r: &NodeRef, children: &[NodeRef]) -> String {
+/// [`MAX_BODY_CHARS`]) and one line per child in `children` (those the reader may see). The
+/// values of the properties `privacy` withholds are shown as `[withheld]`, in the drawer and
+/// in any property line of the body.
+pub(super) fn node(r: &NodeRef, children: &[NodeRef], privacy: &Privacy) -> String {
     let n = r.node();
     let c = &n.content;
     let mut out = String::new();
@@ -86,11 +89,20 @@ pub(super) fn node(r: &NodeRef, children: &[NodeRef]) -> String {
     if !c.properties.is_empty() {
         out.push_str(":PROPERTIES:\n");
         for (k, v) in &c.properties {
+            let v = if privacy.withholds_property(k) {
+                WITHHELD
+            } else {
+                v.as_str()
+            };
             out.push_str(&format!(":{k}: {v}\n"));
         }
         out.push_str(":END:\n");
     }
-    let body: String = c.body.chars().take(MAX_BODY_CHARS).collect();
+    let body: String = privacy
+        .withhold_properties(&c.body)
+        .chars()
+        .take(MAX_BODY_CHARS)
+        .collect();
     out.push_str(&body);
     if c.body.chars().count() > MAX_BODY_CHARS {
         out.push_str("\n[… body cut here …]\n");

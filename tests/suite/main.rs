@@ -26,6 +26,7 @@ mod llm_openai;
 mod llm_providers;
 mod llm_sse;
 mod privacy;
+mod secrets;
 mod semantic;
 mod sexp_emacs;
 mod skills_shipped;

@@ -30,8 +30,14 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
         let llm = self.route(&day, estimate)?;
         let started = std::time::Instant::now();
         let emit = &mut self.emit;
+        let eq = self.eq;
         let result = llm
             .ask(&request, self.cfg.consensus, self.cancel, |e| {
+                if let CascadeEvent::Redacted(hits) = &e {
+                    if let Err(warning) = eq.audit(|log, now| log.append_redaction(hits, now)) {
+                        emit(TurnEvent::Warning(warning));
+                    }
+                }
                 emit(turn_event(e))
             })
             .await;
@@ -118,6 +124,10 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
 fn turn_event(e: CascadeEvent) -> TurnEvent {
     match e {
         CascadeEvent::Delta(d) => TurnEvent::Delta(d),
+        CascadeEvent::Redacted(hits) => TurnEvent::Warning(format!(
+            "secret gate: {} from the request",
+            crate::secrets::describe_hits(&hits)
+        )),
         CascadeEvent::Retry {
             backend,
             after,

@@ -1,0 +1,380 @@
+//! The secret gate's detector: finds credentials in text and replaces each with
+//! `[REDACTED:rule-name]`, so nothing secret leaves for an LLM or embedding server.
+//!
+//! Pure text: it knows nothing of requests or notes. The `llm` layer runs every request
+//! body's text and every embedding input through a [`SecretGate`] before sending.
+//!
+//! No maintained Rust library does this as a library with an allowlist for notes (the
+//! crates found are command-line scanners of repositories), so the rules are our own,
+//! written from the formats' public descriptions (see `rules.rs`). Cost: one
+//! Aho-Corasick pass over the text for every rule's keywords and one byte scan for long
+//! tokens; a rule's regex runs only when one of its keywords occurred, so ordinary text
+//! costs two linear scans.
+
+mod allow;
+mod rules;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use rules::Rule;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+pub use allow::entropy;
+
+/// How many secrets each rule found, by rule name (sorted by name; rules that found none are
+/// left out).
+pub type Hits = Vec<(&'static str, usize)>;
+
+/// Text with its secrets replaced, and how many each rule found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redacted<'a> {
+    /// The text itself (borrowed) when nothing was found.
+    pub text: Cow<'a, str>,
+    pub hits: Hits,
+}
+
+/// The shortest token the keyword-free rule looks at.
+const MIN_RANDOM_TOKEN: usize = 32;
+
+/// The detector: the rules and their keyword pre-filter.
+pub struct Detector {
+    rules: Vec<Rule>,
+    random: Rule,
+    prefilter: AhoCorasick,
+    /// For each pattern of the pre-filter, the rules whose keyword it is (bit i: rule i).
+    keyword_rules: Vec<u64>,
+    /// The rules without keywords, which always run (bit i: rule i).
+    always: u64,
+}
+
+impl std::fmt::Debug for Detector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detector")
+            .field("rules", &self.rule_names())
+            .finish()
+    }
+}
+
+impl Default for Detector {
+    fn default() -> Self {
+        Detector::new()
+    }
+}
+
+/// A found secret: where it is and which rule found it.
+#[derive(Debug, Clone, Copy)]
+struct Found {
+    start: usize,
+    end: usize,
+    rule: usize,
+}
+
+impl Detector {
+    /// The detector with the default rules.
+    pub fn new() -> Detector {
+        let rules = rules::default_rules();
+        assert!(rules.len() <= 64, "the rule sets are bit masks");
+        let mut keywords: Vec<String> = Vec::new();
+        let mut keyword_rules: Vec<u64> = Vec::new();
+        let mut always = 0u64;
+        for (i, r) in rules.iter().enumerate() {
+            if r.keywords.is_empty() {
+                always |= 1 << i;
+            }
+            for k in r.keywords {
+                let k = k.to_ascii_lowercase();
+                match keywords.iter().position(|x| *x == k) {
+                    Some(p) => keyword_rules[p] |= 1 << i,
+                    None => {
+                        keywords.push(k);
+                        keyword_rules.push(1 << i);
+                    }
+                }
+            }
+        }
+        let prefilter = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(&keywords)
+            // The keywords are constants, checked by the unit tests.
+            .unwrap_or_else(|e| panic!("secret keywords: {e}"));
+        Detector {
+            rules,
+            random: rules::random_token_rule(),
+            prefilter,
+            keyword_rules,
+            always,
+        }
+    }
+
+    /// The rule names, in the order rules are tried.
+    pub fn rule_names(&self) -> Vec<&'static str> {
+        self.rules
+            .iter()
+            .chain(std::iter::once(&self.random))
+            .map(|r| r.name)
+            .collect()
+    }
+
+    /// `text` with each secret replaced by `[REDACTED:rule-name]`.
+    pub fn redact<'a>(&self, text: &'a str) -> Redacted<'a> {
+        let found = self.find(text);
+        if found.is_empty() {
+            return Redacted {
+                text: Cow::Borrowed(text),
+                hits: Vec::new(),
+            };
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        let mut hits: Hits = Vec::new();
+        for f in &found {
+            let name = self.rule(f.rule).name;
+            out.push_str(&text[at..f.start]);
+            out.push_str("[REDACTED:");
+            out.push_str(name);
+            out.push(']');
+            at = f.end;
+            match hits.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, count)) => *count += 1,
+                None => hits.push((name, 1)),
+            }
+        }
+        out.push_str(&text[at..]);
+        hits.sort_unstable();
+        Redacted {
+            text: Cow::Owned(out),
+            hits,
+        }
+    }
+
+    fn rule(&self, i: usize) -> &Rule {
+        self.rules.get(i).unwrap_or(&self.random)
+    }
+
+    /// The secrets in `text`, in order, none overlapping.
+    fn find(&self, text: &str) -> Vec<Found> {
+        let mut triggered = self.always;
+        for m in self.prefilter.find_overlapping_iter(text) {
+            triggered |= self.keyword_rules[m.pattern().as_usize()];
+        }
+        let mut found = Vec::new();
+        for (i, rule) in self.rules.iter().enumerate() {
+            if triggered & (1 << i) != 0 {
+                matches_of(rule, i, text, &mut found);
+            }
+        }
+        random_tokens(text, self.rules.len(), &mut found);
+        // The formats' own rules first, then the generic ones where no format matched; among
+        // equals the earliest, then the longest, then the earlier rule.
+        found.sort_unstable_by_key(|f| {
+            (
+                self.rule(f.rule).generic,
+                f.start,
+                std::cmp::Reverse(f.end),
+                f.rule,
+            )
+        });
+        let mut kept: Vec<Found> = Vec::with_capacity(found.len());
+        for f in found {
+            if kept.iter().all(|k| f.end <= k.start || f.start >= k.end) {
+                kept.push(f);
+            }
+        }
+        kept.sort_unstable_by_key(|f| f.start);
+        kept
+    }
+}
+
+/// The matches of `rule` in `text` that pass its checks, as [`Found`]s.
+fn matches_of(rule: &Rule, index: usize, text: &str, found: &mut Vec<Found>) {
+    for caps in rule.regex.captures_iter(text) {
+        let Some(secret) = rule.groups.iter().find_map(|&g| caps.get(g)) else {
+            continue;
+        };
+        if secret.is_empty() || !(rule.check)(&caps, secret.as_str()) {
+            continue;
+        }
+        if rule.generic
+            && (allow::is_allowed_value(secret.as_str())
+                || allow::in_allowed_context(text, secret.start()))
+        {
+            continue;
+        }
+        found.push(Found {
+            start: secret.start(),
+            end: (rule.extend)(text, secret.start(), secret.end()),
+            rule: index,
+        });
+    }
+}
+
+/// Long random tokens anywhere in `text` (the keyword-free rule), word by word: a word that
+/// is a URL or a file path is left alone (a secret in a URL is a password or a named
+/// parameter, which other rules find), as are public keys and hashes named as such.
+fn random_tokens(text: &str, index: usize, found: &mut Vec<Found>) {
+    let bytes = text.as_bytes();
+    let is_token =
+        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-' | b'=');
+    let is_word = |b: u8| {
+        !b.is_ascii_whitespace()
+            && !matches!(
+                b,
+                b'[' | b']' | b'(' | b')' | b'<' | b'>' | b'"' | b'\'' | b'`' | b'{' | b'}'
+            )
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        // Find a run of token characters long enough.
+        if !is_token(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && is_token(bytes[i]) {
+            i += 1;
+        }
+        if i - start < MIN_RANDOM_TOKEN {
+            continue;
+        }
+        let word_start = bytes[..start]
+            .iter()
+            .rposition(|&b| !is_word(b))
+            .map_or(0, |p| p + 1);
+        let word_prefix = &text[word_start..start];
+        let token = &text[start..i];
+        let path_like = word_prefix.contains("://")
+            || word_prefix.contains('/')
+            || word_prefix.starts_with(['~', '.', '@'])
+            || word_prefix.contains(':') && !word_prefix.ends_with(':')
+            || token.contains("//")
+            || token.starts_with('/');
+        let before = text[..word_start].trim_end();
+        let public = [
+            "ssh-ed25519",
+            "ssh-rsa",
+            "ssh-dss",
+            "nistp256",
+            "nistp384",
+            "nistp521",
+        ]
+        .iter()
+        .any(|k| before.ends_with(k))
+            || before
+                .rsplit(|c: char| c.is_whitespace())
+                .next()
+                .is_some_and(|w| {
+                    w.to_ascii_lowercase()
+                        .trim_matches(['=', ':', '"'])
+                        .starts_with("sha")
+                })
+            || token.starts_with("sha256-")
+            || token.starts_with("sha512-");
+        // The local part of a mail address or message id (`…@mail.gmail.com`), a hash that
+        // names a directory (`<sha256>/VERSION`).
+        let addressed = bytes.get(i) == Some(&b'@');
+        let hashed_path = token
+            .split('/')
+            .any(|part| part.len() >= 32 && allow::is_hex_hash(part));
+        if path_like || public || addressed || hashed_path || allow::in_allowed_context(text, start)
+        {
+            continue;
+        }
+        let token = token.trim_end_matches('=');
+        if rules::random_token_ok(token) {
+            found.push(Found {
+                start,
+                end: start + token.len(),
+                rule: index,
+            });
+        }
+    }
+}
+
+/// Adds `more` into `into` (counts of the same rule summed, sorted by name).
+pub fn merge_hits(into: &mut Hits, more: &[(&'static str, usize)]) {
+    for &(name, n) in more {
+        match into.iter_mut().find(|(k, _)| *k == name) {
+            Some((_, count)) => *count += n,
+            None => into.push((name, n)),
+        }
+    }
+    into.sort_unstable();
+}
+
+/// "2 secrets withheld (github-token 1, jwt 1)".
+pub fn describe_hits(hits: &[(&'static str, usize)]) -> String {
+    let total: usize = hits.iter().map(|(_, n)| n).sum();
+    let parts: Vec<String> = hits.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    format!(
+        "{total} secret{} withheld ({})",
+        if total == 1 { "" } else { "s" },
+        parts.join(", ")
+    )
+}
+
+/// The detector as it guards a client: the rules, and how many secrets each rule withheld
+/// since the gate was made (every client of the module shares [`SecretGate::shared`]).
+#[derive(Debug)]
+pub struct SecretGate {
+    detector: Detector,
+    counts: Vec<AtomicU64>,
+}
+
+impl Default for SecretGate {
+    fn default() -> Self {
+        SecretGate::new(Detector::new())
+    }
+}
+
+impl SecretGate {
+    pub fn new(detector: Detector) -> SecretGate {
+        let counts = detector
+            .rule_names()
+            .iter()
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        SecretGate { detector, counts }
+    }
+
+    /// The gate with the default rules, made once (compiling the rules takes milliseconds).
+    pub fn shared() -> Arc<SecretGate> {
+        static SHARED: OnceLock<Arc<SecretGate>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Arc::new(SecretGate::default()))
+            .clone()
+    }
+
+    pub fn detector(&self) -> &Detector {
+        &self.detector
+    }
+
+    /// [`Detector::redact`], counted.
+    pub fn redact<'a>(&self, text: &'a str) -> Redacted<'a> {
+        let r = self.detector.redact(text);
+        if !r.hits.is_empty() {
+            let names = self.detector.rule_names();
+            for (name, n) in &r.hits {
+                if let Some(i) = names.iter().position(|k| k == name) {
+                    self.counts[i].fetch_add(*n as u64, Ordering::Relaxed);
+                }
+            }
+        }
+        r
+    }
+
+    /// How many secrets each rule withheld so far (rules with none left out).
+    pub fn totals(&self) -> Vec<(&'static str, u64)> {
+        self.detector
+            .rule_names()
+            .into_iter()
+            .zip(&self.counts)
+            .map(|(k, c)| (k, c.load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;
