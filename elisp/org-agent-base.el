@@ -43,6 +43,8 @@
     (org-agent--set-privacy tags files)
     (org-agent--redact-private text file)
     (org-agent--private-p id)
+    (org-agent--set-roots dirs home state protected)
+    (org-agent--edit-refusal action)
     (org-agent--store-open dir)
     (org-agent--store-close)
     (org-agent--store-flush)

@@ -66,6 +66,18 @@ directories, `?' one character."
   :set #'org-agent--set-privacy-option
   :group 'org-agent)
 
+(defcustom org-agent-protected-files nil
+  "Files and directories the agent may never read or write.
+Always protected besides these, whatever the directories: ~/.ssh,
+~/.gnupg, ~/.authinfo*, ~/.netrc, ~/.aws, ~/.config/gh, ~/.kube,
+~/.docker/config.json, the Emacs init files (`user-init-file',
+`early-init-file', `custom-file' too), any .git directory, and
+`org-agent-state-directory'.  Each is judged by where it really
+leads: a symbolic link to a protected file is protected."
+  :type '(repeat file)
+  :set #'org-agent--set-privacy-option
+  :group 'org-agent)
+
 (defun org-agent--set-redisplay-interval-option (symbol value)
   "Set SYMBOL to VALUE and hand it to the module if it is loaded.
 The module refuses a value out of range before anything is set."
@@ -168,13 +180,30 @@ reported the file done before the winner had stored it.")
   (org-agent--send-privacy))
 
 (defun org-agent--send-privacy ()
-  "Hand `org-agent-private-tags' and `org-agent-private-files' to the module."
+  "Hand `org-agent-private-tags' and `org-agent-private-files' to the module.
+The directories and protected files go with them (`org-agent--send-roots')."
   (when (fboundp 'org-agent--set-privacy)
     (org-agent--set-privacy
      org-agent-private-tags
      (mapcar (lambda (pattern)
                (if (string-prefix-p "~" pattern) (expand-file-name pattern) pattern))
-             org-agent-private-files))))
+             org-agent-private-files)))
+  (org-agent--send-roots))
+
+(defun org-agent--send-roots ()
+  "Hand the module where the agent's files may be, and what is protected.
+The directories are `org-agent-directories' (or `org-directory'):
+edits and the file tools stay inside them, judged by real paths."
+  (when (fboundp 'org-agent--set-roots)
+    (org-agent--set-roots
+     (org-agent--directories)
+     (expand-file-name "~")
+     (and org-agent-state-directory (expand-file-name org-agent-state-directory))
+     (mapcar #'expand-file-name
+             (delq nil (append (list (bound-and-true-p user-init-file)
+                                     (bound-and-true-p early-init-file)
+                                     (bound-and-true-p custom-file))
+                               org-agent-protected-files))))))
 
 (defun org-agent--directories ()
   "Return the directories to ingest, expanded."

@@ -128,6 +128,7 @@ impl Runtime {
         eq.semantic = self.semantic(setup.embedding)?;
         eq.operator = operator;
         eq.edit_tools = true;
+        eq.offer_file_writes();
         eq.elisp_tools = setup.elisp_tools;
         eq.audit = setup.audit_file.map(AuditLog::new);
         let skills = self.skills();

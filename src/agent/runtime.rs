@@ -17,7 +17,7 @@ use crate::gates::budget::Ledger;
 use crate::llm::cascade::Health;
 use crate::llm::embeddings::{EmbeddingBackend, EmbeddingClient};
 use crate::llm::http::{Backend, CancelToken};
-use crate::notes::{Notes, Privacy};
+use crate::notes::{Confinement, Notes, Privacy};
 use crate::sexp::Sexp;
 use crate::skills::{load::load_dirs, On, Skill, Source};
 use crate::store::vectors::{write_atomic, VectorError, VectorIndex};
@@ -60,6 +60,9 @@ pub struct Runtime {
     text_interval_us: AtomicU64,
     /// The privacy rules every turn (and embedding job) starts with.
     privacy: RwLock<Arc<Privacy>>,
+    /// Where files may be read and written (`org-agent-directories`, protected paths), once
+    /// Emacs has said.
+    confinement: RwLock<Option<Arc<Confinement>>>,
     /// Which backends failed recently, shared by every turn's cascade.
     health: Arc<Health>,
     /// The notes' embeddings, and the file they are kept in (beside the store's log).
@@ -179,6 +182,7 @@ impl Runtime {
             wake_scheduled: AtomicBool::new(false),
             text_interval_us: AtomicU64::new(TEXT_WAKE_INTERVAL.as_micros() as u64),
             privacy: RwLock::new(Arc::new(Privacy::default())),
+            confinement: RwLock::new(None),
             health: Arc::default(),
             vectors: Arc::new(Mutex::new(VectorIndex::new(""))),
             vectors_path: Mutex::new(None),
@@ -199,9 +203,19 @@ impl Runtime {
         *self.privacy.write() = Arc::new(privacy);
     }
 
-    /// The notes as the agent may see them now: the current store under the rules in force.
+    /// Replace where files may be read and written; turns already running keep theirs.
+    pub fn set_confinement(&self, confinement: Confinement) {
+        *self.confinement.write() = Some(Arc::new(confinement));
+    }
+
+    /// The notes as the agent may see them now: the current store under the rules in force,
+    /// files confined as configured.
     pub fn notes(&self) -> Notes {
-        Notes::new(self.store(), self.privacy())
+        let notes = Notes::new(self.store(), self.privacy());
+        match self.confinement.read().clone() {
+            Some(c) => notes.confined(c),
+            None => notes,
+        }
     }
 
     pub fn store(&self) -> Arc<Store> {

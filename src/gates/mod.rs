@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod budget;
+pub mod paths;
 
 use crate::action::{Action, EmacsAction};
 use std::collections::HashSet;

@@ -6,12 +6,15 @@
 //! unfiltered store. Rendering lives here too, so a node shown to the LLM (a tool result, the
 //! context) is written one way and lists only the children it may see.
 
+pub mod paths;
 pub mod privacy;
 mod render;
 
+pub use paths::{Confinement, Refusal, Resolved};
 pub use privacy::Privacy;
 pub use render::summary;
 
+use crate::action::EmacsAction;
 use crate::store::vectors::{self, Candidate};
 use crate::store::{FileDoc, NodeContent, NodeKind, NodeRef, Query, Store};
 use std::sync::Arc;
@@ -26,17 +29,47 @@ pub const NOT_A_NOTE_FILE: &str =
     "that file is not one of the notes the agent may see: give the absolute file name \
      list_files shows (private files are not shown)";
 
-/// The store seen through the privacy rules. Cheap to clone (two `Arc`s); a turn keeps the
+/// The store seen through the privacy rules. Cheap to clone (a few `Arc`s); a turn keeps the
 /// rules it started with even when the user changes them meanwhile.
 #[derive(Clone)]
 pub struct Notes {
     store: Arc<Store>,
     privacy: Arc<Privacy>,
+    /// Where files may be read and written (the directories of the notes, the policy's
+    /// roots), when configured; without it, edits are judged by privacy and protected paths
+    /// alone, and there are no file tools.
+    confinement: Option<Arc<Confinement>>,
+}
+
+/// The file an edit would really write, once judged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EditTarget {
+    /// The note's file as the store names it.
+    pub file: String,
+    /// Where it really is (`None`: a buffer without a file, nothing on disk is written).
+    pub resolved: Option<Resolved>,
 }
 
 impl Notes {
     pub fn new(store: Arc<Store>, privacy: Arc<Privacy>) -> Notes {
-        Notes { store, privacy }
+        Notes {
+            store,
+            privacy,
+            confinement: None,
+        }
+    }
+
+    /// The same notes, with files confined by `confinement`.
+    pub fn confined(self, confinement: Arc<Confinement>) -> Notes {
+        Notes {
+            confinement: Some(confinement),
+            ..self
+        }
+    }
+
+    /// Where files may be read and written, when configured.
+    pub fn confinement(&self) -> Option<&Arc<Confinement>> {
+        self.confinement.as_ref()
     }
 
     /// The rules in force (to tell a user why something is hidden, or redact a text).
@@ -71,6 +104,87 @@ impl Notes {
             Some(r) if !self.privacy.hides(&r) => Ok(r),
             _ => Err(NOT_A_NOTE_FILE.to_string()),
         }
+    }
+
+    /// The file `action` would edit, judged by its real path: a note the agent may see, not
+    /// private by where it really is, not protected, inside the roots when they are
+    /// configured. `None` when the action edits no note. Refusals say the rule, never the
+    /// path: a node or file refused for privacy is refused as an unknown one.
+    pub fn edit_target(&self, action: &EmacsAction) -> Result<Option<EditTarget>, String> {
+        let (id, file) = action.target();
+        let (file, unknown) = match (id, file) {
+            (Some(id), _) => (self.node(id)?.doc.path.to_string(), NO_SUCH_NODE),
+            (None, Some(file)) => (self.file(file)?.doc.path.to_string(), NOT_A_NOTE_FILE),
+            (None, None) => return Ok(None),
+        };
+        if !file.starts_with('/') {
+            // A buffer without a file: the edit writes nothing to disk.
+            return Ok(Some(EditTarget {
+                file,
+                resolved: None,
+            }));
+        }
+        let home = match &self.confinement {
+            Some(c) => c.home().to_path_buf(),
+            None => paths::home_dir(),
+        };
+        let resolved = paths::resolve(&file, &home).map_err(|e| {
+            format!(
+                "the note's file cannot be edited: {}",
+                Refusal::Unresolved(e)
+            )
+        })?;
+        if self.privacy.hides_file(&resolved.real_key()) {
+            return Err(unknown.to_string());
+        }
+        let judged = match &self.confinement {
+            Some(c) => c.admits(&resolved),
+            None => match paths::Protected::new(&home, None, [""; 0]).covers(&resolved) {
+                true => Err(Refusal::Protected),
+                false => Ok(()),
+            },
+        };
+        judged.map_err(|refusal| format!("the note's file cannot be edited: {refusal}"))?;
+        Ok(Some(EditTarget {
+            file,
+            resolved: Some(resolved),
+        }))
+    }
+
+    /// The path `path` (absolute or `~/…`, from the model) resolved, if the file tools may
+    /// reach it: inside the roots, not protected, not a private file (by its name or its real
+    /// path). Refusals say the rule, never the path.
+    pub fn judge_path(&self, path: &str) -> Result<Resolved, Refusal> {
+        let Some(c) = &self.confinement else {
+            return Err(Refusal::OutsideRoots);
+        };
+        let resolved = c.judge(path)?;
+        if self.privacy.hides_file(&resolved.given_key())
+            || self.privacy.hides_file(&resolved.real_key())
+        {
+            return Err(Refusal::Private);
+        }
+        Ok(resolved)
+    }
+
+    /// Whether `file` (a store key) is one of the notes and private as a whole (by a
+    /// pattern, or by its `#+FILETAGS`), so that a listing leaves it out.
+    pub fn hides_note_file(&self, file: &str) -> bool {
+        let state = self.store.state();
+        state.files.get(file).is_some_and(|doc| {
+            self.privacy.hides(&NodeRef {
+                doc: doc.clone(),
+                index: 0,
+            })
+        })
+    }
+
+    /// The Org text `text` of the file `file` as the notes would show it: private subtrees
+    /// cut out, `None` when the whole file is private. Parsed here, whether or not the file
+    /// is one of the notes, so a file read by another name is redacted all the same.
+    pub fn redact_org(&self, file: &str, text: &str) -> Option<String> {
+        let doc = self.store.parse_unstored(file, text).ok()?;
+        self.privacy.redact(&doc, text)
     }
 
     /// The nodes matching `q` that may be shown, in the store's order.
