@@ -64,7 +64,7 @@ fn home() -> Home {
     std::os::unix::fs::symlink(root.join("journal/day.org"), notes_dir.join("journal.org"))
         .unwrap();
     let store = Arc::new(Store::in_memory(Config::default()));
-    let report = store.ingest_directories(&[notes_dir.clone()], |_, _, _| {}, || false);
+    let report = store.ingest_directories(std::slice::from_ref(&notes_dir), |_, _, _| {}, || false);
     assert_eq!(report.files, 3, "{:?}", report.errors);
     Home {
         _dir: dir,
