@@ -200,6 +200,11 @@ impl Runtime {
 
     /// Replace the privacy rules; turns already running keep the rules they started with.
     pub fn set_privacy(&self, privacy: Privacy) {
+        // The same rules again (Emacs sends them before every turn) keep the real paths
+        // they have resolved.
+        if **self.privacy.read() == privacy {
+            return;
+        }
         *self.privacy.write() = Arc::new(privacy);
     }
 

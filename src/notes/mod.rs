@@ -155,10 +155,19 @@ impl Notes {
     /// reach it: inside the roots, not protected, not a private file (by its name or its real
     /// path). Refusals say the rule, never the path.
     pub fn judge_path(&self, path: &str) -> Result<Resolved, Refusal> {
-        let Some(c) = &self.confinement else {
-            return Err(Refusal::OutsideRoots);
-        };
-        let resolved = c.judge(path)?;
+        match &self.confinement {
+            Some(c) => self.judge_path_in(c, path),
+            None => Err(Refusal::OutsideRoots),
+        }
+    }
+
+    /// Like [`Notes::judge_path`], within `confinement` (a file tool's own roots).
+    pub fn judge_path_in(
+        &self,
+        confinement: &Confinement,
+        path: &str,
+    ) -> Result<Resolved, Refusal> {
+        let resolved = confinement.judge(path)?;
         if self.privacy.hides_file(&resolved.given_key())
             || self.privacy.hides_file(&resolved.real_key())
         {

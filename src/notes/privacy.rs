@@ -16,6 +16,7 @@ use crate::store::{filename, FileDoc, NodeRef};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 /// The tags that make a subtree private when no configuration says otherwise.
 pub const DEFAULT_PRIVATE_TAGS: [&str; 2] = ["@personal", "private"];
@@ -208,34 +209,60 @@ fn real_pattern(pattern: &str) -> Option<String> {
 }
 
 /// The real paths of the note files privacy has judged, each resolved once per version of
-/// the file: an entry holds the file's `FileDoc` weakly and is resolved again when the
-/// store holds a new version (a re-ingest, the file removed and added again). Shared by the
-/// clones of one [`Privacy`]; new rules start with a new cache.
+/// the file and at most every [`RESOLVE_AGAIN`]: an entry holds the file's `FileDoc` weakly
+/// and is resolved again when the store holds a new version (a re-ingest, the file removed
+/// and added again) or when it is older than that (a link pointed elsewhere while the file
+/// it led to did not change). Shared by the clones of one [`Privacy`]; new rules start with
+/// a new cache.
 #[derive(Default, Clone)]
 struct RealPaths {
-    #[allow(clippy::type_complexity)]
-    known: Arc<Mutex<(HashMap<Arc<str>, (Weak<FileDoc>, Option<Arc<str>>)>, usize)>>,
+    known: Arc<Mutex<Known>>,
+}
+
+#[derive(Default)]
+struct Known {
+    entries: HashMap<Arc<str>, RealPath>,
+    sweep_at: usize,
+}
+
+struct RealPath {
+    doc: Weak<FileDoc>,
+    real: Option<Arc<str>>,
+    resolved: Instant,
 }
 
 /// Entries before the cache is first swept of files the store no longer holds.
 const SWEEP_AT: usize = 4096;
 
+/// How long a resolved real path is trusted.
+const RESOLVE_AGAIN: Duration = Duration::from_secs(30);
+
 impl RealPaths {
     /// The real path of `doc`'s file as a key, when it is not the file's own name.
     fn of(&self, doc: &Arc<FileDoc>) -> Option<Arc<str>> {
-        let mut guard = self.known.lock();
-        let (known, sweep_at) = &mut *guard;
-        if let Some((weak, real)) = known.get(&doc.path) {
-            if std::ptr::eq(weak.as_ptr(), Arc::as_ptr(doc)) {
-                return real.clone();
+        let now = Instant::now();
+        if let Some(e) = self.known.lock().entries.get(&doc.path) {
+            if std::ptr::eq(e.doc.as_ptr(), Arc::as_ptr(doc))
+                && now.duration_since(e.resolved) < RESOLVE_AGAIN
+            {
+                return e.real.clone();
             }
         }
+        // Resolved without the lock: it reads the file system.
         let real: Option<Arc<str>> = real_key(&doc.path).map(Arc::from);
-        if known.len() >= (*sweep_at).max(SWEEP_AT) {
-            known.retain(|_, (weak, _)| weak.strong_count() > 0);
-            *sweep_at = known.len() * 2;
+        let mut known = self.known.lock();
+        if known.entries.len() >= known.sweep_at.max(SWEEP_AT) {
+            known.entries.retain(|_, e| e.doc.strong_count() > 0);
+            known.sweep_at = known.entries.len() * 2;
         }
-        known.insert(doc.path.clone(), (Arc::downgrade(doc), real.clone()));
+        known.entries.insert(
+            doc.path.clone(),
+            RealPath {
+                doc: Arc::downgrade(doc),
+                real: real.clone(),
+                resolved: now,
+            },
+        );
         real
     }
 }

@@ -10,7 +10,7 @@
 //! show a diff and keep Org's structure) and writes atomically, to the real file.
 
 use super::{Args, Param, ParamType, Tool};
-use crate::notes::paths::Refusal;
+use crate::notes::Refusal;
 use crate::notes::{Confinement, Notes, Resolved};
 use crate::store::filename;
 use std::path::Path;
@@ -35,12 +35,9 @@ pub const WRITES_SOURCE: &str = "file writes";
 /// `path` judged for `notes` within `confinement`: resolved, inside the roots, not
 /// protected, not private by its name or its real path.
 fn judge(notes: &Notes, confinement: &Confinement, path: &str) -> Result<Resolved, String> {
-    let resolved = confinement.judge(path).map_err(|r| r.to_string())?;
-    let privacy = notes.privacy();
-    if privacy.hides_file(&resolved.given_key()) || privacy.hides_file(&resolved.real_key()) {
-        return Err(Refusal::Private.to_string());
-    }
-    Ok(resolved)
+    notes
+        .judge_path_in(confinement, path)
+        .map_err(|r| r.to_string())
 }
 
 /// Whether a file is Org text (a note, or one the notes could hold).
