@@ -349,6 +349,9 @@ enum Cover {
     Tree(PathBuf),
     /// Paths under this directory whose next name starts with this prefix (`~/.authinfo*`).
     Prefix(PathBuf, OsString),
+    /// org-agent's state directory and everything under it, but for the roots inside it (the
+    /// demo's notes live in `~/.emacs.d/org-agent/demo-notes/`).
+    State(PathBuf, Vec<PathBuf>),
 }
 
 /// Paths that are always denied, whatever the roots: credentials, the Emacs init files,
@@ -410,18 +413,32 @@ impl Protected {
                 p.push(Cover::Prefix(real, OsString::from(prefix)));
             }
         }
-        for path in state.into_iter().map(str::to_string).chain(
-            extra
-                .into_iter()
-                .map(|e| e.as_ref().to_string())
-                .filter(|e| !e.is_empty()),
-        ) {
-            if let Ok(r) = resolve(&path, home) {
+        if let Some(Ok(r)) = state.map(|s| resolve(s, home)) {
+            p.push(Cover::State(r.given, Vec::new()));
+            p.push(Cover::State(r.real, Vec::new()));
+        }
+        for path in extra.into_iter().filter(|e| !e.as_ref().is_empty()) {
+            if let Ok(r) = resolve(path.as_ref(), home) {
                 p.push(Cover::Tree(r.given));
                 p.push(Cover::Tree(r.real));
             }
         }
         p
+    }
+
+    /// Let the roots inside the state directory (notes kept there) be reached: the state
+    /// directory stays protected around them.
+    fn carve_out(&mut self, roots: &Roots) {
+        for cover in &mut self.covers {
+            if let Cover::State(state, inside) = cover {
+                *inside = roots
+                    .dirs()
+                    .iter()
+                    .filter(|root| is_under(root, state, false) && root.as_path() != state)
+                    .cloned()
+                    .collect();
+            }
+        }
     }
 
     fn add_tree(&mut self, path: &Path) {
@@ -453,6 +470,9 @@ impl Protected {
         }
         self.covers.iter().any(|cover| match cover {
             Cover::Tree(t) => is_under(path, t, true),
+            Cover::State(state, inside) => {
+                is_under(path, state, true) && !inside.iter().any(|r| is_under(path, r, false))
+            }
             Cover::Prefix(dir, prefix) => {
                 let Ok(rest) = strip_folded(path, dir) else {
                     return false;
@@ -518,10 +538,13 @@ impl Confinement {
         state: Option<&str>,
         extra: impl IntoIterator<Item = E>,
     ) -> Confinement {
+        let roots = Roots::new(roots, home);
+        let mut protected = Protected::new(home, state, extra);
+        protected.carve_out(&roots);
         Confinement {
             home: home.to_path_buf(),
-            roots: Roots::new(roots, home),
-            protected: Protected::new(home, state, extra),
+            roots,
+            protected,
         }
     }
 
@@ -536,7 +559,9 @@ impl Confinement {
     /// Add a root the policy names (absolute or `~/…`); false when it cannot be resolved.
     pub fn add_root(&mut self, dir: &str) -> bool {
         let home = self.home.clone();
-        self.roots.add(dir, &home)
+        let added = self.roots.add(dir, &home);
+        self.protected.carve_out(&self.roots);
+        added
     }
 
     pub fn protected(&self) -> &Protected {
@@ -784,6 +809,20 @@ mod tests {
         for p in denied {
             assert_eq!(c.judge(p), Err(Refusal::Protected), "{p}");
         }
+        // Notes kept inside the state directory (the demo's) are a root of their own; the
+        // rest of the state directory stays protected, and so do `.git` internals there.
+        let demo = Confinement::new(
+            &home,
+            [s(&state.join("demo-notes"))],
+            Some(&s(&state)),
+            [""; 0],
+        );
+        assert!(demo.judge("~/state/demo-notes/tasks.org").is_ok());
+        assert_eq!(demo.judge("~/state/approvals.org"), Err(Refusal::Protected));
+        assert_eq!(
+            demo.judge("~/state/demo-notes/.git/config"),
+            Err(Refusal::Protected)
+        );
         let allowed = [
             "~/notes/a.org",
             "~/.emacs.d/notes.org",
