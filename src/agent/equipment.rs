@@ -297,9 +297,9 @@ impl Equipment {
     /// action plist) passes here. A file must be one of the notes, named as the store names
     /// it (absolute, expanded), so a pattern cannot be dodged with `~`, `..` or a relative
     /// path, and a file private by `#+FILETAGS` is caught too; its real path must not be
-    /// private or protected, and must lie in the directories when they are configured. A skill draft must load as
-    /// an agent skill and pass its own tests: one that does not goes back to the model with
-    /// the reason, and the user never sees it.
+    /// private or protected, and must lie in the directories when they are configured. A
+    /// skill draft must load as an agent skill and pass its own tests: one that does not goes
+    /// back to the model with the reason, and the user never sees it.
     pub(super) fn may_touch(&self, action: &EmacsAction) -> Result<(), String> {
         if let EmacsAction::CreateSkill { name, text } = action {
             if !self.edit_tools {

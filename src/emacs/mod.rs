@@ -219,7 +219,8 @@ fn set_roots(env: &Env, dirs: Value, home: Value, state: Value, protected: Value
 
 /// Return nil when the Emacs ACTION (a request plist) may edit the note it names as things
 /// are now, else why not (a rule, naming no private file): its file judged by where it
-/// really leads, as `org-agent--set-roots' and `org-agent--set-privacy' say.  An action that edits no note is nil.
+/// really leads, as `org-agent--set-roots' and `org-agent--set-privacy' say.  An action
+/// that edits no note is nil.
 #[defun]
 fn edit_refusal(env: &Env, action: Value) -> Result<Option<String>> {
     let plist = lisp_sexp::from_lisp(env, action)?;
