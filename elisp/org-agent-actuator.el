@@ -571,6 +571,18 @@ One hunk, with 2 lines of context."
               :replace-body :append-body :add-headline)
   "The actions that edit Org files.")
 
+(defun org-agent-actuator--file-label (buffer)
+  "The name of BUFFER's file for a preview: \"LINK → REAL\" through a link.
+A note that is a symbolic link changes the file it leads to, so the
+preview names that file; a buffer without a file is named as is."
+  (let ((file (buffer-file-name buffer)))
+    (if (not file)
+        (buffer-name buffer)
+      (let ((real (file-truename file)))
+        (if (equal real (expand-file-name file))
+            file
+          (format "%s → %s" file real))))))
+
 (defun org-agent-actuator-preview (action)
   "What the Emacs ACTION would change, without changing anything.
 Return (:diff TEXT) with a unified diff of the Org file it edits,
@@ -606,7 +618,7 @@ is never run to preview it)."
      ((consp org-agent-actuator--preview)
       (pcase-let ((`(,buffer ,new) org-agent-actuator--preview))
         (list :diff (org-agent-actuator--diff
-                     (or (buffer-file-name buffer) (buffer-name buffer))
+                     (org-agent-actuator--file-label buffer)
                      (with-current-buffer buffer (org-agent--buffer-text))
                      new))))
      (t (list :diff "")))))

@@ -65,10 +65,17 @@ With ALL, settled ones too.  Each is a plist (:id :state :skill :tool
 (defun org-agent-approvals-approve (id)
   "Run pending proposal ID through the actuator, as one undo step.
 When it runs, it is settled as approved (and audited); when the
-actuator refuses it, it stays pending and the error is signalled.
+actuator refuses it, or its note's file now leads somewhere the
+agent may not edit, it stays pending and the error is signalled.
 Return the actuator's result plist."
   (let* ((proposal (org-agent-approvals--get id))
-         (result (org-agent-actuator-run (plist-get proposal :action))))
+         (refusal (progn
+                    ;; Judged again as things are now: a link may have changed since.
+                    (org-agent--send-privacy)
+                    (org-agent--edit-refusal (plist-get proposal :action))))
+         (result (if refusal
+                     (list :status :error :message refusal)
+                   (org-agent-actuator-run (plist-get proposal :action)))))
     (if (eq (plist-get result :status) :ok)
         (progn
           (org-agent--approval-settle id 'approved

@@ -45,6 +45,8 @@
     (org-agent--set-secret-properties names)
     (org-agent--redact-private text file)
     (org-agent--private-p id)
+    (org-agent--set-roots dirs home state protected)
+    (org-agent--edit-refusal action)
     (org-agent--store-open dir)
     (org-agent--store-close)
     (org-agent--store-flush)

@@ -125,6 +125,18 @@ would, such as a password made of plain words."
   :set #'org-agent--set-privacy-option
   :group 'org-agent)
 
+(defcustom org-agent-protected-files nil
+  "Files and directories the agent may never read or write.
+Always protected besides these, whatever the directories: ~/.ssh,
+~/.gnupg, ~/.authinfo*, ~/.netrc, ~/.aws, ~/.config/gh, ~/.kube,
+~/.docker/config.json, the Emacs init files (`user-init-file',
+`early-init-file', `custom-file' too), any .git directory, and
+`org-agent-state-directory'.  Each is judged by where it really
+leads: a symbolic link to a protected file is protected."
+  :type '(repeat file)
+  :set #'org-agent--set-privacy-option
+  :group 'org-agent)
+
 (defun org-agent--set-redisplay-interval-option (symbol value)
   "Set SYMBOL to VALUE and hand it to the module if it is loaded.
 The module refuses a value out of range before anything is set."
@@ -229,7 +241,8 @@ reported the file done before the winner had stored it.")
 (defun org-agent--send-privacy ()
   "Hand the privacy, secrecy and trust options to the module.
 They are `org-agent-private-tags', `org-agent-private-files',
-`org-agent-secret-properties' and `org-agent-untrusted-tags'."
+`org-agent-secret-properties' and `org-agent-untrusted-tags'; the
+directories and protected files go with them (`org-agent--send-roots')."
   (when (fboundp 'org-agent--set-privacy)
     (org-agent--set-privacy
      org-agent-private-tags
@@ -239,7 +252,23 @@ They are `org-agent-private-tags', `org-agent-private-files',
   (when (fboundp 'org-agent--set-untrusted-tags)
     (org-agent--set-untrusted-tags org-agent-untrusted-tags))
   (when (fboundp 'org-agent--set-secret-properties)
-    (org-agent--set-secret-properties org-agent-secret-properties)))
+    (org-agent--set-secret-properties org-agent-secret-properties))
+  (org-agent--send-roots))
+
+(defun org-agent--send-roots ()
+  "Hand the module where the agent's files may be, and what is protected.
+The directories are `org-agent-directories' (or `org-directory'):
+edits and the file tools stay inside them, judged by real paths."
+  (when (fboundp 'org-agent--set-roots)
+    (org-agent--set-roots
+     (org-agent--directories)
+     (expand-file-name "~")
+     (and org-agent-state-directory (expand-file-name org-agent-state-directory))
+     (mapcar #'expand-file-name
+             (delq nil (append (list (bound-and-true-p user-init-file)
+                                     (bound-and-true-p early-init-file)
+                                     (bound-and-true-p custom-file))
+                               org-agent-protected-files))))))
 
 (defun org-agent--directories ()
   "Return the directories to ingest, expanded."

@@ -127,7 +127,7 @@ impl Runtime {
         };
         let skill = setup.skill.clone();
         let llm = Cascade::new(clients, self.health().clone(), policy);
-        let mut eq = Equipment::with(llm, self.notes());
+        let mut eq = Equipment::with(llm, notes_with_roots(self.notes(), &setup.permissions));
         if let Some(prompt) = setup.system_prompt {
             eq.prompts = vec![PromptFragment::users(prompt)];
         }
@@ -135,6 +135,7 @@ impl Runtime {
         eq.semantic = self.semantic(setup.embedding)?;
         eq.operator = operator;
         eq.edit_tools = true;
+        eq.offer_file_writes();
         eq.elisp_tools = setup.elisp_tools;
         eq.audit = setup.audit_file.map(AuditLog::new);
         eq.set_permissions(setup.permissions);
@@ -365,4 +366,20 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
         TurnEvent::Warning(m) => ChatUpdate::Notice(m),
         TurnEvent::Request { .. } => return None,
     })
+}
+
+/// `notes` with the directories the user's file rules name (`(allow read_file "~/src/**")`
+/// opens `~/src`) added to where files may be read and written.
+fn notes_with_roots(notes: crate::notes::Notes, permissions: &Permissions) -> crate::notes::Notes {
+    let extra = permissions.file_roots();
+    match notes.confinement() {
+        Some(c) if !extra.is_empty() => {
+            let mut c = (**c).clone();
+            for root in &extra {
+                c.add_root(root);
+            }
+            notes.confined(Arc::new(c))
+        }
+        _ => notes,
+    }
 }

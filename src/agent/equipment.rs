@@ -7,6 +7,7 @@ use crate::agent::semantic::{self, Semantic};
 use crate::gates::audit::AuditLog;
 use crate::gates::budget::Budget;
 use crate::gates::command::CommandRules;
+use crate::gates::paths::path_rules;
 use crate::gates::permissions::{PermissionGate, Permissions};
 use crate::gates::{Context, GateRules, Pipeline};
 use crate::llm::cascade::Cascade;
@@ -73,16 +74,19 @@ impl Equipment {
         )
     }
 
-    /// `llm` over `notes` with the default prompt, the built-in tools and the default
-    /// policy (and the rules of skill drafts), with no Emacs and no audit log. The notes
-    /// are watched: the turn learns which untrusted nodes each action read.
+    /// `llm` over `notes` with the default prompt, the built-in tools (and the reading file
+    /// tools, when the notes are confined to directories) and the default policy (and the
+    /// rules of skill drafts, the path gate), with no Emacs and no audit log. The notes are
+    /// watched: the turn learns which untrusted nodes each action read.
     pub fn with(llm: Cascade, notes: Notes) -> Equipment {
-        Equipment {
+        // Tool paths and edit targets judged by where they really lead.
+        let paths = path_rules(notes.clone());
+        let mut eq = Equipment {
             llm,
             notes: notes.watching(),
             prompts: vec![PromptFragment::default()],
             tools: vec![Arc::new(ToolSet::builtins())],
-            gates: Pipeline::from_rules(vec![GateRules::default_policy(), draft_rules()]),
+            gates: Pipeline::from_rules(vec![GateRules::default_policy(), draft_rules(), paths]),
             operator: Arc::new(Unattended),
             edit_tools: false,
             elisp_tools: Vec::new(),
@@ -93,6 +97,26 @@ impl Equipment {
             budget: None,
             background: false,
             permissions: Arc::new(Permissions::default()),
+        };
+        if let Some(c) = eq.file_roots() {
+            eq.tools.push(Arc::new(ToolSet::files(c)));
+        }
+        eq
+    }
+
+    /// The notes' confinement, when its roots are configured (the file tools need them).
+    fn file_roots(&self) -> Option<Arc<crate::notes::Confinement>> {
+        self.notes
+            .confinement()
+            .filter(|c| !c.roots().is_empty())
+            .cloned()
+    }
+
+    /// Offer `write_file` (which asks), confined like the other file tools: for a turn that
+    /// offers the edit tools.
+    pub fn offer_file_writes(&mut self) {
+        if let Some(c) = self.file_roots() {
+            self.tools.push(Arc::new(ToolSet::file_writes(c)));
         }
     }
 
@@ -228,11 +252,16 @@ impl Equipment {
     /// tools read-only unless they ask to confirm — and the skills in use.
     pub(super) fn gate_context(&self, approved: &Context) -> Context {
         let mut ctx = approved.clone();
+        // Tools that change things (write_file) are offered, and ask.
+        for set in self.tools.iter().filter(|set| !set.read_only()) {
+            ctx.tools
+                .extend(set.registry.names().into_iter().map(str::to_string));
+        }
         let mut read_only = |name: &str| {
             ctx.tools.insert(name.to_string());
             ctx.read_only_tools.insert(name.to_string());
         };
-        for set in &self.tools {
+        for set in self.tools.iter().filter(|set| set.read_only()) {
             for name in set.registry.names() {
                 read_only(name);
             }
@@ -317,9 +346,10 @@ impl Equipment {
     /// private node or in a private file. Every way an action arrives (a native tool call, an
     /// action plist) passes here. A file must be one of the notes, named as the store names
     /// it (absolute, expanded), so a pattern cannot be dodged with `~`, `..` or a relative
-    /// path, and a file private by `#+FILETAGS` is caught too. A skill draft must load as
-    /// an agent skill and pass its own tests: one that does not goes back to the model with
-    /// the reason, and the user never sees it.
+    /// path, and a file private by `#+FILETAGS` is caught too; its real path must not be
+    /// private or protected, and must lie in the directories when they are configured. A
+    /// skill draft must load as an agent skill and pass its own tests: one that does not goes
+    /// back to the model with the reason, and the user never sees it.
     pub(super) fn may_touch(&self, action: &EmacsAction) -> Result<(), String> {
         if let EmacsAction::CreateSkill { name, text } = action {
             if !self.edit_tools {
@@ -340,13 +370,9 @@ impl Equipment {
         if !self.edit_tools {
             return Err("editing the notes is not offered in this conversation".to_string());
         }
-        if let Some(id) = id {
-            self.notes.node(id)?;
-        }
-        if let Some(file) = file {
-            self.notes.file(file)?;
-        }
-        Ok(())
+        // The note's file judged by where it really is: a link to a private file, to a
+        // protected one or out of the directories is refused (`Notes::edit_target`).
+        self.notes.edit_target(action).map(|_| ())
     }
 
     /// Where the result of running `action` comes from, when that alone makes it untrusted

@@ -17,7 +17,7 @@ use crate::gates::budget::Ledger;
 use crate::llm::cascade::Health;
 use crate::llm::embeddings::{EmbeddingBackend, EmbeddingClient};
 use crate::llm::http::{Backend, CancelToken};
-use crate::notes::{Notes, Privacy};
+use crate::notes::{Confinement, Notes, Privacy};
 use crate::sexp::Sexp;
 use crate::skills::{load::load_dirs, On, Skill, Source};
 use crate::store::vectors::{write_atomic, VectorError, VectorIndex};
@@ -62,6 +62,9 @@ pub struct Runtime {
     privacy: RwLock<Arc<Privacy>>,
     /// What every turn counts as untrusted content (`org-agent-untrusted-tags`).
     trust: RwLock<Arc<crate::notes::Trust>>,
+    /// Where files may be read and written (`org-agent-directories`, protected paths), once
+    /// Emacs has said.
+    confinement: RwLock<Option<Arc<Confinement>>>,
     /// Which backends failed recently, shared by every turn's cascade.
     health: Arc<Health>,
     /// The notes' embeddings, and the file they are kept in (beside the store's log).
@@ -182,6 +185,7 @@ impl Runtime {
             text_interval_us: AtomicU64::new(TEXT_WAKE_INTERVAL.as_micros() as u64),
             privacy: RwLock::new(Arc::new(Privacy::default())),
             trust: RwLock::new(Arc::default()),
+            confinement: RwLock::new(None),
             health: Arc::default(),
             vectors: Arc::new(Mutex::new(VectorIndex::new(""))),
             vectors_path: Mutex::new(None),
@@ -199,6 +203,11 @@ impl Runtime {
 
     /// Replace the privacy rules; turns already running keep the rules they started with.
     pub fn set_privacy(&self, privacy: Privacy) {
+        // The same rules again (Emacs sends them before every turn) keep the real paths
+        // they have resolved.
+        if **self.privacy.read() == privacy {
+            return;
+        }
         *self.privacy.write() = Arc::new(privacy);
     }
 
@@ -207,9 +216,19 @@ impl Runtime {
         *self.trust.write() = Arc::new(trust);
     }
 
-    /// The notes as the agent may see them now: the current store under the rules in force.
+    /// Replace where files may be read and written; turns already running keep theirs.
+    pub fn set_confinement(&self, confinement: Confinement) {
+        *self.confinement.write() = Some(Arc::new(confinement));
+    }
+
+    /// The notes as the agent may see them now: the current store under the rules in force,
+    /// files confined as configured.
     pub fn notes(&self) -> Notes {
-        Notes::new(self.store(), self.privacy()).with_trust(self.trust.read().clone())
+        let notes = Notes::new(self.store(), self.privacy()).with_trust(self.trust.read().clone());
+        match self.confinement.read().clone() {
+            Some(c) => notes.confined(c),
+            None => notes,
+        }
     }
 
     pub fn store(&self) -> Arc<Store> {

@@ -213,6 +213,51 @@ fn private_p(env: &Env, id: String) -> Result<bool> {
     Ok(store.node(&id).is_some_and(|r| rt.privacy().hides(&r)))
 }
 
+/// Set where the agent's files may be: the directories DIRS (the notes'), with HOME for `~`;
+/// STATE (org-agent's state directory, or nil) and the files PROTECTED (the user's init and
+/// custom files) are never read or written, nor are credentials (`~/.ssh`, `~/.authinfo*`…)
+/// or `.git` internals.  Every path is judged by where it really leads (links followed).
+/// Turns already running keep what they started with.
+#[defun]
+fn set_roots(env: &Env, dirs: Value, home: Value, state: Value, protected: Value) -> Result<()> {
+    let mut roots = Vec::new();
+    for dir in list_items(env, dirs)? {
+        roots.push(file_arg(env, dir)?);
+    }
+    let mut extra = Vec::new();
+    for file in list_items(env, protected)? {
+        extra.push(file_arg(env, file)?);
+    }
+    let home = filename::to_path(&file_arg(env, home)?);
+    let state = if state.is_not_nil() {
+        Some(file_arg(env, state)?)
+    } else {
+        None
+    };
+    runtime(env)?.set_confinement(crate::notes::Confinement::new(
+        &home,
+        roots,
+        state.as_deref(),
+        extra,
+    ));
+    Ok(())
+}
+
+/// Return nil when the Emacs ACTION (a request plist) may edit the note it names as things
+/// are now, else why not (a rule, naming no private file): its file judged by where it
+/// really leads, as `org-agent--set-roots' and `org-agent--set-privacy' say.  An action
+/// that edits no note is nil.
+#[defun]
+fn edit_refusal(env: &Env, action: Value) -> Result<Option<String>> {
+    let plist = lisp_sexp::from_lisp(env, action)?;
+    let action = match crate::action::Action::from_sexp(plist.value()) {
+        Ok(crate::action::Action::Emacs(action)) => action,
+        Ok(_) => return Ok(None),
+        Err(e) => return fail(env, format!("not an action: {e}")),
+    };
+    Ok(runtime(env)?.notes().edit_target(&action).err())
+}
+
 /// Open the persisted store in DIR (created if missing) and make it current.
 /// Return a plist (:files N :nodes N :rebuilt REASON :set-aside PATH :log PATH :torn-tail
 /// BOOL). REASON is a string when the store on disk was unusable (corrupt, unreadable, not a

@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod budget;
 pub mod command;
+pub mod paths;
 pub mod permissions;
 pub mod untrusted;
 

@@ -317,7 +317,7 @@ impl Permissions {
             }
             for p in &rule.patterns {
                 if let Pattern::Path(_, text) = p {
-                    let fixed: String = text
+                    let fixed: String = expand_home(text)
                         .split('/')
                         .take_while(|part| !part.contains(['*', '?', '[']))
                         .collect::<Vec<_>>()
@@ -541,7 +541,16 @@ fn check_examples(
     Ok(())
 }
 
-/// What an action is about, for the rules: the tool or verb it names and its subject.
+/// Where `path` really leads (links followed), or `path` itself when it cannot be resolved
+/// (a file not written yet, in a directory not made yet).
+fn real(path: &str) -> String {
+    crate::notes::paths::real_path(std::path::Path::new(path))
+        .and_then(|p| p.to_str().map(str::to_owned))
+        .unwrap_or_else(|| path.to_string())
+}
+
+/// What an action is about, for the rules: the tool or verb it names and its subject, a
+/// path as it really leads.
 pub fn subject_of(action: &Action, notes: Option<&Notes>) -> (String, Option<String>) {
     match action {
         Action::Tool { name, args } => {
@@ -550,7 +559,7 @@ pub fn subject_of(action: &Action, notes: Option<&Notes>) -> (String, Option<Str
                 _ => None,
             };
             let subject = match subject_kind(name) {
-                Some(SubjectKind::Path) => arg("path").map(|p| expand_home(&p)),
+                Some(SubjectKind::Path) => arg("path").map(|p| real(&expand_home(&p))),
                 Some(SubjectKind::Command) => arg("command"),
                 Some(SubjectKind::Code) => arg("code"),
                 None => None,
@@ -563,7 +572,7 @@ pub fn subject_of(action: &Action, notes: Option<&Notes>) -> (String, Option<Str
                 let notes = notes?;
                 notes.node(id?).ok().map(|r| r.doc.path.to_string())
             });
-            (e.name().to_string(), file)
+            (e.name().to_string(), file.map(|f| real(&f)))
         }
     }
 }

@@ -6,14 +6,17 @@
 //! unfiltered store. Rendering lives here too, so a node shown to the LLM (a tool result, the
 //! context) is written one way and lists only the children it may see.
 
+pub mod paths;
 pub mod privacy;
 mod render;
 pub mod trust;
 
+pub use paths::{Confinement, Refusal, Resolved};
 pub use privacy::Privacy;
 pub use render::summary;
 pub use trust::Trust;
 
+use crate::action::EmacsAction;
 use crate::store::vectors::{self, Candidate};
 use crate::store::{FileDoc, NodeContent, NodeKind, NodeRef, Query, Store};
 use parking_lot::Mutex;
@@ -40,6 +43,19 @@ pub struct Notes {
     /// Where the untrusted nodes handed out are noted, when someone watches (see
     /// [`Notes::watching`]); shared by the clones.
     reads: Option<Arc<Mutex<UntrustedReads>>>,
+    /// Where files may be read and written (the directories of the notes, the policy's
+    /// roots), when configured; without it, edits are judged by privacy and protected paths
+    /// alone, and there are no file tools.
+    confinement: Option<Arc<Confinement>>,
+}
+
+/// The file an edit would really write, once judged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EditTarget {
+    /// The note's file as the store names it.
+    pub file: String,
+    /// Where it really is (`None`: a buffer without a file, nothing on disk is written).
+    pub resolved: Option<Resolved>,
 }
 
 /// The untrusted nodes handed out since the last look, as provenance lines, without
@@ -63,6 +79,7 @@ impl Notes {
             privacy,
             trust: Arc::new(Trust::default()),
             reads: None,
+            confinement: None,
         }
     }
 
@@ -185,6 +202,19 @@ impl Notes {
         })
     }
 
+    /// The same notes, with files confined by `confinement`.
+    pub fn confined(self, confinement: Arc<Confinement>) -> Notes {
+        Notes {
+            confinement: Some(confinement),
+            ..self
+        }
+    }
+
+    /// Where files may be read and written, when configured.
+    pub fn confinement(&self) -> Option<&Arc<Confinement>> {
+        self.confinement.as_ref()
+    }
+
     /// The rules in force (to tell a user why something is hidden, or redact a text).
     pub fn privacy(&self) -> &Privacy {
         &self.privacy
@@ -223,6 +253,96 @@ impl Notes {
             }
             _ => Err(NOT_A_NOTE_FILE.to_string()),
         }
+    }
+
+    /// The file `action` would edit, judged by its real path: a note the agent may see, not
+    /// private by where it really is, not protected, inside the roots when they are
+    /// configured. `None` when the action edits no note. Refusals say the rule, never the
+    /// path: a node or file refused for privacy is refused as an unknown one.
+    pub fn edit_target(&self, action: &EmacsAction) -> Result<Option<EditTarget>, String> {
+        let (id, file) = action.target();
+        let (file, unknown) = match (id, file) {
+            (Some(id), _) => (self.node(id)?.doc.path.to_string(), NO_SUCH_NODE),
+            (None, Some(file)) => (self.file(file)?.doc.path.to_string(), NOT_A_NOTE_FILE),
+            (None, None) => return Ok(None),
+        };
+        if !file.starts_with('/') {
+            // A buffer without a file: the edit writes nothing to disk.
+            return Ok(Some(EditTarget {
+                file,
+                resolved: None,
+            }));
+        }
+        let home = match &self.confinement {
+            Some(c) => c.home().to_path_buf(),
+            None => paths::home_dir(),
+        };
+        let resolved = paths::resolve(&file, &home).map_err(|e| {
+            format!(
+                "the note's file cannot be edited: {}",
+                Refusal::Unresolved(e)
+            )
+        })?;
+        if self.privacy.hides_file(&resolved.real_key()) {
+            return Err(unknown.to_string());
+        }
+        let judged = match &self.confinement {
+            Some(c) => c.admits(&resolved),
+            None => match paths::Protected::new(&home, None, [""; 0]).covers(&resolved) {
+                true => Err(Refusal::Protected),
+                false => Ok(()),
+            },
+        };
+        judged.map_err(|refusal| format!("the note's file cannot be edited: {refusal}"))?;
+        Ok(Some(EditTarget {
+            file,
+            resolved: Some(resolved),
+        }))
+    }
+
+    /// The path `path` (absolute or `~/…`, from the model) resolved, if the file tools may
+    /// reach it: inside the roots, not protected, not a private file (by its name or its real
+    /// path). Refusals say the rule, never the path.
+    pub fn judge_path(&self, path: &str) -> Result<Resolved, Refusal> {
+        match &self.confinement {
+            Some(c) => self.judge_path_in(c, path),
+            None => Err(Refusal::OutsideRoots),
+        }
+    }
+
+    /// Like [`Notes::judge_path`], within `confinement` (a file tool's own roots).
+    pub fn judge_path_in(
+        &self,
+        confinement: &Confinement,
+        path: &str,
+    ) -> Result<Resolved, Refusal> {
+        let resolved = confinement.judge(path)?;
+        if self.privacy.hides_file(&resolved.given_key())
+            || self.privacy.hides_file(&resolved.real_key())
+        {
+            return Err(Refusal::Private);
+        }
+        Ok(resolved)
+    }
+
+    /// Whether `file` (a store key) is one of the notes and private as a whole (by a
+    /// pattern, or by its `#+FILETAGS`), so that a listing leaves it out.
+    pub fn hides_note_file(&self, file: &str) -> bool {
+        let state = self.store.state();
+        state.files.get(file).is_some_and(|doc| {
+            self.privacy.hides(&NodeRef {
+                doc: doc.clone(),
+                index: 0,
+            })
+        })
+    }
+
+    /// The Org text `text` of the file `file` as the notes would show it: private subtrees
+    /// cut out, `None` when the whole file is private. Parsed here, whether or not the file
+    /// is one of the notes, so a file read by another name is redacted all the same.
+    pub fn redact_org(&self, file: &str, text: &str) -> Option<String> {
+        let doc = self.store.parse_unstored(file, text).ok()?;
+        self.privacy.redact(&doc, text)
     }
 
     /// The nodes matching `q` that may be shown, in the store's order.

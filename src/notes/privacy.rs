@@ -6,9 +6,17 @@
 //! node. It does not rely on Org's tag inheritance: a user may exclude `private` from
 //! inheritance (`org-tags-exclude-from-inheritance`) for agenda reasons, yet the subtree
 //! under a private headline is still private. So the node and every ancestor are checked.
+//!
+//! A file is judged by where it really is as well as by its name: a note that is a symbolic
+//! link to a private file is private, and so is a link whose own name a pattern matches. The
+//! real path of each note is resolved once and kept (see [`RealPaths`]), not on every check.
 
-use crate::store::{FileDoc, NodeRef};
-use std::sync::Arc;
+use super::paths;
+use crate::store::{filename, FileDoc, NodeRef};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 /// The tags that make a subtree private when no configuration says otherwise.
 pub const DEFAULT_PRIVATE_TAGS: [&str; 2] = ["@personal", "private"];
@@ -43,6 +51,8 @@ pub struct Privacy {
     /// Properties whose values are never shown (upper case; Org's property names ignore
     /// case).
     secret_properties: Vec<String>,
+    /// The real path of each note file seen, to match the patterns against.
+    real_paths: RealPaths,
 }
 
 impl Default for Privacy {
@@ -58,18 +68,23 @@ impl Privacy {
         tags: impl IntoIterator<Item = String>,
         files: impl IntoIterator<Item = String>,
     ) -> Privacy {
+        let mut globs = Vec::new();
+        for p in files.into_iter().filter(|p| !p.is_empty()) {
+            // `~/notes/journal/**` where `~/notes` is a link also means the link's target.
+            if let Some(real) = real_pattern(&p) {
+                globs.push(Glob::new(&real));
+            }
+            globs.push(Glob::new(&p));
+        }
         Privacy {
             tags: tags.into_iter().filter(|t| !t.is_empty()).collect(),
-            files: files
-                .into_iter()
-                .filter(|p| !p.is_empty())
-                .map(|p| Glob::new(&p))
-                .collect(),
+            files: globs,
             property: true,
             secret_properties: DEFAULT_SECRET_PROPERTIES
                 .iter()
                 .map(|p| p.to_string())
                 .collect(),
+            real_paths: RealPaths::default(),
         }
     }
 
@@ -144,15 +159,37 @@ impl Privacy {
         &self.tags
     }
 
-    /// Whether the whole file at `path` is private.
+    /// Whether the whole file at `path` (a store key) is private, by its name or by its real
+    /// path (resolved now: for one file, not in a loop over nodes).
     pub fn hides_file(&self, path: &str) -> bool {
+        if self.files.is_empty() {
+            return false;
+        }
+        self.matches_name(path) || real_key(path).is_some_and(|real| self.matches_name(&real))
+    }
+
+    /// Whether a pattern matches `path` as written.
+    fn matches_name(&self, path: &str) -> bool {
         self.files.iter().any(|g| g.matches(path))
+    }
+
+    /// Whether the file of `doc` is private, by its name or by its real path (resolved once
+    /// per version of the file).
+    fn hides_doc(&self, doc: &Arc<FileDoc>) -> bool {
+        if self.files.is_empty() {
+            return false;
+        }
+        self.matches_name(&doc.path)
+            || self
+                .real_paths
+                .of(doc)
+                .is_some_and(|real| self.matches_name(&real))
     }
 
     /// Whether the node is private: its file is, or it or an ancestor has a private tag or a
     /// true `:PRIVATE:` property.
     pub fn hides(&self, r: &NodeRef) -> bool {
-        if self.hides_file(&r.doc.path) {
+        if self.hides_doc(&r.doc) {
             return true;
         }
         let node = r.node();
@@ -222,6 +259,110 @@ impl Privacy {
 
     fn is_private_tag(&self, tag: &str) -> bool {
         self.tags.iter().any(|t| t == tag)
+    }
+}
+
+/// The real path of the file named by the store key `path`, as a key, when it differs from
+/// `path` (`None`: not a link, not absolute, or not resolvable).
+fn real_key(path: &str) -> Option<String> {
+    let real = paths::real_path(&filename::to_path(path))?;
+    let key = filename::key(&real);
+    (key != path).then(|| key.into_owned())
+}
+
+/// The pattern `pattern` with its literal directory part (up to the last `/` before the first
+/// wildcard) resolved, when that differs: a pattern naming a linked directory must also
+/// match the files as they really are. `None` for name-only patterns and unchanged ones.
+fn real_pattern(pattern: &str) -> Option<String> {
+    if !pattern.starts_with('/') {
+        return None;
+    }
+    let literal_end = pattern.find(['*', '?']).unwrap_or(pattern.len());
+    let dir_end = pattern[..literal_end].rfind('/')?;
+    let dir = if dir_end == 0 {
+        "/"
+    } else {
+        &pattern[..dir_end]
+    };
+    let real = real_key(dir)?;
+    Some(format!(
+        "{}{}",
+        real.trim_end_matches('/'),
+        &pattern[dir_end..]
+    ))
+}
+
+/// The real paths of the note files privacy has judged, each resolved once per version of
+/// the file and at most every [`RESOLVE_AGAIN`]: an entry holds the file's `FileDoc` weakly
+/// and is resolved again when the store holds a new version (a re-ingest, the file removed
+/// and added again) or when it is older than that (a link pointed elsewhere while the file
+/// it led to did not change). Shared by the clones of one [`Privacy`]; new rules start with
+/// a new cache.
+#[derive(Default, Clone)]
+struct RealPaths {
+    known: Arc<Mutex<Known>>,
+}
+
+#[derive(Default)]
+struct Known {
+    entries: HashMap<Arc<str>, RealPath>,
+    sweep_at: usize,
+}
+
+struct RealPath {
+    doc: Weak<FileDoc>,
+    real: Option<Arc<str>>,
+    resolved: Instant,
+}
+
+/// Entries before the cache is first swept of files the store no longer holds.
+const SWEEP_AT: usize = 4096;
+
+/// How long a resolved real path is trusted.
+const RESOLVE_AGAIN: Duration = Duration::from_secs(30);
+
+impl RealPaths {
+    /// The real path of `doc`'s file as a key, when it is not the file's own name.
+    fn of(&self, doc: &Arc<FileDoc>) -> Option<Arc<str>> {
+        let now = Instant::now();
+        if let Some(e) = self.known.lock().entries.get(&doc.path) {
+            if std::ptr::eq(e.doc.as_ptr(), Arc::as_ptr(doc))
+                && now.duration_since(e.resolved) < RESOLVE_AGAIN
+            {
+                return e.real.clone();
+            }
+        }
+        // Resolved without the lock: it reads the file system.
+        let real: Option<Arc<str>> = real_key(&doc.path).map(Arc::from);
+        let mut known = self.known.lock();
+        if known.entries.len() >= known.sweep_at.max(SWEEP_AT) {
+            known.entries.retain(|_, e| e.doc.strong_count() > 0);
+            known.sweep_at = known.entries.len() * 2;
+        }
+        known.entries.insert(
+            doc.path.clone(),
+            RealPath {
+                doc: Arc::downgrade(doc),
+                real: real.clone(),
+                resolved: now,
+            },
+        );
+        real
+    }
+}
+
+impl PartialEq for RealPaths {
+    /// A cache: two rules are equal whatever they have resolved so far.
+    fn eq(&self, _: &RealPaths) -> bool {
+        true
+    }
+}
+
+impl Eq for RealPaths {}
+
+impl std::fmt::Debug for RealPaths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RealPaths")
     }
 }
 
@@ -347,6 +488,31 @@ mod tests {
         // Pathological backtracking stays linear enough to finish at once.
         let long = format!("/{}", "a/".repeat(2000));
         assert!(!m("/**/**/**/**/**/b", &long));
+    }
+
+    #[test]
+    fn files_are_private_by_their_real_path_and_their_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let key = |p: &std::path::Path| filename::key(p).into_owned();
+        std::fs::create_dir_all(root.join("real/journal")).unwrap();
+        std::fs::create_dir_all(root.join("notes")).unwrap();
+        std::fs::write(root.join("diary.org"), "* d\n").unwrap();
+        std::fs::write(root.join("real/journal/day.org"), "* d\n").unwrap();
+        std::fs::write(root.join("plain.org"), "* p\n").unwrap();
+        let link = root.join("notes/innocent.org");
+        std::os::unix::fs::symlink(root.join("diary.org"), &link).unwrap();
+        let named = root.join("notes/diary.org");
+        std::os::unix::fs::symlink(root.join("plain.org"), &named).unwrap();
+        // The pattern names the journal through a linked directory.
+        std::os::unix::fs::symlink(root.join("real"), root.join("linked")).unwrap();
+        let pattern = format!("{}/journal/**", key(&root.join("linked")));
+        let p = Privacy::new([], ["diary.org".to_string(), pattern]);
+        assert!(p.hides_file(&key(&link)), "a link to a private file");
+        assert!(p.hides_file(&key(&named)), "a link named private");
+        assert!(p.hides_file(&key(&root.join("real/journal/day.org"))));
+        assert!(!p.hides_file(&key(&root.join("plain.org"))));
+        assert!(!Privacy::default().hides_file(&key(&link)));
     }
 
     #[test]

@@ -7,10 +7,11 @@
 
 pub(crate) mod builtin;
 pub mod emacs;
+pub mod files;
 pub mod shell;
 
 use crate::llm::http::CancelToken;
-use crate::notes::Notes;
+use crate::notes::{Confinement, Notes};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -241,6 +242,33 @@ impl ToolSet {
             source: "built-in".into(),
             registry: Registry::with_builtins(),
         }
+    }
+
+    /// `read_file` and `list_directory`, confined by `confinement` (read-only).
+    pub fn files(confinement: Arc<Confinement>) -> ToolSet {
+        ToolSet::of(files::READS_SOURCE, files::reading_tools(confinement))
+    }
+
+    /// `write_file`, confined by `confinement`: it changes files, so its calls ask.
+    pub fn file_writes(confinement: Arc<Confinement>) -> ToolSet {
+        ToolSet::of(files::WRITES_SOURCE, files::writing_tools(confinement))
+    }
+
+    fn of(source: &str, tools: Vec<Tool>) -> ToolSet {
+        let mut registry = Registry::default();
+        for t in tools {
+            registry.register(t);
+        }
+        ToolSet {
+            source: source.into(),
+            registry,
+        }
+    }
+
+    /// Whether the set's tools only read (their calls need no approval): all but the file
+    /// writes.
+    pub fn read_only(&self) -> bool {
+        self.source != files::WRITES_SOURCE
     }
 }
 

@@ -32,6 +32,7 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
   `(progn
      (org-agent-test-with-store
        (let* ((notes (make-temp-file "org-agent-notes" t))
+              (org-agent-directories (list notes)) ; edits stay inside the notes' directories
               (port (org-agent-test-server-start
                      (org-agent-test-server-binary org-agent-test-root)))
               (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)

@@ -39,6 +39,7 @@ OUTCOME) of finished runs, newest first."
   (declare (indent 0) (debug t))
   `(org-agent-test-with-store
      (let* ((notes (make-temp-file "org-agent-notes" t))
+            (org-agent-directories (list notes)) ; edits stay inside the notes' directories
             (skills (make-temp-file "org-agent-skills" t))
             (org-agent-skill-directories (list skills))
             (org-agent-skill-runs-quiet t)

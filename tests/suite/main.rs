@@ -25,6 +25,7 @@ mod llm_ollama;
 mod llm_openai;
 mod llm_providers;
 mod llm_sse;
+mod paths;
 mod privacy;
 mod secrets;
 mod semantic;

@@ -203,6 +203,12 @@ fn off_tools_are_enabled_only_by_allow_or_ask_and_roots_come_from_path_rules() {
     assert!(p.enables("run_command"));
     assert!(!p.enables("eval_elisp"));
     assert_eq!(p.file_roots(), ["/srv/data"]);
+    let home = std::env::var("HOME").unwrap_or_default();
+    let p = rules(r#"((allow list_directory "~/src/*/docs"))"#).unwrap();
+    assert_eq!(
+        p.file_roots(),
+        [format!("{}/src", home.trim_end_matches('/'))]
+    );
 }
 
 #[test]
@@ -327,4 +333,27 @@ fn command_patterns_become_run_commands_rules_judged_part_by_part() {
         outcome(&pipe, tool("run_command", r#"(:command "ls")"#), &ctx),
         "allow"
     );
+}
+
+#[test]
+fn paths_are_judged_where_they_really_lead() {
+    let dir = std::env::temp_dir().join(format!("org-agent-perm-{}", std::process::id()));
+    let secret = dir.join("secret");
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(secret.join("a.txt"), "x").unwrap();
+    let link = dir.join("public");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&secret, &link).unwrap();
+    let p = rules(&format!(
+        r#"((deny read_file "{}/secret/**"))"#,
+        dir.display()
+    ))
+    .unwrap();
+    let pipe = pipeline(p);
+    let through_link = tool(
+        "read_file",
+        &format!(r#"(:path "{}/public/a.txt")"#, dir.display()),
+    );
+    assert_eq!(outcome(&pipe, through_link, &chat()), "deny");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
