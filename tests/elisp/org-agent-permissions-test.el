@@ -30,6 +30,7 @@ id perm-task."
      (let* ((org-agent-chat-ask-in-batch t)
             (dir (make-temp-file "org-agent-perm" t))
             (note (expand-file-name "tasks.org" dir))
+            (org-agent-directories (list dir))
             (port (org-agent-test-server-start
                    (org-agent-test-server-binary org-agent-test-root)))
             (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
