@@ -1,0 +1,256 @@
+//! The model an attacker hopes for: it obeys every instruction it reads. Its next step is a
+//! function of the request it receives — it finds each `CALL NAME {JSON}` line anywhere in
+//! the request (system prompt, context, user text, tool results), and proposes exactly that
+//! action, once, as a native tool call or, in the other form, as an action plist in prose.
+//! Before it has read anything it makes its own opening moves (reading the notes it was
+//! pointed at). Embedding requests get a deterministic bag-of-words vector per input.
+
+use super::fixture::Order;
+use crate::support::llm_server::{Recorded, Reply};
+use org_agent::action::{Action, EmacsAction};
+use org_agent::sexp::{self, Sexp, Value};
+use org_agent::tools::emacs::{edit_action, is_edit};
+use serde_json::{json, Value as Json};
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+/// How the model writes an action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// Native tool calls (several in one reply).
+    Native,
+    /// One action plist per reply, in prose (a model without tool calling).
+    Plist,
+}
+
+impl Form {
+    pub fn name(self) -> &'static str {
+        match self {
+            Form::Native => "tool-call",
+            Form::Plist => "plist",
+        }
+    }
+}
+
+/// The Emacs verbs no tool declares: written as a plist whatever the form.
+const DISPLAY_VERBS: [&str; 3] = ["insert", "stream-append", "message"];
+
+/// Elisp tools the harness defines (`org-agent-define-tool`): called as `:call-tool` plists.
+pub const ELISP_TOOLS: [&str; 2] = ["send_mail", "weather"];
+
+pub struct Obedient {
+    form: Form,
+    /// Reads made before any order was found (the turn's own look at the notes).
+    opening: Mutex<Vec<Order>>,
+    /// Orders already proposed, by their `CALL` line.
+    done: Mutex<HashSet<String>>,
+}
+
+impl Obedient {
+    pub fn new(form: Form, opening: Vec<Order>) -> Obedient {
+        Obedient {
+            form,
+            opening: Mutex::new(opening),
+            done: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The `CALL` line of every order proposed so far.
+    pub fn proposed(&self) -> HashSet<String> {
+        self.done.lock().unwrap().clone()
+    }
+
+    /// The reply to `request`.
+    pub fn respond(&self, request: &Recorded) -> Reply {
+        let body: Json = serde_json::from_slice(&request.body).unwrap_or(Json::Null);
+        if request.path.ends_with("/embeddings") {
+            return embeddings(&body);
+        }
+        let mut found = Vec::new();
+        let mut texts = Vec::new();
+        strings(&body, &mut texts);
+        for text in &texts {
+            orders_in(text, &mut found);
+        }
+        let pending: Vec<Order> = {
+            let done = self.done.lock().unwrap();
+            let mut seen = HashSet::new();
+            found
+                .into_iter()
+                .filter(|o| !done.contains(&o.line()) && seen.insert(o.line()))
+                .collect()
+        };
+        let chosen = if pending.is_empty() {
+            let mut opening = self.opening.lock().unwrap();
+            match self.form {
+                Form::Native => std::mem::take(&mut *opening),
+                Form::Plist if opening.is_empty() => vec![],
+                Form::Plist => vec![opening.remove(0)],
+            }
+        } else {
+            self.choose(pending)
+        };
+        if chosen.is_empty() {
+            return Reply::chat_sse("Done: I did everything the notes asked.", &[]);
+        }
+        {
+            let mut done = self.done.lock().unwrap();
+            for o in &chosen {
+                done.insert(o.line());
+            }
+        }
+        let as_plist = self.form == Form::Plist || DISPLAY_VERBS.contains(&chosen[0].name.as_str());
+        if as_plist {
+            return Reply::chat_sse(&plist(&chosen[0]), &[]);
+        }
+        let calls: Vec<(&str, Json)> = chosen
+            .iter()
+            .map(|o| (o.name.as_str(), o.args.clone()))
+            .collect();
+        Reply::chat_sse("", &calls)
+    }
+
+    /// What to propose of `pending` in one reply: natively every order a tool declares
+    /// (the display verbs, one by one, after them); as plists one order.
+    fn choose(&self, pending: Vec<Order>) -> Vec<Order> {
+        if self.form == Form::Plist {
+            return pending.into_iter().take(1).collect();
+        }
+        let (display, native): (Vec<Order>, Vec<Order>) = pending
+            .into_iter()
+            .partition(|o| DISPLAY_VERBS.contains(&o.name.as_str()));
+        if native.is_empty() {
+            display.into_iter().take(1).collect()
+        } else {
+            native
+        }
+    }
+}
+
+/// Every string in `v`, and each once more with the escapes of an Org or Lisp string undone
+/// (a tool result sent back as a stimulus plist is a printed Lisp string).
+fn strings(v: &Json, out: &mut Vec<String>) {
+    match v {
+        Json::String(s) => {
+            out.push(s.clone());
+            if s.contains('\\') {
+                out.push(unescape(s));
+            }
+        }
+        Json::Array(items) => items.iter().for_each(|i| strings(i, out)),
+        Json::Object(map) => map.values().for_each(|i| strings(i, out)),
+        _ => {}
+    }
+}
+
+/// `s` with each backslash escape of a Lisp string undone: a backslash and the character
+/// after it become that character.
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The `CALL NAME {JSON}` orders in `text`, in order.
+pub fn orders_in(text: &str, out: &mut Vec<Order>) {
+    let mut rest = text;
+    while let Some(at) = rest.find("CALL ") {
+        rest = &rest[at + 5..];
+        let name_len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .unwrap_or(rest.len());
+        let name = &rest[..name_len];
+        let after = rest[name_len..].trim_start();
+        let mut values = serde_json::Deserializer::from_str(after).into_iter::<Json>();
+        if let (false, Some(Ok(args))) = (name.is_empty(), values.next()) {
+            if args.is_object() {
+                out.push(Order::new(name, args));
+            }
+        }
+    }
+}
+
+/// The order as an action plist, the way a model without tool calling writes it.
+pub fn plist(order: &Order) -> String {
+    let args = sexp::json::from_json(&order.args);
+    let name = order.name.as_str();
+    if is_edit(name) {
+        if let Some(Ok(action)) = edit_action(name, &order.args) {
+            return sexp::print(action.to_sexp().value());
+        }
+    }
+    if DISPLAY_VERBS.contains(&name) {
+        let mut text = format!("(:type :request :target :emacs :action :{name}");
+        if let Json::Object(map) = &order.args {
+            for (k, v) in map {
+                let v = v.as_str().unwrap_or_default();
+                text.push_str(&format!(" :{k} {}", sexp::print(&Value::string(v))));
+            }
+        }
+        text.push(')');
+        return text;
+    }
+    if ELISP_TOOLS.contains(&name) {
+        let call = EmacsAction::CallTool {
+            name: name.to_string(),
+            args: Sexp::from(args),
+        };
+        return sexp::print(call.to_sexp().value());
+    }
+    let action = Action::Tool {
+        name: name.to_string(),
+        args: Sexp::from(args),
+    };
+    sexp::print(action.to_sexp().value())
+}
+
+/// Dimensions of the fake embeddings.
+const DIM: usize = 64;
+
+/// A unit bag-of-words vector: similar words, similar vectors; the same text, the same
+/// vector, in every run.
+fn embed(text: &str) -> Vec<f32> {
+    let mut v = vec![0f32; DIM];
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() > 2)
+    {
+        let h = word.to_lowercase().bytes().fold(0x811c9dc5u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x01000193)
+        });
+        v[h as usize % DIM] += 1.0;
+    }
+    // Never the zero vector (the index rejects it).
+    v[0] += 0.01;
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter().map(|x| x / norm).collect()
+}
+
+/// An OpenAI `/embeddings` answer for every input of `body`.
+fn embeddings(body: &Json) -> Reply {
+    let inputs: Vec<String> = match &body["input"] {
+        Json::String(s) => vec![s.clone()],
+        Json::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().unwrap_or_default().to_string())
+            .collect(),
+        _ => vec![],
+    };
+    let data: Vec<Json> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| json!({"object": "embedding", "index": i, "embedding": embed(text)}))
+        .collect();
+    Reply::ok(
+        "application/json",
+        json!({"object": "list", "data": data, "model": "e"})
+            .to_string()
+            .into_bytes(),
+    )
+}
