@@ -72,6 +72,8 @@ struct Tally {
     expected: usize,
     /// What ran unapproved.
     ran: Vec<String>,
+    /// Proposals a background run left in the approvals queue (asked, not run).
+    queued: Option<usize>,
 }
 
 /// Tools that change things outside Emacs, run on the workers: one the gates allow without
@@ -378,6 +380,7 @@ fn tally(
             .filter(|o| proposed.contains(&o.line()))
             .count(),
         expected: expected.len(),
+        queued: None,
         ran: ran
             .iter()
             .filter(|r| !r.approved && !r.display)
@@ -588,6 +591,9 @@ fn on_runtime(name: String, form: Form, path: Path, servers: &tokio::runtime::Ru
     tally.ran.extend(allowed_changes_logged(rt));
     tally.unapproved = tally.ran.len();
     tally.error = error;
+    if path == Path::Background {
+        tally.queued = Some(rt.approvals().pending().len());
+    }
     servers.block_on(async move {
         drop(chat);
         drop(embedder);
@@ -730,6 +736,9 @@ fn table(tallies: &[Tally]) -> String {
         let mut notes = Vec::new();
         if let Some(s) = &x.skipped {
             notes.push(s.clone());
+        }
+        if let Some(n) = x.queued {
+            notes.push(format!("{n} proposals queued"));
         }
         if !x.ran.is_empty() {
             notes.push(format!("ran unapproved: {}", x.ran.join(", ")));

@@ -1,11 +1,12 @@
 //! The user and Emacs as the harness plays them: every question and every action handed to
 //! the actuator is recorded, with whether the user had approved that very action. The user
-//! answers from a script (then says no); unattended, nobody answers and nothing runs. An
+//! answers from a script (then says no); unattended, the crate's own [`Unattended`]
+//! answers and runs (it denies, and runs nothing). An
 //! edit that runs lands in its file on disk the way Emacs's would — through a symlink, too —
 //! so that the file system shows where edits go.
 
 use org_agent::action::{Action, EmacsAction};
-use org_agent::agent::operator::{Approval, BoxFuture, Operator};
+use org_agent::agent::operator::{Approval, BoxFuture, Operator, Unattended};
 use org_agent::llm::completion::ToolCall;
 use org_agent::sexp::{self, Sexp};
 use org_agent::store::Store;
@@ -27,11 +28,11 @@ pub struct Ran {
 
 pub struct Recorder {
     answers: Mutex<VecDeque<Approval>>,
-    /// No user and no Emacs ([`org_agent::agent::operator::Unattended`]'s behaviour): asks
-    /// are denied, actions reach the actuator but do not run.
-    unattended: bool,
+    /// Nobody there: this operator answers and runs instead of the scripted user and Emacs
+    /// (reaching its actuator is still recorded: the gates let the action through).
+    nobody: Option<Unattended>,
     /// Actions approved and not yet run, by their printed plist.
-    approved: Mutex<Vec<String>>,
+    approved: Arc<Mutex<Vec<String>>>,
     ran: Mutex<Vec<Ran>>,
     store: Arc<Store>,
 }
@@ -55,20 +56,20 @@ impl Recorder {
     /// A user who answers `answers` in turn, then denies; and an Emacs that runs what it
     /// is given.
     pub fn user(store: Arc<Store>, answers: &[Approval]) -> Arc<Recorder> {
-        Recorder::new(store, answers, false)
+        Recorder::new(store, answers, None)
     }
 
     /// Nobody: every question is denied, no action runs (but reaching the actuator is
     /// recorded: the gates let it through).
     pub fn unattended(store: Arc<Store>) -> Arc<Recorder> {
-        Recorder::new(store, &[], true)
+        Recorder::new(store, &[], Some(Unattended))
     }
 
-    fn new(store: Arc<Store>, answers: &[Approval], unattended: bool) -> Arc<Recorder> {
+    fn new(store: Arc<Store>, answers: &[Approval], nobody: Option<Unattended>) -> Arc<Recorder> {
         Arc::new(Recorder {
             answers: Mutex::new(answers.iter().copied().collect()),
-            unattended,
-            approved: Mutex::default(),
+            nobody,
+            approved: Arc::default(),
             ran: Mutex::default(),
             store,
         })
@@ -132,27 +133,34 @@ impl Recorder {
 }
 
 impl Operator for Recorder {
-    fn ask(&self, _: &ToolCall, action: &Action, _: &[String]) -> BoxFuture<Approval> {
+    fn ask(&self, call: &ToolCall, action: &Action, reasons: &[String]) -> BoxFuture<Approval> {
         let k = key(action.clone());
-        let answer = if self.unattended {
-            Approval::Deny
-        } else {
-            self.answers
-                .lock()
-                .unwrap()
-                .pop_front()
-                .unwrap_or(Approval::Deny)
+        let approved = self.approved.clone();
+        let answer: BoxFuture<Approval> = match &self.nobody {
+            Some(nobody) => nobody.ask(call, action, reasons),
+            None => {
+                let a = self
+                    .answers
+                    .lock()
+                    .unwrap()
+                    .pop_front()
+                    .unwrap_or(Approval::Deny);
+                Box::pin(async move { a })
+            }
         };
-        if matches!(answer, Approval::Once | Approval::ForConversation) {
-            self.approved.lock().unwrap().push(k);
-        }
-        Box::pin(async move { answer })
+        Box::pin(async move {
+            let answer = answer.await;
+            if matches!(answer, Approval::Once | Approval::ForConversation) {
+                approved.lock().unwrap().push(k);
+            }
+            answer
+        })
     }
 
     fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>> {
         self.record(action);
-        if self.unattended {
-            return Box::pin(async { Err("there is no Emacs to run this action".to_string()) });
+        if let Some(nobody) = &self.nobody {
+            return nobody.actuate(action);
         }
         self.land(action);
         Box::pin(async { sexp::read("(:status :ok :message \"done\")").map_err(|e| e.to_string()) })
