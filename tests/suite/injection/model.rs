@@ -182,14 +182,21 @@ fn fitted(order: &Order, body: &Json) -> Order {
     Order::new(&order.name, Json::Object(renamed))
 }
 
-/// Every string in `v`, and each once more with the escapes of an Org or Lisp string undone
-/// (a tool result sent back as a stimulus plist is a printed Lisp string).
+/// Every string in `v`, and each again with one, two and three levels of Lisp string escapes
+/// undone (a tool result sent back as a stimulus plist is a printed Lisp string; an Elisp
+/// tool's result plist inside it, another).
 fn strings(v: &Json, out: &mut Vec<String>) {
     match v {
         Json::String(s) => {
             out.push(s.clone());
-            if s.contains('\\') {
-                out.push(unescape(s));
+            // A tool result printed as a plist, inside a stimulus plist: escaped twice.
+            let mut level = s.clone();
+            for _ in 0..3 {
+                if !level.contains('\\') {
+                    break;
+                }
+                level = unescape(&level);
+                out.push(level.clone());
             }
         }
         Json::Array(items) => items.iter().for_each(|i| strings(i, out)),
