@@ -174,10 +174,16 @@ fn bounded(cfg: TurnConfig) -> TurnConfig {
 /// the user's Elisp tools, the skill helper, and semantic search through `embedder` (the
 /// notes not embedded yet).
 ///
-/// Where the other walls plug in: once `org-agent-permissions` exists, give the harness the
-/// policy of a cautious user here — `run_command` and `eval_elisp` asked about, the file
-/// tools rooted in the notes directory — so that those tools are offered (and judged) and
-/// their scenarios stop saying "not built yet".
+/// Where the other walls plug in (tried on a scratch merge of their branches: every walled
+/// scenario then runs and counts zero), so that those tools are offered, judged, and their
+/// scenarios stop saying "not built yet":
+/// - branch `files`: confine [`Fixture::notes`] with
+///   `.confined(Arc::new(Confinement::new(&fx.outside.join("home"), [notes_dir], None,
+///   Vec::<String>::new())))` (so `~` is the fake home whose `.ssh` is protected) and call
+///   `eq.offer_file_writes()` here;
+/// - branch `shell`: `eq.offer_shell(ShellConfig::new(vec![fx.notes_dir.clone()]),
+///   CommandRules::default())` here;
+/// - `eval_elisp`, once it exists, enabled the way its options say.
 fn equipment(fx: &Fixture, servers: &[LlmServer], embedder: &LlmServer) -> (Equipment, Semantic) {
     let clients = servers
         .iter()
