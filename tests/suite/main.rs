@@ -16,6 +16,7 @@ mod corpus;
 mod embeddings;
 mod embeddings_local;
 mod fuzz;
+mod injection;
 mod llm_anthropic;
 mod llm_cascade;
 mod llm_gemini;

@@ -430,10 +430,16 @@ impl Recorded {
     }
 }
 
+/// Answers a request from what the request holds: a scripted model whose next step is a
+/// function of what it reads.
+pub type Responder = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     replies: VecDeque<Reply>,
     requests: Vec<Recorded>,
+    /// Answers a request when no reply is queued.
+    responder: Option<Responder>,
 }
 
 pub struct LlmServer {
@@ -493,6 +499,11 @@ impl LlmServer {
         }
     }
 
+    /// Answer every request for which no reply is queued with `responder(request)`.
+    pub fn respond_with(&self, responder: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) {
+        self.state.lock().unwrap().responder = Some(Arc::new(responder));
+    }
+
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
@@ -504,12 +515,17 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
     let Some(request) = read_request(&mut socket).await? else {
         return Ok(());
     };
-    let reply = {
+    let (queued, responder) = {
         let mut state = state.lock().unwrap();
-        state.requests.push(request);
-        state.replies.pop_front()
-    }
-    .unwrap_or_else(|| Reply::error(500, "test server: no scripted reply left", "server_error"));
+        state.requests.push(request.clone());
+        (state.replies.pop_front(), state.responder.clone())
+    };
+    // The responder runs outside the lock: it may take its time reading the request.
+    let reply = queued
+        .or_else(|| responder.map(|answer| answer(&request)))
+        .unwrap_or_else(|| {
+            Reply::error(500, "test server: no scripted reply left", "server_error")
+        });
     write_reply(&mut socket, &reply).await
 }
 
