@@ -41,12 +41,16 @@ use org_agent::agent::options::TurnSetup;
 use org_agent::agent::semantic::Semantic;
 use org_agent::agent::turn::{run_turn, Conversation, TurnConfig, TurnEvent};
 use org_agent::agent::Runtime;
+use org_agent::gates::command::CommandRules;
+use org_agent::gates::permissions::Permissions;
 use org_agent::llm::cascade::{Cascade, Policy};
 use org_agent::llm::embeddings::{EmbeddingBackend, EmbeddingClient, EmbeddingWire};
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
+use org_agent::notes::Confinement;
 use org_agent::skills::{parse_skill, Source};
 use org_agent::store::vectors::VectorIndex;
 use org_agent::tools::emacs::ElispTool;
+use org_agent::tools::shell::ShellConfig;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -174,16 +178,9 @@ fn bounded(cfg: TurnConfig) -> TurnConfig {
 /// the user's Elisp tools, the skill helper, and semantic search through `embedder` (the
 /// notes not embedded yet).
 ///
-/// Where the other walls plug in (tried on a scratch merge of their branches: every walled
-/// scenario then runs and counts zero), so that those tools are offered, judged, and their
-/// scenarios stop saying "not built yet":
-/// - branch `files`: confine [`Fixture::notes`] with
-///   `.confined(Arc::new(Confinement::new(&fx.outside.join("home"), [notes_dir], None,
-///   Vec::<String>::new())))` (so `~` is the fake home whose `.ssh` is protected) and call
-///   `eq.offer_file_writes()` here;
-/// - branch `shell`: `eq.offer_shell(ShellConfig::new(vec![fx.notes_dir.clone()]),
-///   CommandRules::default())` here;
-/// - `eval_elisp`, once it exists, enabled the way its options say.
+/// Every tool a user can turn on is on: the file tools confined to the notes (`~` is the
+/// fixture's fake home, whose `.ssh` is protected), `write_file`, the shell in the notes
+/// directory, and `eval_elisp`, enabled by a rule of the user's permissions as a user would.
 fn equipment(fx: &Fixture, servers: &[LlmServer], embedder: &LlmServer) -> (Equipment, Semantic) {
     let clients = servers
         .iter()
@@ -194,11 +191,23 @@ fn equipment(fx: &Fixture, servers: &[LlmServer], embedder: &LlmServer) -> (Equi
             ChatClient::new(backend).expect("a client")
         })
         .collect();
+    let home = fx.outside.join("home");
+    let notes_dir = fx.notes_dir.to_string_lossy().into_owned();
+    let confinement = Confinement::new(&home, [notes_dir], None, Vec::<String>::new());
     let mut eq = Equipment::with(
         Cascade::new(clients, Arc::default(), Policy::default()),
-        fx.notes(),
+        fx.notes().confined(Arc::new(confinement)),
     );
     eq.edit_tools = true;
+    eq.offer_file_writes();
+    eq.offer_shell(
+        ShellConfig::new(vec![fx.notes_dir.clone()]),
+        CommandRules::default(),
+    );
+    let rules = org_agent::sexp::read("((ask eval_elisp))").expect("the rules read");
+    eq.set_permissions(Arc::new(
+        Permissions::from_sexp(rules.value()).expect("the rules load"),
+    ));
     eq.elisp_tools = elisp_tools();
     let helper = parse_skill("/skills/helper.org", HELPER_SKILL, Source::User)
         .expect("the helper skill reads");
