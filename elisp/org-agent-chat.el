@@ -687,14 +687,18 @@ inside the last one, folding would hide it."
   "Show the question of EVENT: the proposed action, its diff, and the keys.
 A new skill (create-skill) shows as its whole file, Elisp to evaluate
 \(eval-elisp) as its code; each is approved on its own, never for the
-conversation."
+conversation, as is anything a wall asks about whatever was approved
+\(an edit after untrusted content, through a symbolic link): the
+event's :once-only says so."
   (let* ((action (plist-get event :action))
          (verb (plist-get action :action))
          (new-skill (eq verb :create-skill))
          ;; Why it cannot be approved for the conversation, when it cannot.
          (each-time (pcase verb
                       (:create-skill "each new skill is approved on its own")
-                      (:eval-elisp "each evaluation is approved on its own")))
+                      (:eval-elisp "each evaluation is approved on its own")
+                      (_ (and (plist-get event :once-only)
+                              "this is asked each time, whatever was approved"))))
          (preview (and (eq (plist-get action :target) :emacs)
                        (org-agent-actuator-preview action)))
          (start (marker-position org-agent-chat--marker)))

@@ -4,7 +4,7 @@
 
 use super::equipment::Equipment;
 use super::event::{ChatUpdate, Event};
-use super::operator::{Approval, BoxFuture, Operator};
+use super::operator::{Approval, BoxFuture, Operator, Question};
 use super::runtime::{panic_message, Pending, Runtime};
 use super::turn::{
     related_notes, run_turn, step_request, Conversation, StepView, TurnConfig, TurnEvent,
@@ -63,6 +63,21 @@ struct EmacsOperator {
 
 impl Operator for EmacsOperator {
     fn ask(&self, call: &ToolCall, action: &Action, reasons: &[String]) -> BoxFuture<Approval> {
+        self.ask_about(Question {
+            call,
+            action,
+            reasons,
+            once_only: false,
+        })
+    }
+
+    fn ask_about(&self, question: Question<'_>) -> BoxFuture<Approval> {
+        let Question {
+            call,
+            action,
+            reasons,
+            once_only,
+        } = question;
         if !self.interactive {
             return Box::pin(async { Approval::Deny });
         }
@@ -77,6 +92,7 @@ impl Operator for EmacsOperator {
                 arguments: call.arguments.to_string(),
                 action: action.to_sexp(),
                 reasons: reasons.to_vec(),
+                once_only,
             },
         });
         // A question nobody answers (the buffer was killed) is a refusal.

@@ -162,6 +162,8 @@ pub enum ChatUpdate {
         arguments: String,
         action: Sexp,
         reasons: Vec<String>,
+        /// Approving for the conversation would spare no later question.
+        once_only: bool,
     },
     /// An error was fed back to the LLM, or a backend is asked again after a wait.
     Retrying(String),
@@ -494,12 +496,14 @@ impl ChatUpdate {
                 arguments,
                 action,
                 reasons,
+                once_only,
             } => kind(p, "ask")
                 .put("reply", Value::from(*reply))
                 .text("name", name)
                 .text("arguments", arguments)
                 .put("action", crate::sexp::clone_value(action.value()))
-                .put("reasons", strings(reasons)),
+                .put("reasons", strings(reasons))
+                .put("once-only", Value::Bool(*once_only)),
             ChatUpdate::Retrying(m) => kind(p, "retrying").text("message", m),
             ChatUpdate::Consensus {
                 agreed,

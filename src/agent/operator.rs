@@ -30,6 +30,16 @@ impl Approval {
     }
 }
 
+/// What a turn asks the user.
+pub struct Question<'a> {
+    pub call: &'a ToolCall,
+    pub action: &'a Action,
+    pub reasons: &'a [String],
+    /// Approving the action's kind for the conversation would not spare the next question
+    /// (a wall that asks whatever was approved holds): the user can only approve it once.
+    pub once_only: bool,
+}
+
 /// A future the [`Operator`] hands back.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -40,6 +50,12 @@ pub trait Operator: Send + Sync {
     /// Ask the user about `action` (the LLM's `call`), which the gates asked about for
     /// `reasons`.
     fn ask(&self, call: &ToolCall, action: &Action, reasons: &[String]) -> BoxFuture<Approval>;
+    /// Ask the user `question`; an operator that can show that approving for the
+    /// conversation would spare no later question (a wall asks whatever was approved) says
+    /// so, the others ask as [`Operator::ask`] does.
+    fn ask_about(&self, question: Question<'_>) -> BoxFuture<Approval> {
+        self.ask(question.call, question.action, question.reasons)
+    }
     /// Run `action` through the Elisp actuator: its result plist, or why it did not run.
     fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>>;
 }

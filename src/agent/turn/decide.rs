@@ -4,7 +4,7 @@
 
 use super::{Turn, TurnError, TurnEvent};
 use crate::action::Action;
-use crate::agent::operator::Approval;
+use crate::agent::operator::{Approval, Question};
 use crate::gates::{Context, Outcome};
 use crate::llm::completion::{Completion, ToolCall};
 use crate::llm::error::LlmError;
@@ -118,7 +118,10 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
                 reasons: vec![],
                 approved: Some(a),
             },
-            Outcome::Ask { action, reasons } => self.ask(call, action, reasons).await?,
+            Outcome::Ask { action, reasons } => {
+                let once_only = self.asks_whatever_was_approved(&action, ctx);
+                self.ask(call, action, reasons, once_only).await?
+            }
             Outcome::Deny { reasons } => Decided {
                 label: "deny",
                 reasons,
@@ -134,10 +137,23 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
         call: &ToolCall,
         action: Action,
         reasons: Vec<String>,
+        once_only: bool,
     ) -> Result<Decided, TurnError> {
+        let question = Question {
+            call,
+            action: &action,
+            reasons: &reasons,
+            once_only,
+        };
         let answer = tokio::select! {
-            a = self.eq.operator.ask(call, &action, &reasons) => a,
+            a = self.eq.operator.ask_about(question) => a,
             _ = self.cancel.cancelled() => return Err(TurnError::Cancelled),
+        };
+        // An approval for the conversation that would spare no later question is one
+        // approval: remembering it would only mislead the log.
+        let answer = match answer {
+            Approval::ForConversation if once_only => Approval::Once,
+            a => a,
         };
         let label = match answer {
             Approval::Once => "approved once",
@@ -175,6 +191,18 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
                 approved: None,
             },
         })
+    }
+
+    /// Whether the gates would still ask about `action` had the user approved its kind for
+    /// the conversation (a wall asks: a new skill, Elisp to evaluate, an edit after
+    /// untrusted content, an edit through a link).
+    fn asks_whatever_was_approved(&self, action: &Action, ctx: &Context) -> bool {
+        let mut lasting = ctx.clone();
+        lasting.approved.insert(action.kind());
+        matches!(
+            self.eq.gates.decide(action.clone(), &lasting).outcome,
+            Outcome::Ask { .. }
+        )
     }
 
     fn audit(
