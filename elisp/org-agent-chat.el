@@ -114,6 +114,11 @@ When its backend fails mid-answer, the text from here on is dropped.")
 (defvar org-agent-chat--tool-rounds nil
   "Rounds of tool calls the next turn may make, when a command knows better.
 `org-agent-summarize-buffer' sends the text itself and binds it to 0.")
+(defvar org-agent-chat--pasted nil
+  "The file (or buffer name) whose text the next message carries, or nil.
+`org-agent-summarize-buffer' binds it: the module judges whether that
+text is untrusted (not a note, or a note with untrusted nodes), and if
+so every edit the conversation proposes from then on asks.")
 (defvar org-agent-chat--tier 'cognition
   "The tier of the next request (see `org-agent-model-tiers').
 Commands bind it around `org-agent-chat--command'.")
@@ -412,6 +417,7 @@ Their message stays after \"* You\", to send again."
   (append
    (and org-agent-chat--tool-rounds (list :tool-rounds org-agent-chat--tool-rounds))
    (and org-agent-chat--skill (list :skill org-agent-chat--skill))
+   (and org-agent-chat--pasted (list :pasted org-agent-chat--pasted))
    ;; The chat's only: a background run has no one to ask about a command.
    (org-agent-shell--options)
    (and (org-agent-backends--local-p)
@@ -522,6 +528,9 @@ is the focus."
          (cut (> (length text) org-agent-summarize-max-chars))
          (shown (format "Summarize the buffer %s." name))
          (org-agent-chat--tier 'reflex)
+         (org-agent-chat--pasted (if buffer-file-name
+                                     (expand-file-name buffer-file-name)
+                                   (buffer-name)))
          ;; The text goes with the question: nothing to look up.
          (org-agent-chat--tool-rounds 0))
     (org-agent-chat--command

@@ -47,6 +47,10 @@ pub struct ChatSetup {
     pub skill: Option<String>,
     /// The user's permissions (`org-agent-permissions`).
     pub permissions: Arc<Permissions>,
+    /// The file (absolute) or buffer whose text the user's message carries (a summary of a
+    /// buffer): unless it is a note with no untrusted node, the conversation has read
+    /// untrusted text.
+    pub pasted: Option<String>,
     /// The shell tool, when the user's policy enables it (none: not offered).
     pub shell: Option<ShellConfig>,
 }
@@ -232,6 +236,17 @@ impl Runtime {
         })
     }
 
+    /// Why the text of `pasted` (a file's absolute name, or a buffer's name) is untrusted:
+    /// a buffer with no file, a file outside the notes, a note with an untrusted node.
+    /// `None` for a note the user wrote.
+    fn pasted_provenance(&self, pasted: &str) -> Option<String> {
+        if pasted.starts_with('/') {
+            self.notes().path_provenance(pasted)
+        } else {
+            Some(format!("the buffer {pasted}, given with the question"))
+        }
+    }
+
     /// Run one chat turn of conversation `id` for `text` on the workers, asking `backends`
     /// in cascade order; updates arrive as [`Event::Chat`]. Returns the request id at once.
     pub fn chat_async(
@@ -275,10 +290,20 @@ impl Runtime {
                 update,
             })
         };
+        let pasted = setup
+            .pasted
+            .as_deref()
+            .and_then(|p| self.pasted_provenance(p));
         self.spawn_future(async move {
             let outcome = AssertUnwindSafe(async {
                 let eq = self.chat_equipment(backends, policy, setup, operator)?;
                 let mut conv = conversation.lock().await;
+                if let Some(line) = pasted {
+                    let read = &mut conv.context.untrusted_read;
+                    if !read.contains(&line) {
+                        read.push(line);
+                    }
+                }
                 run_turn(&eq, &mut conv, &text, &cfg, &cancel, |e| {
                     self.count(&e);
                     if let Some(u) = chat_update(e) {

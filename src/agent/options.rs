@@ -133,6 +133,7 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
         interactive: o.flag("interactive"),
         audit_file: o.opt_string("audit-file")?.map(PathBuf::from),
         skill: o.opt_string("skill")?,
+        pasted: o.opt_string("pasted")?,
         ..ChatSetup::default()
     };
     if let Some(rules) = o.get("permissions") {
