@@ -116,6 +116,13 @@ from a NAME to its file."
                               (org-agent-verbs-test-text to)))
       (should (org-agent-test-wait
                (lambda () (equal (plist-get (org-agent-node "ana") :file) to))))
+      ;; One undo step in each buffer brings both back.
+      (org-agent-verbs-test-undo to)
+      (org-agent-verbs-test-undo from)
+      (should (equal (with-current-buffer (get-file-buffer from) (buffer-string))
+                     org-agent-verbs-test-tasks))
+      (should (equal (with-current-buffer (get-file-buffer to) (buffer-string))
+                     "#+TITLE: Someday\n* Old idea\n"))
       (should (string-match-p "not an existing Org file"
                               (org-agent-verbs-test-refused
                                :action :refile :id "ana" :target-file (funcall path "none.org"))))
