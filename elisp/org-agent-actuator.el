@@ -21,6 +21,9 @@
 (require 'org-agent-base)
 (require 'org)
 (require 'org-src)
+(require 'org-id)
+(require 'org-archive)
+(require 'org-refile)
 (require 'org-agent-store)
 ;; Not required: org-agent-skills needs the tools, which need the actuator.  A skill
 ;; draft is written only once org-agent (which loads them all) runs.
@@ -180,14 +183,17 @@ undone; if it succeeds, the store is brought up to date (see
   (let ((group (make-symbol "group")) (done (make-symbol "done"))
         (was-modified (make-symbol "was-modified")) (value (make-symbol "value")))
     `(let ((,was-modified (buffer-modified-p))
-           (,group (prepare-change-group))
+           (,group (progn
+                     ;; Its own undo step: apart from the user's last edit (the
+                     ;; boundary comes before the group, or amalgamating the group
+                     ;; would swallow it) and the next.
+                     (undo-boundary)
+                     (prepare-change-group)))
            ,done ,value)
        (save-excursion
          (save-restriction
            (unwind-protect
                (progn
-                 ;; Its own undo step: apart from the user's last edit and the next.
-                 (undo-boundary)
                  (activate-change-group ,group)
                  (setq ,value (org-agent-actuator--logging-now (lambda () ,@body)))
                  (setq ,done t))
@@ -264,15 +270,17 @@ stays pending, untouched."
       (set-marker org-log-note-marker nil)
       (set-marker org-log-note-return-to nil))))
 
-(defun org-agent-actuator--store-log-entry ()
-  "Write the log entry Org set up, with no note text and no window change."
+(defun org-agent-actuator--store-log-entry (&optional text)
+  "Write the log entry Org set up, with note TEXT (or none) and no window change."
   ;; `org-store-log-note' restores this configuration when done: the one we have.
   (let ((org-log-note-window-configuration (current-window-configuration))
         (inhibit-message t))
     (move-marker org-log-note-return-to (point))
     (save-current-buffer
       ;; It reads the note from the current buffer and kills that buffer.
-      (with-temp-buffer (org-store-log-note)))))
+      (with-temp-buffer
+        (when text (insert text))
+        (org-store-log-note)))))
 
 ;;;; The vocabulary
 
@@ -453,6 +461,233 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
     (org-show-context 'link-search)
     (list :id id)))
 
+;;;; Moving, archiving, linking and noting
+
+(defun org-agent-actuator--node-or-fail (id)
+  "The store's node ID as a plist; signal when there is none."
+  (or (org-agent-node id) (org-agent-actuator--fail "no node with id %s" id)))
+
+(defun org-agent-actuator--one-step-in (buffers fn)
+  "Call FN as one undo step in each of BUFFERS; return FN's value.
+For edits that change two buffers at once (a refile, an archive):
+one change group spans them, so a failure undoes both, and each
+buffer gets a single undo step.  Each buffer is then saved and
+ingested as `org-agent-actuator--after-edit' says."
+  (let* ((buffers (delete-dups (delq nil (copy-sequence buffers))))
+         (was-modified (mapcar (lambda (b) (cons b (buffer-modified-p b))) buffers))
+         (group (progn
+                  ;; Before the group: see `org-agent-actuator--one-step'.
+                  (dolist (b buffers) (with-current-buffer b (undo-boundary)))
+                  (apply #'nconc (mapcar #'prepare-change-group buffers))))
+         done value)
+    (unwind-protect
+        (save-current-buffer
+          (activate-change-group group)
+          (setq value (org-agent-actuator--logging-now fn))
+          (setq done t))
+      (if done
+          (progn (accept-change-group group)
+                 (undo-amalgamate-change-group group)
+                 (dolist (b buffers) (with-current-buffer b (undo-boundary))))
+        (cancel-change-group group)))
+    (dolist (b buffers)
+      (when (buffer-live-p b)
+        (with-current-buffer b (org-agent-actuator--after-edit (cdr (assq b was-modified))))))
+    value))
+
+(defmacro org-agent-actuator--quietly (&rest body)
+  "Run BODY without the user's kill ring, clipboard or echo area.
+`org-refile' and `org-archive-subtree' cut the subtree as a kill."
+  (declare (indent 0) (debug t))
+  `(let ((kill-ring nil) (kill-ring-yank-pointer nil)
+         (interprogram-cut-function nil) (inhibit-message t))
+     ,@body))
+
+(defun org-agent-actuator--existing-org-file (file)
+  "FILE expanded, or signal when it is not an existing Org file."
+  (let ((path (expand-file-name file)))
+    (unless (and (string-suffix-p ".org" path) (file-regular-p path))
+      (org-agent-actuator--fail "%s is not an existing Org file" file))
+    path))
+
+(defun org-agent-actuator--refile-location (id target-id target-file)
+  "The RFLOC `org-refile' takes to move node ID under TARGET-ID or to TARGET-FILE.
+A node: (TITLE FILE nil MARKER) at its headline; a file: (NAME FILE
+nil nil), its top level."
+  (when (eq (null target-id) (null target-file))
+    (org-agent-actuator--fail "refile: give exactly one of :target-id and :target-file"))
+  (when (equal id target-id)
+    (org-agent-actuator--fail "refile: a node cannot go under itself"))
+  (if target-id
+      (let ((target (org-agent-actuator--node-or-fail target-id)))
+        (with-current-buffer (org-agent-actuator--node-buffer target)
+          (save-excursion
+            (save-restriction
+              (org-agent-actuator--goto target)
+              (list (org-get-heading t t t t) (buffer-file-name) nil (point-marker))))))
+    (let ((path (org-agent-actuator--existing-org-file target-file)))
+      (list (file-name-nondirectory path) path nil nil))))
+
+(defun org-agent-actuator--location-buffer (rfloc)
+  "The buffer the refile location RFLOC is in (visiting its file if need be)."
+  (if (markerp (nth 3 rfloc))
+      (marker-buffer (nth 3 rfloc))
+    (or (find-buffer-visiting (nth 1 rfloc)) (find-file-noselect (nth 1 rfloc)))))
+
+(org-agent-actuator-define :refile ((id string) (target-id string optional)
+                                    (target-file string optional))
+  "Move node ID and its subtree under node TARGET-ID, or to TARGET-FILE's top.
+Through `org-refile', so its ID, its subtree and `org-log-refile' go
+as when the user refiles; both buffers change in one undo step."
+  (let* ((node (org-agent-actuator--node-or-fail id))
+         (source (org-agent-actuator--node-buffer node))
+         (rfloc (org-agent-actuator--refile-location id target-id target-file)))
+    (org-agent-actuator--one-step-in
+     (list source (org-agent-actuator--location-buffer rfloc))
+     (lambda ()
+       (with-current-buffer source
+         (save-excursion
+           (save-restriction
+             (org-agent-actuator--goto node)
+             (org-agent-actuator--quietly (org-refile nil nil rfloc)))))
+       (list :id id :target (or target-id (nth 1 rfloc)))))))
+
+(defun org-agent-actuator--archive-location ()
+  "Where `org-archive-subtree' puts the entry at point: (FILE . HEADING)."
+  (let ((location (org-archive--compute-location
+                   (or (org-entry-get nil "ARCHIVE" 'inherit) org-archive-location))))
+    (cons (if (org-string-nw-p (car location)) (expand-file-name (car location)) buffer-file-name)
+          (cdr location))))
+
+(org-agent-actuator-define :archive ((id string))
+  "Archive node ID with `org-archive-subtree', where `org-archive-location' says.
+The node's buffer and the archive's change in one undo step."
+  (let* ((node (org-agent-actuator--node-or-fail id))
+         (source (org-agent-actuator--node-buffer node))
+         (location (with-current-buffer source
+                     (save-excursion (save-restriction
+                                       (org-agent-actuator--goto node)
+                                       (org-agent-actuator--archive-location)))))
+         (archive (or (find-buffer-visiting (car location))
+                      (find-file-noselect (car location)))))
+    (org-agent-actuator--one-step-in
+     (list source archive)
+     (lambda ()
+       (with-current-buffer source
+         (save-excursion
+           (save-restriction
+             (org-agent-actuator--goto node)
+             (org-agent-actuator--quietly (org-archive-subtree)))))
+       (list :id id :archive (car location) :heading (cdr location))))))
+
+(defun org-agent-actuator--id-get-create ()
+  "The ID of the entry at point, made by `org-id-get-create' if it has none.
+A preview's scratch copy visits no file, so there the ID is written
+but not registered in `org-id-locations'."
+  (if org-agent-actuator--preview
+      (or (org-entry-get nil "ID")
+          (let ((new (org-id-new))) (org-entry-put nil "ID" new) new))
+    (org-id-get-create)))
+
+(org-agent-actuator-define :ensure-id ((id string))
+  "Give node ID an :ID: property if it has none, with `org-id-get-create'.
+ID may be the store's own id of a node without one."
+  (org-agent-actuator--at-node id
+    (list :id id :org-id (org-agent-actuator--id-get-create))))
+
+(org-agent-actuator-define :insert-link ((id string) (target-id string)
+                                         (description string optional))
+  "Append an id: link to node TARGET-ID at the end of node ID's body.
+The link's text is DESCRIPTION, or the target's title.  A target
+without an :ID: gets one (`org-id-get-create'), in the same undo
+step; a preview does not touch the target and shows the link to a
+new ID."
+  (let* ((target (org-agent-actuator--node-or-fail target-id))
+         (node (org-agent-actuator--node-or-fail id))
+         (known (cdr (assoc "ID" (plist-get target :properties))))
+         (target-buffer (unless (or known org-agent-actuator--preview)
+                          (org-agent-actuator--node-buffer target)))
+         (source (org-agent-actuator--node-buffer node)))
+    (org-agent-actuator--one-step-in
+     (list source target-buffer)
+     (lambda ()
+       (let* ((org-id (or known
+                          (and target-buffer
+                               (with-current-buffer target-buffer
+                                 (save-excursion
+                                   (save-restriction
+                                     (org-agent-actuator--goto target)
+                                     (org-id-get-create)))))
+                          (concat "NEW-ID-FOR-" target-id)))
+              (link (org-link-make-string (concat "id:" org-id)
+                                          (or description (plist-get target :title)))))
+         (with-current-buffer source
+           (save-excursion
+             (save-restriction
+               (org-agent-actuator--goto node)
+               (pcase-let ((`(,_ . ,end) (org-agent-actuator--body-region)))
+                 (goto-char end)
+                 (unless (bolp) (insert "\n"))
+                 (insert link "\n")))))
+         (list :id id :link link))))))
+
+(org-agent-actuator-define :add-note ((id string) (text string))
+  "Add TEXT to node ID as a note, as `org-add-note' stores one.
+Org's own `org-store-log-note' writes it, without the note buffer:
+\"- Note taken on [TIME] \\\\\" and the text, where `org-log-beginning'
+puts it (the LOGBOOK drawer when `org-log-into-drawer' says so)."
+  (when (string-blank-p text)
+    (org-agent-actuator--fail "add-note: the note is empty"))
+  (org-agent-actuator--at-node id
+    (org-add-log-setup 'note)
+    (org-agent-actuator--store-log-entry text)
+    ;; Stored: nothing is left for `org-agent-actuator--logging-now' to write.
+    (setq org-log-setup nil)
+    (list :id id)))
+
+;;;; New note files
+
+(defun org-agent-actuator--new-note-file (file)
+  "The new note FILE, expanded; signal when it may not be written.
+FILE is relative to the first of `org-agent-directories' or absolute;
+it must be an .org file inside them that does not exist."
+  (let ((dirs (org-agent--directories)))
+    (unless dirs
+      (org-agent-actuator--fail "create-note: org-agent-directories is not set"))
+    (unless (string-suffix-p ".org" file)
+      (org-agent-actuator--fail "create-note: %s is not an .org file" file))
+    (let ((path (expand-file-name file (car dirs))))
+      (unless (seq-some (lambda (dir) (file-in-directory-p path dir)) dirs)
+        (org-agent-actuator--fail "create-note: %s is outside org-agent-directories" file))
+      (when (file-exists-p path)
+        (org-agent-actuator--fail
+         "create-note: %s exists, and a new note never replaces a file" path))
+      path)))
+
+(defun org-agent-actuator--new-note-text (title filetags body)
+  "The text of a new note with TITLE, FILETAGS and BODY."
+  (when (string-match-p "\n" title)
+    (org-agent-actuator--fail "create-note: a title is one line"))
+  (concat "#+TITLE: " title "\n"
+          (if filetags (format "#+FILETAGS: :%s:\n" (string-join filetags ":")) "")
+          (if (and body (not (string-empty-p body)))
+              (concat "\n" (org-agent-actuator--text-block body))
+            "")))
+
+(org-agent-actuator-define :create-note ((file string) (title string)
+                                         (filetags strings optional) (body string optional))
+  "Write a new Org FILE with TITLE, FILETAGS and BODY, and ingest it.
+Never over an existing file, and only inside `org-agent-directories'.
+A new file has no undo step: deleting it undoes it."
+  (let ((path (org-agent-actuator--new-note-file file))
+        (text (org-agent-actuator--new-note-text title filetags body)))
+    (make-directory (file-name-directory path) t)
+    (let ((coding-system-for-write 'utf-8-unix))
+      ;; `excl': a file that appeared meanwhile is not replaced.
+      (write-region text nil path nil 'silent nil 'excl))
+    (org-agent-ingest-file path)
+    (list :file path)))
+
 ;;;; Elisp evaluation (eval_elisp)
 
 (defcustom org-agent-eval-timeout 10
@@ -522,21 +757,112 @@ loads with source `agent'."
       (org-agent-skills-reload))
     (list :file file)))
 
+(defun org-agent-actuator--added-text-diff (old-label new-label text)
+  "TEXT, all added, as a diff from OLD-LABEL to NEW-LABEL."
+  (let ((lines (split-string (string-remove-suffix "\n" text) "\n")))
+    (concat (format "--- %s\n" old-label)
+            (format "+++ %s\n" new-label)
+            (format "@@ -0,0 +1,%d @@\n" (length lines))
+            (mapconcat (lambda (line) (concat "+" line)) lines "\n"))))
+
+(defun org-agent-actuator--checked (action)
+  "Signal unless ACTION's arguments fit its definition."
+  (let ((name (plist-get action :action)))
+    (org-agent-actuator--check name (car (gethash name org-agent-actuator--actions)) action)))
+
 (defun org-agent-actuator--preview-new-skill (action)
   "The new skill file of the create-skill ACTION, as a diff against no file.
 See `org-agent-actuator-preview'."
   (condition-case err
       (progn
-        (org-agent-actuator--check :create-skill
-                                   (car (gethash :create-skill org-agent-actuator--actions))
-                                   action)
-        (let ((file (org-agent-actuator--new-skill-file (plist-get action :name)))
-              (lines (split-string (string-remove-suffix "\n" (plist-get action :text)) "\n")))
-          (list :diff (concat "--- /dev/null\n"
-                              (format "+++ %s\n" file)
-                              (format "@@ -0,0 +1,%d @@\n" (length lines))
-                              (mapconcat (lambda (line) (concat "+" line)) lines "\n")))))
+        (org-agent-actuator--checked action)
+        (let ((file (org-agent-actuator--new-skill-file (plist-get action :name))))
+          (list :diff (org-agent-actuator--added-text-diff
+                       "/dev/null" file (plist-get action :text)))))
     (org-agent-action-error (list :error (cadr err)))))
+
+(defun org-agent-actuator--preview-new-note (action)
+  "The new note of the create-note ACTION, as a diff against no file."
+  (condition-case err
+      (progn
+        (org-agent-actuator--checked action)
+        (let ((file (org-agent-actuator--new-note-file (plist-get action :file))))
+          (list :diff (org-agent-actuator--added-text-diff
+                       "/dev/null" file
+                       (org-agent-actuator--new-note-text
+                        (plist-get action :title) (plist-get action :filetags)
+                        (plist-get action :body))))))
+    (org-agent-action-error (list :error (cadr err)))))
+
+(defun org-agent-actuator--releveled (subtree level)
+  "SUBTREE's text with its top headline at LEVEL, its children shifted alike."
+  (let ((shift (- level (with-temp-buffer
+                          (insert subtree)
+                          (goto-char (point-min))
+                          (skip-chars-forward "*")
+                          (1- (point))))))
+    (replace-regexp-in-string
+     "^\\(\\*+\\) "
+     (lambda (stars)
+       (concat (make-string (max 1 (+ (length (match-string 1 stars)) shift)) ?*) " "))
+     subtree t t)))
+
+(defun org-agent-actuator--move-destination (action)
+  "The destination of the refile or archive ACTION: (LABEL . LEVEL).
+Computed at the node's headline, without changing anything."
+  (if (eq (plist-get action :action) :archive)
+      (pcase-let ((`(,file . ,heading) (org-agent-actuator--archive-location)))
+        (cons (if (org-string-nw-p heading)
+                  (format "%s, under \"%s\", with the ARCHIVE_ properties org-archive-subtree adds"
+                          file heading)
+                file)
+              (if (org-string-nw-p heading)
+                  (1+ (with-temp-buffer (insert heading)
+                                        (goto-char (point-min))
+                                        (skip-chars-forward "*")
+                                        (1- (point))))
+                1)))
+    (let* ((id (plist-get action :id))
+           (target-id (plist-get action :target-id))
+           (rfloc (org-agent-actuator--refile-location
+                   id target-id (plist-get action :target-file))))
+      (if target-id
+          (cons (format "%s, under \"%s\"" (nth 1 rfloc) (car rfloc))
+                (1+ (with-current-buffer (marker-buffer (nth 3 rfloc))
+                      (save-excursion (goto-char (nth 3 rfloc)) (org-current-level)))))
+        (cons (nth 1 rfloc) 1)))))
+
+(defun org-agent-actuator--preview-move (action)
+  "What the refile or archive ACTION would do, described in both files.
+The subtree leaving its file, as a diff, and its text arriving where
+it goes; nothing is run, so `org-log-refile' notes and the like are
+not shown."
+  (condition-case err
+      (progn
+        (org-agent-actuator--checked action)
+        (let* ((node (org-agent-actuator--node-or-fail (plist-get action :id)))
+               (buffer (org-agent-actuator--node-buffer node)))
+          (with-current-buffer buffer
+            (save-excursion
+              (save-restriction
+                (org-agent-actuator--goto node)
+                (let* ((beg (point))
+                       (end (save-excursion (org-end-of-subtree t t) (point)))
+                       (subtree (buffer-substring-no-properties beg end))
+                       (old (org-agent--buffer-text))
+                       (new (concat (buffer-substring-no-properties (point-min) beg)
+                                    (buffer-substring-no-properties end (point-max))))
+                       (destination (org-agent-actuator--move-destination action)))
+                  (list :diff (concat
+                               (org-agent-actuator--diff
+                                (org-agent-actuator--file-label buffer) old new)
+                               "\n"
+                               (org-agent-actuator--added-text-diff
+                                (car destination) (car destination)
+                                (org-agent-actuator--releveled subtree
+                                                               (cdr destination)))))))))))
+    (org-agent-action-error (list :error (cadr err)))
+    (error (list :error (error-message-string err)))))
 
 ;;;; Previews
 
@@ -568,8 +894,8 @@ One hunk, with 2 lines of context."
 
 (defconst org-agent-actuator--edits
   '(:set-todo :set-property :delete-property :set-tags :schedule :deadline
-              :replace-body :append-body :add-headline)
-  "The actions that edit Org files.")
+              :replace-body :append-body :add-headline :ensure-id :insert-link :add-note)
+  "The actions that edit one Org buffer, previewed on a scratch copy of it.")
 
 (defun org-agent-actuator--file-label (buffer)
   "The name of BUFFER's file for a preview: \"LINK → REAL\" through a link.
@@ -589,13 +915,20 @@ Return (:diff TEXT) with a unified diff of the Org file it edits,
 \(:diff \"\") when it edits nothing, or (:error MESSAGE) when it
 could not run.  The action runs on a scratch copy of the buffer, with
 Org's own functions, so the preview shows what running it would do.
-A new skill (create-skill) shows as its whole file, added, or as the
-error that would keep it from being written.  Only the edit actions
+A new skill (create-skill) or note (create-note) shows as its whole
+file, added, or as the error that would keep it from being written.
+A refile or archive, which changes two files, shows the subtree
+leaving its file (a diff) and arriving where it goes (added lines,
+labelled with the file and headline).  Only the edit actions
 have previews; for others, return nil (an Elisp tool, in particular,
 is never run to preview it)."
   (cond
    ((eq (plist-get action :action) :create-skill)
     (org-agent-actuator--preview-new-skill action))
+   ((eq (plist-get action :action) :create-note)
+    (org-agent-actuator--preview-new-note action))
+   ((memq (plist-get action :action) '(:refile :archive))
+    (org-agent-actuator--preview-move action))
    ((memq (plist-get action :action) org-agent-actuator--edits)
     (org-agent-actuator--preview-edit action))))
 

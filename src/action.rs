@@ -123,6 +123,41 @@ pub enum EmacsAction {
     EvalElisp {
         code: String,
     },
+    /// Move node `id` under the node `target_id`, or to the top level of `target_file`, as
+    /// `org-refile` does (its ID and subtree go with it).
+    Refile {
+        id: String,
+        target_id: Option<String>,
+        target_file: Option<String>,
+    },
+    /// Archive node `id` as `org-archive-subtree` does, where `org-archive-location` says.
+    Archive {
+        id: String,
+    },
+    /// Give node `id` an `:ID:` property if it has none (`org-id-get-create`). A node
+    /// without one is addressed by the store's own id for it.
+    EnsureId {
+        id: String,
+    },
+    /// Write a new Org file (never over an existing one) inside `org-agent-directories`:
+    /// `file` is absolute or relative to the first of them.
+    CreateNote {
+        file: String,
+        title: String,
+        filetags: Vec<String>,
+        body: Option<String>,
+    },
+    /// Append an `id:` link to node `target_id` at the end of node `id`'s body.
+    InsertLink {
+        id: String,
+        target_id: String,
+        description: Option<String>,
+    },
+    /// Add a time-stamped note to node `id` as `org-add-note` does.
+    AddNote {
+        id: String,
+        text: String,
+    },
 }
 
 /// The tool that evaluates Elisp ([`EmacsAction::EvalElisp`]).
@@ -327,7 +362,7 @@ impl Action {
 impl EmacsAction {
     /// Every Emacs action's name: the vocabulary the Elisp actuator implements (a test
     /// checks that both sides name the same set).
-    pub const NAMES: [&'static str; 16] = [
+    pub const NAMES: [&'static str; 22] = [
         "insert",
         "stream-append",
         "message",
@@ -344,6 +379,12 @@ impl EmacsAction {
         "call-tool",
         "create-skill",
         "eval-elisp",
+        "refile",
+        "archive",
+        "ensure-id",
+        "create-note",
+        "insert-link",
+        "add-note",
     ];
 
     /// The action's name, its `:action` keyword without the colon.
@@ -365,6 +406,12 @@ impl EmacsAction {
             EmacsAction::CallTool { .. } => "call-tool",
             EmacsAction::CreateSkill { .. } => "create-skill",
             EmacsAction::EvalElisp { .. } => "eval-elisp",
+            EmacsAction::Refile { .. } => "refile",
+            EmacsAction::Archive { .. } => "archive",
+            EmacsAction::EnsureId { .. } => "ensure-id",
+            EmacsAction::CreateNote { .. } => "create-note",
+            EmacsAction::InsertLink { .. } => "insert-link",
+            EmacsAction::AddNote { .. } => "add-note",
         }
     }
 
@@ -380,9 +427,37 @@ impl EmacsAction {
             | EmacsAction::Deadline { id, .. }
             | EmacsAction::ReplaceBody { id, .. }
             | EmacsAction::AppendBody { id, .. }
+            | EmacsAction::Refile { id, .. }
+            | EmacsAction::Archive { id }
+            | EmacsAction::EnsureId { id }
+            | EmacsAction::InsertLink { id, .. }
+            | EmacsAction::AddNote { id, .. }
             | EmacsAction::VisitNode { id } => (Some(id), None),
             EmacsAction::AddHeadline { file, parent, .. } => (parent.as_deref(), file.as_deref()),
             _ => (None, None),
+        }
+    }
+
+    /// The second place an action touches, judged as its [`target`](Self::target) is: the
+    /// node or file a refile moves into, the node a link points to (which gets an ID).
+    pub fn destination(&self) -> (Option<&str>, Option<&str>) {
+        match self {
+            EmacsAction::Refile {
+                target_id,
+                target_file,
+                ..
+            } => (target_id.as_deref(), target_file.as_deref()),
+            EmacsAction::InsertLink { target_id, .. } => (Some(target_id), None),
+            _ => (None, None),
+        }
+    }
+
+    /// The file a `create-note` would write (not a note yet, so not a target the store
+    /// knows): absolute, or relative to the first of `org-agent-directories`.
+    pub fn new_file(&self) -> Option<&str> {
+        match self {
+            EmacsAction::CreateNote { file, .. } => Some(file),
+            _ => None,
         }
     }
 
@@ -461,6 +536,41 @@ impl EmacsAction {
             },
             "eval-elisp" => EmacsAction::EvalElisp {
                 code: a.string("code")?,
+            },
+            "refile" => {
+                let target_id = a.opt_string("target-id")?;
+                let target_file = a.opt_string("target-file")?;
+                if target_id.is_some() == target_file.is_some() {
+                    return Err(shape(
+                        "refile: give exactly one of :target-id and :target-file",
+                    ));
+                }
+                EmacsAction::Refile {
+                    id: a.string("id")?,
+                    target_id,
+                    target_file,
+                }
+            }
+            "archive" => EmacsAction::Archive {
+                id: a.string("id")?,
+            },
+            "ensure-id" => EmacsAction::EnsureId {
+                id: a.string("id")?,
+            },
+            "create-note" => EmacsAction::CreateNote {
+                file: a.string("file")?,
+                title: a.string("title")?,
+                filetags: a.strings("filetags")?,
+                body: a.opt_string("body")?,
+            },
+            "insert-link" => EmacsAction::InsertLink {
+                id: a.string("id")?,
+                target_id: a.string("target-id")?,
+                description: a.opt_string("description")?,
+            },
+            "add-note" => EmacsAction::AddNote {
+                id: a.string("id")?,
+                text: a.string("text")?,
             },
             other => return Err(shape(format!("action: unknown Emacs action :{other}"))),
         })
@@ -552,6 +662,37 @@ impl EmacsAction {
                 vec![("name", s(name)), ("text", s(text))]
             }
             EmacsAction::EvalElisp { code } => vec![("code", s(code))],
+            EmacsAction::Refile {
+                id,
+                target_id,
+                target_file,
+            } => vec![
+                ("id", s(id)),
+                ("target-id", opt(target_id)),
+                ("target-file", opt(target_file)),
+            ],
+            EmacsAction::Archive { id } | EmacsAction::EnsureId { id } => vec![("id", s(id))],
+            EmacsAction::CreateNote {
+                file,
+                title,
+                filetags,
+                body,
+            } => vec![
+                ("file", s(file)),
+                ("title", s(title)),
+                ("filetags", strs(filetags)),
+                ("body", opt(body)),
+            ],
+            EmacsAction::InsertLink {
+                id,
+                target_id,
+                description,
+            } => vec![
+                ("id", s(id)),
+                ("target-id", s(target_id)),
+                ("description", opt(description)),
+            ],
+            EmacsAction::AddNote { id, text } => vec![("id", s(id)), ("text", s(text))],
         };
         let mut items = vec![
             kw("type"),
@@ -675,6 +816,18 @@ mod tests {
                 "(:type :request :target :emacs :action :add-headline :title \"t\")",
                 "exactly one of :file and :parent",
             ),
+            (
+                "(:type :request :target :emacs :action :refile :id \"x\")",
+                "exactly one of :target-id and :target-file",
+            ),
+            (
+                "(:type :request :target :emacs :action :insert-link :id \"x\")",
+                ":target-id is missing",
+            ),
+            (
+                "(:type :request :target :emacs :action :create-note :file \"a.org\")",
+                ":title is missing",
+            ),
             ("(:type :request :target :tool)", ":name is missing"),
             (
                 "(:type :request :target :tool :name \"q\" :args 5)",
@@ -732,6 +885,33 @@ mod tests {
                 name: "weekly-review".into(),
                 text: "#+SKILL_NAME: weekly-review\n* Prompt\n\"Review\" the week.\n".into(),
             },
+            EmacsAction::Refile {
+                id: "x".into(),
+                target_id: Some("p".into()),
+                target_file: None,
+            },
+            EmacsAction::Refile {
+                id: "x".into(),
+                target_id: None,
+                target_file: Some("/org/b.org".into()),
+            },
+            EmacsAction::Archive { id: "x".into() },
+            EmacsAction::EnsureId { id: "oa-1".into() },
+            EmacsAction::CreateNote {
+                file: "ideas/new.org".into(),
+                title: "New".into(),
+                filetags: vec!["idea".into()],
+                body: Some("First thought.".into()),
+            },
+            EmacsAction::InsertLink {
+                id: "x".into(),
+                target_id: "y".into(),
+                description: Some("see y".into()),
+            },
+            EmacsAction::AddNote {
+                id: "x".into(),
+                text: "Called Ana.".into(),
+            },
         ] {
             let printed = print(e.to_sexp().value());
             let back = action(&printed).unwrap_or_else(|err| panic!("{printed}: {err}"));
@@ -744,6 +924,38 @@ mod tests {
         };
         assert!(draft.edits_org());
         assert_eq!(draft.target(), (None, None));
+    }
+
+    #[test]
+    fn two_place_verbs_name_both_places() {
+        let refile = EmacsAction::Refile {
+            id: "x".into(),
+            target_id: None,
+            target_file: Some("/org/b.org".into()),
+        };
+        assert_eq!(refile.target(), (Some("x"), None));
+        assert_eq!(refile.destination(), (None, Some("/org/b.org")));
+        let link = EmacsAction::InsertLink {
+            id: "x".into(),
+            target_id: "y".into(),
+            description: None,
+        };
+        assert_eq!(link.destination(), (Some("y"), None));
+        let note = EmacsAction::CreateNote {
+            file: "a.org".into(),
+            title: "A".into(),
+            filetags: vec![],
+            body: None,
+        };
+        assert_eq!(note.new_file(), Some("a.org"));
+        assert_eq!(note.target(), (None, None));
+        for verb in [refile, link, note, EmacsAction::Archive { id: "x".into() }] {
+            assert!(verb.edits_org(), "{}", verb.name());
+        }
+        assert_eq!(
+            EmacsAction::VisitNode { id: "x".into() }.destination(),
+            (None, None)
+        );
     }
 
     #[test]

@@ -363,7 +363,7 @@ impl Equipment {
             });
         }
         let (id, file) = action.target();
-        if id.is_none() && file.is_none() {
+        if id.is_none() && file.is_none() && action.new_file().is_none() {
             // Messages and tool calls: not about the notes.
             return Ok(());
         }

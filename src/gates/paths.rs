@@ -181,4 +181,97 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn refiles_links_and_new_notes_are_judged_at_both_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (notes_dir, outside) = (root.join("notes"), root.join("outside"));
+        std::fs::create_dir_all(&notes_dir).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(
+            notes_dir.join("plain.org"),
+            "* Plain\n:PROPERTIES:\n:ID: plain-1\n:END:\n",
+        )
+        .unwrap();
+        std::fs::write(
+            notes_dir.join("diary.org"),
+            "* Secret\n:PROPERTIES:\n:ID: secret-1\n:END:\n",
+        )
+        .unwrap();
+        std::fs::write(
+            outside.join("far.org"),
+            "* Far\n:PROPERTIES:\n:ID: far-1\n:END:\n",
+        )
+        .unwrap();
+        let store = Arc::new(Store::in_memory(Config::default()));
+        for f in [
+            notes_dir.join("plain.org"),
+            notes_dir.join("diary.org"),
+            outside.join("far.org"),
+        ] {
+            store.ingest_file(&key(&f), false).unwrap();
+        }
+        let confinement = Confinement::new(&root, [key(&notes_dir)], None, [""; 0]);
+        let notes = Notes::new(store, Arc::new(Privacy::new([], ["diary.org".into()])))
+            .confined(Arc::new(confinement));
+        let gate = PathGate::new(notes);
+        let ctx = Context::default();
+        let decide = |a: EmacsAction| gate.check(&Action::Emacs(a), &ctx).unwrap();
+        let refile = |to: &str| EmacsAction::Refile {
+            id: "plain-1".into(),
+            target_id: Some(to.into()),
+            target_file: None,
+        };
+        let link = |to: &str| EmacsAction::InsertLink {
+            id: "plain-1".into(),
+            target_id: to.into(),
+            description: None,
+        };
+        assert_eq!(decide(refile("plain-1")), Decision::Allow);
+        assert_eq!(decide(link("plain-1")), Decision::Allow);
+        for (verb, rule) in [
+            (refile("secret-1"), "no node"),
+            (link("secret-1"), "no node"),
+            (refile("far-1"), "outside the directories"),
+            (link("far-1"), "outside the directories"),
+        ] {
+            match decide(verb.clone()) {
+                Decision::Deny(why) => {
+                    assert!(why.to_lowercase().contains(rule), "{verb:?}: {why}");
+                    assert!(!why.contains("diary") && !why.contains("Secret"), "{why}");
+                }
+                other => panic!("{verb:?}: {other:?}"),
+            }
+        }
+        let into_private_file = EmacsAction::Refile {
+            id: "plain-1".into(),
+            target_id: None,
+            target_file: Some(key(&notes_dir.join("diary.org"))),
+        };
+        assert!(matches!(decide(into_private_file), Decision::Deny(_)));
+        let note = |file: String| EmacsAction::CreateNote {
+            file,
+            title: "New".into(),
+            filetags: vec![],
+            body: None,
+        };
+        assert_eq!(decide(note("ideas/new.org".into())), Decision::Allow);
+        assert_eq!(
+            decide(note(key(&notes_dir.join("new.org")))),
+            Decision::Allow
+        );
+        for (file, rule) in [
+            ("plain.org".to_string(), "exists already"),
+            (key(&outside.join("new.org")), "outside the directories"),
+            ("../outside/new.org".to_string(), "outside the directories"),
+            ("new.txt".to_string(), ".org file"),
+            ("diary.org".to_string(), "private"),
+        ] {
+            match decide(note(file.clone())) {
+                Decision::Deny(why) => assert!(why.contains(rule), "{file}: {why}"),
+                other => panic!("{file}: {other:?}"),
+            }
+        }
+    }
 }

@@ -577,6 +577,40 @@ pub fn subject_of(action: &Action, notes: Option<&Notes>) -> (String, Option<Str
     }
 }
 
+/// The other file an edit touches, for the rules: where a refile moves a subtree, the file
+/// of the node a link points to, a new note's file (as it really leads).
+pub fn second_subject(action: &Action, notes: Option<&Notes>) -> Option<String> {
+    let Action::Emacs(e) = action else {
+        return None;
+    };
+    if e.new_file().is_some() {
+        return notes?.edit_target(e).ok().flatten().map(|t| real(&t.file));
+    }
+    let (id, file) = e.destination();
+    let file = file.map(str::to_string).or_else(|| {
+        let notes = notes?;
+        notes.node(id?).ok().map(|r| r.doc.path.to_string())
+    })?;
+    Some(real(&file))
+}
+
+/// The user's rules for an edit at two places: a deny or an ask at either end holds (the
+/// strictest wins); an allow holds only when a rule allows both ends.
+fn both_ends(first: Option<Match>, second: Option<Match>) -> Option<Match> {
+    let strict = |m: &Option<Match>| {
+        m.as_ref()
+            .filter(|m| m.permit != Permit::Allow)
+            .map(|m| m.permit)
+    };
+    match (strict(&first), strict(&second)) {
+        (Some(a), Some(b)) if b > a => second,
+        (Some(_), _) => first,
+        (None, Some(_)) => second,
+        (None, None) if first.is_some() && second.is_some() => first,
+        (None, None) => None,
+    }
+}
+
 /// The user's policy as a gate: a matching `deny` denies, `ask` asks (unless the kind was
 /// approved for the conversation), `allow` permits — the gates after it see the action as
 /// approved by the user (see [`Decision::Permit`]), so only the walls still ask.
@@ -601,7 +635,11 @@ impl Gate for PermissionGate {
             // a line; here only those about every command (`(ask run_command)`).
             self.permissions.decide(&tool, None, ctx)
         } else {
-            self.permissions.decide(&tool, subject.as_deref(), ctx)
+            let first = self.permissions.decide(&tool, subject.as_deref(), ctx);
+            match second_subject(action, self.notes.as_ref()) {
+                Some(other) => both_ends(first, self.permissions.decide(&tool, Some(&other), ctx)),
+                None => first,
+            }
         };
         let Some(m) = found else {
             return Ok(Decision::Allow);

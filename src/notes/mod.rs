@@ -259,8 +259,70 @@ impl Notes {
     /// private by where it really is, not protected, inside the roots when they are
     /// configured. `None` when the action edits no note. Refusals say the rule, never the
     /// path: a node or file refused for privacy is refused as an unknown one.
+    ///
+    /// An action that touches two places (a refile's destination, a link's target node) has
+    /// both judged; the one returned is the one that goes through a link, if either does, so
+    /// the path gate asks about it. A new note file must lie inside the roots, be `.org`,
+    /// and not exist.
     pub fn edit_target(&self, action: &EmacsAction) -> Result<Option<EditTarget>, String> {
+        if let Some(file) = action.new_file() {
+            return self.new_note_target(file).map(Some);
+        }
         let (id, file) = action.target();
+        let primary = self.judge_place(id, file)?;
+        let (id, file) = action.destination();
+        let second = self.judge_place(id, file)?;
+        let redirected = |t: &Option<EditTarget>| {
+            t.as_ref()
+                .and_then(|t| t.resolved.as_ref())
+                .is_some_and(Resolved::is_redirected)
+        };
+        Ok(if !redirected(&primary) && redirected(&second) {
+            second
+        } else {
+            primary
+        })
+    }
+
+    /// The new note file `file` (absolute, or relative to the first root) judged: inside the
+    /// roots, not protected or private, an `.org` file that does not exist yet.
+    fn new_note_target(&self, file: &str) -> Result<EditTarget, String> {
+        let Some(confinement) = &self.confinement else {
+            return Err("a new note needs org-agent-directories, and none are set".into());
+        };
+        if !file.ends_with(".org") {
+            return Err(format!("a new note is an .org file, and {file:?} is not"));
+        }
+        let path = if file.starts_with('/') || file.starts_with('~') {
+            file.to_string()
+        } else {
+            let first = confinement.roots().dirs().first().ok_or_else(|| {
+                "a new note needs org-agent-directories, and none are set".to_string()
+            })?;
+            first.join(file).to_string_lossy().into_owned()
+        };
+        let resolved = self
+            .judge_path_in(confinement, &path)
+            .map_err(|refusal| format!("the new note cannot be written: {refusal}"))?;
+        if resolved.exists() {
+            return Err(format!(
+                "{} exists already, and a new note never replaces a file",
+                resolved.shown()
+            ));
+        }
+        Ok(EditTarget {
+            file: resolved.given().to_string_lossy().into_owned(),
+            resolved: Some(resolved),
+        })
+    }
+
+    /// The file of node `id` or of note file `file` (`None` when neither is given), judged
+    /// by its real path; see [`Notes::edit_target`].
+    fn judge_place(
+        &self,
+        id: Option<&str>,
+        file: Option<&str>,
+    ) -> Result<Option<EditTarget>, String> {
         let (file, unknown) = match (id, file) {
             (Some(id), _) => (self.node(id)?.doc.path.to_string(), NO_SUCH_NODE),
             (None, Some(file)) => (self.file(file)?.doc.path.to_string(), NOT_A_NOTE_FILE),

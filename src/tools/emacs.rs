@@ -1,6 +1,7 @@
 //! Tools whose bodies run in Emacs, on the main thread, through the actuator: the edit
 //! vocabulary (set a TODO state, a property, tags, planning; replace or append to a body;
-//! add a headline; show a node; draft a skill) and tools defined in Elisp with
+//! add a headline; refile, archive, give an ID, link, add a note; create a note file; show
+//! a node; draft a skill) and tools defined in Elisp with
 //! `org-agent-define-tool`.
 //!
 //! The LLM calls them like any tool; a call becomes an [`EmacsAction`] (typed, checked
@@ -150,6 +151,89 @@ const EDITS: &[Edit] = &[
             ),
             ("body", "string", "body text, in Org markup", false),
         ],
+    },
+    Edit {
+        name: "refile",
+        description: "Move a headline with its subtree under another node (target_id) or \
+                      to the top level of an Org file (target_file), as org-refile does; \
+                      its ID goes with it. Give exactly one of them.",
+        params: &[
+            ID,
+            (
+                "target_id",
+                "string",
+                "id of the node to move it under",
+                false,
+            ),
+            (
+                "target_file",
+                "string",
+                "an Org file (from list_files), to move it to the top level",
+                false,
+            ),
+        ],
+    },
+    Edit {
+        name: "archive",
+        description: "Archive a headline with its subtree, as org-archive-subtree does \
+                      (where the user's org-archive-location says).",
+        params: &[ID],
+    },
+    Edit {
+        name: "ensure_id",
+        description: "Give a headline an :ID: property if it has none (org-id-get-create); \
+                      the result says the ID. Nodes without one have an id from the tools \
+                      all the same: pass that.",
+        params: &[ID],
+    },
+    Edit {
+        name: "create_note",
+        description: "Create a new Org file with a #+TITLE (and #+FILETAGS, a body). Never \
+                      over an existing file; only .org files inside the user's notes \
+                      directories.",
+        params: &[
+            (
+                "file",
+                "string",
+                "the new file: relative to the first notes directory (e.g. \
+                 ideas/garden.org), or absolute inside the notes directories",
+                true,
+            ),
+            ("title", "string", "the note's title, one line", true),
+            ("filetags", "array", "file tags, without colons", false),
+            (
+                "body",
+                "string",
+                "the text after the header, in Org markup",
+                false,
+            ),
+        ],
+    },
+    Edit {
+        name: "insert_link",
+        description: "Append an id: link to another node at the end of a headline's body \
+                      (the target node gets an :ID: if it has none).",
+        params: &[
+            ID,
+            (
+                "target_id",
+                "string",
+                "id of the node the link points to",
+                true,
+            ),
+            (
+                "description",
+                "string",
+                "the link's text; omit for the target's title",
+                false,
+            ),
+        ],
+    },
+    Edit {
+        name: "add_note",
+        description: "Add a time-stamped note to a headline, as org-add-note does (into \
+                      its LOGBOOK drawer when the user logs into drawers).",
+        params: &[ID, ("text", "string", "the note, in Org markup", true)],
     },
     Edit {
         name: "visit_node",
@@ -381,6 +465,45 @@ fn build(edit: &Edit, args: &Value) -> Result<EmacsAction, String> {
             name: req("name")?,
             text: req("text")?,
         },
+        "refile" => {
+            let target_id = opt("target_id")?;
+            let target_file = opt("target_file")?;
+            if target_id.is_some() == target_file.is_some() {
+                return Err("refile: give exactly one of target_id and target_file".into());
+            }
+            EmacsAction::Refile {
+                id: req("id")?,
+                target_id,
+                target_file,
+            }
+        }
+        "archive" => EmacsAction::Archive { id: req("id")? },
+        "ensure_id" => EmacsAction::EnsureId { id: req("id")? },
+        "create_note" => {
+            let file = req("file")?;
+            if !file.ends_with(".org") {
+                return Err(format!("create_note: {file:?} is not an .org file"));
+            }
+            let title = req("title")?;
+            if title.contains('\n') {
+                return Err("create_note: a title is one line".into());
+            }
+            EmacsAction::CreateNote {
+                file,
+                title,
+                filetags: strings("filetags")?,
+                body: opt("body")?,
+            }
+        }
+        "insert_link" => EmacsAction::InsertLink {
+            id: req("id")?,
+            target_id: req("target_id")?,
+            description: opt("description")?.filter(|s| !s.is_empty()),
+        },
+        "add_note" => EmacsAction::AddNote {
+            id: req("id")?,
+            text: req("text")?,
+        },
         EVAL_ELISP_TOOL => EmacsAction::EvalElisp { code: req("code")? },
         other => return Err(format!("{other}: not an edit tool")),
     })
@@ -458,5 +581,68 @@ mod tests {
         assert!(err("add_headline", json!({"title": "T"})).contains("exactly one"));
         assert!(err("append_body", json!([1])).contains("must be an object"));
         assert!(err("create_skill", json!({"name": "tidy"})).contains("\"text\" is required"));
+        assert!(err("refile", json!({"id": "x"})).contains("exactly one of target_id"));
+        assert!(err(
+            "refile",
+            json!({"id": "x", "target_id": "p", "target_file": "/a.org"})
+        )
+        .contains("exactly one of target_id"));
+        assert!(err("create_note", json!({"file": "a.txt", "title": "A"})).contains(".org"));
+        assert!(err("create_note", json!({"file": "a.org", "title": "A\nB"})).contains("one line"));
+        assert!(err("insert_link", json!({"id": "x"})).contains("\"target_id\" is required"));
+        assert!(err("add_note", json!({"id": "x"})).contains("\"text\" is required"));
+    }
+
+    #[test]
+    fn the_new_verbs_build_their_actions() {
+        let build = |name: &str, args: Value| edit_action(name, &args).unwrap().unwrap();
+        assert_eq!(
+            build("refile", json!({"id": "x", "target_file": "/org/b.org"})),
+            EmacsAction::Refile {
+                id: "x".into(),
+                target_id: None,
+                target_file: Some("/org/b.org".into())
+            }
+        );
+        assert_eq!(
+            build("archive", json!({"id": "x"})),
+            EmacsAction::Archive { id: "x".into() }
+        );
+        assert_eq!(
+            build("ensure_id", json!({"id": "oa-1"})),
+            EmacsAction::EnsureId { id: "oa-1".into() }
+        );
+        assert_eq!(
+            build(
+                "create_note",
+                json!({"file": "ideas/g.org", "title": "Garden", "filetags": ["idea"]})
+            ),
+            EmacsAction::CreateNote {
+                file: "ideas/g.org".into(),
+                title: "Garden".into(),
+                filetags: vec!["idea".into()],
+                body: None
+            }
+        );
+        assert_eq!(
+            build("insert_link", json!({"id": "x", "target_id": "y"})),
+            EmacsAction::InsertLink {
+                id: "x".into(),
+                target_id: "y".into(),
+                description: None
+            }
+        );
+        assert_eq!(
+            build("add_note", json!({"id": "x", "text": "Called."})),
+            EmacsAction::AddNote {
+                id: "x".into(),
+                text: "Called.".into()
+            }
+        );
+        assert_eq!(required_arguments("refile"), Some(vec!["id"]));
+        assert_eq!(
+            required_arguments("create_note"),
+            Some(vec!["file", "title"])
+        );
     }
 }

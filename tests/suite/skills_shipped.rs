@@ -218,6 +218,12 @@ fn every_emacs_action(id: &str) -> Vec<Action> {
         "(:action :call-tool :name \"shout\" :args (:word \"hi\"))".to_string(),
         "(:action :create-skill :name \"tidy\" :text \"#+SKILL_NAME: tidy\")".to_string(),
         "(:action :eval-elisp :code \"(+ 1 2)\")".to_string(),
+        format!("(:action :refile :id \"{id}\" :target-id \"{id}\")"),
+        format!("(:action :archive :id \"{id}\")"),
+        format!("(:action :ensure-id :id \"{id}\")"),
+        "(:action :create-note :file \"new.org\" :title \"New\")".to_string(),
+        format!("(:action :insert-link :id \"{id}\" :target-id \"{id}\")"),
+        format!("(:action :add-note :id \"{id}\" :text \"n\")"),
     ];
     let actions: Vec<Action> = plists
         .iter()
@@ -274,7 +280,7 @@ fn the_safety_skill_asks_exactly_where_the_default_policy_asks_about_edits() {
         }
     }
     assert_eq!(
-        asked, 11,
+        asked, 17,
         "every edit asks until approved, nothing else does"
     );
     // A tool call is no edit: the skill leaves it to the rules that stay in Rust.

@@ -357,3 +357,53 @@ fn paths_are_judged_where_they_really_lead() {
     assert_eq!(outcome(&pipe, through_link, &chat()), "deny");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_refile_is_judged_at_both_ends() {
+    let gate = |text: &str| PermissionGate {
+        permissions: std::sync::Arc::new(rules(text).unwrap()),
+        notes: None,
+    };
+    let ctx = chat();
+    let into = |to: &str| {
+        Action::Emacs(EmacsAction::Refile {
+            id: "x".into(),
+            target_id: None,
+            target_file: Some(to.into()),
+        })
+    };
+    // Without notes the source node's file is unknown: the destination alone is judged.
+    let locked = gate(r#"((deny refile "/srv/locked/*.org"))"#);
+    assert!(matches!(
+        locked.check(&into("/srv/locked/a.org"), &ctx).unwrap(),
+        Decision::Deny(_)
+    ));
+    assert_eq!(
+        locked.check(&into("/srv/open/a.org"), &ctx).unwrap(),
+        Decision::Allow
+    );
+    assert_eq!(
+        second_subject(&into("/srv/locked/a.org"), None).as_deref(),
+        Some("/srv/locked/a.org")
+    );
+    // An allow at one end only does not permit the move; a deny or ask at either end holds.
+    let p = rules(r#"((allow refile "/srv/open/*.org") (ask refile "/srv/ask/*.org"))"#).unwrap();
+    let at = |file: &str| p.decide("refile", Some(file), &ctx);
+    let permit = |m: Option<Match>| m.map(|m| m.permit);
+    assert_eq!(
+        permit(both_ends(at("/srv/open/a.org"), at("/srv/x/b.org"))),
+        None
+    );
+    assert_eq!(
+        permit(both_ends(at("/srv/open/a.org"), at("/srv/open/b.org"))),
+        Some(Permit::Allow)
+    );
+    assert_eq!(
+        permit(both_ends(at("/srv/open/a.org"), at("/srv/ask/b.org"))),
+        Some(Permit::Ask)
+    );
+    assert_eq!(
+        permit(both_ends(at("/srv/x/a.org"), at("/srv/ask/b.org"))),
+        Some(Permit::Ask)
+    );
+}
