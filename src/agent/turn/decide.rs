@@ -149,12 +149,6 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
             a = self.eq.operator.ask_about(question) => a,
             _ = self.cancel.cancelled() => return Err(TurnError::Cancelled),
         };
-        // An approval for the conversation that would spare no later question is one
-        // approval: remembering it would only mislead the log.
-        let answer = match answer {
-            Approval::ForConversation if once_only => Approval::Once,
-            a => a,
-        };
         let label = match answer {
             Approval::Once => "approved once",
             Approval::ForConversation => "approved for the conversation",
