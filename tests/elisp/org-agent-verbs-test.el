@@ -166,6 +166,8 @@ from a NAME to its file."
         (should (string-match-p (format "\\*\\* Garden\n:PROPERTIES:\n:ID: +%s\n:END:\nNo id here."
                                         (regexp-quote made))
                                 text))
+        ;; The edited buffer is ingested again on a worker: the new id is known once it is.
+        (should (org-agent-test-wait (lambda () (org-agent-node made)) 30))
         (should (equal (plist-get (org-agent-verbs-test-do :action :ensure-id :id made) :org-id)
                        made))
         (should (equal (org-agent-verbs-test-text file) text))
