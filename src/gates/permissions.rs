@@ -379,9 +379,12 @@ fn strings(value: &Value, what: &str) -> Result<Vec<String>, String> {
     }
 }
 
+/// A pattern or example with `~` written out as the user's home (the home every path check
+/// resolves `~` with).
 fn expand_home(path: &str) -> String {
-    match (path.strip_prefix('~'), std::env::var("HOME")) {
-        (Some(rest), Ok(home)) if rest.is_empty() || rest.starts_with('/') => {
+    let home = crate::notes::paths::home_dir();
+    match (path.strip_prefix('~'), home.to_str()) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
             format!("{}{rest}", home.trim_end_matches('/'))
         }
         _ => path.to_string(),
@@ -541,12 +544,21 @@ fn check_examples(
     Ok(())
 }
 
-/// Where `path` really leads (links followed), or `path` itself when it cannot be resolved
-/// (a file not written yet, in a directory not made yet).
+/// Where `path` (absolute or `~/…`) really leads, or `path` itself when it cannot be
+/// resolved (a dangling link, a loop: the path gate refuses those).
 fn real(path: &str) -> String {
-    crate::notes::paths::real_path(std::path::Path::new(path))
-        .and_then(|p| p.to_str().map(str::to_owned))
-        .unwrap_or_else(|| path.to_string())
+    use crate::notes::paths::{home_dir, resolve};
+    // Resolved as the path gate resolves it (`~`, `..`, links, a file not written yet), so
+    // a rule sees the same file the confinement judged.
+    resolve(path, &home_dir())
+        .map(|r| r.real_key())
+        .unwrap_or_else(|_| path.to_string())
+}
+
+/// The file an edit at the node `id`, or in `file`, changes, as the store names it.
+fn file_of(id: Option<&str>, file: Option<&str>, notes: Option<&Notes>) -> Option<String> {
+    file.map(str::to_string)
+        .or_else(|| notes?.node(id?).ok().map(|r| r.doc.path.to_string()))
 }
 
 /// What an action is about, for the rules: the tool or verb it names and its subject, a
@@ -559,7 +571,7 @@ pub fn subject_of(action: &Action, notes: Option<&Notes>) -> (String, Option<Str
                 _ => None,
             };
             let subject = match subject_kind(name) {
-                Some(SubjectKind::Path) => arg("path").map(|p| real(&expand_home(&p))),
+                Some(SubjectKind::Path) => arg("path").map(|p| real(&p)),
                 Some(SubjectKind::Command) => arg("command"),
                 Some(SubjectKind::Code) => arg("code"),
                 None => None,
@@ -568,10 +580,7 @@ pub fn subject_of(action: &Action, notes: Option<&Notes>) -> (String, Option<Str
         }
         Action::Emacs(e) => {
             let (id, file) = e.target();
-            let file = file.map(str::to_string).or_else(|| {
-                let notes = notes?;
-                notes.node(id?).ok().map(|r| r.doc.path.to_string())
-            });
+            let file = file_of(id, file, notes);
             (e.name().to_string(), file.map(|f| real(&f)))
         }
     }
@@ -587,11 +596,7 @@ pub fn second_subject(action: &Action, notes: Option<&Notes>) -> Option<String> 
         return notes?.edit_target(e).ok().flatten().map(|t| real(&t.file));
     }
     let (id, file) = e.destination();
-    let file = file.map(str::to_string).or_else(|| {
-        let notes = notes?;
-        notes.node(id?).ok().map(|r| r.doc.path.to_string())
-    })?;
-    Some(real(&file))
+    Some(real(&file_of(id, file, notes)?))
 }
 
 /// The user's rules for an edit at two places: a deny or an ask at either end holds (the

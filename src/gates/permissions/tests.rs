@@ -407,3 +407,22 @@ fn a_refile_is_judged_at_both_ends() {
         Some(Permit::Ask)
     );
 }
+
+#[test]
+fn a_dotted_path_to_a_file_not_written_yet_is_judged_where_it_leads() {
+    let dir = std::env::temp_dir().join(format!("org-agent-perm-dots-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("archive")).unwrap();
+    std::fs::create_dir_all(dir.join("inbox")).unwrap();
+    let p = rules(&format!(
+        r#"((deny write_file "{}/archive/**"))"#,
+        dir.display()
+    ))
+    .unwrap();
+    let pipe = pipeline(p);
+    let dotted = tool(
+        "write_file",
+        &format!(r#"(:path "{}/inbox/../archive/new.txt")"#, dir.display()),
+    );
+    assert_eq!(outcome(&pipe, dotted, &chat()), "deny");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
