@@ -298,12 +298,7 @@ impl Runtime {
             let outcome = AssertUnwindSafe(async {
                 let eq = self.chat_equipment(backends, policy, setup, operator)?;
                 let mut conv = conversation.lock().await;
-                if let Some(line) = pasted {
-                    let read = &mut conv.context.untrusted_read;
-                    if !read.contains(&line) {
-                        read.push(line);
-                    }
-                }
+                conv.context.read_untrusted(pasted);
                 run_turn(&eq, &mut conv, &text, &cfg, &cancel, |e| {
                     self.count(&e);
                     if let Some(u) = chat_update(e) {

@@ -48,6 +48,18 @@ pub struct Context {
     pub untrusted_read: Vec<String>,
 }
 
+impl Context {
+    /// The conversation has read untrusted content from `provenance` (lines, first read
+    /// first, each kept once): from now on every edit it proposes asks, and says why.
+    pub fn read_untrusted(&mut self, provenance: impl IntoIterator<Item = String>) {
+        for line in provenance {
+            if !self.untrusted_read.contains(&line) {
+                self.untrusted_read.push(line);
+            }
+        }
+    }
+}
+
 pub trait Gate: Send + Sync {
     fn name(&self) -> &str;
     /// An `Err` is a failure of the gate itself: the action is denied.

@@ -68,7 +68,7 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
                     let outcome = self.act(action).await?;
                     let mut read = self.eq.notes.take_untrusted_reads();
                     read.extend(source);
-                    self.read_untrusted(read);
+                    self.conversation.context.read_untrusted(read);
                     outcome
                 }
                 None => self.refused(&decided.reasons)?,

@@ -505,17 +505,6 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
         };
         self.conversation.messages.push(message);
     }
-
-    /// The conversation has read untrusted content from `provenance`: from now on every edit
-    /// it proposes asks, and says why.
-    fn read_untrusted(&mut self, provenance: Vec<String>) {
-        let read = &mut self.conversation.context.untrusted_read;
-        for line in provenance {
-            if !read.contains(&line) {
-                read.push(line);
-            }
-        }
-    }
 }
 
 /// A tool error as the LLM reads it.

@@ -91,7 +91,7 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
             tools_off: self.cfg.tool_rounds.is_some_and(|n| self.tool_rounds >= n),
         };
         let (request, untrusted) = step_request_read(self.eq, self.conversation, &self.cfg, step);
-        self.read_untrusted(untrusted);
+        self.conversation.context.read_untrusted(untrusted);
         request
     }
 
