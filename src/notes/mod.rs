@@ -9,6 +9,7 @@
 pub mod paths;
 pub mod privacy;
 mod render;
+pub mod scans;
 pub mod trust;
 
 pub use paths::{Confinement, Refusal, Resolved};

@@ -126,7 +126,7 @@ fn alias_kind(
     line: usize,
     text: &ToolText,
 ) -> Result<SkillToolKind, (usize, String)> {
-    let builtins = Registry::with_builtins();
+    let builtins = Registry::for_aliases();
     let Some(tool) = builtins.get(builtin) else {
         return Err((
             line,
@@ -283,7 +283,7 @@ impl SkillTools {
     /// The tools of `skill`, which the loader checked; `Err` when a built-in it aliases is
     /// gone.
     pub fn of(skill: &Skill) -> Result<SkillTools, String> {
-        let builtins = Registry::with_builtins();
+        let builtins = Registry::for_aliases();
         let mut registry = Registry::default();
         let mut elisp = Vec::new();
         for tool in &skill.tools {
@@ -690,7 +690,7 @@ Count the words of a file.
 
     #[test]
     fn skill_tool_names_cannot_be_another_tools() {
-        let mut names: Vec<String> = Registry::with_builtins()
+        let mut names: Vec<String> = Registry::for_aliases()
             .names()
             .into_iter()
             .map(str::to_owned)

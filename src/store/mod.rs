@@ -9,6 +9,7 @@
 
 pub mod error;
 pub mod filename;
+pub mod links;
 pub mod node;
 pub mod parse;
 pub mod persist;
@@ -47,6 +48,8 @@ pub struct FileDoc {
     pub tag_index: HashMap<String, Vec<u32>>,
     /// TODO keyword → node indexes, in document order.
     pub todo_index: HashMap<String, Vec<u32>>,
+    /// The `id:` and `file:` links written in the file, in document order.
+    pub links: Vec<links::Link>,
 }
 
 impl FileDoc {
@@ -74,6 +77,7 @@ impl FileDoc {
                 todo_index.entry(k.clone()).or_default().push(i as u32);
             }
         }
+        let links = links::index(&nodes);
         FileDoc {
             path,
             mtime,
@@ -84,6 +88,7 @@ impl FileDoc {
             nodes,
             tag_index,
             todo_index,
+            links,
         }
     }
 
@@ -285,8 +290,18 @@ impl State {
         self.files.values().map(|f| f.nodes.len()).sum()
     }
 
+    /// The node `id`: the first (in store order) of those carrying it, or with `ID#N` the
+    /// N-th of several sharing the `:ID:` `ID` (how a duplicated id's copies are addressed;
+    /// an id really written with a `#` is found as written first).
     pub fn node(&self, id: &str) -> Option<NodeRef> {
-        let loc = self.ids.get(id)?.first().clone();
+        let loc = match self.ids.get(id) {
+            Some(locs) => locs.first().clone(),
+            None => {
+                let (base, n) = id.rsplit_once('#')?;
+                let n: usize = n.parse().ok().filter(|&n| n >= 2)?;
+                self.ids.get(base)?.iter().nth(n - 1)?.clone()
+            }
+        };
         let doc = self.files.get(&loc.file)?.clone();
         ((loc.index as usize) < doc.nodes.len()).then_some(NodeRef {
             doc,

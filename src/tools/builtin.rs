@@ -1,6 +1,7 @@
 //! The built-in tools: query the store, read a node, search titles and bodies, list files.
 
 use super::{Args, Param, ParamType, Tool};
+use crate::notes::scans::{self, Scan, ScanInput};
 use crate::notes::{summary, Notes};
 use crate::store::{NodeKind, NodeRef, Query, TodoType};
 
@@ -108,6 +109,36 @@ fn list_files(notes: &Notes, _args: &Args) -> Result<String, String> {
     Ok(out)
 }
 
+fn scan_notes(notes: &Notes, args: &Args) -> Result<String, String> {
+    let name = args.str("scan").unwrap_or_default();
+    let Some(scan) = Scan::from_name(name) else {
+        return Err(format!("scan is one of {}, not {name:?}", scan_names()));
+    };
+    let mut input = ScanInput::today();
+    input.file = args.str("file").map(str::to_string);
+    input.inbox = args.str("inbox").map(str::to_string);
+    let report = scans::run(notes, scan, &input)?;
+    Ok(report.text(limit(args, 30)))
+}
+
+fn scan_names() -> String {
+    Scan::ALL.map(Scan::name).join(", ")
+}
+
+/// The scan_notes tool's description: each scan and what it looks for.
+fn scan_description() -> String {
+    let mut d = String::from(
+        "Run one of the deterministic checks over the whole of the notes and list what it \
+         finds, each with its node's id and, when there is one, the fix to propose. Scans:",
+    );
+    for s in Scan::ALL {
+        d.push_str(&format!(" {} ({});", s.name(), s.about()));
+    }
+    d.pop();
+    d.push('.');
+    d
+}
+
 pub fn all() -> Vec<Tool> {
     use ParamType::*;
     let param = Param::new;
@@ -150,6 +181,26 @@ pub fn all() -> Vec<Tool> {
             description: "List the Org files in the user's notes with their titles and sizes.".into(),
             params: vec![],
             body: Box::new(list_files),
+        },
+    ]
+}
+
+/// The tools a skill may alias but a turn does not offer by themselves: `scan_notes`, whose
+/// scans each belong to a skill (`ids__problems` runs it with `scan: ids`).
+pub fn for_aliases() -> Vec<Tool> {
+    use ParamType::*;
+    let param = Param::new;
+    vec![
+        Tool {
+            name: "scan_notes".into(),
+            description: scan_description().into(),
+            params: vec![
+                param("scan", String, "which scan to run", true),
+                param("file", String, "only this file (absolute path)", false),
+                param("inbox", String, "for the inbox scan: the inbox, a file or FILE::Headline (default: the notes file Org captures into)", false),
+                param("limit", Integer, "list at most this many findings (default 30)", false),
+            ],
+            body: Box::new(scan_notes),
         },
     ]
 }

@@ -288,6 +288,16 @@ impl Registry {
         r
     }
 
+    /// The built-in tools and those only a skill's alias offers ([`builtin::for_aliases`]):
+    /// what a skill's `:ALIAS:` may name.
+    pub fn for_aliases() -> Registry {
+        let mut r = Registry::with_builtins();
+        for t in builtin::for_aliases() {
+            r.register(t);
+        }
+        r
+    }
+
     /// Add `tool`, replacing one of the same name.
     pub fn register(&mut self, tool: Tool) {
         self.tools.insert(tool.name.to_string(), Arc::new(tool));

@@ -6,10 +6,9 @@ use crate::support::llm_server::{LlmServer, Reply};
 use org_agent::agent::equipment::Equipment;
 use org_agent::agent::turn::{run_turn, Conversation, TurnConfig, TurnEvent};
 use org_agent::llm::http::{Backend, CancelToken, ChatClient};
-use org_agent::skills::disclosure::in_use;
 use org_agent::skills::load::load_dirs;
 use org_agent::skills::turns::{resolve_titles, turn_scripts, TurnScript};
-use org_agent::skills::{gate_rules, parse_skill, Skill, Source};
+use org_agent::skills::{parse_skill, Skill, Source};
 use org_agent::store::{Config, Query, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,8 +39,9 @@ async fn run(skill: &Skill, script: &TurnScript) -> Result<Vec<(String, String)>
         ChatClient::new(Backend::new(server.base_url(), "test")).map_err(|e| e.to_string())?;
     let mut eq = Equipment::new(client, store);
     eq.edit_tools = true;
-    eq.prompts.push(in_use(skill));
-    eq.gates.attach(gate_rules(skill, eq.notes.clone()));
+    // As a run of the skill has it: its rules, its ceiling, its tools, in use from the start.
+    eq.attach_skills(Arc::from(vec![skill.clone()]))?;
+    eq.use_skill_from_start(skill);
     let cfg = TurnConfig {
         max_depth: script.steps.len() as u32 + 1,
         ..TurnConfig::default()
