@@ -143,3 +143,34 @@ fn fire_trigger<'e>(
         .collect::<Result<Vec<_>>>()?;
     list(env, names)
 }
+
+/// Run the skills' scan NAME (`ids', `gtd-integrity', `inbox', `weekly-review',
+/// `daily-briefing', `garden', `secrets') over the notes and return its findings as plists
+/// (:kind :id :file :begin :level :todo :title :detail :fix), in the order of the notes.
+/// This is the user asking, so private notes are included.  FILE, when non-nil, limits it
+/// to that file; INBOX names the inbox for the inbox scan.
+#[defun]
+fn scan<'e>(env: &'e Env, name: String, file: Value<'e>, inbox: Value<'e>) -> Result<Value<'e>> {
+    use crate::notes::scans::{self, Scan, ScanInput};
+    use crate::notes::{Notes, Privacy};
+    let Some(scan) = Scan::from_name(&name) else {
+        let names: Vec<&str> = Scan::ALL.iter().map(|s| s.name()).collect();
+        return fail(
+            env,
+            format!("no scan {name:?}; the scans are {}", names.join(", ")),
+        );
+    };
+    let mut input = ScanInput::today();
+    input.file = file.into_rust()?;
+    input.inbox = inbox.into_rust()?;
+    let notes = Notes::new(runtime(env)?.store(), std::sync::Arc::new(Privacy::none()));
+    let report = match scans::run(&notes, scan, &input) {
+        Ok(r) => r,
+        Err(message) => return fail(env, message),
+    };
+    let mut out = Vec::with_capacity(report.findings.len());
+    for f in &report.findings {
+        out.push(lisp_sexp::to_lisp(env, &f.to_sexp())?);
+    }
+    list(env, out)
+}

@@ -263,3 +263,34 @@ impl<'a> Cx<'a> {
             .sum()
     }
 }
+
+impl Finding {
+    /// The finding as Emacs reads it: `(:kind K :id ID :file F :begin POS :level N :todo T
+    /// :title TITLE :detail D :fix FIX)`, `:todo` and `:fix` nil when there is none.
+    pub fn to_sexp(&self) -> crate::sexp::Value {
+        use crate::sexp::Value;
+        let n = self.node.node();
+        let c = &n.content;
+        let text = |s: Option<&str>| s.map(Value::string).unwrap_or(Value::Nil);
+        Value::list(vec![
+            Value::keyword("kind"),
+            Value::string(self.kind),
+            Value::keyword("id"),
+            Value::string(&*n.id),
+            Value::keyword("file"),
+            Value::string(&*self.node.doc.path),
+            Value::keyword("begin"),
+            Value::from(i64::from(n.begin_pos)),
+            Value::keyword("level"),
+            Value::from(i64::from(c.level)),
+            Value::keyword("todo"),
+            text(c.todo.as_deref()),
+            Value::keyword("title"),
+            Value::string(c.title.as_str()),
+            Value::keyword("detail"),
+            Value::string(self.detail.as_str()),
+            Value::keyword("fix"),
+            text(self.fix.as_deref()),
+        ])
+    }
+}
