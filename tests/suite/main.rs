@@ -31,6 +31,7 @@ mod privacy;
 mod secrets;
 mod semantic;
 mod sexp_emacs;
+mod skills_local_llm;
 mod skills_shipped;
 mod skills_turns;
 mod spotlight;
