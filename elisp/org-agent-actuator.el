@@ -205,6 +205,15 @@ undone; if it succeeds, the store is brought up to date (see
        (when ,done (org-agent-actuator--after-edit ,was-modified))
        ,value)))
 
+(defcustom org-agent-ensure-ids nil
+  "Non-nil: every note the agent edits gets an :ID: if it has none.
+The id is made by `org-id-get-create', in the same undo step as the
+edit, before it (so a refiled or archived note carries it along).
+The ids skill (skills/ids/SKILL.org) relies on it for \"every note
+the agent touches has an id\"."
+  :type 'boolean
+  :group 'org-agent)
+
 (defmacro org-agent-actuator--at-node (id &rest body)
   "Run BODY at the headline of node ID as one undo step; return BODY's value."
   (declare (indent 1) (debug t))
@@ -214,6 +223,8 @@ undone; if it succeeds, the store is brought up to date (see
        (with-current-buffer (org-agent-actuator--node-buffer ,node)
          (org-agent-actuator--one-step
            (org-agent-actuator--goto ,node)
+           ;; Before BODY, so a refile or an archive carries the id along.
+           (when org-agent-ensure-ids (org-id-get-create))
            ,@body)))))
 
 (defun org-agent-actuator--body-region ()

@@ -54,6 +54,7 @@
 (require 'org-agent-runs)
 (require 'org-agent-approvals)
 (require 'org-agent-permissions)
+(require 'org-agent-scans)
 (org-agent--declare-module-functions)
 
 ;;;; The mode

@@ -1,0 +1,70 @@
+;;; org-agent-scans-test.el --- The scans' buffers and the ids option -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; `org-agent-scan' and `org-agent-daily-briefing' on real files
+;; ingested by the module: what the buffer shows, where RET goes; and
+;; `org-agent-ensure-ids': an edited note gains an :ID: in the edit's
+;; own undo step.
+
+;;; Code:
+
+(require 'org-agent-test-setup)
+(require 'org-agent-test-notes)
+(require 'org-agent-scans)
+
+(defconst org-agent-scans-test-ids
+  '(("plan.org" . "* Plan\n:PROPERTIES:\n:ID:       same\n:END:\nSee [[id:gone][the old plan]].\n")
+    ("copy.org" . "* Notes\n** Plan, copied\n:PROPERTIES:\n:ID:       same\n:END:\n"))
+  "Two files sharing an id, one with a link to an id nobody has.")
+
+(ert-deftest org-agent-scans-ids-are-listed-by-kind-and-visited ()
+  (org-agent-test-with-notes-dir org-agent-scans-test-ids
+    (let* ((findings (org-agent--scan "ids" nil nil))
+           (copy (car findings)))
+      (should (equal (mapcar (lambda (f) (plist-get f :kind)) findings)
+                     '("duplicate-id" "dangling-id-link")))
+      ;; Either file may hold the id first: the other is the copy, addressed as same#2.
+      (should (member (plist-get copy :title) '("Plan" "Plan, copied")))
+      (should (string-match-p "same#2" (plist-get copy :detail)))
+      (let ((buffer (org-agent-scans--show "ids" nil)))
+      (unwind-protect
+          (with-current-buffer buffer
+            (should (derived-mode-p 'org-agent-scan-mode))
+            (should (string-match-p "^Duplicate id (1)$" (buffer-string)))
+            (should (string-match-p "^Dangling id link (1)$" (buffer-string)))
+            (goto-char (point-min))
+            (search-forward "Duplicate id (1)\n")
+            (org-agent-scan-visit)
+            (should (equal (buffer-file-name) (plist-get copy :file)))
+            (should (equal (org-get-heading t t t t) (plist-get copy :title))))
+          (kill-buffer buffer))))))
+
+(ert-deftest org-agent-scans-an-unknown-scan-is-an-error-naming-the-scans ()
+  (org-agent-test-with-store
+    (let ((err (should-error (org-agent--scan "everything" nil nil) :type 'org-agent-error)))
+      (should (string-match-p "the scans are ids, gtd-integrity" (cadr err))))))
+
+(ert-deftest org-agent-scans-an-edited-note-gains-an-id-in-the-same-undo-step ()
+  (org-agent-test-with-notes-dir
+      '(("tasks.org" . "#+TODO: TODO | DONE\n* TODO Water the plants\n"))
+    (let* ((file (funcall path "tasks.org"))
+           (id (org-agent-test-id-of "Water the plants"))
+           (org-agent-ensure-ids t))
+      (org-agent-test-act :action :set-todo :id id :state "DONE")
+      (let ((text (org-agent-test-file-text file)))
+        (should (string-match-p "^\\* DONE Water the plants" text))
+        (should (string-match-p "^:ID: +[0-9a-f-]\\{36\\}$" text)))
+      (org-agent-test-undo-in file)
+      (with-current-buffer (get-file-buffer file)
+        (should (equal (buffer-string) "#+TODO: TODO | DONE\n* TODO Water the plants\n"))))))
+
+(ert-deftest org-agent-scans-without-the-option-an-edit-adds-no-id ()
+  (org-agent-test-with-notes-dir
+      '(("tasks.org" . "#+TODO: TODO | DONE\n* TODO Water the plants\n"))
+    (let ((id (org-agent-test-id-of "Water the plants")))
+      (org-agent-test-act :action :set-todo :id id :state "DONE")
+      (should-not (string-match-p ":ID:" (org-agent-test-file-text (funcall path "tasks.org")))))))
+
+(provide 'org-agent-scans-test)
+;;; org-agent-scans-test.el ends here
