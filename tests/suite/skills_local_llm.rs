@@ -32,7 +32,9 @@ fn scan_tools(skill: &Skill) -> Vec<String> {
     skill
         .tools
         .iter()
-        .filter(|t| matches!(&t.kind, SkillToolKind::Alias { builtin, .. } if builtin == "scan_notes"))
+        .filter(
+            |t| matches!(&t.kind, SkillToolKind::Alias { builtin, .. } if builtin == "scan_notes"),
+        )
         .map(|t| format!("{}__{}", skill.name, t.name))
         .collect()
 }
@@ -116,7 +118,9 @@ fn every_domain_skill_runs_a_turn_on_the_real_model() {
                 .iter()
                 .any(|s| s["function"]["name"] == name.as_str());
             if edit && *decision == "allow" {
-                failures.push(format!("{why}: the edit {name} was allowed with nobody asked"));
+                failures.push(format!(
+                    "{why}: the edit {name} was allowed with nobody asked"
+                ));
             }
         }
         let scans = scan_tools(skill);
