@@ -78,7 +78,8 @@ from the store, with no model involved."
   "Return the heading under which scan NAME lists the findings of KIND."
   (or (and (equal name "daily-briefing")
            (cdr (assoc kind org-agent-scans--briefing-headings)))
-      (capitalize (replace-regexp-in-string "-" " " kind))))
+      (let ((words (replace-regexp-in-string "-" " " kind)))
+        (concat (upcase (substring words 0 1)) (substring words 1)))))
 
 (defun org-agent-scans--kinds (findings name)
   "The kinds of FINDINGS of scan NAME, in the order they are shown."

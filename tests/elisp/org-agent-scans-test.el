@@ -31,8 +31,9 @@
       (unwind-protect
           (with-current-buffer buffer
             (should (derived-mode-p 'org-agent-scan-mode))
-            (should (string-match-p "^Duplicate id (1)$" (buffer-string)))
-            (should (string-match-p "^Dangling id link (1)$" (buffer-string)))
+            (let ((case-fold-search nil))
+              (should (string-match-p "^Duplicate id (1)$" (buffer-string)))
+              (should (string-match-p "^Dangling id link (1)$" (buffer-string))))
             (goto-char (point-min))
             (search-forward "Duplicate id (1)\n")
             (org-agent-scan-visit)
