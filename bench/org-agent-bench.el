@@ -26,7 +26,11 @@
 ;;      `:LOGBOOK:' lines, 256 KiB and 512 KiB of invalid bytes, one
 ;;      headline with 50,000 tags (ingested through the save path), and a
 ;;      store log with a long tail of zeros (opened): time, peak memory
-;;      (VmHWM) and main-thread ms/MB.
+;;      (VmHWM) and main-thread ms/MB;
+;;  11. approving 20 proposals a skill's background run queued (issue
+;;      13): the main-thread time of each `a' in `org-agent-approvals'
+;;      (actuator edit, save, queue settle, buffer refresh, GC), on a
+;;      note of a few thousand headlines, with the edits checked on disk.
 ;;
 ;; MB means 10^6 bytes throughout.  The report goes to stdout, progress
 ;; to stderr.  Environment knobs (defaults in parentheses):
@@ -36,7 +40,9 @@
 ;;   ORG_AGENT_BENCH_CORPUS     corpus directory (../shared/corpus)
 ;;   ORG_AGENT_BENCH_KEEP       non-empty: keep the temporary directory
 ;;   ORG_AGENT_BENCH_ONLY       "chat": only section 6 (on the memex); "skills": only section 9;
-;;                              "hostile": only section 8
+;;                              "hostile": only section 8; "approvals": only section 11
+;;   ORG_AGENT_BENCH_APPROVALS_HEADLINES  memex headlines in section 11's note (3000)
+;;   ORG_AGENT_BENCH_APPROVALS_RUNS       runs of section 11, a fresh queue each (3)
 ;;   ORG_AGENT_BENCH_HOSTILE_TIMEOUT  seconds one hostile case may take (60)
 ;;   ORG_AGENT_BENCH_ZEROS_MB   MB of zeros after the store log (1024)
 ;;   ORG_AGENT_BENCH_LLM_SERVER the test server executable (built if unset)
@@ -45,6 +51,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'text-property-search)
 
 (defvar org-startup-options)
 (defvar org-version)
@@ -55,6 +62,30 @@
 (defvar org-agent-backends)
 (defvar org-agent-turn-finished-functions)
 (defvar org-agent-chat-redisplay-interval)
+(defvar org-agent-skill-directories)
+(defvar org-agent-skill-import-directories)
+(defvar org-agent-skill-triggered-functions)
+(defvar org-agent-skill-runs-quiet)
+(defvar org-agent-skill-finished-functions)
+(defvar org-agent-approvals-buffer-name)
+(declare-function org-agent--start "org-agent-store")
+(declare-function org-agent-process-events "org-agent-store")
+(declare-function org-agent-ingest-file "org-agent-store")
+(declare-function org-agent-ingest-directory "org-agent-store")
+(declare-function org-agent-flush "org-agent-store")
+(declare-function org-agent-store-stats "org-agent-store")
+(declare-function org-agent-query "org-agent-store")
+(declare-function org-agent-count "org-agent-store")
+(declare-function org-agent--after-save "org-agent-store")
+(declare-function org-agent--send-privacy "org-agent-store")
+(declare-function org-agent-skills-reload "org-agent-skills")
+(declare-function org-agent-skills-list "org-agent-skills")
+(declare-function org-agent-skill-run "org-agent-runs")
+(declare-function org-agent-approvals "org-agent-approvals")
+(declare-function org-agent-approvals-list "org-agent-approvals")
+(declare-function org-agent-approvals-approve-at-point "org-agent-approvals")
+(declare-function org-element-parse-buffer "org-element")
+(declare-function org-map-entries "org")
 (declare-function org-agent-chat "org-agent-chat")
 (declare-function org-agent-chat-send "org-agent-chat")
 (declare-function org-agent-chat--save "org-agent-chat")
@@ -321,6 +352,16 @@ Return the final event, or nil on timeout."
                              (org-agent-bench--pick org-agent-bench--words))))
             (t (insert (org-agent-bench--words 6 14) ".\n"))))))
 
+;; The outline's random walk: mostly two or three levels deep, as notes are.
+(defun org-agent-bench--next-level (level)
+  "The level of the memex headline after one at LEVEL (0: the first)."
+  (let ((r (org-agent-bench--rand 100)))
+    (pcase level
+      (0 1)
+      (1 (if (< r 25) 1 2))
+      (2 (cond ((< r 15) 1) ((< r 55) 2) (t 3)))
+      (_ (cond ((< r 15) 1) ((< r 45) 2) (t 3))))))
+
 (defun org-agent-bench--generate-memex (dir files per-file)
   "Write FILES Org files of PER-FILE headlines each into DIR; return them, sorted."
   (make-directory dir t)
@@ -335,13 +376,7 @@ Return the final event, or nil on timeout."
           (when (= 0 (% f 10)) (insert "#+FILETAGS: :ref:\n"))
           (insert "\n")
           (dotimes (_ per-file)
-            (setq level
-                  (let ((r (org-agent-bench--rand 100)))
-                    (pcase level
-                      (0 1)
-                      (1 (if (< r 25) 1 2))
-                      (2 (cond ((< r 15) 1) ((< r 55) 2) (t 3)))
-                      (_ (cond ((< r 15) 1) ((< r 45) 2) (t 3))))))
+            (setq level (org-agent-bench--next-level level))
             (org-agent-bench--insert-headline n level)
             (cl-incf n))
           (let ((coding-system-for-write 'utf-8-unix))
@@ -855,8 +890,9 @@ Do the chores of area %d.
 " n n trigger n))
 
 (defun org-agent-bench--write-skills (dir count extra)
-  "Write COUNT skills into DIR that no save of the benchmark fires, and EXTRA after them.
-A fifth listens to saves of another file, a fifth to TODO changes of
+  "Write COUNT skills into DIR that no save of the bench fires; EXTRA: one more.
+The extra one fires on saves of skills-save-fires.org.  Of the COUNT,
+a fifth listens to saves of another file, a fifth to TODO changes of
 DONE projects, the rest to schedules, intervals or the model."
   (make-directory dir t)
   (dotimes (n count)
@@ -887,8 +923,8 @@ DONE projects, the rest to schedules, intervals or the model."
       secs)))
 
 (defun org-agent-bench--skills-save (runs label)
-  "Main-thread ms of RUNS saves of a new 200-headline note (median), and how many fired.
-The note is skills-save-LABEL.org."
+  "Main-thread ms of RUNS saves of a new 200-headline note, and how many fired.
+The ms are the median; the note is skills-save-LABEL.org."
   (let* ((file (expand-file-name (format "skills-save-%s.org" label) org-agent-bench--tmp))
          (buf (progn (with-temp-file file
                        (dotimes (i 200)
@@ -1366,6 +1402,467 @@ Return its plist, or (:case NAME :timeout t)."
   (when (equal (getenv "ORG_AGENT_BENCH_ONLY") "hostile")
     (org-agent-bench--summary)))
 
+;;;; 11. Approving a batch of proposals (issue 13)
+
+(defconst org-agent-bench-approvals-headlines
+  (org-agent-bench--env-int "ORG_AGENT_BENCH_APPROVALS_HEADLINES" 3000)
+  "Memex headlines in the note around the 20 tasks of section 11.")
+
+(defconst org-agent-bench-approvals-runs
+  (org-agent-bench--env-int "ORG_AGENT_BENCH_APPROVALS_RUNS" 3)
+  "Runs of section 11, each with a fresh note, store and queue.")
+
+(defconst org-agent-bench--approvals-skill
+  "#+SKILL_NAME: bench-approvals
+#+DESCRIPTION: Use to tidy the inbox: close, schedule, tag and refile its tasks.
+* Trigger
+:PROPERTIES:
+:ON: user
+:END:
+* Prompt
+Tidy the inbox: close, schedule, tag and refile its tasks.
+"
+  "The skill whose background run proposes the 20 edits.
+No gate rules: the default policy asks about edits, so a run with no
+user waiting queues them.")
+
+(defun org-agent-bench--approvals-edit (i)
+  "The edit proposed for inbox task I (1-20): (TOOL ARGS CHECK).
+ARGS is an alist without the id.  CHECK is a regexp the task's
+entry (its headline to the next one) matches once the edit ran, or
+\(:parent TITLE) for a refile: the level-1 headline it now sits under."
+  (cond ((<= i 5) (list "set_todo" '((state . "DONE")) "\\`\\*\\* DONE "))
+        ((<= i 9) (let ((date (format "2026-12-%02d" (- i 5))))
+                    (list "schedule" `((date . ,(if (= i 6) (concat date " 09:30") date)))
+                          (concat "^SCHEDULED: <" date))))
+        ((<= i 11) (let ((date (format "2026-12-%02d" (+ i 10))))
+                     (list "deadline" `((date . ,date)) (concat "DEADLINE: <" date))))
+        ((<= i 15) (list "set_tags" '((tags . ["bench" "errand"])) "\\`[^\n]*[ \t]:bench:errand:$"))
+        ((= i 16) (list "set_property" '((key . "EFFORT") (value . "1:30"))
+                        "^:EFFORT: +1:30$"))
+        ((<= i 18) (let ((text (format "Approved note %d." i)))
+                     (list "add_note" `((text . ,text)) (regexp-quote text))))
+        (t (list "refile" `((target_id . ,(if (= i 19) "bench-project-alpha" "bench-project-beta")))
+                 (list :parent (if (= i 19) "Project Alpha" "Project Beta"))))))
+
+(defun org-agent-bench--approvals-note (headlines)
+  "Text of section 11's note: HEADLINES memex headlines around the inbox.
+The inbox's 20 TODO tasks (odd ones and the refiled ones with an
+:ID:, the others with the store's path ids; every third tagged) sit
+in the middle, followed by the two projects they may be refiled to."
+  (setq org-agent-bench--rng 2463534242)
+  (with-temp-buffer
+    (set-buffer-multibyte t)
+    (insert "#+TITLE: Approvals bench\n\n")
+    (let ((level 0) (n 900000) (half (/ headlines 2)))
+      (cl-flet ((memex (count)
+                  (setq level 0)
+                  (dotimes (_ count)
+                    (setq level (org-agent-bench--next-level level))
+                    (org-agent-bench--insert-headline n level)
+                    (cl-incf n))))
+        (memex half)
+        (insert "* Inbox\n")
+        (dotimes (k 20)
+          (let ((i (1+ k)))
+            (insert (format "** TODO Approval task %02d %s%s\n" i (org-agent-bench--words 2 5)
+                            (if (= 0 (% i 3)) " :work:" "")))
+            (when (or (cl-oddp i) (>= i 19))
+              (insert (format ":PROPERTIES:\n:ID:       bench-approval-%02d\n:END:\n" i)))
+            (insert (org-agent-bench--words 4 10) ".\n")))
+        (insert "* Project Alpha\n:PROPERTIES:\n:ID:       bench-project-alpha\n:END:\n"
+                "** TODO Existing step of Alpha\n"
+                "* Project Beta\n:PROPERTIES:\n:ID:       bench-project-beta\n:END:\n"
+                "** TODO Existing step of Beta\n")
+        (memex (- headlines half))))
+    (buffer-string)))
+
+(defun org-agent-bench--approvals-check (file)
+  "Which of the 20 edits FILE on disk shows: (DONE-COUNT . MISSING-TASK-NUMBERS)."
+  (with-temp-buffer
+    (insert-file-contents file)
+    (let (missing)
+      (dotimes (k 20)
+        (let* ((i (1+ k))
+               (check (nth 2 (org-agent-bench--approvals-edit i))))
+          (goto-char (point-min))
+          (if (not (re-search-forward (format "^\\*+ .*Approval task %02d " i) nil t))
+              (push i missing)
+            (let* ((start (line-beginning-position))
+                   (end (save-excursion (if (re-search-forward "^\\*+ " nil t)
+                                            (match-beginning 0)
+                                          (point-max))))
+                   (entry (buffer-substring-no-properties start end))
+                   (parent (save-excursion
+                             (and (re-search-backward "^\\* \\(.*\\)$" nil t)
+                                  (match-string-no-properties 1)))))
+              (unless (if (stringp check)
+                          (string-match-p check entry)
+                        (and (string-prefix-p "** " entry)
+                             (equal parent (plist-get check :parent))))
+                (push i missing))))))
+      (cons (- 20 (length missing)) (nreverse missing)))))
+
+(defvar org-agent-bench--tallies (make-hash-table)
+  "Function symbol → [MILLISECONDS CALLS GC-MILLISECONDS] since last cleared.
+See `org-agent-bench--tally'.")
+
+(defun org-agent-bench--tally (symbol)
+  "Add the time, count and GC time of each call of function SYMBOL to its tally."
+  (advice-add symbol :around
+              (lambda (fn &rest args)
+                (let ((t0 (float-time)) (gc0 gc-elapsed))
+                  (unwind-protect (apply fn args)
+                    (let ((cell (or (gethash symbol org-agent-bench--tallies)
+                                    (puthash symbol (vector 0.0 0 0.0) org-agent-bench--tallies))))
+                      (cl-incf (aref cell 0) (* 1000 (- (float-time) t0)))
+                      (cl-incf (aref cell 1))
+                      (cl-incf (aref cell 2) (* 1000 (- gc-elapsed gc0)))))))
+              '((name . org-agent-bench-tally))))
+
+(defun org-agent-bench--untally (symbol)
+  "Stop tallying the function SYMBOL."
+  (advice-remove symbol 'org-agent-bench-tally))
+
+(defun org-agent-bench--tallied (symbol &optional what)
+  "Milliseconds tallied for SYMBOL; WHAT `calls': how many calls, `gc': GC ms."
+  (let ((cell (gethash symbol org-agent-bench--tallies)))
+    (cond ((null cell) (if (eq what 'calls) 0 0.0))
+          ((eq what 'calls) (aref cell 1))
+          ((eq what 'gc) (aref cell 2))
+          (t (aref cell 0)))))
+
+(defvar org-agent-bench--ingests nil
+  "Requests of asynchronous buffer ingests, newest first.")
+
+(defun org-agent-bench--note-ingest (fn &optional buffer async callback)
+  "Call FN with BUFFER, ASYNC and CALLBACK; remember an asynchronous request."
+  (let ((result (funcall fn buffer async callback)))
+    (when (and async (integerp result)) (push result org-agent-bench--ingests))
+    result))
+
+(defun org-agent-bench--percentile (xs p)
+  "The P-th quantile (0-1) of the numbers XS, by nearest rank."
+  (let ((s (sort (copy-sequence xs) #'<)))
+    (nth (max 0 (1- (ceiling (* p (length s))))) s)))
+
+(defconst org-agent-bench--approvals-timed
+  '(org-agent-actuator-run save-buffer org-agent-ingest-buffer org-agent--approval-settle
+    org-agent-approvals--refresh-if-shown org-agent-approvals--get org-agent-approvals--queued)
+  "The functions section 11 splits an approval's time into.")
+
+(defconst org-agent-bench--approvals-per-run 3
+  "Proposals one background run of section 11 queues.
+A turn ends once the model had more than `max_denials' (3) refusals
+\(src/agent/turn/act.rs), and a proposal queued for the user counts as
+one: a run proposing more queues its fourth and fails.  The probe at
+the start of the section shows whether that still holds.")
+
+(defun org-agent-bench--approvals-prepare (file text state)
+  "Write TEXT to FILE, ingest it into a fresh store STATE, load the skill.
+STATE is relative to the bench's temporary directory.  Return the
+store's headlines as (:id :title) plists."
+  (when-let ((old (get-file-buffer file)))
+    (with-current-buffer old (set-buffer-modified-p nil))
+    (kill-buffer old))
+  (let ((coding-system-for-write 'utf-8-unix))
+    (write-region text nil file nil 'silent))
+  ;; A fresh store, and so a fresh approvals queue, with the note in it.
+  (let ((ingest (org-agent-bench--dir-ingest (file-name-directory file) state)))
+    (unless (eq (plist-get (cadr ingest) :type) 'directory-done)
+      (error "Section 11: ingesting %s failed: %S" file (cadr ingest))))
+  (org-agent--send-privacy)
+  (let (report)
+    (org-agent-skills-reload (lambda (e) (setq report e)))
+    (unless (org-agent-bench--wait-for (lambda () report) 60)
+      (error "Section 11: the skills did not load")))
+  (unless (eq (plist-get (seq-find (lambda (s) (equal (plist-get s :name) "bench-approvals"))
+                                   (org-agent-skills-list))
+                         :status)
+              'active)
+    (error "Section 11: the skill bench-approvals is not active"))
+  (org-agent-query :type 'headline :fields '(:id :title)))
+
+(defun org-agent-bench--approvals-calls (headlines from to)
+  "The tool calls (NAME ARGS) of the edits FROM to TO, for the store's HEADLINES."
+  (cl-loop for i from from to to
+           for prefix = (format "Approval task %02d " i)
+           for node = (seq-find (lambda (n) (string-prefix-p prefix (plist-get n :title)))
+                                headlines)
+           for edit = (org-agent-bench--approvals-edit i)
+           unless node do (error "Section 11: no node %s in the store" prefix)
+           collect (list (car edit) (cons (cons 'id (plist-get node :id)) (cadr edit)))))
+
+(defun org-agent-bench--approvals-skill-run (calls)
+  "Run the skill once, the model proposing CALLS; return the run's outcome plist.
+Wait until every pending proposal has its preview (made on the main
+thread as it is queued), so that none arrives for another store."
+  (let* ((finished nil)
+         (org-agent-skill-finished-functions
+          (list (lambda (_name outcome) (setq finished outcome)))))
+    (org-agent-test-server-push :text "" :calls (vconcat calls))
+    (org-agent-test-server-push :text "Proposed the edits.")
+    (org-agent-skill-run "bench-approvals" "Tidy the inbox." "the approvals bench")
+    (unless (org-agent-bench--wait-for (lambda () finished) 120)
+      (error "Section 11: the background run did not finish"))
+    (unless (org-agent-bench--wait-for
+             (lambda () (cl-every (lambda (p) (plist-get p :diff)) (org-agent-approvals-list)))
+             60)
+      (error "Section 11: the proposals were not all previewed"))
+    finished))
+
+(defun org-agent-bench--approvals-run (state file text)
+  "One run of section 11: queue 20 proposals, approve them; return the figures.
+FILE is written anew with TEXT and ingested into a fresh store STATE."
+  (let* ((org-agent-state-directory (expand-file-name (concat state "/") org-agent-bench--tmp))
+         (headlines (org-agent-bench--approvals-prepare file text state))
+         (runs 0)
+         (approvals nil))
+    (clrhash org-agent-bench--tallies)
+    (cl-loop for from from 1 to 20 by org-agent-bench--approvals-per-run
+             for to = (min 20 (+ from org-agent-bench--approvals-per-run -1))
+             for outcome = (org-agent-bench--approvals-skill-run
+                            (org-agent-bench--approvals-calls headlines from to))
+             do (cl-incf runs)
+             unless (and (eq (plist-get outcome :outcome) 'done)
+                         (= (length (plist-get outcome :queued)) (1+ (- to from))))
+             do (error "Section 11: a run proposing %d edits ended so: %S" (1+ (- to from)) outcome))
+    (unless (= (length (org-agent-approvals-list)) 20)
+      (error "Section 11: %d proposals pending, not 20" (length (org-agent-approvals-list))))
+    (let ((preview-ms (org-agent-bench--tallied 'org-agent-approvals--queued))
+          (tools (mapcar (lambda (p) (plist-get p :tool)) (org-agent-approvals-list)))
+          (buffer (progn (org-agent-approvals) (get-buffer org-agent-approvals-buffer-name)))
+          (note-buffer (get-file-buffer file))
+          gcs0 gc0)
+      (garbage-collect)
+      (with-current-buffer buffer
+        (let ((command (key-binding "a")))
+          (unless (eq command #'org-agent-approvals-approve-at-point)
+            (error "Section 11: a runs %S in the approvals buffer" command))
+          (setq gcs0 gcs-done gc0 gc-elapsed)
+          (dotimes (_ 20)
+            ;; As the user: point on the first proposal, press a.
+            (goto-char (point-min))
+            (org-agent-bench--move-to-proposal)
+            (let* ((id (get-text-property (point) 'org-agent-approval))
+                   (tool (plist-get (seq-find (lambda (p) (eql (plist-get p :id) id))
+                                              (org-agent-approvals-list))
+                                    :tool))
+                   (gcs gcs-done) (gc gc-elapsed)
+                   (consed (org-agent-bench--consed))
+                   (ms (progn
+                         (clrhash org-agent-bench--tallies)
+                         (setq org-agent-bench--ingests nil)
+                         (* 1000 (org-agent-bench--time (call-interactively command)))))
+                   (parts (mapcar (lambda (f) (list (org-agent-bench--tallied f)
+                                                    (org-agent-bench--tallied f 'gc)))
+                                  '(org-agent-actuator-run org-agent--approval-settle
+                                    org-agent-approvals--refresh-if-shown
+                                    org-agent-approvals--get))))
+              (push (list :id id :tool tool :ms ms :gcs (- gcs-done gcs)
+                          :gc-ms (* 1000 (- gc-elapsed gc))
+                          :kb (/ (- (org-agent-bench--consed) consed) 1000.0)
+                          :actuator (car (nth 0 parts))
+                          :save (org-agent-bench--tallied 'save-buffer)
+                          :ingest (org-agent-bench--tallied 'org-agent-ingest-buffer)
+                          :ingests (org-agent-bench--tallied 'org-agent-ingest-buffer 'calls)
+                          :settle (car (nth 1 parts))
+                          :refresh (car (nth 2 parts))
+                          :get (car (nth 3 parts))
+                          :other (- ms (apply #'+ (mapcar #'car parts)))
+                          ;; The same, net of the garbage collections inside them.
+                          :net-actuator (apply #'- (nth 0 parts))
+                          :net-save (- (org-agent-bench--tallied 'save-buffer)
+                                       (org-agent-bench--tallied 'save-buffer 'gc))
+                          :net-ingest (- (org-agent-bench--tallied 'org-agent-ingest-buffer)
+                                         (org-agent-bench--tallied 'org-agent-ingest-buffer 'gc))
+                          :net-refresh (apply #'- (nth 2 parts))
+                          :net-ms (- ms (* 1000 (- gc-elapsed gc))))
+                    approvals)
+              ;; The user's next key comes later: the store catches up with the edit.
+              (dolist (request org-agent-bench--ingests)
+                (unless (org-agent-bench--wait request 30)
+                  (error "Section 11: the ingest after approving #%s did not finish" id)))
+              (org-agent-bench--wait-for #'ignore 0.02)))))
+      (setq gcs0 (- gcs-done gcs0) gc0 (* 1000 (- gc-elapsed gc0)))
+      ;; A bench that measures nothing is a defect: the 20 edits are in the file.
+      (let ((check (org-agent-bench--approvals-check file))
+            (pending (length (org-agent-approvals-list)))
+            (approved (cl-count-if (lambda (p) (eq (plist-get p :state) 'approved))
+                                   (org-agent-approvals-list t))))
+        (unless (and (= (car check) 20) (= pending 0) (= approved 20)
+                     (not (buffer-modified-p note-buffer)))
+          (error "Section 11: %d/20 edits on disk (missing tasks %S), %d pending, %d approved"
+                 (car check) (cdr check) pending approved))
+        (kill-buffer buffer)
+        (list :approvals (nreverse approvals) :preview-ms preview-ms :tools tools :runs runs
+              :bytes (org-agent-bench--size file) :on-disk (car check)
+              :gcs gcs0 :gc-ms gc0
+              :headlines (with-temp-buffer
+                           (insert-file-contents file)
+                           (how-many "^\\*+ " (point-min) (point-max))))))))
+
+(defun org-agent-bench--move-to-proposal ()
+  "Move point to the start of the first proposal after it, or signal."
+  (let ((match (text-property-search-forward 'org-agent-approval nil
+                                             (lambda (_ prop) prop))))
+    (unless match (error "Section 11: no proposal left in the approvals buffer"))
+    (goto-char (prop-match-beginning match))))
+
+(defun org-agent-bench--approvals-probe (file text)
+  "Whether one background run can queue all 20 edits of FILE (TEXT).
+Return its outcome plist; it runs in a store of its own."
+  (let* ((state "approvals-probe/state")
+         (org-agent-state-directory (expand-file-name (concat state "/") org-agent-bench--tmp))
+         (headlines (org-agent-bench--approvals-prepare file text state)))
+    (org-agent-bench--approvals-skill-run (org-agent-bench--approvals-calls headlines 1 20))))
+
+(defun org-agent-bench--approvals-backend (port)
+  "The backends list of the test server on PORT."
+  `((:name "bench" :url ,(format "http://127.0.0.1:%d/v1" port) :model "bench" :key "none")))
+
+(defun org-agent-bench-approvals ()
+  "Section 11: the main-thread time of approving 20 proposals of background runs."
+  (require 'org-agent-test-server
+           (expand-file-name "tests/elisp/org-agent-test-server.el" org-agent-bench-root))
+  (let* ((binary (or (getenv "ORG_AGENT_BENCH_LLM_SERVER")
+                     (org-agent-test-server-binary org-agent-bench-root t)))
+         (notes (file-name-as-directory (expand-file-name "approvals/notes" org-agent-bench--tmp)))
+         (skills (file-name-as-directory (expand-file-name "approvals/skills" org-agent-bench--tmp)))
+         (file (expand-file-name "inbox.org" notes))
+         (text (org-agent-bench--approvals-note org-agent-bench-approvals-headlines))
+         (org-agent-directories (list notes))
+         (org-agent-skill-directories (list skills))
+         (org-agent-skill-import-directories nil)
+         (org-agent-skill-runs-quiet t)
+         ;; As with `org-agent-mode' on: a save re-ingests the buffer.
+         (after-save-hook (cons #'org-agent--after-save after-save-hook))
+         probe runs)
+    (make-directory notes t)
+    (make-directory (expand-file-name "bench-approvals" skills) t)
+    (with-temp-file (expand-file-name "bench-approvals/SKILL.org" skills)
+      (insert org-agent-bench--approvals-skill))
+    (dolist (f org-agent-bench--approvals-timed) (org-agent-bench--tally f))
+    (advice-add 'org-agent-ingest-buffer :around #'org-agent-bench--note-ingest)
+    (unwind-protect
+        (progn
+          (org-agent-bench--progress "approvals: one run proposing all 20...")
+          (setq probe (let ((org-agent-backends (org-agent-bench--approvals-backend
+                                                 (org-agent-test-server-start binary))))
+                        (org-agent-bench--approvals-probe file text)))
+          ;; A run that gave up leaves scripted replies unread: a fresh server.
+          (let ((org-agent-backends (org-agent-bench--approvals-backend
+                                     (org-agent-test-server-start binary))))
+            (dotimes (run org-agent-bench-approvals-runs)
+              (org-agent-bench--progress "approvals: run %d of %d..." (1+ run)
+                                         org-agent-bench-approvals-runs)
+              (push (org-agent-bench--approvals-run (format "approvals/state-%d" run) file text)
+                    runs))))
+      (dolist (f org-agent-bench--approvals-timed) (org-agent-bench--untally f))
+      (advice-remove 'org-agent-ingest-buffer #'org-agent-bench--note-ingest)
+      (org-agent-test-server-stop)
+      (when-let ((buffer (get-file-buffer file)))
+        (with-current-buffer buffer (set-buffer-modified-p nil))
+        (kill-buffer buffer)))
+    (setq runs (nreverse runs))
+    (let* ((first (car runs))
+           (per-run (lambda (fn) (org-agent-bench--median (mapcar fn runs))))
+           (field-median (lambda (key)
+                           (funcall per-run (lambda (r) (org-agent-bench--median
+                                                         (mapcar (lambda (a) (plist-get a key))
+                                                                 (plist-get r :approvals)))))))
+           (ms-of (lambda (r) (mapcar (lambda (a) (plist-get a :ms)) (plist-get r :approvals))))
+           (median (funcall per-run (lambda (r) (org-agent-bench--median (funcall ms-of r)))))
+           (p95 (funcall per-run (lambda (r) (org-agent-bench--percentile (funcall ms-of r) 0.95))))
+           (worst (funcall per-run (lambda (r) (apply #'max (funcall ms-of r)))))
+           (totals (mapcar (lambda (r) (apply #'+ (funcall ms-of r))) runs))
+           (total (org-agent-bench--median totals))
+           (full-gc-ms (progn (garbage-collect)
+                              (* 1000 (org-agent-bench--median
+                                       (org-agent-bench--repeat-times 3 #'garbage-collect)))))
+           (all (apply #'append (mapcar (lambda (r) (plist-get r :approvals)) runs))))
+      (org-agent-bench--out "\n== 11. Approving 20 proposals of a skill's background runs (note: %d headlines, %s MB; %d runs, a fresh queue each)"
+                            (plist-get first :headlines)
+                            (org-agent-bench--fmt (org-agent-bench--mb (plist-get first :bytes)))
+                            (length runs))
+      (org-agent-bench--out "  one background run proposing all 20: %d queued, %s%s"
+                            (length (plist-get probe :queued)) (plist-get probe :outcome)
+                            (if (eq (plist-get probe :outcome) 'failed)
+                                (format " (%s)" (truncate-string-to-width
+                                                 (or (plist-get probe :message) "") 60 nil nil "…"))
+                              ""))
+      (org-agent-bench--out "  so queued by %d runs of <= %d: %s; previewed on the main thread as queued: %s ms for the 20"
+                            (plist-get first :runs) org-agent-bench--approvals-per-run
+                            (mapconcat (lambda (tool) (format "%s %d" tool (cl-count tool (plist-get first :tools)
+                                                                                     :test #'equal)))
+                                       (delete-dups (copy-sequence (plist-get first :tools))) ", ")
+                            (org-agent-bench--fmt (funcall per-run (lambda (r) (plist-get r :preview-ms)))))
+      (org-agent-bench--out "  approve one (a in the approvals buffer), main thread: median %s ms, p95 %s ms, max %s ms (medians of runs)"
+                            (org-agent-bench--fmt median) (org-agent-bench--fmt p95)
+                            (org-agent-bench--fmt worst))
+      (org-agent-bench--out "  the batch of 20: %s ms in all (median; runs: %s ms)"
+                            (org-agent-bench--fmt total)
+                            (mapconcat #'org-agent-bench--fmt totals ", "))
+      (org-agent-bench--out "  one approval, medians: actuator %s ms (of which save-buffer %s, store ingest copies %s in %s calls), queue settle %s, buffer refresh %s, finding it %s, other %s"
+                            (org-agent-bench--fmt (funcall field-median :actuator))
+                            (org-agent-bench--fmt (funcall field-median :save))
+                            (org-agent-bench--fmt (funcall field-median :ingest))
+                            (org-agent-bench--fmt (funcall field-median :ingests))
+                            (org-agent-bench--fmt (funcall field-median :settle))
+                            (org-agent-bench--fmt (funcall field-median :refresh))
+                            (org-agent-bench--fmt (funcall field-median :get))
+                            (org-agent-bench--fmt (funcall field-median :other)))
+      (org-agent-bench--out "  the same net of GC: approval %s ms, actuator %s (save-buffer %s, ingest copies %s), buffer refresh %s; GC %s ms in %s collections per approval, %s KB allocated (GC every %d KB; a full GC here: %s ms)"
+                            (org-agent-bench--fmt (funcall field-median :net-ms))
+                            (org-agent-bench--fmt (funcall field-median :net-actuator))
+                            (org-agent-bench--fmt (funcall field-median :net-save))
+                            (org-agent-bench--fmt (funcall field-median :net-ingest))
+                            (org-agent-bench--fmt (funcall field-median :net-refresh))
+                            (org-agent-bench--fmt (funcall field-median :gc-ms))
+                            (org-agent-bench--fmt (funcall field-median :gcs))
+                            (org-agent-bench--fmt (funcall field-median :kb))
+                            (/ gc-cons-threshold 1000)
+                            (org-agent-bench--fmt full-gc-ms))
+      (org-agent-bench--out "  buffer refresh net of GC, as the list shrinks: %s ms with 18 proposals left, %s ms with 1 left (diffs fontified again each time)"
+                            (org-agent-bench--fmt
+                             (funcall per-run (lambda (r) (plist-get (nth 1 (plist-get r :approvals)) :net-refresh))))
+                            (org-agent-bench--fmt
+                             (funcall per-run (lambda (r) (plist-get (nth 18 (plist-get r :approvals)) :net-refresh)))))
+      (org-agent-bench--out "  by verb, median ms (of which actuator): %s"
+                            (mapconcat
+                             (lambda (tool)
+                               (let ((of (seq-filter (lambda (a) (equal (plist-get a :tool) tool)) all)))
+                                 (format "%s %s (%s)" tool
+                                         (org-agent-bench--fmt
+                                          (org-agent-bench--median (mapcar (lambda (a) (plist-get a :ms)) of)))
+                                         (org-agent-bench--fmt
+                                          (org-agent-bench--median (mapcar (lambda (a) (plist-get a :actuator)) of))))))
+                             (delete-dups (mapcar (lambda (a) (plist-get a :tool)) all)) ", "))
+      (let ((slowest (car (sort (copy-sequence all) (lambda (a b) (> (plist-get a :ms) (plist-get b :ms)))))))
+        (org-agent-bench--out "  slowest approval: #%d %s, %s ms (actuator %s, save-buffer %s, buffer refresh %s; %d GCs, %s ms)"
+                              (plist-get slowest :id) (plist-get slowest :tool)
+                              (org-agent-bench--fmt (plist-get slowest :ms))
+                              (org-agent-bench--fmt (plist-get slowest :actuator))
+                              (org-agent-bench--fmt (plist-get slowest :save))
+                              (org-agent-bench--fmt (plist-get slowest :refresh))
+                              (plist-get slowest :gcs)
+                              (org-agent-bench--fmt (plist-get slowest :gc-ms))))
+      (org-agent-bench--out "  garbage collections during the 20: %s, %s ms of the %s ms (median of runs)"
+                            (funcall per-run (lambda (r) (plist-get r :gcs)))
+                            (org-agent-bench--fmt (funcall per-run (lambda (r) (plist-get r :gc-ms))))
+                            (org-agent-bench--fmt total))
+      (org-agent-bench--out "  checked each run: %s of 20 edits in the file on disk, no proposal pending, 20 settled as approved"
+                            (mapconcat (lambda (r) (number-to-string (plist-get r :on-disk))) runs "/"))
+      (org-agent-bench--out "  (batch Emacs: no redisplay; between approvals the store catches up, as at a user's pace)")
+      (org-agent-bench--row "11 approve one proposal: main thread (median)" median "ms" "<= 100"
+                            (org-agent-bench--verdict median #'<= 100))
+      (org-agent-bench--row "11 approve a batch of 20 proposals: main thread, total" total "ms" "" "")
+      (org-agent-bench--row "11 proposals one background run can queue (of 20)"
+                            (length (plist-get probe :queued)) "" "20"
+                            (if (and (eq (plist-get probe :outcome) 'done)
+                                     (= (length (plist-get probe :queued)) 20))
+                                "PASS" "MISS")))))
+
 ;;;; Driver
 
 (defun org-agent-bench--header ()
@@ -1416,6 +1913,15 @@ Return its plist, or (:case NAME :timeout t)."
                  (org-agent-bench-hostile))
         (org-agent-bench--cleanup))
       (kill-emacs 0))
+    (when (equal (getenv "ORG_AGENT_BENCH_ONLY") "approvals")
+      (unwind-protect
+          (progn (org-agent-bench--header)
+                 (org-agent-bench-approvals)
+                 (org-agent-bench--summary))
+        (ignore-errors (org-agent-flush))
+        (ignore-errors (org-agent--store-close))
+        (org-agent-bench--cleanup))
+      (kill-emacs 0))
     (unwind-protect
         (progn
           (org-agent-bench--header)
@@ -1444,7 +1950,9 @@ Return its plist, or (:case NAME :timeout t)."
             (unless only-skills
               (org-agent-bench-chat (plist-get (org-agent-store-stats) :headlines)))
             (unless only-chat
-              (org-agent-bench-skills (plist-get (org-agent-store-stats) :headlines))))
+              (org-agent-bench-skills (plist-get (org-agent-store-stats) :headlines)))
+            (unless (or only-chat only-skills)
+              (org-agent-bench-approvals)))
           (org-agent-bench--summary)
           (org-agent-bench--out "\n  total run time %.0f s" (float-time (time-since start))))
       (ignore-errors (org-agent-flush))
