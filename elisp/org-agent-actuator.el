@@ -241,9 +241,18 @@ The body starts after the planning line and drawers."
 Save it first when `org-agent-actuator-save-after-edit' and it was
 not WAS-MODIFIED before the edit.  A preview's copy stays as it is."
   (unless org-agent-actuator--preview
-    (when (and org-agent-actuator-save-after-edit (not was-modified) buffer-file-name)
-      (save-buffer))
-    (org-agent-ingest-buffer nil t)))
+    (let ((saved (and org-agent-actuator-save-after-edit (not was-modified) buffer-file-name
+                      (progn (save-buffer) t))))
+      ;; With `org-agent-mode' on, the save's own hook has re-ingested the buffer:
+      ;; a second copy of the whole text would only make garbage.
+      (unless (and saved (org-agent-actuator--save-ingests-p))
+        (org-agent-ingest-buffer nil t)))))
+
+(defun org-agent-actuator--save-ingests-p ()
+  "Non-nil when saving the current buffer re-ingests it (`org-agent--after-save')."
+  (or (memq #'org-agent--after-save after-save-hook)
+      (and (memq t after-save-hook)
+           (memq #'org-agent--after-save (default-value 'after-save-hook)))))
 
 ;;;; Org's log notes
 

@@ -115,6 +115,25 @@ proposal at point, \\[org-agent-approvals-deny-at-point] denies it,
 \\[org-agent-approvals-open-queue] opens the queue's Org file."
   (setq truncate-lines nil))
 
+(defvar org-agent-approvals--fontified-diffs (make-hash-table)
+  "Proposal id → (DIFF . DIFF with diff-mode's faces).
+Fontifying a diff takes milliseconds; the buffer is filled again
+after every answer, so without this, clearing a batch of N would
+fontify N²/2 diffs.")
+
+(defun org-agent-approvals--fontified (id diff)
+  "DIFF of proposal ID with the faces `diff-mode' gives it, made once."
+  (let ((cached (gethash id org-agent-approvals--fontified-diffs)))
+    (if (equal (car cached) diff)
+        (cdr cached)
+      (let ((fontified (with-temp-buffer
+                         (insert diff)
+                         (delay-mode-hooks (diff-mode))
+                         (font-lock-ensure)
+                         (buffer-string))))
+        (puthash id (cons diff fontified) org-agent-approvals--fontified-diffs)
+        fontified))))
+
 (defun org-agent-approvals--insert (proposal)
   "Insert PROPOSAL, with its id as a text property."
   (let ((start (point))
@@ -136,11 +155,7 @@ proposal at point, \\[org-agent-approvals-deny-at-point] denies it,
         ;; The diff's own faces, without turning the buffer into a diff buffer.
         (let ((text (buffer-substring diff-start (point))))
           (delete-region diff-start (point))
-          (insert (with-temp-buffer
-                    (insert text)
-                    (delay-mode-hooks (diff-mode))
-                    (font-lock-ensure)
-                    (buffer-string))))))
+          (insert (org-agent-approvals--fontified (plist-get proposal :id) text)))))
     (insert "\n")
     (put-text-property start (point) 'org-agent-approval (plist-get proposal :id))))
 
@@ -149,6 +164,11 @@ proposal at point, \\[org-agent-approvals-deny-at-point] denies it,
   (let ((inhibit-read-only t)
         (line (line-number-at-pos))
         (proposals (org-agent-approvals-list)))
+    ;; Only the pending proposals' diffs are worth keeping.
+    (let ((pending (mapcar (lambda (p) (plist-get p :id)) proposals)))
+      (maphash (lambda (id _)
+                 (unless (memq id pending) (remhash id org-agent-approvals--fontified-diffs)))
+               org-agent-approvals--fontified-diffs))
     (erase-buffer)
     (if (null proposals)
         (insert "Nothing waits for your approval.\n")

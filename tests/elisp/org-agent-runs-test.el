@@ -384,4 +384,24 @@ A save it does not match runs nothing; approved, the edit is one undo step."
                 (should (equal (buffer-string) saved)))))
         (remove-hook 'after-save-hook #'org-agent--after-save)))))
 
+(ert-deftest org-agent-runs-a-batch-of-proposals-is-queued-not-refused ()
+  "A run proposing more edits than the refusals limit queues them all and ends well.
+A queued proposal is not a refusal: the inbox or the gardener propose
+batches the user takes item by item."
+  (org-agent-runs-test--with-skill
+    (let ((titles '("Renew the library card" "Call the plumber about the leak"
+                    "Finish \"The Org Mode Manual\", chapter 8")))
+      (dolist (title titles)
+        (org-agent-test-server-push
+         :text "" :calls `[("set_todo" ((id . ,(org-agent-runs-test--id title)) (state . "DONE")))])
+        (org-agent-test-server-push
+         :text "" :calls `[("schedule" ((id . ,(org-agent-runs-test--id title)) (date . "2026-12-01")))]))
+      (org-agent-test-server-push :text "Six proposals wait for you.")
+      (org-agent-skill-run "plumbing" "Tidy the tasks." "a test")
+      (should (org-agent-test-wait (lambda () finished) 60))
+      (let ((outcome (cadr (car finished))))
+        (should (eq (plist-get outcome :outcome) 'done))
+        (should (= (length (plist-get outcome :queued)) 6)))
+      (should (= (length (org-agent-approvals-list)) 6)))))
+
 ;;; org-agent-runs-test.el ends here

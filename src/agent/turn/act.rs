@@ -71,6 +71,11 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
                     self.conversation.context.read_untrusted(read);
                     outcome
                 }
+                // A proposal queued for the user is not a refusal: a background run may
+                // queue a whole batch (the inbox, the gardener) without giving up.
+                None if decided.label == "ask: queued" => {
+                    (false, format!("queued: {}", decided.reasons.join("; ")))
+                }
                 None => self.refused(&decided.reasons)?,
             };
             if let Some(key) = edit_key {
