@@ -17,19 +17,31 @@
 //!   naming someone (`WAITING_FOR`, `DELEGATED_TO`, `WHO`, `ASSIGNEE`…). A `- Note taken on`
 //!   entry or a state change logged with a note (`\\` at its end) counts as saying it.
 //!
-//! Every pass walks the nodes of each file once, in document order, and allocates only for
-//! what it reports: a subtree is the run of nodes after its headline whose text starts
-//! inside it.
+//! Every pass visits the headlines with a TODO keyword or a `project` tag, found in each
+//! file's indexes, in document order; it allocates per file and for what it reports. A
+//! subtree is the run of nodes after its headline whose text starts inside it.
 
 use super::{Cx, Finding};
 use crate::store::{FileDoc, Node, NodeKind, TodoType};
 use std::sync::Arc;
 
+/// The kinds in the order a headline's findings are listed.
+const KINDS: [&str; 3] = [
+    "done-over-open-children",
+    "waiting-without-note",
+    "project-without-next-action",
+];
+
 pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
     let mut out = Vec::new();
     for doc in cx.files() {
-        for i in 1..doc.nodes.len() {
+        let start = out.len();
+        let mut actions = NextActions::of(doc);
+        // Last to first: a project's tasks are all seen before it is (see NextActions).
+        for &i in tasks(doc).iter().rev() {
+            let i = i as usize;
             let n = &doc.nodes[i];
+            actions.visit(doc, i);
             if n.content.kind != NodeKind::Headline {
                 continue;
             }
@@ -53,7 +65,7 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
                 }
                 _ => {}
             }
-            if is_active_project(n) && !archived(doc, n) && !has_next_action(doc, i) {
+            if is_active_project(n) && !archived(doc, n) && !actions.below(i) {
                 let r = Cx::at(doc, i as u32);
                 if cx.shows(&r) {
                     out.push(Finding {
@@ -71,8 +83,22 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
                 }
             }
         }
+        in_order(&mut out[start..], &KINDS);
     }
     out
+}
+
+/// A file's findings in document order, each headline's in the order of `kinds`.
+pub(super) fn in_order(findings: &mut [Finding], kinds: &[&str]) {
+    findings.sort_by_key(|f| {
+        (
+            f.node.index,
+            kinds
+                .iter()
+                .position(|k| *k == f.kind)
+                .unwrap_or(kinds.len()),
+        )
+    });
 }
 
 /// `done-over-open-children` for the done headline `i`, when it has open tasks below.
@@ -177,28 +203,72 @@ pub(super) fn archived(doc: &FileDoc, n: &Node) -> bool {
 /// starts).
 pub(super) fn subtree_end(doc: &FileDoc, i: usize) -> usize {
     let end = doc.nodes[i].end;
-    let mut k = i + 1;
-    while k < doc.nodes.len() && doc.nodes[k].begin < end {
-        k += 1;
-    }
-    k
+    // Nodes are in document order, so their starts rise: a binary search, which keeps a
+    // walk over deeply nested headlines linear.
+    i + 1 + doc.nodes[i + 1..].partition_point(|n| n.begin < end)
 }
 
-/// Whether some open task below project `i` is a next action: not parked, not a project
-/// itself, not archived. Private ones count too: saying the project has none would be
-/// wrong, and saying nothing tells nothing.
-pub(super) fn has_next_action(doc: &FileDoc, i: usize) -> bool {
-    (i + 1..subtree_end(doc, i)).any(|k| {
-        let c = &doc.nodes[k];
-        is_open(c)
-            && !c
-                .content
-                .todo
-                .as_deref()
-                .is_some_and(|k| PARKED.contains(&k))
-            && !c.content.has_tag("project")
-            && !c.has_tag("ARCHIVE")
-    })
+/// A next action: an open task, not parked, not a project itself, not archived.
+fn is_next_action(n: &Node) -> bool {
+    is_open(n)
+        && !n
+            .content
+            .todo
+            .as_deref()
+            .is_some_and(|k| PARKED.contains(&k))
+        && !n.content.has_tag("project")
+        && !n.has_tag("ARCHIVE")
+}
+
+/// The headlines of `doc` with a TODO keyword or the `project` tag, in document order: all
+/// the GTD scans look at, from the file's indexes, so the many headlines that are neither
+/// are never touched.
+pub(super) fn tasks(doc: &FileDoc) -> Vec<u32> {
+    let mut v: Vec<u32> = doc.todo_index.values().flatten().copied().collect();
+    if let Some(p) = doc.tag_index.get("project") {
+        v.extend(p);
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Whether a next action is below each headline of a file, learnt as its [`tasks`] are
+/// visited last to first: a headline's descendants come after it, so they are all visited
+/// before it is asked about. Each action marks its ancestors up to the first one already
+/// marked, so nested projects cost no more than flat ones. Private actions count too:
+/// saying a project has none would be wrong, and saying nothing tells nothing.
+pub(super) struct NextActions(Vec<bool>);
+
+impl NextActions {
+    /// Empty for a file with no project: nothing will ask.
+    pub(super) fn of(doc: &FileDoc) -> NextActions {
+        NextActions(if doc.tag_index.contains_key("project") {
+            vec![false; doc.nodes.len()]
+        } else {
+            Vec::new()
+        })
+    }
+
+    /// Visit task `k`: when it is a next action, its ancestors have one below them.
+    pub(super) fn visit(&mut self, doc: &FileDoc, k: usize) {
+        if self.0.is_empty() || !is_next_action(&doc.nodes[k]) {
+            return;
+        }
+        let mut up = doc.nodes[k].parent;
+        while let Some(p) = up {
+            match self.0.get_mut(p as usize) {
+                Some(mark) if !*mark => *mark = true,
+                _ => break,
+            }
+            up = doc.nodes[p as usize].parent;
+        }
+    }
+
+    /// Whether a next action is below headline `i`, once every task after it was visited.
+    pub(super) fn below(&self, i: usize) -> bool {
+        self.0.get(i).copied().unwrap_or(false)
+    }
 }
 
 /// Property keys that name whom a task waits for.
@@ -231,7 +301,8 @@ pub(super) fn says_who(n: &Node) -> bool {
         {
             return false;
         }
-        if let Some(entry) = l.strip_prefix("- ") {
+        // Org writes `- State …`; older notes have `-  State …`.
+        if let Some(entry) = l.strip_prefix("- ").map(str::trim_start) {
             if entry.starts_with("Note taken on") {
                 return true;
             }
@@ -333,6 +404,22 @@ pub(super) mod tests {
             .map(|f| f.node.node().content.title.as_str())
             .collect();
         assert_eq!(titles, ["Garden", "Book", "Invoice"]);
+    }
+
+    #[test]
+    fn nested_projects_share_their_next_actions_but_are_none() {
+        let text = format!(
+            "{KW}* Outer :project:\n** Inner :project:\n*** Notes\n**** NEXT Act\n\
+             * Alone :project:\n** TODO Sub :project:\n*** DONE Old\n"
+        );
+        let n = notes(&[("/n/a.org", &text)], Privacy::default());
+        let report = run(&n, Scan::GtdIntegrity, &input("2026-11-24")).unwrap();
+        let titles: Vec<&str> = report
+            .findings
+            .iter()
+            .map(|f| f.node.node().content.title.as_str())
+            .collect();
+        assert_eq!(titles, ["Alone", "Sub"], "{}", report.text(10));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `cx.input.today`.
 //!
 //! - `stuck-project`: an active project with no next action (Org's stuck projects; the rule
-//!   of the gtd-integrity scan, [`super::gtd::has_next_action`]).
+//!   of the gtd-integrity scan, [`super::gtd::NextActions`]).
 //! - `stale-waiting`: a WAITING (or WAIT) task waiting for more than [`STALE_DAYS`] days.
 //!   It has waited since the date of its last `- State "WAITING"` log entry, or, with none,
 //!   the latest inactive timestamp in its body (a `- Note taken on [..]` entry, "asked on
@@ -20,9 +20,10 @@
 //!   up to today.
 //!
 //! Archived headlines (`ARCHIVE` tag, `.org_archive` files) are left out, as the agenda
-//! leaves them out. One pass over each file's nodes; allocation only for findings.
+//! leaves them out. One pass over the headlines with a keyword or a `project` tag (the
+//! files' indexes); allocation per file and for findings.
 
-use super::gtd::{archived, has_next_action, is_active_project, is_open, is_waiting};
+use super::gtd::{archived, in_order, is_active_project, is_open, is_waiting, tasks, NextActions};
 use super::{Cx, Day, Finding};
 use crate::store::{FileDoc, Node, NodeKind, TodoType};
 use std::sync::Arc;
@@ -30,21 +31,32 @@ use std::sync::Arc;
 /// Days a task may wait before the review asks about it.
 pub const STALE_DAYS: i64 = 14;
 
+/// The kinds in the order a headline's findings are listed.
+const KINDS: [&str; 6] = [
+    "stuck-project",
+    "stale-waiting",
+    "overdue-deadline",
+    "scheduled-in-the-past",
+    "done-without-closed",
+    "project-closed-this-week",
+];
+
 pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
     let today = cx.input.today;
     let mut out = Vec::new();
     for doc in cx.files() {
-        let logs_closing = doc.nodes.iter().any(|n| {
-            n.content.todo_type == Some(TodoType::Done) && n.content.planning.closed.is_some()
-        });
-        for i in 1..doc.nodes.len() {
+        let start = out.len();
+        let mut actions = NextActions::of(doc);
+        // Whether the file logs closing is known only once all its done tasks are seen:
+        // the done tasks without a CLOSED line wait here until then.
+        let mut logs_closing = false;
+        let mut unclosed: Vec<usize> = Vec::new();
+        // Last to first: a project's tasks are all seen before it is (see NextActions).
+        for &i in tasks(doc).iter().rev() {
+            let i = i as usize;
             let n = &doc.nodes[i];
-            if n.content.kind != NodeKind::Headline
-                || n.content.todo_type.is_none() && !n.content.has_tag("project")
-            {
-                continue;
-            }
-            if archived(doc, n) {
+            actions.visit(doc, i);
+            if n.content.kind != NodeKind::Headline || archived(doc, n) {
                 continue;
             }
             let mut found = Found {
@@ -53,7 +65,7 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
                 i,
                 out: &mut out,
             };
-            if is_active_project(n) && !has_next_action(doc, i) {
+            if is_active_project(n) && !actions.below(i) {
                 found.push(
                     "stuck-project",
                     "an active project with no next action below it".into(),
@@ -64,18 +76,12 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
             if is_open(n) {
                 open_task(&mut found, n, today);
             } else if n.content.todo_type == Some(TodoType::Done) {
-                let closed = planning_day(&n.content.planning.closed);
-                if closed.is_none() && logs_closing {
-                    found.push(
-                        "done-without-closed",
-                        format!(
-                            "{} without a CLOSED date, though this file logs closing",
-                            keyword(n)
-                        ),
-                        "none needed unless the date matters; the reviews and the agenda's \
-                         log cannot count it",
-                    );
+                if n.content.planning.closed.is_none() {
+                    unclosed.push(i);
+                    continue;
                 }
+                logs_closing = true;
+                let closed = planning_day(&n.content.planning.closed);
                 if let Some(day) = closed.filter(|d| *d <= today && *d > today.plus(-7)) {
                     if n.content.has_tag("project") {
                         found.push(
@@ -87,6 +93,27 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
                 }
             }
         }
+        if logs_closing {
+            for i in unclosed {
+                let n = &doc.nodes[i];
+                Found {
+                    cx,
+                    doc,
+                    i,
+                    out: &mut out,
+                }
+                .push(
+                    "done-without-closed",
+                    format!(
+                        "{} without a CLOSED date, though this file logs closing",
+                        keyword(n)
+                    ),
+                    "none needed unless the date matters; the reviews and the agenda's log \
+                     cannot count it",
+                );
+            }
+        }
+        in_order(&mut out[start..], &KINDS);
     }
     out
 }
@@ -193,7 +220,9 @@ pub(super) fn waiting_since(n: &Node) -> Option<Day> {
     for line in n.content.body.lines() {
         let l = line.trim_start();
         let is_state = l
-            .strip_prefix("- State \"")
+            .strip_prefix('-')
+            .map(str::trim_start)
+            .and_then(|rest| rest.strip_prefix("State \""))
             .and_then(|rest| rest.strip_prefix(kw))
             .is_some_and(|rest| rest.starts_with('"'));
         for day in inactive_days(l) {
