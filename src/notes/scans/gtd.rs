@@ -17,6 +17,8 @@
 //!   naming someone (`WAITING_FOR`, `DELEGATED_TO`, `WHO`, `ASSIGNEE`…). A `- Note taken on`
 //!   entry or a state change logged with a note (`\\` at its end) counts as saying it.
 //!
+//! Archived headlines (`ARCHIVE` tag, `.org_archive` files) are left out.
+//!
 //! Every pass visits the headlines with a TODO keyword or a `project` tag, found in each
 //! file's indexes, in document order; it allocates per file and for what it reports. A
 //! subtree is the run of nodes after its headline whose text starts inside it.
@@ -42,7 +44,8 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
             let i = i as usize;
             let n = &doc.nodes[i];
             actions.visit(doc, i);
-            if n.content.kind != NodeKind::Headline {
+            // Archived trees are done with, as the agenda has it.
+            if n.content.kind != NodeKind::Headline || archived(doc, n) {
                 continue;
             }
             match n.content.todo_type {
@@ -65,7 +68,7 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
                 }
                 _ => {}
             }
-            if is_active_project(n) && !archived(doc, n) && !actions.below(i) {
+            if is_active_project(n) && !actions.below(i) {
                 let r = Cx::at(doc, i as u32);
                 if cx.shows(&r) {
                     out.push(Finding {
@@ -359,6 +362,7 @@ pub(super) mod tests {
              ** DONE Site\n*** NEXT Fix the footer\n\
              * DONE Tidy\n:PROPERTIES:\n:NOBLOCKING: t\n:END:\n** TODO Later\n\
              * DONE All done\n** DONE Part\n** Plain\n\
+             * DONE Archived :ARCHIVE:\n** TODO Left\n\
              * CANCELLED Trip\n** WAITING Visa\n:LOGBOOK:\n- Note taken on [2026-11-01 Sun] \\\\\n  embassy\n:END:\n"
         );
         let n = notes(&[("/n/a.org", &text)], Privacy::default());
