@@ -19,6 +19,7 @@
 (require 'org-agent-store)
 (require 'org-agent-backends)
 (require 'org-agent-chat)
+(require 'seq)
 (org-agent--declare-module-functions)
 
 (defcustom org-agent-skill-run-timeout 300
@@ -133,12 +134,35 @@ start of the turn and the user is asked as in any chat turn."
            (message "org-agent: skill %s failed: %s" skill (plist-get event :message)))
          (run-hook-with-args 'org-agent-skill-finished-functions skill outcome))))))
 
+(defcustom org-agent-shipped-skill-triggers nil
+  "Shipped skills whose triggers start background runs.
+The skills shipped with org-agent run when you or the model use
+them.  Their triggers (a save, a schedule, start-up, idle time)
+start background runs, which cost model calls, only for the skills
+named here, or for all of them when this is t.  Your own skills'
+triggers always fire."
+  :type '(choice (const :tag "All of them" t)
+                 (repeat :tag "These skills" string))
+  :group 'org-agent)
+
+(defun org-agent-runs--may-fire-p (name)
+  "Non-nil when skill NAME's triggers may start a background run."
+  (let ((skill (seq-find (lambda (s) (equal (plist-get s :name) name))
+                         (org-agent-skills--active-list))))
+    (or (not (eq (plist-get skill :source) 'shipped))
+        (eq org-agent-shipped-skill-triggers t)
+        (member name org-agent-shipped-skill-triggers))))
+
 (defun org-agent-runs--triggered (event)
-  "Start the run a trigger EVENT of the module asks for."
-  (condition-case err
-      (org-agent-skill-run (plist-get event :skill) nil (plist-get event :provenance))
-    (error (message "org-agent: skill %s did not start: %s"
-                    (plist-get event :skill) (error-message-string err)))))
+  "Start the run a trigger EVENT of the module asks for.
+A shipped skill's trigger starts one only when
+`org-agent-shipped-skill-triggers' lets it."
+  (let ((name (plist-get event :skill)))
+    (when (org-agent-runs--may-fire-p name)
+      (condition-case err
+          (org-agent-skill-run name nil (plist-get event :provenance))
+        (error (message "org-agent: skill %s did not start: %s"
+                        name (error-message-string err)))))))
 
 (defun org-agent-runs--idle ()
   "Fire the triggers of Emacs being idle."

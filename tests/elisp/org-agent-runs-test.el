@@ -404,4 +404,16 @@ batches the user takes item by item."
         (should (= (length (plist-get outcome :queued)) 6)))
       (should (= (length (org-agent-approvals-list)) 6)))))
 
+(ert-deftest org-agent-runs-shipped-skills-fire-only-when-the-user-says-so ()
+  "Shipped skills' triggers start runs only when named in the option; yours always."
+  (let ((org-agent-skills--active '((:name "gardener" :source shipped)
+                                    (:name "mine" :source user))))
+    (let ((org-agent-shipped-skill-triggers nil))
+      (should-not (org-agent-runs--may-fire-p "gardener"))
+      (should (org-agent-runs--may-fire-p "mine")))
+    (let ((org-agent-shipped-skill-triggers '("gardener")))
+      (should (org-agent-runs--may-fire-p "gardener")))
+    (let ((org-agent-shipped-skill-triggers t))
+      (should (org-agent-runs--may-fire-p "gardener")))))
+
 ;;; org-agent-runs-test.el ends here

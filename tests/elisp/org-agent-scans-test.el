@@ -67,5 +67,24 @@
       (org-agent-test-act :action :set-todo :id id :state "DONE")
       (should-not (string-match-p ":ID:" (org-agent-test-file-text (funcall path "tasks.org")))))))
 
+(ert-deftest org-agent-scans-the-daily-briefing-shows-today-in-the-order-of-a-day ()
+  (let* ((today (format-time-string "%Y-%m-%d %a"))
+         (yesterday (format-time-string "%Y-%m-%d %a" (time-subtract nil (* 24 3600))))
+         (notes (format "#+TODO: TODO WAITING | DONE\n* TODO Call the bank\nSCHEDULED: <%s>\n* TODO Pay the rent\nDEADLINE: <2020-01-01 Wed>\n* DONE Post the letter\nCLOSED: [%s 18:00]\n* TODO Next year's plan\nSCHEDULED: <2099-01-01 Thu>\n"
+                        today yesterday)))
+    (org-agent-test-with-notes-dir `(("day.org" . ,notes))
+      (let ((buffer (org-agent-scans--show "daily-briefing" nil)))
+        (unwind-protect
+            (with-current-buffer buffer
+              (let ((text (buffer-string))
+                    (case-fold-search nil))
+                (should (string-match-p "^Scheduled today (1)\n  TODO Call the bank" text))
+                (should (string-match-p "^Overdue (1)\n  TODO Pay the rent" text))
+                (should (string-match-p "^Closed yesterday (1)\n  DONE Post the letter" text))
+                (should-not (string-match-p "Next year's plan" text))
+                ;; Today's items come first, as the briefing reads.
+                (should (< (string-match "Scheduled today" text) (string-match "Overdue" text)))))
+          (kill-buffer buffer))))))
+
 (provide 'org-agent-scans-test)
 ;;; org-agent-scans-test.el ends here
