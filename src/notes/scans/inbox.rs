@@ -17,7 +17,7 @@
 //! *Refile targets* are the active projects (own tag `project`, not done; any level) and
 //! the headlines of the first three levels, outside the inbox, neither done nor archived
 //! nor untrusted, whose title words or own tags share a word with the item's title, tags or
-//! body (body words count half). Each shared word weighs by its rarity among the targets
+//! body (body words and the title's verbs count half). Each shared word weighs by its rarity among the targets
 //! (`ln(1 + N/df)`), a word found in more than `MAX_DF_SHARE` of them not at all; projects
 //! weigh half as much again. The ties are broken by project first, then level, file and
 //! place, so the ranking is the same every time.
@@ -56,6 +56,13 @@ const MAX_DF_SHARE: f64 = 0.02;
 /// notes every word is in a large share of them.
 const MIN_DF_CAP: usize = 20;
 
+/// Longest title (in bytes) of a target: a longer one is a paragraph written as a
+/// headline, a note rather than a place to file notes under.
+const MAX_TARGET_TITLE: usize = 120;
+
+/// Longest title shown for a target, in characters.
+const MAX_SHOWN_TITLE: usize = 80;
+
 /// Targets and tags proposed per item.
 const MAX_TARGETS: usize = 3;
 const MAX_TAGS: usize = 5;
@@ -72,13 +79,16 @@ const STRUCTURAL_TAGS: [&str; 3] = ["ARCHIVE", "project", "REFILE"];
 /// letters before they are compared with these.
 const STOPWORDS: &[&str] = &[
     "about", "after", "again", "all", "also", "and", "any", "are", "because", "been", "before",
-    "but", "can", "com", "could", "did", "does", "doing", "done", "each", "file", "for", "from",
-    "get", "had", "has", "have", "her", "here", "his", "how", "html", "http", "https", "into",
-    "its", "just", "like", "more", "most", "must", "need", "new", "not", "now", "off", "once",
-    "only", "org", "other", "our", "out", "over", "own", "same", "she", "should", "some", "such",
-    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
-    "through", "todo", "too", "under", "until", "very", "was", "way", "were", "what", "when",
-    "where", "which", "while", "who", "why", "will", "with", "would", "www", "you", "your",
+    "being", "between", "both", "but", "can", "com", "could", "did", "does", "doing", "done",
+    "during", "each", "even", "every", "few", "file", "for", "from", "get", "had", "has", "have",
+    "her", "here", "his", "how", "html", "http", "https", "into", "its", "just", "like", "lot",
+    "lots", "many", "may", "might", "more", "most", "much", "must", "need", "new", "not", "now",
+    "off", "once", "one", "only", "org", "other", "our", "out", "over", "own", "per", "really",
+    "same", "she", "should", "some", "still", "such", "take", "than", "that", "the", "their",
+    "them", "then", "there", "these", "they", "thing", "things", "this", "those", "through",
+    "time", "todo", "too", "two", "under", "until", "use", "used", "using", "very", "via", "want",
+    "was", "way", "well", "were", "what", "when", "where", "which", "while", "who", "why", "will",
+    "with", "within", "without", "would", "www", "yet", "you", "your",
 ];
 
 /// Verbs an item starting with reads as something to do ("Call the plumber"). A word list,
@@ -398,7 +408,15 @@ impl ItemWords {
             Some((_, old)) => *old = old.max(weight),
             None => words.push((w, weight)),
         };
-        for_words(&c.title, |w| add(w.to_string(), 1.0));
+        // A verb says what to do, not what about: "Buy seeds" belongs with the seeds.
+        title_words(&c.title, |w| {
+            let weight = if VERBS.binary_search(&w).is_ok() {
+                0.5
+            } else {
+                1.0
+            };
+            add(w.to_string(), weight)
+        });
         for t in &c.tags {
             for_words(t, |w| add(w.to_string(), 1.0));
         }
@@ -429,22 +447,28 @@ fn prose(body: &str) -> String {
         if t.starts_with("CLOCK:") || t.starts_with("#+") {
             continue;
         }
+        let t = match t.char_indices().nth(MAX_BODY_CHARS) {
+            Some((cut, _)) => &t[..cut],
+            None => t,
+        };
+        let mut plain = String::new();
         let mut rest = t;
         while let Some(start) = rest.find("[[") {
-            out.push_str(&rest[..start]);
-            out.push(' ');
+            plain.push_str(&rest[..start]);
+            plain.push(' ');
             let link = &rest[start + 2..];
             let Some(end) = link.find("]]") else {
                 rest = "";
                 break;
             };
             if let Some((_, desc)) = link[..end].split_once("][") {
-                out.push_str(desc);
+                plain.push_str(desc);
             }
-            out.push(' ');
+            plain.push(' ');
             rest = &link[end + 2..];
         }
-        for token in rest.split_whitespace() {
+        plain.push_str(rest);
+        for token in without_timestamps(&plain).split_whitespace() {
             if !token.contains("://") {
                 out.push_str(token);
                 out.push(' ');
@@ -458,18 +482,91 @@ fn prose(body: &str) -> String {
     out
 }
 
+/// `text` without its Org timestamps (`[2026-11-24 Tue 09:00]`, `<2026-11-24 Tue>`): their
+/// day names would match every note captured on a Tuesday.
+fn without_timestamps(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut close: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if let Some(end) = close {
+            if c == end {
+                close = None;
+                out.push(' ');
+            }
+            continue;
+        }
+        if (c == '[' || c == '<') && chars.peek().is_some_and(char::is_ascii_digit) {
+            close = Some(if c == '[' { ']' } else { '>' });
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// [`for_words`] of a title, its links read as their descriptions and its URLs left out
+/// (`read https://example.com/50-data-structures` is about reading, not data structures).
+fn title_words(title: &str, f: impl FnMut(&str)) {
+    match plain_title(title) {
+        Some(plain) => for_words(&plain, f),
+        None => for_words(title, f),
+    }
+}
+
+/// A title read as prose (see [`prose`]) when it has links, timestamps or URLs; `None` when
+/// it is plain already (most are: no allocation for them).
+fn plain_title(title: &str) -> Option<String> {
+    let marked = title.bytes().any(|b| b == b'[' || b == b'<') || title.contains("://");
+    marked.then(|| prose(title))
+}
+
+/// The words of a tag, for matching against an item's: as [`for_words`] makes them, but
+/// keeping stopwords, so that `does_not_work` is not proposed for every item about work.
+fn tag_parts(tag: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for token in tag.split(|c: char| !c.is_alphanumeric()) {
+        if token.chars().count() < 3 || token.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let mut w: String = token.chars().flat_map(char::to_lowercase).collect();
+        if w.len() > 4 && w.ends_with('s') && !w.ends_with("ss") {
+            w.pop();
+        }
+        parts.push(w);
+    }
+    parts
+}
+
 /// Call `f` with each word of `text` worth comparing: lowercased, three letters or more,
-/// not only digits, not a stopword, a plural `s` dropped. One buffer for all of them: this
-/// runs on every title of the notes.
-fn for_words(text: &str, mut f: impl FnMut(&str)) {
+/// not only digits, not a stopword, a plural `s` dropped.
+fn for_words(text: &str, f: impl FnMut(&str)) {
+    normalized(text, true, f)
+}
+
+/// The words of `text` as [`for_words`] makes them, stopwords included: for the walk over
+/// every title of the notes, where a stopword finds no item's word anyway and looking it up
+/// in the list would cost more than looking it up among the items' words.
+fn for_walk_words(text: &str, f: impl FnMut(&str)) {
+    normalized(text, false, f)
+}
+
+/// One buffer for all the words of `text`, and no allocation per word: this runs on every
+/// title of the notes.
+fn normalized(text: &str, skip_stopwords: bool, mut f: impl FnMut(&str)) {
     let mut buf = String::new();
     for token in text.split(|c: char| !c.is_alphanumeric()) {
         if token.len() < 3 || token.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
         buf.clear();
-        buf.extend(token.chars().flat_map(char::to_lowercase));
-        if STOPWORDS.binary_search(&buf.as_str()).is_ok() {
+        if token.is_ascii() {
+            buf.push_str(token);
+            buf.make_ascii_lowercase();
+        } else {
+            buf.extend(token.chars().flat_map(char::to_lowercase));
+        }
+        if skip_stopwords && STOPWORDS.binary_search(&buf.as_str()).is_ok() {
             continue;
         }
         if buf.len() > 4 && buf.ends_with('s') && !buf.ends_with("ss") {
@@ -540,9 +637,14 @@ impl Outline {
                     }
                 }
                 let project = c.has_tag("project") && c.todo_type != Some(TodoType::Done);
+                // A place in the outline: a project, or a headline near the top that is
+                // neither done, archived, a lone task (a task with children is a project
+                // for many), nor a paragraph written as a title.
                 let target = !archive_file
                     && c.todo_type != Some(TodoType::Done)
                     && (project || c.level <= MAX_TARGET_LEVEL)
+                    && (project || c.todo.is_none() || !n.children.is_empty())
+                    && c.title.len() <= MAX_TARGET_TITLE
                     && !n.has_tag("ARCHIVE");
                 if !target {
                     continue;
@@ -556,9 +658,12 @@ impl Outline {
                         }
                     }
                 };
-                for_words(&c.title, &mut note);
+                match plain_title(&c.title) {
+                    Some(plain) => for_walk_words(&plain, &mut note),
+                    None => for_walk_words(&c.title, &mut note),
+                }
                 for t in &c.tags {
-                    for_words(t, &mut note);
+                    for_walk_words(t, &mut note);
                 }
                 if matched.is_empty() {
                     continue;
@@ -574,8 +679,7 @@ impl Outline {
             .keys()
             .filter(|t| !STRUCTURAL_TAGS.contains(&t.as_str()))
             .filter_map(|t| {
-                let mut parts = Vec::new();
-                for_words(t, |w| parts.push(w.to_string()));
+                let parts = tag_parts(t);
                 (!parts.is_empty()).then(|| (t.clone(), parts))
             })
             .collect();
@@ -681,7 +785,7 @@ impl Outline {
                     format!(
                         "{}) \"{}\" (id {}{}, in {}) sharing {}",
                         i + 1,
-                        c.title,
+                        shorten(&c.title),
                         t.r.node().id,
                         if t.project { ", active project" } else { "" },
                         place.join(" > "),
@@ -744,8 +848,31 @@ impl Outline {
             .map(|(tag, _)| (tag.clone(), self.tags.get(tag).copied().unwrap_or(0)))
             .collect();
         out.sort_by(|(a, ca), (b, cb)| cb.cmp(ca).then(a.cmp(b)));
+        // Spellings of one tag (`work`, `WORK`): the most used one stands for them.
+        let mut seen: Vec<String> = Vec::new();
+        out.retain(|(t, _)| {
+            let lower = t.to_lowercase();
+            let new = !seen.contains(&lower);
+            seen.push(lower);
+            new
+        });
         out.truncate(MAX_TAGS);
         out
+    }
+}
+
+/// `title`, cut to [`MAX_SHOWN_TITLE`] characters.
+fn shorten(title: &str) -> String {
+    let plain;
+    let title = if title.contains("[[") {
+        plain = prose(title);
+        plain.trim()
+    } else {
+        title
+    };
+    match title.char_indices().nth(MAX_SHOWN_TITLE) {
+        Some((cut, _)) => format!("{}…", &title[..cut]),
+        None => title.to_string(),
     }
 }
 
@@ -1066,6 +1193,18 @@ see the [[file:~/org/garden.org][garden layout]] at https://example.com/bins
         assert!(scan(&none, Some("a.org::Nothing"))
             .unwrap_err()
             .contains("no headline"));
+    }
+
+    #[test]
+    fn a_body_gives_its_prose_words_only() {
+        let body = ":LOGBOOK:\nCLOCK: [2022-11-23 Wed 23:12]\n:END:\n[2022-11-24 Thu 02:30] \
+                    Ask [[https://urbit.org/blog/x][https://urbit.org/blog/x]] and \
+                    [[file:~/org/notes/garden.org][the garden plan]] <2026-12-01 Tue>\n";
+        let mut words = Vec::new();
+        for_words(&prose(body), |w| words.push(w.to_string()));
+        assert_eq!(words, ["ask", "garden", "plan"]);
+        assert_eq!(tag_parts("Does_not_work"), ["does", "not", "work"]);
+        assert_eq!(tag_parts("@home"), ["home"]);
     }
 
     #[test]
