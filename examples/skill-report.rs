@@ -3,7 +3,10 @@
 //! org-agent ingests it, with the default privacy (notes tagged private are left out).
 //! Prints the counts per kind and three examples of each, with file and line.
 //!
-//!   scripts/skill-report NAME DIR [--today YYYY-MM-DD] [--examples N]
+//!   scripts/skill-report NAME DIR [--today YYYY-MM-DD] [--examples N] [--inbox INBOX]
+//!
+//! `--inbox` names the inbox for the inbox scan (a file, `FILE::Headline` or an id), as the
+//! model's `inbox` argument does; without it the scan looks for its default inbox.
 
 use org_agent::notes::scans::{self, Day, Report, Scan, ScanInput};
 use org_agent::notes::{Notes, Privacy};
@@ -30,14 +33,16 @@ struct Options {
     dir: PathBuf,
     today: Day,
     examples: usize,
+    inbox: Option<String>,
 }
 
 fn options() -> Result<Options, String> {
-    let usage = "usage: skill-report NAME DIR [--today YYYY-MM-DD] [--examples N]";
+    let usage = "usage: skill-report NAME DIR [--today YYYY-MM-DD] [--examples N] [--inbox INBOX]";
     let mut args = std::env::args().skip(1);
     let mut positional = Vec::new();
     let mut today = Day::local_today();
     let mut examples = 3;
+    let mut inbox = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--today" => {
@@ -50,6 +55,7 @@ fn options() -> Result<Options, String> {
                     .parse()
                     .map_err(|_| format!("--examples {v:?} is not a number"))?;
             }
+            "--inbox" => inbox = Some(args.next().ok_or(usage)?),
             "-h" | "--help" => return Err(usage.into()),
             _ => positional.push(a),
         }
@@ -60,6 +66,7 @@ fn options() -> Result<Options, String> {
         dir: PathBuf::from(dir),
         today,
         examples,
+        inbox,
     })
 }
 
@@ -172,7 +179,7 @@ fn run() -> Result<(), String> {
         let input = ScanInput {
             today: opts.today,
             file: None,
-            inbox: None,
+            inbox: opts.inbox.clone(),
         };
         let started = Instant::now();
         let report = scans::run(&notes, scan, &input)?;

@@ -4,7 +4,8 @@
 //! headline of their fixture it is about (`:TARGET:`: the edit's `id`, or the `parent` of
 //! `add_headline`), the kinds of action the user approved for the conversation
 //! (`:APPROVED:`, optional), and what the skill's rules must decide (`:EXPECT:` deny, ask or
-//! allow). The fixture is the Org text of the test's example block.
+//! allow). The fixture is the Org text of the test's example block, read as the file
+//! `:FILE:` names (optional: for rows about files).
 //!
 //! `:trigger:` tests describe an event and whether the skill's trigger fires on it; their
 //! format is in the [`trigger`](super::trigger) module's documentation.
@@ -76,15 +77,11 @@ fn property<'t>(test: &'t Test, key: &str) -> Option<&'t str> {
 fn gate_test(skill: &Skill, test: &Test) -> Result<(), String> {
     let need = |key: &str| property(test, key).ok_or(format!("it has no :{key}:"));
     let (tool, target, expect) = (need("ACTION")?, need("TARGET")?, need("EXPECT")?);
+    // A row about where a note is (`file~inbox.org`) is tested with the fixture there.
+    let file = property(test, "FILE").unwrap_or(FIXTURE_FILE);
     let store = Arc::new(Store::in_memory(Config::default()));
     store
-        .ingest_text(
-            FIXTURE_FILE,
-            &example_blocks(&test.body).concat(),
-            None,
-            None,
-            None,
-        )
+        .ingest_text(file, &example_blocks(&test.body).concat(), None, None, None)
         .map_err(|e| format!("its fixture does not read: {e}"))?;
     let id = store
         .query(&Query::default())
@@ -567,5 +564,45 @@ mod tests {
             e.message.contains("expected allow, the rules decide ask"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_gate_test_may_put_its_fixture_in_a_file_of_its_own() {
+        let inbox = "#+SKILL_NAME: inbox-rows
+#+DESCRIPTION: Inbox items are refiled with care.
+* Gate
+| action | condition      | decision | reason    |
+| refile | file~inbox.org | ask      | item-wise |
+* Tests
+** in the inbox it asks :gate:
+:PROPERTIES:
+:ACTION: refile
+:TARGET: Call mum
+:ARGS: target_file=/n/home.org
+:FILE: /n/inbox.org
+:EXPECT: ask
+:END:
+#+begin_example
+,* Call mum
+#+end_example
+** elsewhere it does not :gate:
+:PROPERTIES:
+:ACTION: refile
+:TARGET: Call mum
+:ARGS: target_file=/n/home.org
+:EXPECT: allow
+:END:
+#+begin_example
+,* Call mum
+#+end_example
+";
+        let skill = parse_skill("/s/i.org", inbox, Source::User).unwrap();
+        assert_eq!(run_gate_tests(&skill), Ok(2));
+        let moved = inbox.replace(":FILE: /n/inbox.org", ":FILE: /n/home.org");
+        let skill = parse_skill("/s/i.org", &moved, Source::User).unwrap();
+        assert!(run_gate_tests(&skill)
+            .unwrap_err()
+            .message
+            .contains("expected ask, the rules decide allow"));
     }
 }

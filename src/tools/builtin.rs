@@ -197,7 +197,7 @@ pub fn for_aliases() -> Vec<Tool> {
             params: vec![
                 param("scan", String, "which scan to run", true),
                 param("file", String, "only this file (absolute path)", false),
-                param("inbox", String, "for the inbox scan: the inbox, a file or FILE::Headline (default: the notes file Org captures into)", false),
+                param("inbox", String, "for the inbox scan: the inbox, a file, FILE::Headline or a headline's id (default: a file named inbox.org, refile.org or notes.org, else a top-level headline titled Inbox or Refile)", false),
                 param("limit", Integer, "list at most this many findings (default 30)", false),
             ],
             body: Box::new(scan_notes),
