@@ -468,6 +468,12 @@ impl Protected {
         {
             return true;
         }
+        if path
+            .file_name()
+            .is_some_and(|n| is_skill_file(n.as_bytes()))
+        {
+            return true;
+        }
         self.covers.iter().any(|cover| match cover {
             Cover::Tree(t) => is_under(path, t, true),
             Cover::State(state, inside) => {
@@ -485,6 +491,17 @@ impl Protected {
             }
         })
     }
+}
+
+/// Whether a file of this name is a skill (`SKILL.org`, `NAME.skill.org`, `SKILL.md`): a
+/// user skill may run Elisp, so the agent never writes one through an edit, a new note or a
+/// file tool, wherever it lies (skill directories are often inside the notes). Its one way
+/// to write a skill is `create_skill`, which asks every time.
+fn is_skill_file(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"SKILL.org")
+        || name.eq_ignore_ascii_case(b"SKILL.md")
+        || (name.len() > b".skill.org".len()
+            && name[name.len() - b".skill.org".len()..].eq_ignore_ascii_case(b".skill.org"))
 }
 
 /// `path` without the leading `dir` (ASCII case folded), or `Err` when it is not under it.
@@ -506,7 +523,7 @@ pub enum Refusal {
     Unresolved(PathError),
     #[error(
         "that path is protected (credentials, Emacs init files, .git internals, org-agent's \
-         state): the agent may never read or write it"
+         state, skill files): the agent may never read or write it"
     )]
     Protected,
     #[error(
@@ -805,6 +822,11 @@ mod tests {
             "~/.SSH/id_rsa",
             "~/.AuthInfo",
             "~/notes/.GIT/HEAD",
+            // Skills may run Elisp: only create_skill, which always asks, writes one.
+            "~/notes/skills/tidy/SKILL.org",
+            "~/notes/skills/tidy/skill.org",
+            "~/notes/tidy.skill.org",
+            "~/notes/imported/SKILL.md",
         ];
         for p in denied {
             assert_eq!(c.judge(p), Err(Refusal::Protected), "{p}");
@@ -830,6 +852,9 @@ mod tests {
             "~/.github/x",
             "~/notes/gitignore.org",
             "~/statement.org",
+            "~/notes/skills/SKILL.org.txt",
+            "~/notes/my-skill.org",
+            "~/notes/.skill.org",
         ];
         for p in allowed {
             assert!(c.judge(p).is_ok(), "{p}: {:?}", c.judge(p));
