@@ -18,7 +18,7 @@
 
 use super::gtd::{archived, is_open, is_waiting};
 use super::review::{planning_day, waiting_since};
-use super::{Cx, Finding};
+use super::{days, Cx, Finding};
 use crate::store::{NodeKind, TodoType};
 
 /// How many days ahead a deadline without a warning period of its own is "soon".
@@ -53,12 +53,12 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
             } else if let Some(d) = deadline.filter(|d| *d < today && is_open(n)) {
                 Some((
                     "overdue",
-                    format!("DEADLINE was {d}, {} days ago", today.0 - d.0),
+                    format!("DEADLINE was {d}, {} ago", days(today.0 - d.0)),
                 ))
             } else if let Some(s) = scheduled.filter(|s| *s < today && is_open(n) && !habit) {
                 Some((
                     "overdue",
-                    format!("SCHEDULED {s}, {} days ago, not done", today.0 - s.0),
+                    format!("SCHEDULED {s}, {} ago, not done", days(today.0 - s.0)),
                 ))
             } else if deadline == Some(today) {
                 Some(("deadline-today", "DEADLINE today".to_string()))
@@ -73,9 +73,9 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
                 Some((
                     "deadline-soon",
                     format!(
-                        "DEADLINE {d} ({}), in {} days",
+                        "DEADLINE {d} ({}), in {}",
                         d.weekday_name(),
-                        d.0 - today.0
+                        days(d.0 - today.0)
                     ),
                 ))
             } else {

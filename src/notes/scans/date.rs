@@ -58,6 +58,15 @@ impl Day {
     }
 }
 
+/// "1 day", "3 days": a count of days as a sentence says it.
+pub fn days(n: i64) -> String {
+    if n.abs() == 1 {
+        format!("{n} day")
+    } else {
+        format!("{n} days")
+    }
+}
+
 impl std::fmt::Display for Day {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (y, m, d) = civil_from_days(self.0);
@@ -140,6 +149,10 @@ mod tests {
             "2024-02-29"
         );
         assert_eq!(Day::parse("[1970-01-01 Thu]"), Some(Day(0)));
+        assert_eq!(
+            (days(1), days(2), days(0)),
+            ("1 day".into(), "2 days".into(), "0 days".into())
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod inbox;
 pub mod review;
 pub mod sentinel;
 
-pub use date::Day;
+pub use date::{days, Day};
 
 use super::{summary, Notes};
 use crate::store::{FileDoc, NodeKind, NodeRef, State};

@@ -24,7 +24,7 @@
 //! files' indexes); allocation per file and for findings.
 
 use super::gtd::{archived, in_order, is_active_project, is_open, is_waiting, tasks, NextActions};
-use super::{Cx, Day, Finding};
+use super::{days, Cx, Day, Finding};
 use crate::store::{FileDoc, Node, NodeKind, TodoType};
 use std::sync::Arc;
 
@@ -137,7 +137,7 @@ fn open_task(found: &mut Found, n: &Node, today: Day) {
     if let Some(d) = deadline.filter(|d| *d < today) {
         found.push(
             "overdue-deadline",
-            format!("DEADLINE {d}, {} days ago", today.0 - d.0),
+            format!("DEADLINE {d}, {} ago", days(today.0 - d.0)),
             "do it, renegotiate the deadline with whoever set it, or drop it",
         );
         return;
@@ -150,8 +150,8 @@ fn open_task(found: &mut Found, n: &Node, today: Day) {
         found.push(
             "scheduled-in-the-past",
             format!(
-                "SCHEDULED {s}, {} days ago{}",
-                today.0 - s.0,
+                "SCHEDULED {s}, {} ago{}",
+                days(today.0 - s.0),
                 if repeats(p.scheduled.as_deref().unwrap_or("")) {
                     " (a repeater: the repeats missed since then are not done)"
                 } else {
