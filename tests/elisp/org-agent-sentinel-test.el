@@ -126,5 +126,12 @@
       (should (string-match-p ":PASSWORD: (moved to auth-source: machine router.home login admin)"
                               (org-agent-sentinel-test-text note))))))
 
+(ert-deftest org-agent-sentinel-the-skill-brings-the-move-as-a-tool ()
+  (let ((tool (gethash "secret-sentinel__move-to-auth-source" org-agent-tools--skill-table)))
+    (should tool)
+    (should-not (plist-get tool :error))
+    (should (equal (mapcar (lambda (a) (plist-get a :name)) (plist-get tool :args))
+                   '("node" "host" "login" "port")))))
+
 (provide 'org-agent-sentinel-test)
 ;;; org-agent-sentinel-test.el ends here
