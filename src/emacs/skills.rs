@@ -174,3 +174,33 @@ fn scan<'e>(env: &'e Env, name: String, file: Value<'e>, inbox: Value<'e>) -> Re
     }
     list(env, out)
 }
+
+/// Return where the credentials of TEXT are, as the secret detector (the one that redacts
+/// what goes to a model) finds them: a list of (BEG END RULE), BEG and END character offsets
+/// into TEXT as `substring' takes them, RULE the name of the rule that found it; nil when
+/// there is none.  The secret-sentinel skill moves a credential out of a note with it: the
+/// text is judged here and never leaves Emacs otherwise.
+#[defun]
+fn secret_spans<'e>(env: &'e Env, text: String) -> Result<Value<'e>> {
+    let gate = crate::secrets::SecretGate::shared();
+    let spans = gate.detector().spans(&text);
+    let mut out = Vec::with_capacity(spans.len());
+    // Byte offsets to character offsets, in one pass: the spans are in order.
+    let (mut byte, mut chars) = (0usize, 0i64);
+    let mut char_at = |target: usize| -> i64 {
+        if let Some(between) = text.get(byte..target) {
+            chars += between.chars().count() as i64;
+            byte = target;
+        }
+        chars
+    };
+    for s in spans {
+        let item = SexpValue::list(vec![
+            SexpValue::from(char_at(s.start)),
+            SexpValue::from(char_at(s.end)),
+            SexpValue::string(s.rule),
+        ]);
+        out.push(lisp_sexp::to_lisp(env, &item)?);
+    }
+    list(env, out)
+}

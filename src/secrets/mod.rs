@@ -62,6 +62,15 @@ impl Default for Detector {
     }
 }
 
+/// Where a secret is in a text (a byte range on character boundaries) and the rule that
+/// found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+    pub rule: &'static str,
+}
+
 /// A found secret: where it is and which rule found it.
 #[derive(Debug, Clone, Copy)]
 struct Found {
@@ -147,6 +156,20 @@ impl Detector {
             text: Cow::Owned(out),
             hits,
         }
+    }
+
+    /// Where the secrets of `text` are and which rule found each: the byte ranges
+    /// [`Detector::redact`] replaces, in order, none overlapping. For a caller that must act
+    /// on a secret where it stands (move it out of a note) without being handed a copy.
+    pub fn spans(&self, text: &str) -> Vec<Span> {
+        self.find(text)
+            .into_iter()
+            .map(|f| Span {
+                start: f.start,
+                end: f.end,
+                rule: self.rule(f.rule).name,
+            })
+            .collect()
     }
 
     fn rule(&self, i: usize) -> &Rule {

@@ -115,3 +115,27 @@ fn hits_merge_and_read() {
         "4 secrets withheld (github-token 2, jwt 2)"
     );
 }
+
+#[test]
+fn spans_are_what_redact_replaces() {
+    let text = "é token ghp_16C7e42F292c6912E7710c838347Ae178B4a and\n:PASSWORD: hunter2\n";
+    let d = Detector::new();
+    let spans = d.spans(text);
+    let rules: Vec<&str> = spans.iter().map(|s| s.rule).collect();
+    assert_eq!(rules, ["github-token", "password-assignment"]);
+    assert_eq!(
+        &text[spans[0].start..spans[0].end],
+        "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+    );
+    // Cutting the spans out is the redaction.
+    let mut cut = String::new();
+    let mut at = 0;
+    for s in &spans {
+        cut.push_str(&text[at..s.start]);
+        cut.push_str(&format!("[REDACTED:{}]", s.rule));
+        at = s.end;
+    }
+    cut.push_str(&text[at..]);
+    assert_eq!(cut, d.redact(text).text);
+    assert!(d.spans("nothing here").is_empty());
+}
