@@ -125,6 +125,7 @@ impl GateRules {
                 Box::new(NewSkills),
                 Box::new(ElispEval),
                 Box::new(untrusted::UntrustedEdits),
+                Box::new(Placeholders),
             ],
         }
     }
@@ -379,6 +380,38 @@ impl Gate for ElispEval {
                 Decision::Ask("eval_elisp runs code in Emacs: each call is approved".into())
             }
             _ => Decision::Allow,
+        })
+    }
+}
+
+/// What the model saw in place of a secret (`[REDACTED:rule]`, the secret gate's) or of a
+/// withheld property (`[withheld]`, the privacy rules'): written back into a note, it would
+/// replace the real value the model never saw. An edit carrying one is refused, whatever
+/// was approved: the model must leave that text as it is.
+pub struct Placeholders;
+
+impl Gate for Placeholders {
+    fn name(&self) -> &str {
+        "placeholders"
+    }
+
+    fn check(&self, action: &Action, _: &Context) -> Result<Decision, String> {
+        let Action::Emacs(e) = action else {
+            return Ok(Decision::Allow);
+        };
+        if !e.edits_org() || matches!(e, EmacsAction::CreateSkill { .. }) {
+            return Ok(Decision::Allow);
+        }
+        let printed = crate::sexp::print(e.to_sexp().value());
+        let marker = ["[REDACTED:", crate::notes::privacy::WITHHELD]
+            .into_iter()
+            .find(|m| printed.contains(m));
+        Ok(match marker {
+            Some(m) => Decision::Deny(format!(
+                "the edit writes {m}…, the placeholder shown in place of a secret or a withheld \
+                 value: it would destroy the real one; leave that text out of the edit"
+            )),
+            None => Decision::Allow,
         })
     }
 }

@@ -276,3 +276,36 @@ fn the_model_may_not_write_into_buffers_even_when_approved() {
     let show = action("(:type :request :target :emacs :action :message :text \"hi\")");
     assert!(matches!(p.decide(show, &c).outcome, Outcome::Allow(_)));
 }
+
+#[test]
+fn an_edit_writing_a_placeholder_over_a_secret_is_refused_even_when_approved() {
+    let p = Pipeline::default_policy();
+    let mut c = ctx();
+    c.approved.insert("replace-body".into());
+    c.approved.insert("set-property".into());
+    let over_secret = action(
+        "(:type :request :target :emacs :action :replace-body :id \"x\" \
+         :body \"db: password = [REDACTED:password-assignment]\")",
+    );
+    let v = p.decide(over_secret, &c);
+    assert!(
+        matches!(&v.outcome, Outcome::Deny { reasons } if reasons[0].contains("[REDACTED:")),
+        "{v:?}"
+    );
+    let withheld = action(
+        "(:type :request :target :emacs :action :set-property :id \"x\" :key \"TOKEN\" \
+         :value \"[withheld]\")",
+    );
+    assert!(matches!(
+        p.decide(withheld, &c).outcome,
+        Outcome::Deny { .. }
+    ));
+    // The same edit without the placeholder runs as approved.
+    let plain = action(
+        "(:type :request :target :emacs :action :replace-body :id \"x\" :body \"db: see pass\")",
+    );
+    assert!(matches!(p.decide(plain, &c).outcome, Outcome::Allow(_)));
+    // A message may quote it: it writes nothing.
+    let said = action("(:type :request :target :emacs :action :message :text \"[REDACTED:x]\")");
+    assert!(matches!(p.decide(said, &c).outcome, Outcome::Allow(_)));
+}

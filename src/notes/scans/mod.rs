@@ -79,8 +79,8 @@ impl Scan {
                 "today's schedule and deadlines, overdue, closed yesterday, waiting-for"
             }
             Scan::Garden => {
-                "broken file:/id: links, empty headlines, duplicate titles in a file, \
-                 timestamps that do not parse, tag spelling variants"
+                "file: links to files that do not exist, empty headlines, duplicate titles \
+                 among siblings, timestamps that do not parse, tag spelling variants"
             }
             Scan::Secrets => "credentials pasted into notes",
         }
