@@ -93,7 +93,8 @@
     (org-agent--approvals-file)
     (org-agent--fire-trigger kind file pos)
     (org-agent--permissions-explain rules action scope)
-    (org-agent--scan name file inbox))
+    (org-agent--scan name file inbox)
+    (org-agent--secret-spans text))
   "The functions of the module, `org-agent-module', as (NAME ARGUMENT...).
 Every `#[defun]' of src/emacs/: Rust's fn NAME is org-agent--NAME
 with `_' as `-', and the arguments are those of its Rust signature.

@@ -20,8 +20,9 @@
 (require 'seq)
 (require 'subr-x)
 (require 'org-agent-actuator)
+(require 'org-agent-base)
+(org-agent--declare-module-functions)
 
-(declare-function org-agent--secret-spans "org-agent-module" (text))
 (declare-function org-agent-node "org-agent-store" (id))
 
 (defface org-agent-sentinel-secret
