@@ -49,7 +49,11 @@ pub fn index(nodes: &[Node]) -> Vec<Link> {
 /// `body` without the lines of its blocks (`#+begin_src` … `#+end_src`, examples, quotes
 /// of code), where a link is text about links, not a link.
 fn outside_blocks(body: &str) -> std::borrow::Cow<'_, str> {
-    if !body.contains("#+") {
+    let verbatim_lines = body.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("#+") || l == ":" || l.starts_with(": ")
+    });
+    if !body.contains("[[") || !verbatim_lines {
         return std::borrow::Cow::Borrowed(body);
     }
     let mut out = String::with_capacity(body.len());
@@ -65,11 +69,13 @@ fn outside_blocks(body: &str) -> std::borrow::Cow<'_, str> {
                 let k = k.to_ascii_lowercase();
                 k.starts_with("quote") || k.starts_with("center") || k.starts_with("verse")
             });
+        // `: text` is a fixed-width line: verbatim, as a block is.
+        let fixed_width = l == ":" || l.starts_with(": ") || l.starts_with(":\n");
         if !inside && verbatim_block {
             inside = true;
         } else if inside && closes {
             inside = false;
-        } else if !inside {
+        } else if !inside && !fixed_width {
             out.push_str(line);
         }
     }
@@ -177,7 +183,7 @@ mod tests {
 
     #[test]
     fn links_in_code_and_example_blocks_are_text() {
-        let body = "[[id:a]]\n#+begin_src org\n[[id:b]]\n#+END_SRC\n#+BEGIN_EXAMPLE\n[[id:c]]\n#+end_example\n#+begin_quote\n[[id:d]]\n#+end_quote\n";
+        let body = "[[id:a]]\n: [[id:fixed]]\n:PROPERTIES:\n#+begin_src org\n[[id:b]]\n#+END_SRC\n#+BEGIN_EXAMPLE\n[[id:c]]\n#+end_example\n#+begin_quote\n[[id:d]]\n#+end_quote\n";
         let kept = outside_blocks(body);
         let got: Vec<String> = targets(&kept).into_iter().map(|t| t.1).collect();
         assert_eq!(got, ["a", "d"]);
