@@ -14,26 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn org_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "org") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// `text` with every `:ID:` value and `id:` link target suffixed by `-cN`: copy N's ids are
 /// its own, as if another person had written the same notes.
 fn renamed_ids(text: &str, copy: usize) -> String {
@@ -86,7 +66,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(9)
         .max(1);
-    let files = org_files(&corpus);
+    let files = Store::org_files_under(std::slice::from_ref(&corpus));
     let texts: Vec<(String, String)> = files
         .iter()
         .filter_map(|p| {

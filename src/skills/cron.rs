@@ -20,6 +20,7 @@
 //! Times are local civil times ([`Civil`]), read through the C library so daylight saving is
 //! the system's: a schedule names wall-clock minutes.
 
+use crate::store::date;
 use std::fmt;
 
 /// A minute of local wall-clock time.
@@ -46,28 +47,13 @@ const MONTH_NAMES: [&str; 12] = [
     "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
 ];
 
-fn is_leap(year: i32) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-}
-
 fn days_in_month(year: i32, month: u8) -> u8 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
+    date::days_in_month(i64::from(year), i64::from(month)) as u8
 }
 
-/// Days from 1970-01-01 to the date (Howard Hinnant's `days_from_civil`).
+/// Days from 1970-01-01 to the date.
 fn days_from_civil(year: i32, month: u8, day: u8) -> i64 {
-    let y = i64::from(year) - i64::from(month <= 2);
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (i64::from(month) + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    date::days_from_civil(i64::from(year), i64::from(month), i64::from(day))
 }
 
 fn weekday_of(year: i32, month: u8, day: u8) -> u8 {

@@ -7,6 +7,7 @@
 //! `Arc`ed file documents and node contents) and publish it. Disk writes go to the log
 //! writer thread, so no lock is ever held across I/O.
 
+pub mod date;
 pub mod error;
 pub mod filename;
 pub mod links;

@@ -535,18 +535,9 @@ fn tag_variant(r: &At, variants: &Variants, out: &mut Vec<Finding>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_notes as notes;
     use super::super::{run, Day, Report, Scan, ScanInput};
-    use crate::notes::{Notes, Privacy};
-    use crate::store::{Config, Store};
-    use std::sync::Arc;
-
-    fn notes(files: &[(&str, &str)], privacy: Privacy) -> Notes {
-        let store = Arc::new(Store::in_memory(Config::default()));
-        for (path, text) in files {
-            store.ingest_text(path, text, None, None, None).unwrap();
-        }
-        Notes::new(store, Arc::new(privacy))
-    }
+    use crate::notes::Privacy;
 
     fn garden(files: &[(&str, &str)], privacy: Privacy) -> Report {
         let input = ScanInput {

@@ -333,17 +333,9 @@ const LOG_ENTRIES: [&str; 7] = [
 #[cfg(test)]
 pub(super) mod tests {
     use super::super::{run, Day, Scan, ScanInput};
-    use crate::notes::{Notes, Privacy};
-    use crate::store::{Config, Store};
-    use std::sync::Arc;
+    use crate::notes::Privacy;
 
-    pub fn notes(files: &[(&str, &str)], privacy: Privacy) -> Notes {
-        let store = Arc::new(Store::in_memory(Config::default()));
-        for (path, text) in files {
-            store.ingest_text(path, text, None, None, None).unwrap();
-        }
-        Notes::new(store, Arc::new(privacy))
-    }
+    pub(crate) use crate::notes::scans::test_notes as notes;
 
     pub fn input(today: &str) -> ScanInput {
         ScanInput {

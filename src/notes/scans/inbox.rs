@@ -922,13 +922,7 @@ mod tests {
     use crate::notes::{Notes, Privacy};
     use crate::store::{Config, Store};
 
-    fn notes(files: &[(&str, &str)], privacy: Privacy) -> Notes {
-        let store = Arc::new(Store::in_memory(Config::default()));
-        for (path, text) in files {
-            store.ingest_text(path, text, None, None, None).unwrap();
-        }
-        Notes::new(store, Arc::new(privacy))
-    }
+    use super::super::test_notes as notes;
 
     fn scan(n: &Notes, inbox: Option<&str>) -> Result<Report, String> {
         let input = ScanInput {

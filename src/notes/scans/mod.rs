@@ -9,7 +9,6 @@
 //! directory and prints what they found.
 
 pub mod briefing;
-pub mod date;
 pub mod garden;
 pub mod gtd;
 pub mod ids;
@@ -17,7 +16,7 @@ pub mod inbox;
 pub mod review;
 pub mod sentinel;
 
-pub use date::{days, Day};
+pub use crate::store::date::{days, Day};
 
 use super::{summary, Notes};
 use crate::store::{FileDoc, NodeKind, NodeRef, State};
@@ -293,4 +292,18 @@ impl Finding {
             text(self.fix.as_deref()),
         ])
     }
+}
+
+/// Notes of `files` (path, Org text) under `privacy`, for the scans' tests.
+#[cfg(test)]
+pub(crate) fn test_notes(files: &[(&str, &str)], privacy: super::Privacy) -> Notes {
+    let store = Arc::new(crate::store::Store::in_memory(
+        crate::store::Config::default(),
+    ));
+    for (path, text) in files {
+        if let Err(e) = store.ingest_text(path, text, None, None, None) {
+            panic!("{path} does not read: {e}");
+        }
+    }
+    Notes::new(store, Arc::new(privacy))
 }

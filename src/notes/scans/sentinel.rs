@@ -177,13 +177,7 @@ mod tests {
 
     const TOKEN: &str = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
 
-    fn notes(files: &[(&str, &str)], privacy: Privacy) -> Notes {
-        let store = Arc::new(Store::in_memory(Config::default()));
-        for (path, text) in files {
-            store.ingest_text(path, text, None, None, None).unwrap();
-        }
-        Notes::new(store, Arc::new(privacy))
-    }
+    use super::super::test_notes as notes;
 
     fn sentinel(n: &Notes) -> Report {
         let input = ScanInput {

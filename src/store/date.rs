@@ -1,7 +1,8 @@
-//! Days as the scans count them: a civil date, its weekday, days between two dates, the
-//! local "today", and the date part of Org timestamps.
+//! Civil dates as days since 1970-01-01 (Howard Hinnant's algorithms): `Day` with its
+//! weekday, the local "today" and the date part of Org timestamps; what the scans, the
+//! budget's day ledger and cron count days with.
 
-use crate::store::query::timestamp_date;
+use super::query::timestamp_date;
 
 /// A civil date, as days since 1970-01-01.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -74,11 +75,11 @@ impl std::fmt::Display for Day {
     }
 }
 
-fn is_leap(y: i64) -> bool {
+pub fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
 
-fn days_in_month(y: i64, m: i64) -> i64 {
+pub fn days_in_month(y: i64, m: i64) -> i64 {
     match m {
         2 if is_leap(y) => 29,
         2 => 28,
@@ -87,8 +88,8 @@ fn days_in_month(y: i64, m: i64) -> i64 {
     }
 }
 
-/// Howard Hinnant's `days_from_civil`.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+/// Days from 1970-01-01 to year `y`, month `m` (1–12), day `d` (Hinnant's `days_from_civil`).
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
