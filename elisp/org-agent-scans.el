@@ -148,7 +148,7 @@ from the store, with no model involved."
 
 ;;;###autoload
 (defun org-agent-scan (name &optional file)
-  "Show what the scan NAME finds in the notes, grouped by kind.
+  "List the findings of the scan NAME in the notes, grouped by kind.
 NAME is one of the skills' scans (see `org-agent-scans--names').
 With a prefix argument, only the current buffer's FILE.  Private
 notes are included: you are the one asking."
