@@ -12,7 +12,7 @@
 (require 'org-agent-test-setup)
 
 (defconst org-agent-skills-test--review
-  "#+SKILL_NAME: weekly-review
+  "#+SKILL_NAME: project-review
 #+DESCRIPTION: Use for the weekly review of projects.
 * Prompt
 List stuck projects first.
@@ -49,13 +49,13 @@ List stuck projects first.
            (org-agent-skill-directories (list dir)))
       (unwind-protect
           (progn
-            (with-temp-file (expand-file-name "weekly-review.skill.org" dir)
+            (with-temp-file (expand-file-name "project-review.skill.org" dir)
               (insert org-agent-skills-test--review))
             (with-temp-file (expand-file-name "broken.skill.org" dir)
               (insert "* Prompt\nno name\n"))
             (should (eq (plist-get (org-agent-skills-test--reload) :type) 'skills-loaded))
             (let ((skills (org-agent-skills-list)))
-              (should (eq (plist-get (org-agent-skills-test--named "weekly-review") :status)
+              (should (eq (plist-get (org-agent-skills-test--named "project-review") :status)
                           'active))
               (should (cl-find-if
                        (lambda (s)
@@ -65,17 +65,17 @@ List stuck projects first.
                        skills)))
             (with-current-buffer (progn (org-agent-skills) org-agent-skills-buffer-name)
               (goto-char (point-min))
-              (should (search-forward "weekly-review" nil t))
+              (should (search-forward "project-review" nil t))
               (should (search-forward "active" nil t))
               (should (search-forward "Use for the weekly review" nil t))
               (should (search-forward "no #+SKILL_NAME" nil t))
               (goto-char (point-min))
-              (search-forward "weekly-review")
+              (search-forward "project-review")
               (org-agent-skills-visit)
-              (should (string-suffix-p "weekly-review.skill.org" buffer-file-name))
+              (should (string-suffix-p "project-review.skill.org" buffer-file-name))
               (kill-buffer))
             (let ((body (org-agent-skills-test--preview)))
-              (should (string-match-p "weekly-review: Use for the weekly review of projects"
+              (should (string-match-p "project-review: Use for the weekly review of projects"
                                       body))
               (should (string-match-p "\"use_skill\"" body))
               ;; The shipped skills are always in use: the base prompt is the agent
@@ -147,18 +147,18 @@ A tool whose block does not read fails, saying why."
   (org-agent-test-with-store
     (let* ((dir (make-temp-file "org-agent-skills" t))
            (org-agent-skill-directories (list dir))
-           (file (expand-file-name "weekly-review/SKILL.org" dir)))
+           (file (expand-file-name "project-review/SKILL.org" dir)))
       (unwind-protect
           (progn
             (org-agent-skills-test--reload)
-            (should-not (org-agent-skills-test--named "weekly-review"))
+            (should-not (org-agent-skills-test--named "project-review"))
             (make-directory (file-name-directory file) t)
             (with-current-buffer (find-file-noselect file)
               (insert org-agent-skills-test--review)
               (save-buffer)
               (kill-buffer))
             (should (org-agent-test-wait
-                     (lambda () (org-agent-skills-test--named "weekly-review"))
+                     (lambda () (org-agent-skills-test--named "project-review"))
                      30)))
         (delete-directory dir t)
         (org-agent-skills-test--reload)))))
@@ -203,20 +203,20 @@ A skill of the user's with the same name wins; a draft may run no Elisp."
             (should (equal (car (last (org-agent-skills--directories)))
                            (cons drafts 'agent)))
             (let ((mine (funcall draft "no-cancel" "")))
-              (funcall draft "weekly-review" "")
+              (funcall draft "project-review" "")
               (funcall draft "shouting" "* Tools\n** shout\n#+begin_src emacs-lisp\n(ding)\n#+end_src\n")
-              (with-temp-file (expand-file-name "weekly-review.skill.org" dir)
+              (with-temp-file (expand-file-name "project-review.skill.org" dir)
                 (insert org-agent-skills-test--review))
               (org-agent-skills-test--reload)
               (let ((skill (org-agent-skills-test--named "no-cancel")))
                 (should (eq (plist-get skill :status) 'active))
                 (should (eq (plist-get skill :source) 'agent))
                 (should (file-equal-p (plist-get skill :file) mine))))
-            (let ((review (org-agent-skills-test--named "weekly-review")))
+            (let ((review (org-agent-skills-test--named "project-review")))
               (should (eq (plist-get review :source) 'user)))
             (should (cl-find-if (lambda (s)
                                   (and (eq (plist-get s :status) 'failed)
-                                       (string-match-p "drafts/weekly-review/SKILL.org: the skill weekly-review is already loaded"
+                                       (string-match-p "drafts/project-review/SKILL.org: the skill project-review is already loaded"
                                                        (plist-get s :reason))))
                                 (org-agent-skills-list)))
             (should (cl-find-if (lambda (s)
