@@ -38,16 +38,7 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
     let mut out = Vec::new();
     for doc in cx.files() {
         let start = out.len();
-        let mut actions = NextActions::of(doc);
-        // Last to first: a project's tasks are all seen before it is (see NextActions).
-        for &i in tasks(doc).iter().rev() {
-            let i = i as usize;
-            let n = &doc.nodes[i];
-            actions.visit(doc, i);
-            // Archived trees are done with, as the agenda has it.
-            if n.content.kind != NodeKind::Headline || archived(doc, n) {
-                continue;
-            }
+        each_task(doc, |i, n, actions| {
             match n.content.todo_type {
                 Some(TodoType::Done) => done_over_open(cx, doc, i, &mut out),
                 Some(TodoType::Todo) if is_waiting(n) && !says_who(n) => {
@@ -85,10 +76,27 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
                     });
                 }
             }
-        }
+        });
         in_order(&mut out[start..], &KINDS);
     }
     out
+}
+
+/// Each task headline of `doc` outside archived trees, last to first, with what
+/// [`NextActions`] knows at that point: a project's tasks are all seen before it is, so
+/// `actions.below(i)` is final when `i` comes.
+pub(super) fn each_task(doc: &FileDoc, mut f: impl FnMut(usize, &Node, &NextActions)) {
+    let mut actions = NextActions::of(doc);
+    for &i in tasks(doc).iter().rev() {
+        let i = i as usize;
+        let n = &doc.nodes[i];
+        actions.visit(doc, i);
+        // Archived trees are done with, as the agenda has it.
+        if n.content.kind != NodeKind::Headline || archived(doc, n) {
+            continue;
+        }
+        f(i, n, &actions);
+    }
 }
 
 /// A file's findings in document order, each headline's in the order of `kinds`.

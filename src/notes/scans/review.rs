@@ -23,9 +23,9 @@
 //! leaves them out. One pass over the headlines with a keyword or a `project` tag (the
 //! files' indexes); allocation per file and for findings.
 
-use super::gtd::{archived, in_order, is_active_project, is_open, is_waiting, tasks, NextActions};
+use super::gtd::{each_task, in_order, is_active_project, is_open, is_waiting};
 use super::{days, Cx, Day, Finding};
-use crate::store::{FileDoc, Node, NodeKind, TodoType};
+use crate::store::{FileDoc, Node, TodoType};
 use std::sync::Arc;
 
 /// Days a task may wait before the review asks about it.
@@ -46,19 +46,11 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
     let mut out = Vec::new();
     for doc in cx.files() {
         let start = out.len();
-        let mut actions = NextActions::of(doc);
         // Whether the file logs closing is known only once all its done tasks are seen:
         // the done tasks without a CLOSED line wait here until then.
         let mut logs_closing = false;
         let mut unclosed: Vec<usize> = Vec::new();
-        // Last to first: a project's tasks are all seen before it is (see NextActions).
-        for &i in tasks(doc).iter().rev() {
-            let i = i as usize;
-            let n = &doc.nodes[i];
-            actions.visit(doc, i);
-            if n.content.kind != NodeKind::Headline || archived(doc, n) {
-                continue;
-            }
+        each_task(doc, |i, n, actions| {
             let mut found = Found {
                 cx,
                 doc,
@@ -78,7 +70,7 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
             } else if n.content.todo_type == Some(TodoType::Done) {
                 if n.content.planning.closed.is_none() {
                     unclosed.push(i);
-                    continue;
+                    return;
                 }
                 logs_closing = true;
                 let closed = planning_day(&n.content.planning.closed);
@@ -92,7 +84,7 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
                     }
                 }
             }
-        }
+        });
         if logs_closing {
             for i in unclosed {
                 let n = &doc.nodes[i];
