@@ -40,7 +40,9 @@
 ;;   ORG_AGENT_BENCH_CORPUS     corpus directory (../shared/corpus)
 ;;   ORG_AGENT_BENCH_KEEP       non-empty: keep the temporary directory
 ;;   ORG_AGENT_BENCH_ONLY       "chat": only section 6 (on the memex); "skills": only section 9;
-;;                              "hostile": only section 8; "approvals": only section 11
+;;                              "hostile": only section 8; "approvals": only section 11;
+;;                              "store": only sections 1, 3, 4 and 5 (ingest, queries, open,
+;;                              memory: the store's figures)
 ;;   ORG_AGENT_BENCH_APPROVALS_HEADLINES  memex headlines in section 11's note (3000)
 ;;   ORG_AGENT_BENCH_APPROVALS_RUNS       runs of section 11, a fresh queue each (3)
 ;;   ORG_AGENT_BENCH_HOSTILE_TIMEOUT  seconds one hostile case may take (60)
@@ -1904,7 +1906,8 @@ Return its outcome plist; it runs in a store of its own."
   "Run the whole benchmark and print the report."
   (let ((start (current-time))
         (only-chat (equal (getenv "ORG_AGENT_BENCH_ONLY") "chat"))
-        (only-skills (equal (getenv "ORG_AGENT_BENCH_ONLY") "skills")))
+        (only-skills (equal (getenv "ORG_AGENT_BENCH_ONLY") "skills"))
+        (only-store (equal (getenv "ORG_AGENT_BENCH_ONLY") "store")))
     (org-agent-bench--setup)
     (when (equal (getenv "ORG_AGENT_BENCH_ONLY") "hostile")
       (unwind-protect
@@ -1944,13 +1947,14 @@ Return its outcome plist; it runs in a store of its own."
               (org-agent-bench-queries files headlines)
               (org-agent-bench-store-open dir (plist-get (org-agent-store-stats) :nodes))
               (org-agent-bench-memory dir headlines)
-              (org-agent-bench-save files)
-              (org-agent-bench-hostile))
-            (unless only-skills
+              (unless only-store
+                (org-agent-bench-save files)
+                (org-agent-bench-hostile)))
+            (unless (or only-skills only-store)
               (org-agent-bench-chat (plist-get (org-agent-store-stats) :headlines)))
-            (unless only-chat
+            (unless (or only-chat only-store)
               (org-agent-bench-skills (plist-get (org-agent-store-stats) :headlines)))
-            (unless (or only-chat only-skills)
+            (unless (or only-chat only-skills only-store)
               (org-agent-bench-approvals)))
           (org-agent-bench--summary)
           (org-agent-bench--out "\n  total run time %.0f s" (float-time (time-since start))))
