@@ -7,6 +7,17 @@ use crate::store::{NodeContent, NodeKind, NodeRef};
 const MAX_BODY_CHARS: usize = 20_000;
 
 /// "TODO [#A] Title :tags:" — a headline's words as Org writes them.
+/// A priority as written in its cookie. Org 9.8 reads `[#12]` as the number 12, which the
+/// store keeps as the character of that code, as Lisp does; such codes are control
+/// characters, shown as the number.
+fn priority_text(p: char) -> String {
+    if p.is_control() {
+        (p as u32).to_string()
+    } else {
+        p.to_string()
+    }
+}
+
 fn headline_words(c: &NodeContent) -> String {
     let mut line = String::new();
     if let Some(k) = &c.todo {
@@ -14,7 +25,7 @@ fn headline_words(c: &NodeContent) -> String {
         line.push(' ');
     }
     if let Some(p) = c.priority {
-        line.push_str(&format!("[#{p}] "));
+        line.push_str(&format!("[#{}] ", priority_text(p)));
     }
     line.push_str(&c.title);
     if !c.tags.is_empty() {
@@ -115,4 +126,17 @@ pub(super) fn node(r: &NodeRef, children: &[NodeRef], privacy: &Privacy) -> Stri
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::priority_text;
+
+    #[test]
+    fn numeric_priorities_show_as_numbers() {
+        assert_eq!(priority_text('A'), "A");
+        assert_eq!(priority_text('5'), "5");
+        assert_eq!(priority_text('\u{c}'), "12");
+        assert_eq!(priority_text('\u{0}'), "0");
+    }
 }
