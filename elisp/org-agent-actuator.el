@@ -30,6 +30,7 @@
 (declare-function org-agent-skills--draft-file "org-agent-skills" (name))
 (declare-function org-agent-skills-reload "org-agent-skills" (&optional callback))
 (defvar org-agent-skills--active)
+(defvar org-element-cache-persistent)   ; Org 9.6 and later
 (require 'subr-x)
 (require 'cl-lib)
 (org-agent--declare-module-functions)
@@ -133,8 +134,11 @@ what `org-agent-actuator-preview' compares.")
           (copy (generate-new-buffer " *org-agent-preview*")))
       (with-current-buffer copy
         (insert text)
-        ;; Org's own setup (#+TODO lines and all) without the user's mode hooks.
-        (delay-mode-hooks (org-mode))
+        ;; Org's own setup (#+TODO lines and all) without the user's mode hooks, nor
+        ;; Org 9.6's persisted element cache: a scratch copy has nothing to persist, and
+        ;; hashing one with raw bytes makes org-persist ask for a coding system.
+        (let ((org-element-cache-persistent nil))
+          (delay-mode-hooks (org-mode)))
         (goto-char (point-min))
         (set-buffer-modified-p nil))
       (setq org-agent-actuator--preview (cons buffer copy))
@@ -478,7 +482,7 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
          (buffer (org-agent-actuator--node-buffer node)))
     (unless org-agent-actuator--preview (pop-to-buffer buffer))
     (org-agent-actuator--goto node)
-    (org-show-context 'link-search)
+    (org-agent--show-context 'link-search)
     (list :id id)))
 
 ;;;; Moving, archiving, linking and noting

@@ -108,5 +108,36 @@ calls the module expands this after requiring org-agent-base."
      ,@(mapcar (lambda (f) `(declare-function ,(car f) "org-agent-module" ,(cdr f)))
                org-agent--module-functions)))
 
+;;;; Org releases
+
+;; Org 9.6 (Emacs 29) renamed its folding functions into org-fold and made the old names
+;; obsolete; Emacs 28 ships Org 9.5, which has only the old ones.  These call whichever the
+;; loaded Org has, so the package compiles without warnings and runs under both.
+
+(declare-function org-fold-show-context "org-fold" (&optional key))
+(declare-function org-fold-show-entry "org-fold" (&optional hide-drawers))
+(declare-function org-fold-subtree "org-fold" (flag))
+(declare-function org-show-context "org" (&optional key))
+(declare-function org-show-entry "org" ())
+(declare-function org-flag-subtree "org" (flag))
+
+(defun org-agent--show-context (&optional key)
+  "Reveal the text around point as Org does for KEY (see `org-show-context')."
+  (if (fboundp 'org-fold-show-context)
+      (org-fold-show-context key)
+    (with-no-warnings (org-show-context key))))
+
+(defun org-agent--show-entry ()
+  "Show the body of the entry at point."
+  (if (fboundp 'org-fold-show-entry)
+      (org-fold-show-entry)
+    (with-no-warnings (org-show-entry))))
+
+(defun org-agent--fold-subtree ()
+  "Fold the subtree at point, its heading left visible."
+  (if (fboundp 'org-fold-subtree)
+      (org-fold-subtree t)
+    (with-no-warnings (org-flag-subtree t))))
+
 (provide 'org-agent-base)
 ;;; org-agent-base.el ends here

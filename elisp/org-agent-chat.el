@@ -828,7 +828,7 @@ approves it once."
     (save-excursion
       (goto-char (point-min))
       (while (re-search-forward "^\\*\\* \\(Tool\\|Reasoning\\|Approve\\|Consensus\\)" nil t)
-        (org-flag-subtree t)))
+        (org-agent--fold-subtree)))
     (force-mode-line-update)
     (org-agent-chat--save)
     (run-hook-with-args 'org-agent-turn-finished-functions conversation answer)))

@@ -123,8 +123,8 @@ thread only copies the text, a worker parses it."
   (goto-char (min (max position (point-min)) (point-max)))
   (when (derived-mode-p 'org-mode)
     (org-back-to-heading t)
-    (org-show-context 'link-search)
-    (org-show-entry)))
+    (org-agent--show-context 'link-search)
+    (org-agent--show-entry)))
 
 ;;;; The log
 

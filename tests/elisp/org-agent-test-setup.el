@@ -29,6 +29,10 @@
 (require 'org-agent)
 ;; The skills of the user running the tests (~/.claude/skills…) are not the tests'.
 (setq org-agent-skill-import-directories nil)
+;; Org 9.6 and later persist their element cache under ~/.cache/org-persist; tests keep out
+;; of the home directory, and under 9.6 hashing a buffer with raw bytes for it prompts.
+(defvar org-element-cache-persistent)
+(setq org-element-cache-persistent nil)
 ;; Always install the module built from this checkout (cargo is a no-op when it is up to
 ;; date): a version stamp alone would keep a stale module between code changes.
 (org-agent-build-module-sync)
