@@ -39,7 +39,7 @@
     (org-agent--load-skills dirs disabled)
     (org-agent--import-skill file)
     (org-agent--version)
-    (org-agent--configure todo done org-version no-inherit snapshots)
+    (org-agent--configure todo done org-version no-inherit snapshots inlinetask)
     (org-agent--set-privacy tags files)
     (org-agent--set-untrusted-tags tags)
     (org-agent--set-secret-properties names)

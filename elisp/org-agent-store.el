@@ -234,7 +234,12 @@ reported the file done before the winner had stored it.")
     (org-agent--configure todo done org-version
                           (let ((ex (default-value 'org-tags-exclude-from-inheritance)))
                             (if (listp ex) ex nil))
-                          org-agent-snapshot-count))
+                          org-agent-snapshot-count
+                          ;; Org reads deep headlines as inline tasks once it is loaded.
+                          (and (featurep 'org-inlinetask)
+                               (boundp 'org-inlinetask-min-level)
+                               (natnump org-inlinetask-min-level)
+                               org-inlinetask-min-level)))
   (org-agent--set-redisplay-interval org-agent-chat-redisplay-interval)
   (org-agent--send-privacy))
 
@@ -269,6 +274,12 @@ edits and the file tools stay inside them, judged by real paths."
                                      (bound-and-true-p early-init-file)
                                      (bound-and-true-p custom-file))
                                org-agent-protected-files))))))
+
+;; Once org-inlinetask is loaded, Org reads deep headlines as inline tasks: tell the store,
+;; whose texts are then parsed again as their digests change.
+(with-eval-after-load 'org-inlinetask
+  (when (bound-and-true-p org-agent--started)
+    (org-agent--send-configuration)))
 
 (defun org-agent--directories ()
   "Return the directories to ingest, expanded."

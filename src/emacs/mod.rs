@@ -124,7 +124,8 @@ fn version() -> Result<String> {
 /// Set how text becomes nodes.
 /// TODO and DONE are the default keyword lists (`org-todo-keywords-1` split by type) for files
 /// ingested from disk that declare none; ORG-VERSION selects the headline syntax to follow;
-/// NO-INHERIT lists tags that are never inherited; SNAPSHOTS is the snapshot ring's size.
+/// NO-INHERIT lists tags that are never inherited; SNAPSHOTS is the snapshot ring's size;
+/// INLINETASK is `org-inlinetask-min-level` while org-inlinetask is loaded, else nil.
 #[defun]
 fn configure(
     env: &Env,
@@ -133,6 +134,7 @@ fn configure(
     org_version: String,
     no_inherit: Value,
     snapshots: i64,
+    inlinetask: Option<i64>,
 ) -> Result<()> {
     let todo = string_list(env, todo)?;
     let done = string_list(env, done)?;
@@ -143,6 +145,7 @@ fn configure(
         c.dialect = Dialect::for_org_version(&org_version);
         c.no_inherit_tags = no_inherit;
         c.snapshot_capacity = snapshots.clamp(1, 10_000) as usize;
+        c.inlinetask_min_level = inlinetask.map(|l| l.clamp(1, 1000) as u32);
     });
     Ok(())
 }

@@ -486,6 +486,8 @@ pub struct Config {
     pub dialect: Dialect,
     pub no_inherit_tags: Vec<String>,
     pub snapshot_capacity: usize,
+    /// `org-inlinetask-min-level` while org-inlinetask is loaded (see `ParseOptions`).
+    pub inlinetask_min_level: Option<u32>,
 }
 
 /// What one ingest did.
@@ -566,6 +568,10 @@ fn settings_digest(todo: Option<&TodoKeywords>, config: &Config) -> Hash {
         h.update([0]);
     }
     h.update([config.dialect as u8]);
+    if let Some(level) = config.inlinetask_min_level {
+        h.update(b"inlinetask");
+        h.update(level.to_le_bytes());
+    }
     for t in &config.no_inherit_tags {
         h.update(t.as_bytes());
         h.update([1]);
@@ -841,6 +847,7 @@ impl Store {
             default_todo: &config.default_todo,
             dialect: config.dialect,
             no_inherit_tags: &config.no_inherit_tags,
+            inlinetask_min_level: config.inlinetask_min_level,
         };
         let parsed = parse::parse(text, &filename::to_path(file), &opts)?;
         let (mtime, size) = meta.unwrap_or((0, text.len() as u64));
@@ -888,6 +895,7 @@ impl Store {
             default_todo: &config.default_todo,
             dialect: config.dialect,
             no_inherit_tags: &config.no_inherit_tags,
+            inlinetask_min_level: config.inlinetask_min_level,
         };
         let parsed = parse::parse(text, &filename::to_path(file), &opts)?;
         Ok(Arc::new(FileDoc::new(

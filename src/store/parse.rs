@@ -79,6 +79,9 @@ pub struct ParseOptions<'a> {
     pub dialect: Dialect,
     /// Tags that are never inherited (`org-tags-exclude-from-inheritance`).
     pub no_inherit_tags: &'a [String],
+    /// `org-inlinetask-min-level` when org-inlinetask is loaded: lines with that many stars
+    /// or more are inline tasks, text of the headline they sit in, not headlines.
+    pub inlinetask_min_level: Option<u32>,
 }
 
 /// The nodes of one file in document order; index 0 is the file node.
@@ -546,12 +549,15 @@ fn meta_after_headline(
 /// Byte offset and level of every headline line, in document order, wherever it is: Org ends
 /// blocks and drawers at the next headline, so nothing else in a section decides where
 /// headlines are.
-fn headline_lines(text: &str) -> Vec<(usize, u32)> {
+fn headline_lines(text: &str, inlinetask_min_level: Option<u32>) -> Vec<(usize, u32)> {
+    let below = inlinetask_min_level.map_or(u32::MAX, |m| m.max(1));
     let mut out = Vec::new();
     let mut start = 0;
     for line in text.split_inclusive('\n') {
-        if let Some(level) = headline_level(line) {
-            out.push((start, level as u32));
+        if let Some(level) = headline_level(line).map(|l| l as u32) {
+            if level < below {
+                out.push((start, level));
+            }
         }
         start += line.len();
     }
@@ -575,8 +581,8 @@ struct Outline {
 
 /// The headline tree from the headline lines alone, in one pass: each headline's parent is the
 /// nearest earlier headline of a lower level that is still open.
-fn outline(text: &str) -> Outline {
-    let lines = headline_lines(text);
+fn outline(text: &str, inlinetask_min_level: Option<u32>) -> Outline {
+    let lines = headline_lines(text, inlinetask_min_level);
     let mut headlines: Vec<OutlineEntry> = Vec::with_capacity(lines.len());
     // Open headlines as (index into `headlines`, level), shallowest first.
     let mut open: Vec<(usize, u32)> = Vec::new();
@@ -619,6 +625,7 @@ pub fn parse_with_defaults(text: &str, file: &Path) -> Result<Parsed, StoreError
         default_todo: &todo,
         dialect: Dialect::default(),
         no_inherit_tags: &[],
+        inlinetask_min_level: None,
     };
     parse(text, file, &opts)
 }
@@ -631,7 +638,7 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
             bytes: text.len(),
         });
     }
-    let outline = outline(text);
+    let outline = outline(text, opts.inlinetask_min_level);
     if outline.depth > MAX_NESTING {
         return Err(StoreError::TooDeep {
             file: file.to_path_buf(),

@@ -144,5 +144,36 @@ Return (HEADLINES . MISMATCHES), each mismatch (FILE BEGIN FIELD OURS THEIRS)."
       (should (null (org-agent-fidelity--report
                      "version fixture" org-agent-fidelity--versions-fixture files result))))))
 
+(ert-deftest org-agent-fidelity-inline-tasks ()
+  "With org-inlinetask loaded, its inline tasks are not headlines in the store either.
+Loading it changes how this Emacs's Org reads every file, so a child Emacs does it."
+  (let* ((fixture (expand-file-name "inlinetasks.org" org-agent-fidelity--versions-fixture))
+         (without (org-agent-test-with-store
+                    (car (org-agent-fidelity-compare (list fixture)))))
+         (child (with-temp-buffer
+                  (apply #'call-process (expand-file-name invocation-name invocation-directory)
+                         nil t nil "-Q" "--batch"
+                         (append
+                          (mapcan (lambda (dir) (list "-L" dir)) load-path)
+                          (list "-l" "org-agent-fidelity-test"
+                                "--eval"
+                                (format "%S"
+                                        `(progn
+                                           (require 'org-inlinetask)
+                                           (org-agent-test-with-store
+                                             (princ (format "ORG-AGENT-INLINE %S\n"
+                                                            (org-agent-fidelity-compare
+                                                             (list ,fixture))))))))))
+                  (goto-char (point-min))
+                  (and (re-search-forward "^ORG-AGENT-INLINE \\(.*\\)$" nil t)
+                       (car (read-from-string (match-string 1))))))
+         (with (car child)))
+    (message "fidelity: Org %s, inline tasks: %S headlines without org-inlinetask, %S with; mismatches %S"
+             (org-version) without with (cdr child))
+    (should (equal without 7))
+    ;; The inline tasks (and the END line of one) are text of the headline they sit in.
+    (should (equal with 3))
+    (should (null (cdr child)))))
+
 (provide 'org-agent-fidelity-test)
 ;;; org-agent-fidelity-test.el ends here

@@ -1513,3 +1513,25 @@ fn ingest_file_reparses_after_config_change() {
         Some("NEXT")
     );
 }
+
+#[test]
+fn inline_tasks_are_text_once_org_inlinetask_is_loaded() {
+    let text = "* A\n*************** TODO Inline\nbody\n*************** END\n** B\n";
+    let store = mem_store();
+    ingest(&store, F, text);
+    assert_eq!(titles(&store, F), ["A", "Inline", "END", "B"]);
+    store.set_config(Config {
+        inlinetask_min_level: Some(15),
+        ..config()
+    });
+    assert!(
+        ingest(&store, F, text).changed,
+        "the setting is part of the digest"
+    );
+    assert_eq!(titles(&store, F), ["A", "B"]);
+    let a = by_title(&store, F, "A");
+    assert_eq!(
+        a.node().content.body,
+        "*************** TODO Inline\nbody\n*************** END\n"
+    );
+}
