@@ -73,8 +73,10 @@ pub fn encode_batch(records: &[Record]) -> Vec<u8> {
 /// Bytes read from the log at a time.
 pub const READ_BUFFER: usize = 64 << 10;
 /// Checked batches are decoded in parallel in groups of about this many payload bytes: the
-/// loader holds one group (and at most one batch beyond it), never the whole log.
-pub const DECODE_GROUP: usize = 32 << 20;
+/// loader holds one group (and at most one batch beyond it), never the whole log. Small
+/// enough that what a group's records leave behind (file records, ids) is freed and reused
+/// by the next group rather than paged in anew.
+pub const DECODE_GROUP: usize = 4 << 20;
 
 /// What loading a log found.
 #[derive(Debug)]

@@ -1,0 +1,110 @@
+//! The store alone, without Emacs: ingest a directory of Org files into a fresh persisted
+//! store, then open that store again in fresh processes and report open time and resident
+//! memory (the figures of `scripts/bench` sections 1, 4 and 5, for iterating quickly).
+//!
+//!   cargo run --release --example bench-store DIR [STATE_DIR]
+//!
+//! DIR is, e.g., the generated memex (`org-agent-bench--generate-memex`).
+
+use org_agent::store::{Config, Store};
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn open_child(state: &std::path::Path) {
+    let before = rss_kb();
+    let t = Instant::now();
+    let (store, report) = match Store::open(state, Config::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("open: {e}");
+            std::process::exit(1);
+        }
+    };
+    let took = t.elapsed();
+    let after = rss_kb();
+    let stats = store.stats();
+    println!(
+        "open {:.1} ms  rss +{:.1} MB  ({} files, {} headlines, rebuilt {:?})",
+        took.as_secs_f64() * 1e3,
+        (after.saturating_sub(before)) as f64 * 1024.0 / 1e6,
+        report.files,
+        stats.headlines,
+        report.rebuilt
+    );
+    drop(store);
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let first = args.next().unwrap_or_default();
+    if first == "--open" {
+        let state = PathBuf::from(args.next().unwrap_or_default());
+        open_child(&state);
+        return;
+    }
+    let dir = PathBuf::from(first);
+    let state = args
+        .next()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("org-agent-bench-store"));
+    let _ = std::fs::remove_dir_all(&state);
+    let (store, _) = match Store::open(&state, Config::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("open: {e}");
+            std::process::exit(1);
+        }
+    };
+    let files = Store::org_files_under(std::slice::from_ref(&dir));
+    let t = Instant::now();
+    for f in &files {
+        let name = f.to_string_lossy();
+        if let Err(e) = store.ingest_file(&name, true) {
+            eprintln!("{name}: {e}");
+        }
+    }
+    let _ = store.flush();
+    println!(
+        "one file at a time: {:.3} s ({} files)",
+        t.elapsed().as_secs_f64(),
+        files.len()
+    );
+    drop(store);
+    let _ = std::fs::remove_dir_all(&state);
+    let (store, _) = match Store::open(&state, Config::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("open: {e}");
+            std::process::exit(1);
+        }
+    };
+    let t = Instant::now();
+    let r = store.ingest_directories(std::slice::from_ref(&dir), |_, _, _| {}, || false);
+    let _ = store.flush();
+    println!(
+        "directory ingest: {:.3} s ({} files, {} nodes)",
+        t.elapsed().as_secs_f64(),
+        r.files,
+        r.nodes
+    );
+    drop(store);
+    let exe = std::env::current_exe().unwrap_or_default();
+    for _ in 0..3 {
+        let _ = std::process::Command::new(&exe)
+            .arg("--open")
+            .arg(&state)
+            .status();
+    }
+}
