@@ -78,6 +78,9 @@
 (declare-function org-agent-store-stats "org-agent-store")
 (declare-function org-agent-query "org-agent-store")
 (declare-function org-agent-count "org-agent-store")
+(declare-function org-agent-node-get "org-agent-store")
+(declare-function org-agent-node-plist "org-agent-store")
+(declare-function org-agent-find "org-agent")
 (declare-function org-agent--after-save "org-agent-store")
 (declare-function org-agent--send-privacy "org-agent-store")
 (declare-function org-agent-skills-reload "org-agent-skills")
@@ -666,7 +669,93 @@ Collect garbage between calls (untimed) every few calls instead."
                           (length buffers))
     (org-agent-bench--out "  %.1f%% of headlines are TODO; tag matches include inherited tags on both sides."
                           (* 100.0 (or (org-agent-bench--div (org-agent-count :todo "TODO") headlines) 0)))
+    (org-agent-bench-query-garbage)
+    (org-agent-bench-find headlines)
     (dolist (b buffers) (kill-buffer b))))
+
+(defun org-agent-bench--amortized (n fn)
+  "Call FN N times; return (MS GCS GC-MS BYTES VALUE), each per call.
+VALUE is FN's last value.  The time per call includes the garbage
+collections the calls caused, under the session's own
+`gc-cons-threshold': total time over N."
+  (garbage-collect)
+  (let ((gcs0 gcs-done) (gc0 gc-elapsed) (bytes0 (org-agent-bench--consed)) value
+        (t0 (current-time)))
+    (dotimes (_ n) (setq value (funcall fn)))
+    (let ((secs (float-time (time-since t0))))
+      (list (/ (* 1000 secs) n) (/ (float (- gcs-done gcs0)) n)
+            (/ (* 1000 (- gc-elapsed gc0)) n)
+            (/ (float (- (org-agent-bench--consed) bytes0)) n)
+            value))))
+
+(defun org-agent-bench-query-garbage ()
+  "Section 3b: 1,000 whole nodes from a query, with the GC they cause."
+  (org-agent-bench--progress "queries: 1,000 nodes with their GC...")
+  (org-agent-bench--out "\n  -- 3b. A query returning 1,000 whole nodes, GC included (amortized over 100 calls,")
+  (org-agent-bench--out "         gc-cons-threshold %d; query (:tag \"urgent\" :limit 1000))" gc-cons-threshold)
+  (org-agent-bench--out "  %-40s %9s %6s %9s %12s" "form" "ms/call" "GCs" "GC ms" "bytes/call")
+  (let ((q '(:tag "urgent" :limit 1000))
+        (forms
+         `(("plists (every field)" plist
+            ,(lambda (q) (apply #'org-agent-query q)))
+           ("records (:lazy t), fields on demand" lazy
+            ,(lambda (q) (apply #'org-agent-query :lazy t q)))
+           ("records, then :title of each" lazy-title
+            ,(lambda (q) (let ((nodes (apply #'org-agent-query :lazy t q)))
+                           (dolist (n nodes) (org-agent-node-get n :title))
+                           nodes)))
+           ("records, then every field of each" lazy-all
+            ,(lambda (q) (let ((nodes (apply #'org-agent-query :lazy t q)))
+                           (dolist (n nodes) (org-agent-node-plist n))
+                           nodes))))))
+    (dolist (f forms)
+      (pcase-let* ((`(,label ,key ,fn) f)
+                   (`(,ms ,gcs ,gc-ms ,bytes ,value)
+                    (org-agent-bench--amortized 100 (lambda () (funcall fn q)))))
+        (org-agent-bench--out "  %-40s %9s %6.2f %9s %12.0f%s" label (org-agent-bench--fmt ms) gcs
+                              (org-agent-bench--fmt gc-ms) bytes
+                              (if (= (length value) 1000) "" (format "  (%d nodes!)" (length value))))
+        (pcase key
+          ('plist (org-agent-bench--row "3b query 1,000 nodes as plists, incl. GC (amortized)"
+                                        ms "ms" "<= 5 ms" (org-agent-bench--verdict ms #'<= 5.0)))
+          ('lazy (org-agent-bench--row "3b query 1,000 nodes as records (:lazy), incl. GC (amortized)"
+                                       ms "ms" "<= 5 ms" (org-agent-bench--verdict ms #'<= 5.0)))
+          ('lazy-title (org-agent-bench--row "3b same, then :title of each record, incl. GC"
+                                             ms "ms" "(info)" "info"))
+          ('lazy-all (org-agent-bench--row "3b same, then every field of each record, incl. GC"
+                                           ms "ms" "(info)" "info")))))))
+
+(defun org-agent-bench-find (headlines)
+  "Section 3c: `org-agent-find' at HEADLINES headlines, ready to type in."
+  (org-agent-bench--progress "queries: org-agent-find...")
+  (let (entered collection ready completions)
+    (cl-flet ((stop (&rest args)
+                (setq entered (current-time) collection (nth 1 args))
+                (throw 'org-agent-bench-find nil)))
+      (advice-add 'completing-read :override #'stop)
+      (unwind-protect
+          (dotimes (_ 5)
+            (garbage-collect)
+            (let ((t0 (current-time)))
+              (catch 'org-agent-bench-find (org-agent-find))
+              (push (* 1000 (float-time (time-subtract entered t0))) ready))
+            (let ((t1 (current-time)) (n (length (all-completions "" collection))))
+              (push (* 1000 (float-time (time-since t1))) completions)
+              (unless (= n headlines)
+                (org-agent-bench--out "  WARNING: org-agent-find offered %d candidates, expected %d"
+                                      n headlines))))
+        (advice-remove 'completing-read #'stop)))
+    (let ((ms (org-agent-bench--median ready))
+          (all-ms (org-agent-bench--median completions)))
+      (org-agent-bench--out "\n  -- 3c. M-x org-agent-find at %d headlines: ready to type in (completing-read entered)" headlines)
+      (org-agent-bench--out "  ready: median %s ms of 5 (min %s, max %s), GC included; then (all-completions \"\") over the"
+                            (org-agent-bench--fmt ms) (org-agent-bench--fmt (apply #'min ready))
+                            (org-agent-bench--fmt (apply #'max ready)))
+      (org-agent-bench--out "  candidates, what a completion UI shows first: median %s ms" (org-agent-bench--fmt all-ms))
+      (org-agent-bench--row "3c org-agent-find ready to type in, median of 5"
+                            ms "ms" "<= 150 ms" (org-agent-bench--verdict ms #'<= 150))
+      (org-agent-bench--row "3c org-agent-find, then all-completions \"\", median"
+                            all-ms "ms" "(info)" "info"))))
 
 ;;;; 4. Store open
 

@@ -497,11 +497,43 @@ Keys (all optional, all must match):
   :limit N                at most N nodes
   :fields (K ...)         only these keys in each plist, e.g. (:id :title);
                           fewer keys make large results much cheaper
+  :lazy t                 records instead of plists (see below)
 Each node plist has :id :kind :title :todo :todo-type :priority
 :tags :inherited-tags :properties :scheduled :deadline :closed
-:level :file :begin :end :hash :parent."
+:level :file :begin :end :hash :parent.  A key whose value would be
+nil is left out, which `plist-get' does not tell apart.  Strings that
+many nodes share (file names, TODO keywords, tags, property names)
+are one string per call: do not modify them in place.
+
+With `:lazy t', each node is an `org-agent-node' record that holds
+only its place in the result, and `org-agent-node-get' reads one field
+of it on demand, as the node was when queried (re-ingesting a file
+does not change it).  A large result made of records is cheap: almost
+no garbage for Emacs to collect.  `org-agent-node-get' also reads
+plists, so code can take either."
   (org-agent--require-started)
   (org-agent--query (org-agent--query-plist query)))
+
+(defun org-agent-node-record-p (object)
+  "Return non-nil if OBJECT is a node record of a `:lazy' `org-agent-query'."
+  (eq (type-of object) 'org-agent-node))
+
+(defun org-agent-node-get (node key)
+  "Return field KEY, a keyword such as :title, of NODE.
+NODE is a node plist (`org-agent-query', `org-agent-node') or a node
+record of a `:lazy' query, whose field is read from the store's
+result then.  KEY is one of the keys of a node plist or :body."
+  (if (org-agent-node-record-p node)
+      (org-agent--hit-field (aref node 1) (aref node 2) key)
+    (plist-get node key)))
+
+(defun org-agent-node-plist (node &optional fields)
+  "Return NODE, a node record of a `:lazy' query, as a node plist.
+FIELDS, a list of keys, limits the plist to those keys, as `:fields'
+does in `org-agent-query'.  A plist NODE is returned as it is."
+  (if (org-agent-node-record-p node)
+      (org-agent--hit-plist (aref node 1) (aref node 2) fields)
+    node))
 
 (defun org-agent-count (&rest query)
   "Return how many nodes match QUERY (see `org-agent-query')."

@@ -4,6 +4,8 @@ use super::org_agent_error;
 use crate::agent::Event;
 use crate::store::{filename, FileDoc, NodeContent, NodeKind, NodeRef, Query, TodoType, Version};
 use ::emacs::{Env, ErrorKind, IntoLisp, ModuleError, Result, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 ::emacs::use_symbols! {
@@ -32,6 +34,7 @@ use std::sync::Arc;
     sym_done => "done"
     sym_file => "file"
     sym_headline => "headline"
+    sym_org_agent_node => "org-agent-node"
 }
 
 // Called for every plist and list we build: through a cached function reference instead of
@@ -39,6 +42,7 @@ use std::sync::Arc;
 ::emacs::use_functions! {
     fn_list => "list"
     fn_cons => "cons"
+    fn_record => "record"
 }
 
 /// Hard cap on the length of a plist or list argument we walk (guards circular lists).
@@ -64,10 +68,21 @@ pub fn plist<'e>(env: &'e Env, pairs: Vec<(Value<'e>, Value<'e>)>) -> Result<Val
     list(env, items)
 }
 
+/// `s` as a Lisp string. Emacs 28's module API makes a string by building a unibyte copy and
+/// decoding it, two strings for one; ASCII text is made unibyte directly instead, as the Lisp
+/// reader makes it (`equal`, `string=` and hashing see no difference).
+pub fn text<'e>(env: &'e Env, s: &str) -> Result<Value<'e>> {
+    if s.is_ascii() {
+        s.as_bytes().into_lisp(env)
+    } else {
+        s.into_lisp(env)
+    }
+}
+
 pub fn strings<'e, S: AsRef<str>>(env: &'e Env, items: &[S]) -> Result<Value<'e>> {
     let mut out = Vec::with_capacity(items.len());
     for s in items {
-        out.push(s.as_ref().into_lisp(env)?);
+        out.push(text(env, s.as_ref())?);
     }
     list(env, out)
 }
@@ -180,33 +195,9 @@ pub fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// What `org-agent-find` shows for a headline.
-pub fn candidate_display(r: &NodeRef, file: &str) -> String {
-    let n = r.node();
-    let mut display = String::new();
-    if let Some(k) = &n.content.todo {
-        display.push_str(k);
-        display.push(' ');
-    }
-    for p in r.outline_path() {
-        display.push_str(&p);
-        display.push('/');
-    }
-    display.push_str(&n.content.title);
-    let tags = crate::store::node::distinct_tags(n.inherited_tags.iter().chain(&n.content.tags));
-    if !tags.is_empty() {
-        display.push_str("  :");
-        display.push_str(&tags.join(":"));
-        display.push(':');
-    }
-    display.push_str("  — ");
-    display.push_str(file);
-    display
-}
-
 fn opt_str<'e>(env: &'e Env, s: Option<&str>) -> Result<Value<'e>> {
     match s {
-        Some(s) => s.into_lisp(env),
+        Some(s) => text(env, s),
         None => ().into_lisp(env),
     }
 }
@@ -270,19 +261,60 @@ impl Fields {
     }
 }
 
-/// Builds node plists, reusing the Lisp string of a file path across its nodes.
+/// The hits of one lazy query (`:lazy t`): the nodes as they were when queried, which the
+/// `org-agent-node` records Elisp holds point into (a record is the symbol, this, an index).
+pub struct Hits(pub Vec<NodeRef>);
+
+impl ::emacs::Transfer for Hits {
+    fn type_name() -> &'static str {
+        "org-agent-hits"
+    }
+}
+
+/// Builds node plists with as little Lisp garbage as the keys allow: a key whose value is nil
+/// is left out (`plist-get` answers nil all the same), and a string many nodes share (a file
+/// name, TODO keyword, tag, property name) is one Lisp string per call. The strings are
+/// shared, so callers must not modify them in place; the lists are each node's own.
 pub struct NodePlists<'e> {
     env: &'e Env,
     fields: Fields,
+    keys: [Value<'e>; 19],
     file: Option<(*const FileDoc, Value<'e>)>,
+    shared: HashMap<String, Value<'e>>,
+    /// The `:id` string of the node being built, for an `ID` property of the same value.
+    id: Option<Value<'e>>,
 }
 
 impl<'e> NodePlists<'e> {
     pub fn new(env: &'e Env, fields: Fields) -> Self {
+        let keys = [
+            kw_id.bind(env),
+            kw_kind.bind(env),
+            kw_title.bind(env),
+            kw_todo.bind(env),
+            kw_todo_type.bind(env),
+            kw_priority.bind(env),
+            kw_tags.bind(env),
+            kw_properties.bind(env),
+            kw_scheduled.bind(env),
+            kw_deadline.bind(env),
+            kw_closed.bind(env),
+            kw_level.bind(env),
+            kw_inherited_tags.bind(env),
+            kw_file.bind(env),
+            kw_begin.bind(env),
+            kw_end.bind(env),
+            kw_hash.bind(env),
+            kw_parent.bind(env),
+            kw_body.bind(env),
+        ];
         NodePlists {
             env,
             fields,
+            keys,
             file: None,
+            shared: HashMap::new(),
+            id: None,
         }
     }
 
@@ -298,57 +330,129 @@ impl<'e> NodePlists<'e> {
         }
     }
 
+    /// One Lisp string per distinct `s` within this call.
+    fn shared(&mut self, s: &str) -> Result<Value<'e>> {
+        if let Some(v) = self.shared.get(s) {
+            return Ok(*v);
+        }
+        let v = text(self.env, s)?;
+        self.shared.insert(s.to_string(), v);
+        Ok(v)
+    }
+
+    fn shared_list(&mut self, items: &[String]) -> Result<Option<Value<'e>>> {
+        if items.is_empty() {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for s in items {
+            out.push(self.shared(s)?);
+        }
+        Ok(Some(list(self.env, out)?))
+    }
+
+    fn properties(&mut self, props: &[(String, String)], id: &str) -> Result<Option<Value<'e>>> {
+        if props.is_empty() {
+            return Ok(None);
+        }
+        let env = self.env;
+        let mut out = Vec::with_capacity(props.len());
+        for (k, v) in props {
+            let key = self.shared(k)?;
+            let value = match self.id {
+                Some(same) if k == "ID" && v == id => same,
+                _ => text(env, v)?,
+            };
+            out.push(fn_cons.call(env, (key, value))?);
+        }
+        Ok(Some(list(env, out)?))
+    }
+
+    /// The value of field `i` (an index into [`FIELD_NAMES`]) of the node `r`; None for nil.
+    pub fn field(&mut self, r: &NodeRef, i: usize) -> Result<Option<Value<'e>>> {
+        let env = self.env;
+        let n = r.node();
+        let c = &n.content;
+        let int = |x: i64| x.into_lisp(env).map(Some);
+        match i {
+            0 => {
+                let id = text(env, &n.id)?;
+                self.id = Some(id);
+                Ok(Some(id))
+            }
+            1 => Ok(Some(match c.kind {
+                NodeKind::File => sym_file.bind(env),
+                NodeKind::Headline => sym_headline.bind(env),
+            })),
+            2 => text(env, &c.title).map(Some),
+            3 => c.todo.as_deref().map(|k| self.shared(k)).transpose(),
+            4 => Ok(c.todo_type.map(|t| match t {
+                TodoType::Todo => sym_todo.bind(env),
+                TodoType::Done => sym_done.bind(env),
+            })),
+            5 => c.priority.map(|p| int(p as i64)).unwrap_or(Ok(None)),
+            6 => self.shared_list(&c.tags),
+            7 => self.properties(&c.properties, &n.id),
+            8..=10 => {
+                let p = &c.planning;
+                let ts = [&p.scheduled, &p.deadline, &p.closed][i - 8];
+                ts.as_deref().map(|s| text(env, s)).transpose()
+            }
+            11 => int(c.level as i64),
+            12 => self.shared_list(&n.inherited_tags),
+            13 => self.file_value(&r.doc).map(Some),
+            14 => int(n.begin_pos as i64),
+            15 => int(n.end_pos as i64),
+            16 => text(env, &n.hash.to_hex()).map(Some),
+            17 => r.parent().map(|p| text(env, &p.node().id)).transpose(),
+            F_BODY => text(env, &c.body).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     pub fn plist(&mut self, r: &NodeRef) -> Result<Value<'e>> {
         let env = self.env;
         let f = self.fields;
-        let n = r.node();
-        let mut out: Vec<Value<'e>> = Vec::with_capacity(42);
-        if f.has(0) {
-            out.push(kw_id.bind(env));
-            out.push((&*n.id).into_lisp(env)?);
+        self.id = None;
+        let mut out: Vec<Value<'e>> = Vec::with_capacity(40);
+        for i in 0..FIELD_NAMES.len() {
+            if f.has(i) {
+                if let Some(v) = self.field(r, i)? {
+                    out.push(self.keys[i]);
+                    out.push(v);
+                }
+            }
         }
-        content_fields(env, &n.content, f, &mut out)?;
-        if f.has(12) {
-            out.push(kw_inherited_tags.bind(env));
-            out.push(strings(env, &n.inherited_tags)?);
-        }
-        if f.has(13) {
-            out.push(kw_file.bind(env));
-            out.push(self.file_value(&r.doc)?);
-        }
-        if f.has(14) {
-            out.push(kw_begin.bind(env));
-            out.push((n.begin_pos as i64).into_lisp(env)?);
-        }
-        if f.has(15) {
-            out.push(kw_end.bind(env));
-            out.push((n.end_pos as i64).into_lisp(env)?);
-        }
-        if f.has(16) {
-            out.push(kw_hash.bind(env));
-            out.push(n.hash.to_hex().into_lisp(env)?);
-        }
-        if f.has(17) {
-            out.push(kw_parent.bind(env));
-            out.push(match r.parent() {
-                Some(p) => (&*p.node().id).into_lisp(env)?,
-                None => ().into_lisp(env)?,
-            });
-        }
-        if f.has(F_BODY) {
-            out.push(kw_body.bind(env));
-            out.push(n.content.body.as_str().into_lisp(env)?);
-        }
-        if f == Fields::ALL {
+        if f == Fields::ALL && !r.node().children.is_empty() {
             out.push(kw_children.bind(env));
-            let mut kids = Vec::with_capacity(n.children.len());
-            for &c in &n.children {
-                kids.push((&*r.doc.nodes[c as usize].id).into_lisp(env)?);
+            let mut kids = Vec::with_capacity(r.node().children.len());
+            for &c in &r.node().children {
+                kids.push(text(env, &r.doc.nodes[c as usize].id)?);
             }
             out.push(list(env, kids)?);
         }
         list(env, out)
     }
+
+    /// The records of a lazy query: one `(org-agent-node HITS INDEX)` record per hit.
+    pub fn records(env: &'e Env, hits: Vec<NodeRef>) -> Result<Value<'e>> {
+        let n = hits.len();
+        if n == 0 {
+            return ().into_lisp(env);
+        }
+        let hits = Box::new(RefCell::new(Hits(hits))).into_lisp(env)?;
+        let tag = sym_org_agent_node.bind(env);
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            out.push(fn_record.call(env, (tag, hits, i as i64))?);
+        }
+        list(env, out)
+    }
+}
+
+/// The field named by the keyword `key` (see [`FIELD_NAMES`]), or None if there is none.
+pub fn field_index(key: &str) -> Option<usize> {
+    FIELD_NAMES.iter().position(|f| *f == key)
 }
 
 /// The fields of a node plist that come from its content (`:kind` … `:level`).
@@ -456,8 +560,9 @@ fn date_arg(env: &Env, key: &str, v: Value) -> Result<String> {
     Ok(s[..10].to_string())
 }
 
-/// A query plist such as `(:tag "work" :todo-type todo)` → [`Query`].
-pub fn parse_query(env: &Env, plist: Value) -> Result<(Query, Fields)> {
+/// A query plist such as `(:tag "work" :todo-type todo)` → [`Query`], the fields of its
+/// plists, and whether it wants records instead (`:lazy`).
+pub fn parse_query(env: &Env, plist: Value) -> Result<(Query, Fields, bool)> {
     let items = list_items(env, plist)?;
     if items.len() % 2 != 0 {
         return env.signal(
@@ -467,6 +572,7 @@ pub fn parse_query(env: &Env, plist: Value) -> Result<(Query, Fields)> {
     }
     let mut q = Query::default();
     let mut fields = Fields::QUERY;
+    let mut lazy = false;
     for pair in items.chunks(2) {
         let key = lisp_string(env, pair[0])?;
         let v = pair[1];
@@ -525,6 +631,7 @@ pub fn parse_query(env: &Env, plist: Value) -> Result<(Query, Fields)> {
             }
             ":projects" => q.projects = given,
             ":sparse" => q.sparse = given,
+            ":lazy" => lazy = given,
             ":limit" if given => q.limit = Some(v.into_rust::<i64>()?.max(0) as usize),
             ":fields" if given => fields = Fields::from_names(env, string_list(env, v)?)?,
             _ if !given => {}
@@ -533,5 +640,5 @@ pub fn parse_query(env: &Env, plist: Value) -> Result<(Query, Fields)> {
             }
         }
     }
-    Ok((q, fields))
+    Ok((q, fields, lazy))
 }

@@ -6,6 +6,7 @@
 //! snapshot) or hands the work to the runtime's workers.
 
 mod convert;
+mod find;
 mod lisp_sexp;
 mod skills;
 
@@ -409,11 +410,15 @@ fn drain<'e>(env: &'e Env) -> Result<Value<'e>> {
     list(env, out)
 }
 
-/// Return the nodes matching the query plist QUERY (see `org-agent-query').
+/// Return the nodes matching the query plist QUERY (see `org-agent-query'): plists, or with
+/// `:lazy t' one `org-agent-node' record per node, whose fields `org-agent--hit-field' reads.
 #[defun]
 fn query<'e>(env: &'e Env, query: Value<'e>) -> Result<Value<'e>> {
-    let (q, fields) = parse_query(env, query)?;
+    let (q, fields, lazy) = parse_query(env, query)?;
     let hits = runtime(env)?.store().query(&q);
+    if lazy {
+        return NodePlists::records(env, hits);
+    }
     let mut plists = NodePlists::new(env, fields);
     let mut out = Vec::with_capacity(hits.len());
     for h in &hits {
@@ -422,10 +427,41 @@ fn query<'e>(env: &'e Env, query: Value<'e>) -> Result<Value<'e>> {
     list(env, out)
 }
 
+/// Return field KEY (a keyword such as :title) of node INDEX of the lazy query result HITS.
+#[defun]
+fn hit_field<'e>(env: &'e Env, hits: &Hits, index: i64, key: Value<'e>) -> Result<Value<'e>> {
+    let Some(r) = usize::try_from(index).ok().and_then(|i| hits.0.get(i)) else {
+        return fail(env, format!("no node {index} in this query result"));
+    };
+    let name = lisp_string(env, key)?;
+    let Some(i) = field_index(&name) else {
+        return fail(env, format!("unknown node field {name}"));
+    };
+    match NodePlists::new(env, Fields::ALL).field(r, i)? {
+        Some(v) => Ok(v),
+        None => ().into_lisp(env),
+    }
+}
+
+/// Return node INDEX of the lazy query result HITS as a plist (the fields of FIELDS, a list of
+/// keywords; nil: those a query returns).
+#[defun]
+fn hit_plist<'e>(env: &'e Env, hits: &Hits, index: i64, fields: Value<'e>) -> Result<Value<'e>> {
+    let Some(r) = usize::try_from(index).ok().and_then(|i| hits.0.get(i)) else {
+        return fail(env, format!("no node {index} in this query result"));
+    };
+    let fields = if fields.is_not_nil() {
+        Fields::from_names(env, string_list(env, fields)?)?
+    } else {
+        Fields::QUERY
+    };
+    NodePlists::new(env, fields).plist(r)
+}
+
 /// Return how many nodes match the query plist QUERY.
 #[defun]
 fn count<'e>(env: &'e Env, query: Value<'e>) -> Result<i64> {
-    let (q, _) = parse_query(env, query)?;
+    let (q, _, _) = parse_query(env, query)?;
     Ok(runtime(env)?.store().query(&q).len() as i64)
 }
 
@@ -458,32 +494,40 @@ fn outline_path<'e>(env: &'e Env, id: String) -> Result<Value<'e>> {
     }
 }
 
-/// Return one entry per headline for completion: (DISPLAY FILE POSITION ID), where DISPLAY
-/// shows the TODO keyword, outline path, title, tags and file name.
+/// Return one string per headline for completion: the TODO keyword, outline path, title,
+/// tags and file name. `org-agent--headline-target' finds the headline a string stands for.
 #[defun]
 fn headline_candidates<'e>(env: &'e Env) -> Result<Value<'e>> {
     let state = runtime(env)?.store().state();
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(state.node_count());
     for doc in state.files.values() {
-        let file = file_name(&doc.path);
-        for index in 1..doc.nodes.len() as u32 {
-            let r = crate::store::NodeRef {
-                doc: doc.clone(),
-                index,
-            };
-            let n = r.node();
-            out.push(list(
+        find::each_display(doc, |_, display| {
+            out.push(text(env, display)?);
+            Ok::<(), ::emacs::Error>(())
+        })?;
+    }
+    list(env, out)
+}
+
+/// Return (FILE POSITION ID) of the headline `org-agent--headline-candidates' showed as
+/// CANDIDATE, or nil if the store has none such now.
+#[defun]
+fn headline_target<'e>(env: &'e Env, candidate: String) -> Result<Value<'e>> {
+    let state = runtime(env)?.store().state();
+    match find::target(&state, &candidate) {
+        Some((doc, index)) => {
+            let n = &doc.nodes[index as usize];
+            list(
                 env,
                 vec![
-                    candidate_display(&r, file).into_lisp(env)?,
                     file_name_value(env, &doc.path)?,
                     (n.begin_pos as i64).into_lisp(env)?,
                     (&*n.id).into_lisp(env)?,
                 ],
-            )?);
+            )
         }
+        None => ().into_lisp(env),
     }
-    list(env, out)
 }
 
 /// Return store statistics as a plist.

@@ -291,6 +291,81 @@ The copy's directory is bound to `notes'."
       (should (equal (buffer-file-name) (expand-file-name "projects.org" notes)))
       (should (looking-at-p "\\*\\* NEXT Write the export pipeline")))))
 
+;; Titles beyond ASCII (one outside the BMP), so the candidates' character
+;; offsets and the query's two kinds of strings are both exercised.
+(defconst org-agent-test-find-text
+  "#+TITLE: Find\n\n* Café ☕ plans :trip:\n** TODO Book the 🎉 train\n*** Seat by the window\n* DONE Plain ascii headline\n"
+  "An Org file for the candidates of `org-agent-find'.")
+
+(ert-deftest org-agent-find-candidates-and-visit ()
+  "Each headline is one candidate: TODO, outline path, tags, file; RET visits it."
+  (org-agent-test-with-notes
+    (let ((file (expand-file-name "find.org" notes)))
+      (with-temp-file file (insert org-agent-test-find-text))
+      (org-agent-ingest-file file)
+      (should (equal (org-agent--headline-candidates)
+                     '("Café ☕ plans  :trip:  — find.org"
+                       "TODO Café ☕ plans/Book the 🎉 train  :trip:  — find.org"
+                       "Café ☕ plans/Book the 🎉 train/Seat by the window  :trip:  — find.org"
+                       "DONE Plain ascii headline  — find.org")))
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (_prompt collection &rest _)
+                   (seq-find (lambda (c) (string-search "window" c))
+                             (all-completions "" collection)))))
+        (org-agent-find))
+      (should (equal (buffer-file-name) file))
+      (should (looking-at-p "\\*\\*\\* Seat by the window"))
+      ;; A candidate the store no longer has (the file changed meanwhile).
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (&rest _) "DONE Gone  — find.org")))
+        (should-error (org-agent-find) :type 'user-error)))))
+
+(ert-deftest org-agent-query-plists-and-records ()
+  "Plists leave nil keys out; `:lazy' records read the same fields on demand."
+  (org-agent-test-with-notes
+    (let ((file (expand-file-name "find.org" notes)))
+      (with-temp-file file (insert org-agent-test-find-text))
+      (org-agent-ingest-file file)
+      (let* ((plain (car (org-agent-query :file file :level 1)))
+             (cafe-title (plist-get plain :title)))
+        ;; No TODO, priority or planning: those keys are not there, and read as nil.
+        (should (equal cafe-title "Café ☕ plans"))
+        (should (multibyte-string-p cafe-title))
+        (dolist (key '(:todo :todo-type :priority :scheduled :deadline :closed))
+          (should-not (plist-member plain key))
+          (should-not (plist-get plain key)))
+        (should (equal (plist-get plain :tags) '("trip")))
+        (should (equal (plist-get plain :file) file))
+        ;; ASCII text is a unibyte string, as the reader makes it, and `equal' to any other.
+        (let ((done (car (org-agent-query :file file :todo "DONE"))))
+          (should (equal (plist-get done :title) "Plain ascii headline"))
+          (should (equal (plist-get done :title) (string-to-multibyte "Plain ascii headline")))
+          (should (eq (plist-get done :todo-type) 'done))))
+      (let* ((records (org-agent-query :file file :type 'headline :lazy t))
+             (plists (org-agent-query :file file :type 'headline))
+             (train (nth 1 records)))
+        (should (= (length records) 4))
+        (should (cl-every #'org-agent-node-record-p records))
+        (should-not (org-agent-node-record-p (car plists)))
+        ;; A record's plist is the query's plist; its fields are the plist's.
+        (should (equal (mapcar #'org-agent-node-plist records) plists))
+        (should (equal (org-agent-node-plist train '(:title :todo))
+                       '(:title "Book the 🎉 train" :todo "TODO")))
+        (dolist (key '(:id :title :todo :tags :inherited-tags :level :begin :parent :hash))
+          (should (equal (org-agent-node-get train key) (plist-get (nth 1 plists) key))))
+        (should (equal (org-agent-node-get (nth 1 plists) :title) "Book the 🎉 train"))
+        (should (equal (org-agent-node-get train :inherited-tags) '("trip")))
+        (should (equal (org-agent-node-get train :body) ""))
+        (should-error (org-agent-node-get train :nonsense))
+        ;; A record reads the node as it was queried; a new query sees the change.
+        (with-temp-file file
+          (insert (replace-regexp-in-string "train" "bus" org-agent-test-find-text)))
+        (org-agent-ingest-file file)
+        (should (equal (org-agent-node-get train :title) "Book the 🎉 train"))
+        (should (equal (org-agent-node-get (nth 1 (org-agent-query :file file :type 'headline :lazy t))
+                                           :title)
+                       "Book the 🎉 bus"))))))
+
 (ert-deftest org-agent-store-info-shows-stats ()
   "`org-agent-store-info' reports the statistics."
   (org-agent-test-with-notes
