@@ -539,8 +539,8 @@ Return a plist of the figures."
         (progn (org-agent-bench--out "  no .org files found: skipped") nil)
       (let ((r (org-agent-bench--ingest-section "corpus" files "store-corpus")))
         (org-agent-bench--row "1a ingest, corpus: directory ingest / org-element"
-                              (plist-get r :ratio-dir) "x" ">= 50x"
-                              (org-agent-bench--verdict (plist-get r :ratio-dir) #'>= 50))
+                              (plist-get r :ratio-dir) "x" ">= 80x"
+                              (org-agent-bench--verdict (plist-get r :ratio-dir) #'>= 80))
         (org-agent-bench--row "1a ingest, corpus: one file at a time / org-element"
                               (plist-get r :ratio) "x" ">= 50x"
                               (org-agent-bench--verdict (plist-get r :ratio) #'>= 50))
@@ -554,8 +554,8 @@ Return a plist of the figures."
          (subset (plist-get r :subset))
          (times (plist-get r :times)))
     (org-agent-bench--row "1b ingest, memex: directory ingest / org-element"
-                          (plist-get r :ratio-dir) "x" ">= 50x"
-                          (org-agent-bench--verdict (plist-get r :ratio-dir) #'>= 50))
+                          (plist-get r :ratio-dir) "x" ">= 80x"
+                          (org-agent-bench--verdict (plist-get r :ratio-dir) #'>= 80))
     (org-agent-bench--row "1b ingest, memex: one file at a time / org-element"
                           (plist-get r :ratio) "x" ">= 50x"
                           (org-agent-bench--verdict (plist-get r :ratio) #'>= 50))
@@ -782,7 +782,7 @@ collections the calls caused, under the session's own
         (org-agent-bench--out "  WARNING: the reopened store has %S nodes, expected %S"
                               (plist-get report :nodes) nodes))
       (org-agent-bench--row "4  open persisted store again (org-agent--store-open), median of 5"
-                            ms "ms" "<= 300 ms" (org-agent-bench--verdict ms #'<= 300)))))
+                            ms "ms" "<= 150 ms" (org-agent-bench--verdict ms #'<= 150)))))
 
 ;;;; 5. Memory (fresh child process)
 
@@ -851,9 +851,10 @@ HEADLINES is how many headlines it holds."
                             (org-agent-bench--fmt per-100k))
       (org-agent-bench--out "     (delta VmRSS around org-agent--store-open; includes malloc slack left by loading)")
       (org-agent-bench--row "4  first open in a fresh Emacs (startup), median of 3"
-                            open-ms "ms" "<= 300 ms" (org-agent-bench--verdict open-ms #'<= 300))
+                            open-ms "ms" "<= 150 ms" (org-agent-bench--verdict open-ms #'<= 150))
       (org-agent-bench--row "5  resident memory per 100k headlines (delta VmRSS)"
-                            per-100k "MB" "(no target)" (if per-100k "info" "n/a"))))
+                            per-100k "MB" "<= 60 MB"
+                            (if per-100k (org-agent-bench--verdict per-100k #'<= 60) "n/a"))))
   (org-agent--store-open dir))
 
 ;;;; 2. Save
