@@ -7,7 +7,7 @@
 //! DIR is, e.g., the generated memex (`org-agent-bench--generate-memex`).
 
 use org_agent::store::{Config, Store};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 fn rss_kb() -> u64 {
@@ -59,14 +59,7 @@ fn main() {
         .next()
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("org-agent-bench-store"));
-    let _ = std::fs::remove_dir_all(&state);
-    let (store, _) = match Store::open(&state, Config::default()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("open: {e}");
-            std::process::exit(1);
-        }
-    };
+    let store = empty_store(&state);
     let files = Store::org_files_under(std::slice::from_ref(&dir));
     let t = Instant::now();
     for f in &files {
@@ -82,14 +75,7 @@ fn main() {
         files.len()
     );
     drop(store);
-    let _ = std::fs::remove_dir_all(&state);
-    let (store, _) = match Store::open(&state, Config::default()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("open: {e}");
-            std::process::exit(1);
-        }
-    };
+    let store = empty_store(&state);
     let t = Instant::now();
     let r = store.ingest_directories(std::slice::from_ref(&dir), |_, _, _| {}, || false);
     let _ = store.flush();
@@ -106,5 +92,17 @@ fn main() {
             .arg("--open")
             .arg(&state)
             .status();
+    }
+}
+
+/// A new, empty store in `state` (whatever was there is removed); exits on failure.
+fn empty_store(state: &Path) -> Store {
+    let _ = std::fs::remove_dir_all(state);
+    match Store::open(state, Config::default()) {
+        Ok((store, _)) => store,
+        Err(e) => {
+            eprintln!("open: {e}");
+            std::process::exit(1);
+        }
     }
 }
