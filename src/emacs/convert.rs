@@ -471,7 +471,7 @@ fn content_fields<'e>(
     }
     if f.has(2) {
         out.push(kw_title.bind(env));
-        out.push(c.title.as_str().into_lisp(env)?);
+        out.push((*c.title).into_lisp(env)?);
     }
     if f.has(3) {
         out.push(kw_todo.bind(env));
@@ -532,7 +532,7 @@ pub fn version_plist<'e>(env: &'e Env, v: &Version) -> Result<Value<'e>> {
     out.push(v.time.into_lisp(env)?);
     content_fields(env, &v.content, Fields::ALL, &mut out)?;
     out.push(kw_body.bind(env));
-    out.push(v.content.body.as_str().into_lisp(env)?);
+    out.push((*v.content.body).into_lisp(env)?);
     list(env, out)
 }
 

@@ -229,7 +229,7 @@ fn audit_log_is_an_org_file_the_store_reads() {
     assert_eq!(entries.len(), 3);
     let titles: Vec<String> = entries
         .iter()
-        .map(|r| r.node().content.title.clone())
+        .map(|r| r.node().content.title.to_string())
         .collect();
     assert!(titles[0].ends_with("ask set-todo"), "{titles:?}");
     assert!(titles[1].ends_with("deny tool:shell"), "{titles:?}");

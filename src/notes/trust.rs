@@ -174,7 +174,7 @@ Pay the invoice.
         let index = doc
             .nodes
             .iter()
-            .position(|n| n.content.title == title)
+            .position(|n| &*n.content.title == title)
             .unwrap();
         NodeRef {
             doc,

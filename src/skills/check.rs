@@ -86,7 +86,7 @@ fn gate_test(skill: &Skill, test: &Test) -> Result<(), String> {
     let id = store
         .query(&Query::default())
         .into_iter()
-        .find(|r| r.node().content.title == target)
+        .find(|r| &*r.node().content.title == target)
         .map(|r| r.node().id.to_string())
         .ok_or(format!("its fixture has no headline {target:?}"))?;
     let mut args = serde_json::Map::new();
@@ -255,7 +255,7 @@ fn event_nodes(test: &Test, on: On, file: &str, after: &[Node]) -> Result<Vec<us
         .map(|title| {
             after
                 .iter()
-                .position(|n| n.content.kind == NodeKind::Headline && n.content.title == title)
+                .position(|n| n.content.kind == NodeKind::Headline && &*n.content.title == title)
                 .ok_or(format!(
                     ":CHANGED: names {title:?}, which its note does not have"
                 ))

@@ -192,7 +192,7 @@ impl<'n> MatchNode<'n> {
             "LEVEL" => Some(Cow::Owned(c.level.to_string())),
             "PRIORITY" => Some(Cow::Owned(c.priority.unwrap_or('B').to_string())),
             "CATEGORY" => self.category.as_deref().map(Cow::Borrowed),
-            "ITEM" => Some(Cow::Borrowed(c.title.as_str())),
+            "ITEM" => Some(Cow::Borrowed(&c.title)),
             "TAGS" => tag_list(c.tags.iter().map(String::as_str).collect()),
             "ALLTAGS" => {
                 let inherited = self.inherited_tags.iter().map(String::as_str);
@@ -696,7 +696,7 @@ CLOSED: [2026-11-20 Fri 17:03]
         (0..nodes.len())
             .filter_map(|i| MatchNode::in_file(&nodes, i, "/n/house.org"))
             .filter(|n| m.matches(n))
-            .map(|n| n.content.title.clone())
+            .map(|n| n.content.title.to_string())
             .collect()
     }
 

@@ -328,7 +328,7 @@ fn prompt(doc: &Doc, section: &Node, skill: &mut Skill) {
         if child.content.tags.iter().any(|t| t == "reference") {
             skill
                 .references
-                .push((child.content.title.clone(), sub.trim_end().to_owned()));
+                .push((child.content.title.to_string(), sub.trim_end().to_owned()));
         } else {
             text.push_str("\n\n");
             text.push_str(sub.trim_end());
@@ -552,10 +552,10 @@ fn tests(doc: &Doc, section: &Node) -> Result<Vec<Test>, SkillError> {
                 )
             })?;
         out.push(Test {
-            title: child.content.title.clone(),
+            title: child.content.title.to_string(),
             kind: kind.clone(),
-            properties: child.content.properties.clone(),
-            body: child.content.body.clone(),
+            properties: child.content.properties.to_vec(),
+            body: child.content.body.to_string(),
             line,
         });
     }

@@ -184,7 +184,7 @@ impl Facts {
                 Some(n) => (term.op == Op::IsNot) != n.has_tag(&term.value),
                 None => false,
             },
-            Subject::Level => number(node.map(|n| n.content.level), term),
+            Subject::Level => number(node.map(|n| u32::from(n.content.level)), term),
             Subject::OpenChildren => number(
                 self.target.as_ref().map(|r| {
                     r.node()

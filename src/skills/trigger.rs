@@ -267,7 +267,7 @@ mod tests {
     fn titles(nodes: &[Node], indexes: &[usize]) -> Vec<String> {
         indexes
             .iter()
-            .map(|&i| nodes[i].content.title.clone())
+            .map(|&i| nodes[i].content.title.to_string())
             .collect()
     }
 

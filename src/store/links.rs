@@ -30,7 +30,7 @@ pub fn index(nodes: &[Node]) -> Vec<Link> {
     let mut out = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
         let body = outside_blocks(&n.content.body);
-        for text in [n.content.title.as_str(), body.as_ref()] {
+        for text in [&*n.content.title, body.as_ref()] {
             for raw in bracket_targets(text) {
                 if let Some((kind, target, search)) = classify(raw) {
                     out.push(Link {

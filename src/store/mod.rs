@@ -20,7 +20,7 @@ pub mod todo;
 pub mod vectors;
 
 pub use error::{Result, StoreError};
-pub use node::{Hash, Node, NodeContent, NodeKind, Planning, TodoType};
+pub use node::{Hash, Node, NodeContent, NodeKind, Planning, PlanningTimes, TodoType};
 pub use parse::Dialect;
 pub use query::{NodeRef, Query};
 pub use todo::TodoKeywords;
@@ -66,7 +66,7 @@ impl FileDoc {
         let mut tag_index: HashMap<String, Vec<u32>> = HashMap::default();
         let mut todo_index: HashMap<String, Vec<u32>> = HashMap::default();
         for (i, n) in nodes.iter().enumerate() {
-            for t in node::distinct_tags(n.content.tags.iter().chain(&n.inherited_tags)) {
+            for t in node::distinct_tags(n.content.tags.iter().chain(n.inherited_tags.iter())) {
                 match tag_index.get_mut(t) {
                     Some(at) => at.push(i as u32),
                     None => {
@@ -75,7 +75,7 @@ impl FileDoc {
                 }
             }
             if let Some(k) = &n.content.todo {
-                todo_index.entry(k.clone()).or_default().push(i as u32);
+                todo_index.entry(k.to_string()).or_default().push(i as u32);
             }
         }
         let links = links::index(&nodes);
@@ -112,7 +112,7 @@ impl FileDoc {
                     end: n.end,
                     begin_pos: n.begin_pos,
                     end_pos: n.end_pos,
-                    inherited_tags: n.inherited_tags.clone(),
+                    inherited_tags: n.inherited_tags.to_vec(),
                 })
                 .collect(),
         }
@@ -121,28 +121,41 @@ impl FileDoc {
     /// Rebuild a document from its record and the stored versions.
     fn from_record(rec: FileRecord, archive: &Archive) -> Option<FileDoc> {
         let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
-        for p in rec.nodes {
+        let mut children: Vec<Vec<u32>> = vec![Vec::new(); rec.nodes.len()];
+        // The log repeats each node's inherited tags; in memory, nodes with the same ones
+        // share one slice.
+        let mut tag_sets: rustc_hash::FxHashSet<Arc<[String]>> = Default::default();
+        for (i, p) in rec.nodes.into_iter().enumerate() {
             let content = archive.versions.get(&p.hash)?.clone();
+            if let Some(parent) = p.parent {
+                children
+                    .get_mut(parent as usize)
+                    .filter(|_| (parent as usize) < i)?
+                    .push(i as u32);
+            }
+            let inherited_tags = match tag_sets.get(p.inherited_tags.as_slice()) {
+                Some(shared) => shared.clone(),
+                None => {
+                    let shared: Arc<[String]> = Arc::from(p.inherited_tags);
+                    tag_sets.insert(shared.clone());
+                    shared
+                }
+            };
             nodes.push(Node {
                 id: archive.intern(&p.id),
                 hash: p.hash,
                 content,
                 parent: p.parent,
-                children: Vec::new(),
+                children: Box::default(),
                 begin: p.begin,
                 end: p.end,
                 begin_pos: p.begin_pos,
                 end_pos: p.end_pos,
-                inherited_tags: p.inherited_tags,
+                inherited_tags,
             });
         }
-        for i in 0..nodes.len() {
-            if let Some(p) = nodes[i].parent {
-                if (p as usize) >= i {
-                    return None;
-                }
-                nodes[p as usize].children.push(i as u32);
-            }
+        for (node, kids) in nodes.iter_mut().zip(children) {
+            node.children = kids.into_boxed_slice();
         }
         Some(FileDoc::new(
             Arc::from(rec.path.as_str()),

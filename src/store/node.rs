@@ -59,10 +59,76 @@ impl TodoType {
 
 /// Planning timestamps, kept exactly as written (repeaters and warnings included).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Planning {
+pub struct PlanningTimes {
     pub scheduled: Option<String>,
     pub deadline: Option<String>,
     pub closed: Option<String>,
+}
+
+static NO_PLANNING: PlanningTimes = PlanningTimes {
+    scheduled: None,
+    deadline: None,
+    closed: None,
+};
+
+/// A node's [`PlanningTimes`], boxed only when it has one: most headlines have none, and
+/// three inline `Option<String>`s were 64 of the 232 bytes of every stored version. Reads go
+/// through `Deref` (`planning.scheduled` as before); writing through `DerefMut` makes the box.
+/// Serialized as the plain struct, so the log's format is unchanged.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Planning(Option<Box<PlanningTimes>>);
+
+impl From<PlanningTimes> for Planning {
+    fn from(times: PlanningTimes) -> Planning {
+        if times == NO_PLANNING {
+            Planning(None)
+        } else {
+            Planning(Some(Box::new(times)))
+        }
+    }
+}
+
+impl std::ops::Deref for Planning {
+    type Target = PlanningTimes;
+    fn deref(&self) -> &PlanningTimes {
+        self.0.as_deref().unwrap_or(&NO_PLANNING)
+    }
+}
+
+impl std::ops::DerefMut for Planning {
+    fn deref_mut(&mut self) -> &mut PlanningTimes {
+        self.0.get_or_insert_with(Box::default)
+    }
+}
+
+impl fmt::Debug for Planning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl Serialize for Planning {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Planning {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Planning, D::Error> {
+        PlanningTimes::deserialize(d).map(Planning::from)
+    }
+}
+
+/// A headline's level as stored: 16 bits keep [`NodeContent`] in a smaller allocation class.
+/// Older logs wrote it as a `u32` (the same varint for every level that fits), so a deeper
+/// one still loads, saturated as the parser saturates it.
+fn level_from_u32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u16, D::Error> {
+    u32::deserialize(d).map(saturating_level)
+}
+
+/// `stars` as a stored level: a headline of more than 65,535 stars is read as that deep.
+pub fn saturating_level(stars: u32) -> u16 {
+    u16::try_from(stars).unwrap_or(u16::MAX)
 }
 
 /// What a node *is*: its own fields and its children's hashes. Stored once per distinct
@@ -71,17 +137,18 @@ pub struct Planning {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeContent {
     pub kind: NodeKind,
-    pub title: String,
-    pub todo: Option<String>,
+    pub title: Box<str>,
+    pub todo: Option<Box<str>>,
     pub todo_type: Option<TodoType>,
     pub priority: Option<char>,
-    pub tags: Vec<String>,
+    pub tags: Box<[String]>,
     /// Property drawer entries in file order, keys upcased as Org reports them.
-    pub properties: Vec<(String, String)>,
+    pub properties: Box<[(String, String)]>,
     pub planning: Planning,
-    pub body: String,
-    pub level: u32,
-    pub children: Vec<Hash>,
+    pub body: Box<str>,
+    #[serde(deserialize_with = "level_from_u32")]
+    pub level: u16,
+    pub children: Box<[Hash]>,
 }
 
 impl NodeContent {
@@ -121,7 +188,8 @@ impl NodeContent {
         put_opt(&mut h, self.planning.deadline.as_deref());
         put_opt(&mut h, self.planning.closed.as_deref());
         put_str(&mut h, &self.body);
-        h.update(self.level.to_le_bytes());
+        // Hashed as the u32 it once was, so stored hashes stay valid.
+        h.update(u32::from(self.level).to_le_bytes());
         h.update((self.children.len() as u64).to_le_bytes());
         for c in &self.children {
             h.update(c.0);
@@ -166,15 +234,16 @@ pub struct Node {
     pub content: Arc<NodeContent>,
     /// Index of the parent in the file's node list (`None` for the file node).
     pub parent: Option<u32>,
-    pub children: Vec<u32>,
+    pub children: Box<[u32]>,
     /// UTF-8 byte range of the subtree in the ingested text.
     pub begin: u32,
     pub end: u32,
     /// The same range as Emacs buffer positions (1-based character positions).
     pub begin_pos: u32,
     pub end_pos: u32,
-    /// Tags from `#+FILETAGS` and ancestors, not the node's own.
-    pub inherited_tags: Vec<String>,
+    /// Tags from `#+FILETAGS` and ancestors, not the node's own: one shared slice for all the
+    /// children of a parent.
+    pub inherited_tags: Arc<[String]>,
 }
 
 impl Node {
@@ -199,4 +268,94 @@ pub fn distinct_tags<'a>(tags: impl IntoIterator<Item = &'a String>) -> Vec<&'a 
     }
     let mut seen = rustc_hash::FxHashSet::default();
     all.into_iter().filter(|t| seen.insert(*t)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `NodeContent` as logs before the compact layout wrote it.
+    #[derive(Serialize, Deserialize)]
+    struct LoggedBefore {
+        kind: NodeKind,
+        title: String,
+        todo: Option<String>,
+        todo_type: Option<TodoType>,
+        priority: Option<char>,
+        tags: Vec<String>,
+        properties: Vec<(String, String)>,
+        planning: PlanningTimes,
+        body: String,
+        level: u32,
+        children: Vec<Hash>,
+    }
+
+    fn logged(level: u32, planning: PlanningTimes) -> LoggedBefore {
+        LoggedBefore {
+            kind: NodeKind::Headline,
+            title: "Weekly review".into(),
+            todo: Some("TODO".into()),
+            todo_type: Some(TodoType::Todo),
+            priority: Some('A'),
+            tags: vec!["work".into(), "é".into()],
+            properties: vec![
+                ("ID".into(), "abc".into()),
+                ("EFFORT".into(), "1:00".into()),
+            ],
+            planning,
+            body: "Body.\n".into(),
+            level,
+            children: vec![Hash([7; 32])],
+        }
+    }
+
+    #[test]
+    fn the_compact_layout_reads_and_writes_the_logged_format() {
+        let with_planning = PlanningTimes {
+            scheduled: Some("<2024-03-01 Fri +1w>".into()),
+            deadline: None,
+            closed: Some("[2024-02-01 Thu 09:12]".into()),
+        };
+        for planning in [PlanningTimes::default(), with_planning] {
+            let before = postcard::to_stdvec(&logged(3, planning.clone())).expect("encode");
+            let read: NodeContent = postcard::from_bytes(&before).expect("decode");
+            assert_eq!(&*read.title, "Weekly review");
+            assert_eq!(read.todo.as_deref(), Some("TODO"));
+            assert_eq!(*read.tags, ["work", "é"]);
+            assert_eq!(read.property("effort"), Some("1:00"));
+            assert_eq!(*read.planning, planning);
+            assert_eq!(
+                read.planning.0.is_some(),
+                planning != PlanningTimes::default()
+            );
+            assert_eq!(read.level, 3);
+            assert_eq!(*read.children, [Hash([7; 32])]);
+            assert_eq!(postcard::to_stdvec(&read).expect("encode"), before);
+        }
+    }
+
+    #[test]
+    fn a_level_deeper_than_16_bits_loads_saturated_and_digests_are_unchanged() {
+        let deep = postcard::to_stdvec(&logged(70_000, PlanningTimes::default())).expect("encode");
+        let read: NodeContent = postcard::from_bytes(&deep).expect("decode");
+        assert_eq!(read.level, u16::MAX);
+        // The digest of the same node before the compact layout (computed outside Rust from
+        // the encoding `hash` documents), so every stored hash stays valid.
+        let logged = postcard::to_stdvec(&logged(3, PlanningTimes::default())).expect("encode");
+        let read: NodeContent = postcard::from_bytes(&logged).expect("decode");
+        assert_eq!(
+            read.hash().to_hex(),
+            "9dc411bb6d9d63c968f059488b73a54b1a5d44a7ec98d95f3824bd9f5d189d69"
+        );
+    }
+
+    #[test]
+    fn writing_planning_boxes_it_and_no_planning_stays_unboxed() {
+        let mut p = Planning::default();
+        assert!(p.0.is_none() && p.scheduled.is_none());
+        p.deadline = Some("<2024-01-02 Tue>".into());
+        assert_eq!(p.deadline.as_deref(), Some("<2024-01-02 Tue>"));
+        assert!(p.0.is_some());
+        assert!(Planning::from(PlanningTimes::default()).0.is_none());
+    }
 }

@@ -11,7 +11,9 @@
 //! several headline fields wrong too (see the regression tests in `tests/store_ingest.rs`).
 
 use super::error::StoreError;
-use super::node::{Hash, Node, NodeContent, NodeKind, Planning, TodoType};
+use super::node::{
+    saturating_level, Hash, Node, NodeContent, NodeKind, Planning, PlanningTimes, TodoType,
+};
 use super::text::PositionMap;
 use super::todo::{collect_settings, headline_level, strip_prefix_ci, TodoKeywords};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -298,7 +300,7 @@ fn is_planning_line(line: &str) -> bool {
 
 /// `org-element--get-time-properties` on one planning line.
 pub fn parse_planning(line: &str) -> Planning {
-    let mut planning = Planning::default();
+    let mut planning = PlanningTimes::default();
     let lower = line.to_ascii_lowercase();
     let mut from = 0;
     loop {
@@ -332,7 +334,7 @@ pub fn parse_planning(line: &str) -> Planning {
         }
         from = p;
     }
-    planning
+    planning.into()
 }
 
 /// " *[[<]\\([^]>]+\\)[]>]" at the start of `s`.
@@ -667,16 +669,16 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
     raws.push(Raw {
         content: NodeContent {
             kind: NodeKind::File,
-            title: file_title,
+            title: file_title.into(),
             todo: None,
             todo_type: None,
             priority: None,
-            tags: settings.file_tags.clone(),
-            properties: file_props,
+            tags: settings.file_tags.clone().into(),
+            properties: file_props.into(),
             planning: Planning::default(),
-            body: text[body_start..first_headline].to_string(),
+            body: text[body_start..first_headline].into(),
             level: 0,
-            children: vec![],
+            children: Box::default(),
         },
         parent: None,
         children: vec![],
@@ -704,16 +706,16 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
         raws.push(Raw {
             content: NodeContent {
                 kind: NodeKind::Headline,
-                title: hl.title,
-                todo: hl.todo,
+                title: hl.title.into(),
+                todo: hl.todo.map(String::into_boxed_str),
                 todo_type,
                 priority: hl.priority,
-                tags: hl.tags,
-                properties,
+                tags: hl.tags.into(),
+                properties: properties.into(),
                 planning,
-                body: text[body_start.min(own_end)..own_end].to_string(),
-                level: hl.level,
-                children: vec![],
+                body: text[body_start.min(own_end)..own_end].into(),
+                level: saturating_level(hl.level),
+                children: Box::default(),
             },
             parent: Some(h.parent),
             children: vec![],
@@ -765,16 +767,17 @@ fn finish(
     // inherits the same tags, so they are worked out once per parent, with a set: a headline
     // may carry tens of thousands of tags.
     let no_inherit: HashSet<&str> = no_inherit.iter().map(String::as_str).collect();
-    let mut for_children: HashMap<u32, Vec<String>> = HashMap::default();
-    let mut inherited: Vec<Vec<String>> = Vec::with_capacity(n);
+    let mut for_children: HashMap<u32, Arc<[String]>> = HashMap::default();
+    let mut inherited: Vec<Arc<[String]>> = Vec::with_capacity(n);
+    let none: Arc<[String]> = Arc::from([]);
     for (i, raw) in raws.iter().enumerate() {
         let tags = match raw.parent {
-            None => Vec::new(),
+            None => none.clone(),
             Some(p) => for_children
                 .entry(p)
                 .or_insert_with(|| {
                     let above = &inherited[p as usize];
-                    let mut t = above.clone();
+                    let mut t = above.to_vec();
                     let from_parent: &[String] = if p == 0 {
                         file_tags
                     } else {
@@ -786,7 +789,11 @@ fn finish(
                             t.push(tag.clone());
                         }
                     }
-                    t
+                    if t.len() == above.len() {
+                        above.clone()
+                    } else {
+                        Arc::from(t)
+                    }
                 })
                 .clone(),
         };
@@ -839,7 +846,7 @@ fn finish(
             .children
             .iter()
             .map(|&c| hashes[c as usize])
-            .collect();
+            .collect::<Box<[Hash]>>();
         raws[i].content.children = child_hashes;
         hashes[i] = raws[i].content.hash();
     }
@@ -863,12 +870,12 @@ fn finish(
             hash: hashes[i],
             content: Arc::new(raw.content),
             parent: raw.parent,
-            children: raw.children,
+            children: raw.children.into_boxed_slice(),
             begin: raw.begin as u32,
             end: raw.end as u32,
             begin_pos: begin_pos[i],
             end_pos: end_pos[i],
-            inherited_tags: std::mem::take(&mut inherited[i]),
+            inherited_tags: inherited[i].clone(),
         })
         .collect();
     Parsed {

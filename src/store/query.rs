@@ -31,7 +31,7 @@ impl NodeRef {
         while let Some(p) = cur {
             let n = &self.doc.nodes[p as usize];
             if n.content.kind == NodeKind::Headline {
-                path.push(n.content.title.clone());
+                path.push(n.content.title.to_string());
             }
             cur = n.parent;
         }
@@ -138,7 +138,7 @@ impl Query {
                 return false;
             }
         }
-        if self.level.is_some_and(|l| l != c.level) {
+        if self.level.is_some_and(|l| l != u32::from(c.level)) {
             return false;
         }
         if self.projects

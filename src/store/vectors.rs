@@ -114,7 +114,7 @@ pub fn embedding_text(node: &NodeRef) -> String {
         out.push_str(" / ");
     }
     out.push_str(c.title.trim());
-    let tags = super::node::distinct_tags(c.tags.iter().chain(&n.inherited_tags));
+    let tags = super::node::distinct_tags(c.tags.iter().chain(n.inherited_tags.iter()));
     if !tags.is_empty() {
         out.push_str("\nTags: ");
         out.push_str(&tags.join(", "));
@@ -990,7 +990,7 @@ mod tests {
         store
             .ingest_text("/notes/a.org", text, None, None, None)
             .unwrap();
-        let no_secret = |n: &NodeRef| n.node().content.title == "Secret";
+        let no_secret = |n: &NodeRef| &*n.node().content.title == "Secret";
         let marked = candidates(&store, false, &no_secret);
         assert_eq!(marked.len(), 1);
         assert_eq!(

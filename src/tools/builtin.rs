@@ -100,10 +100,7 @@ fn list_files(notes: &Notes, _args: &Args) -> Result<String, String> {
             "- {} ({} headlines, title: {})\n",
             doc.path,
             doc.nodes.len().saturating_sub(1),
-            doc.nodes
-                .first()
-                .map(|n| n.content.title.as_str())
-                .unwrap_or("")
+            doc.nodes.first().map(|n| &*n.content.title).unwrap_or("")
         ));
     }
     Ok(out)

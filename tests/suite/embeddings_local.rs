@@ -80,7 +80,7 @@ fn real_embeddings_rank_related_notes_first() {
     // The privacy filter is how the caller keeps notes out: here it keeps all but the chosen
     // headlines out, which also keeps the number of real-model requests small.
     let chosen = |n: &NodeRef| {
-        let title = n.node().content.title.as_str();
+        let title = &*n.node().content.title;
         DFT.contains(&title) || UNRELATED.contains(&title)
     };
     let wanted = candidates(&store, true, &|n| !chosen(n));
@@ -93,7 +93,7 @@ fn real_embeddings_rank_related_notes_first() {
     let title_of = |id: &str| {
         store
             .node(id)
-            .map(|n| n.node().content.title.clone())
+            .map(|n| n.node().content.title.to_string())
             .unwrap_or_default()
     };
 

@@ -24,7 +24,7 @@ async fn run(skill: &Skill, script: &TurnScript) -> Result<Vec<(String, String)>
         store
             .query(&Query::default())
             .into_iter()
-            .find(|r| r.node().content.title == title)
+            .find(|r| &*r.node().content.title == title)
             .map(|r| r.node().id.to_string())
     };
     let server = LlmServer::start().await;

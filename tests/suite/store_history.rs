@@ -49,7 +49,7 @@ fn id_property_wins() {
     assert_eq!(
         store
             .node(&all[3].node().id)
-            .map(|r| r.node().content.title.clone()),
+            .map(|r| r.node().content.title.to_string()),
         Some("C".to_string())
     );
     assert!(store.node("no-such-id").is_none());
@@ -98,7 +98,7 @@ fn synthetic_ids_survive_unrelated_edits() {
     let after = nodes(&store, F);
     let by: std::collections::HashMap<String, String> = after
         .iter()
-        .map(|r| (r.node().content.title.clone(), r.node().id.to_string()))
+        .map(|r| (r.node().content.title.to_string(), r.node().id.to_string()))
         .collect();
     for (i, t) in ["Tree", "A", "A1", "A1a", "A2", "A2a", "B", "B1"]
         .iter()
@@ -300,7 +300,7 @@ fn history_lists_versions_oldest_first() {
     ingest(&store, F, &v("two"));
     ingest(&store, F, &v("three"));
     let hist = store.history("h");
-    let bodies: Vec<&str> = hist.iter().map(|x| x.content.body.as_str()).collect();
+    let bodies: Vec<&str> = hist.iter().map(|x| &*x.content.body).collect();
     assert_eq!(bodies, ["one\n", "two\n", "three\n"]);
     for x in &hist {
         assert_eq!(x.hash, x.content.hash());

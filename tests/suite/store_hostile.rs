@@ -36,13 +36,13 @@ fn unclosed_blocks_and_drawers_are_plain_text() {
         let report = ingest(&store, F, &text);
         assert_eq!(report.nodes, 3, "{line:?}");
         let top = by_title(&store, F, "Top");
-        assert_eq!(top.node().content.body, line.repeat(n), "{line:?}");
+        assert_eq!(&*top.node().content.body, line.repeat(n), "{line:?}");
         assert!(top.node().content.properties.is_empty());
         let after = by_title(&store, F, "After");
         let begin = text.find("* After").expect("second headline");
         assert_eq!(after.node().begin as usize, begin);
         assert_eq!(after.node().begin_pos, char_pos(&text, begin));
-        assert_eq!(after.node().content.body, "last words\n");
+        assert_eq!(&*after.node().content.body, "last words\n");
     }
 }
 
@@ -102,17 +102,17 @@ fn a_headline_with_very_many_tags_ingests_and_reopens() {
     let check = |store: &Store| {
         let many = by_title(store, F, "Many");
         assert_eq!(many.node().content.tags.len(), n + 1);
-        assert_eq!(many.node().inherited_tags, ["t0", "file"]);
+        assert_eq!(*many.node().inherited_tags, ["t0", "file"]);
         let mut expected: Vec<String> = vec!["t0".into(), "file".into()];
         expected.extend(tags[1..].iter().cloned());
         let child = by_title(store, F, "Child");
-        assert_eq!(child.node().inherited_tags, expected);
+        assert_eq!(*child.node().inherited_tags, expected);
         assert_eq!(
-            by_title(store, F, "Other child").node().inherited_tags,
+            *by_title(store, F, "Other child").node().inherited_tags,
             expected
         );
         assert_eq!(
-            by_title(store, F, "Grandchild").node().inherited_tags,
+            *by_title(store, F, "Grandchild").node().inherited_tags,
             expected
         );
         let doc = store.state().files.get(F).expect("the file").clone();
@@ -142,7 +142,7 @@ fn excluded_tags_among_many() {
     });
     let text = format!("* P :{}:\n** C\n", tags.join(":"));
     ingest(&store, F, &text);
-    let inherited = by_title(&store, F, "C").node().inherited_tags.clone();
+    let inherited = by_title(&store, F, "C").node().inherited_tags.to_vec();
     assert_eq!(inherited.len(), 49_998);
     assert!(!inherited.iter().any(|t| t == "t3" || t == "t49999"));
 }

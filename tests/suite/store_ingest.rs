@@ -6,7 +6,8 @@ use crate::support::Rng;
 use org_agent::store::parse::parse_headline_line;
 use org_agent::store::TodoType::{Done, Todo};
 use org_agent::store::{
-    Config, Dialect, NodeKind, Planning, Query, Store, StoreError, TodoKeywords, TodoType,
+    Config, Dialect, NodeKind, Planning, PlanningTimes, Query, Store, StoreError, TodoKeywords,
+    TodoType,
 };
 
 const F: &str = "/notes/a.org";
@@ -34,22 +35,25 @@ two body
     assert_eq!(all.len(), 6);
     let file = all[0].node();
     assert_eq!(file.content.kind, NodeKind::File);
-    assert_eq!(file.content.title, "My Notes");
+    assert_eq!(&*file.content.title, "My Notes");
     assert_eq!(file.content.level, 0);
-    assert_eq!(file.content.body, "#+TITLE: My Notes\nIntro line.\n");
+    assert_eq!(&*file.content.body, "#+TITLE: My Notes\nIntro line.\n");
     assert_eq!(file.parent, None);
-    assert_eq!(file.children, vec![1, 5]);
+    assert_eq!(*file.children, vec![1, 5]);
     assert_eq!((file.begin, file.end), (0, text.len() as u32));
 
     assert_eq!(
         titles(&store, F),
         ["One", "One.A", "One.A.i", "One.B", "Two"]
     );
-    let levels: Vec<u32> = all.iter().map(|r| r.node().content.level).collect();
+    let levels: Vec<u32> = all
+        .iter()
+        .map(|r| u32::from(r.node().content.level))
+        .collect();
     assert_eq!(levels, [0, 1, 2, 3, 2, 1]);
     let parents: Vec<Option<u32>> = all.iter().map(|r| r.node().parent).collect();
     assert_eq!(parents, [None, Some(0), Some(1), Some(2), Some(1), Some(0)]);
-    let children: Vec<Vec<u32>> = all.iter().map(|r| r.node().children.clone()).collect();
+    let children: Vec<Vec<u32>> = all.iter().map(|r| r.node().children.to_vec()).collect();
     assert_eq!(
         children,
         [vec![1, 5], vec![2, 4], vec![3], vec![], vec![], vec![]]
@@ -62,7 +66,7 @@ two body
         );
     }
     // Bodies: own text only, up to the first child.
-    let bodies: Vec<&str> = all.iter().map(|r| r.node().content.body.as_str()).collect();
+    let bodies: Vec<&str> = all.iter().map(|r| &*r.node().content.body).collect();
     assert_eq!(bodies[1..], ["one body\n", "", "", "", "two body\n"]);
     assert_hashes_follow_the_tree(&all);
     // NodeRef::parent agrees with the parent index.
@@ -75,14 +79,14 @@ fn file_title_falls_back_to_file_name() {
     let store = mem_store();
     ingest(&store, "/x/some-file.org", "* A\n");
     assert_eq!(
-        nodes(&store, "/x/some-file.org")[0].node().content.title,
+        &*nodes(&store, "/x/some-file.org")[0].node().content.title,
         "some-file"
     );
     let store = mem_store();
     ingest(&store, "/x/e.org", "");
     let all = nodes(&store, "/x/e.org");
     assert_eq!(all.len(), 1, "an empty file has only its file node");
-    assert_eq!(all[0].node().content.body, "");
+    assert_eq!(&*all[0].node().content.body, "");
 }
 
 /// The title, TODO keyword and its type of each headline of `file`.
@@ -91,7 +95,11 @@ fn todo_summary(store: &Store, file: &str) -> Vec<(String, Option<String>, Optio
         .iter()
         .map(|r| {
             let c = &r.node().content;
-            (c.title.clone(), c.todo.clone(), c.todo_type)
+            (
+                c.title.to_string(),
+                c.todo.as_deref().map(str::to_string),
+                c.todo_type,
+            )
         })
         .collect()
 }
@@ -141,7 +149,12 @@ fn default_keywords_come_from_config() {
     ingest(&store, F, "* WAIT a\n* GONE b\n* TODO c\n");
     let c: Vec<_> = nodes(&store, F)[1..]
         .iter()
-        .map(|r| (r.node().content.todo.clone(), r.node().content.todo_type))
+        .map(|r| {
+            (
+                r.node().content.todo.as_deref().map(str::to_string),
+                r.node().content.todo_type,
+            )
+        })
         .collect();
     assert_eq!(
         c,
@@ -163,7 +176,12 @@ fn priority_cookie() {
     );
     let got: Vec<(Option<char>, String)> = nodes(&store, F)[1..]
         .iter()
-        .map(|r| (r.node().content.priority, r.node().content.title.clone()))
+        .map(|r| {
+            (
+                r.node().content.priority,
+                r.node().content.title.to_string(),
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -189,8 +207,8 @@ fn own_tags_and_tags_at_line_end() {
         .iter()
         .map(|r| {
             (
-                r.node().content.title.clone(),
-                r.node().content.tags.clone(),
+                r.node().content.title.to_string(),
+                r.node().content.tags.to_vec(),
             )
         })
         .collect();
@@ -221,9 +239,9 @@ fn inherited_tags_include_filetags_and_ancestors() {
     ingest(&store, F, text);
     let all = nodes(&store, F);
     let file = all[0].node();
-    assert_eq!(file.content.tags, ["ft1", "ft2"]);
+    assert_eq!(*file.content.tags, ["ft1", "ft2"]);
     assert!(file.inherited_tags.is_empty());
-    let inh = |t: &str| by_title(&store, F, t).node().inherited_tags.clone();
+    let inh = |t: &str| by_title(&store, F, t).node().inherited_tags.to_vec();
     assert_eq!(inh("A"), ["ft1", "ft2"]);
     assert_eq!(inh("B"), ["ft1", "ft2", "a"]);
     assert_eq!(inh("C"), ["ft1", "ft2", "a", "b"]);
@@ -239,9 +257,9 @@ fn inherited_tags_include_filetags_and_ancestors() {
         ..config()
     });
     ingest(&store, F, text);
-    let inh = |t: &str| by_title(&store, F, t).node().inherited_tags.clone();
+    let inh = |t: &str| by_title(&store, F, t).node().inherited_tags.to_vec();
     assert_eq!(inh("C"), ["ft1", "b"]);
-    assert_eq!(by_title(&store, F, "A").node().content.tags, ["a"]);
+    assert_eq!(*by_title(&store, F, "A").node().content.tags, ["a"]);
 }
 
 #[test]
@@ -253,11 +271,11 @@ fn filetags_forms() {
         "#+filetags: one two\n#+FILETAGS: :three:one:\n* H\n",
     );
     assert_eq!(
-        nodes(&store, F)[0].node().content.tags,
+        *nodes(&store, F)[0].node().content.tags,
         ["one", "two", "three"]
     );
     assert_eq!(
-        by_title(&store, F, "H").node().inherited_tags,
+        *by_title(&store, F, "H").node().inherited_tags,
         ["one", "two", "three"]
     );
 }
@@ -284,7 +302,7 @@ Body.
     let c = &n.node().content;
     let p = |k: &str, v: &str| (k.to_string(), v.to_string());
     assert_eq!(
-        c.properties,
+        *c.properties,
         [
             p("ID", "abc-123"),
             p("EMPTY", ""),
@@ -296,7 +314,7 @@ Body.
     assert_eq!(c.property("mixed_case"), Some("some value"));
     assert_eq!(c.property("empty"), Some(""));
     assert_eq!(c.property("missing"), None);
-    assert_eq!(c.body, "Body.\n");
+    assert_eq!(&*c.body, "Body.\n");
     assert_eq!(&*n.node().id, "abc-123");
 }
 
@@ -325,8 +343,8 @@ fn file_level_property_drawer() {
     let file = nodes(&store, F)[0].clone();
     assert_eq!(&*file.node().id, "file-id-1");
     assert_eq!(file.node().content.property("ID"), Some("file-id-1"));
-    assert_eq!(file.node().content.body, "#+TITLE: Roam\nText\n");
-    assert_eq!(file.node().content.title, "Roam");
+    assert_eq!(&*file.node().content.body, "#+TITLE: Roam\nText\n");
+    assert_eq!(&*file.node().content.title, "Roam");
 }
 
 #[test]
@@ -357,20 +375,23 @@ SCHEDULED: <2024-01-01 Mon>
     let s = |x: &str| Some(x.to_string());
     assert_eq!(
         pl("Weekly"),
-        Planning {
+        Planning::from(PlanningTimes {
             scheduled: s("<2024-03-01 Fri 10:00 +1w>"),
             deadline: s("<2024-03-05 Tue -3d>"),
             closed: None
-        }
+        })
     );
-    assert_eq!(by_title(&store, F, "Weekly").node().content.body, "Body\n");
+    assert_eq!(
+        &*by_title(&store, F, "Weekly").node().content.body,
+        "Body\n"
+    );
     assert_eq!(
         pl("Finished"),
-        Planning {
+        Planning::from(PlanningTimes {
             scheduled: s("<2024-01-30 Tue ++1m>"),
             deadline: None,
             closed: s("[2024-02-01 Thu 09:12]")
-        }
+        })
     );
     assert_eq!(pl("Habit").deadline, s("<2024-01-02 Tue .+2d/3d>"));
     assert_eq!(
@@ -379,7 +400,7 @@ SCHEDULED: <2024-01-01 Mon>
     );
     assert_eq!(pl("Not planning"), Planning::default());
     assert_eq!(
-        by_title(&store, F, "Not planning").node().content.body,
+        &*by_title(&store, F, "Not planning").node().content.body,
         "Some text\nSCHEDULED: <2024-01-01 Mon>\n"
     );
     assert_eq!(pl("Blank line first"), Planning::default());
@@ -405,11 +426,11 @@ child text
 ";
     ingest(&store, F, text);
     assert_eq!(
-        by_title(&store, F, "P").node().content.body,
+        &*by_title(&store, F, "P").node().content.body,
         "First para.\n\n- item\n#+begin_src sh\necho hi\n#+end_src\n"
     );
     assert_eq!(
-        by_title(&store, F, "Child").node().content.body,
+        &*by_title(&store, F, "Child").node().content.body,
         "child text\n"
     );
 }
@@ -490,7 +511,7 @@ fn trailing_blank_lines_belong_to_the_subtree() {
     let b = by_title(&store, F, "B");
     assert_eq!((a.node().begin, a.node().end), (0, 6));
     assert_eq!((b.node().begin, b.node().end), (6, text.len() as u32));
-    assert_eq!(b.node().content.body, "last line without newline");
+    assert_eq!(&*b.node().content.body, "last line without newline");
 }
 
 #[test]
@@ -588,7 +609,7 @@ fn setupfile_supplies_keywords_and_filetags() {
         ]
     );
     assert_eq!(
-        by_title(&store, &main, "a").node().inherited_tags,
+        *by_title(&store, &main, "a").node().inherited_tags,
         ["fromsetup"]
     );
 
@@ -678,7 +699,7 @@ fn ingest_file_skips_unchanged_files_and_drops_missing_ones() {
     std::fs::write(&f, "* A\r\nbody\r\n* Third one\r\n").unwrap();
     store.ingest_file(&f, false).unwrap();
     assert_eq!(titles(&store, &f), ["A", "Third one"]);
-    assert_eq!(by_title(&store, &f, "A").node().content.body, "body\n");
+    assert_eq!(&*by_title(&store, &f, "A").node().content.body, "body\n");
 
     std::fs::remove_file(&f).unwrap();
     let err = store.ingest_file(&f, false).unwrap_err();
@@ -745,13 +766,13 @@ fn regression_empty_property_value_keeps_drawer_and_id() {
     let a = by_title(&store, F, "A");
     assert_eq!(&*a.node().id, "1234-abcd");
     assert_eq!(
-        a.node().content.properties,
+        *a.node().content.properties,
         [
             ("EMPTY".to_string(), String::new()),
             ("ID".to_string(), "1234-abcd".to_string())
         ]
     );
-    assert_eq!(a.node().content.body, "body\n");
+    assert_eq!(&*a.node().content.body, "body\n");
     assert!(store.node("1234-abcd").is_some());
 }
 
@@ -766,7 +787,7 @@ fn regression_drawer_after_planning_with_short_month_date() {
     let a = by_title(&store, F, "A");
     assert_eq!(&*a.node().id, "x2");
     assert_eq!(a.node().content.property("ID"), Some("x2"));
-    assert_eq!(a.node().content.body, "body\n");
+    assert_eq!(&*a.node().content.body, "body\n");
     // Org's timestamp syntax needs a two-digit month unless a repeater follows, so Org reads
     // no SCHEDULED time here, but the line is still the planning line.
     assert_eq!(a.node().content.planning, Planning::default());
@@ -793,7 +814,7 @@ fn regression_drawer_after_planning_with_habit_repeater() {
         h.node().content.planning.scheduled.as_deref(),
         Some("<2024-01-02 Tue .+2d/3d>")
     );
-    assert_eq!(h.node().content.body, "");
+    assert_eq!(&*h.node().content.body, "");
 }
 
 #[test]
@@ -801,10 +822,10 @@ fn regression_tags_after_title_ending_in_colon() {
     let store = mem_store();
     ingest(&store, F, "* Note: :work:\n* TODO Meeting: :a:b:\n");
     let all = nodes(&store, F);
-    assert_eq!(all[1].node().content.title, "Note:");
-    assert_eq!(all[1].node().content.tags, ["work"]);
-    assert_eq!(all[2].node().content.title, "Meeting:");
-    assert_eq!(all[2].node().content.tags, ["a", "b"]);
+    assert_eq!(&*all[1].node().content.title, "Note:");
+    assert_eq!(*all[1].node().content.tags, ["work"]);
+    assert_eq!(&*all[2].node().content.title, "Meeting:");
+    assert_eq!(*all[2].node().content.tags, ["a", "b"]);
     assert_eq!(all[2].node().content.todo.as_deref(), Some("TODO"));
 }
 
@@ -819,7 +840,7 @@ fn regression_lowercase_property_drawer() {
     let d = by_title(&store, F, "D");
     assert_eq!(&*d.node().id, "lower-1");
     assert_eq!(d.node().content.property("FOO"), Some("bar"));
-    assert_eq!(d.node().content.body, "text\n");
+    assert_eq!(&*d.node().content.body, "text\n");
 }
 
 #[test]
@@ -831,7 +852,7 @@ fn repeated_property_keys_depend_on_dialect() {
             ..config()
         });
         ingest(&store, F, text);
-        nodes(&store, F)[1].node().content.properties.clone()
+        nodes(&store, F)[1].node().content.properties.to_vec()
     };
     let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
         v.iter()
@@ -1151,7 +1172,11 @@ fn property_drawer_edge_cases() {
         ingest(&store, F, text);
         let n = nodes(&store, F)[1].clone();
         let c = (*n.node().content).clone();
-        (n.node().id.to_string(), c.properties, c.body)
+        (
+            n.node().id.to_string(),
+            c.properties.to_vec(),
+            c.body.to_string(),
+        )
     };
     let p = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
     // :END: on the last line without a newline still closes the drawer.
@@ -1189,7 +1214,12 @@ fn headline_line_details_follow_org() {
         let store = mem_store();
         ingest(&store, F, text);
         let c = (*nodes(&store, F)[1].node().content).clone();
-        (c.todo, c.priority, c.title, c.tags)
+        (
+            c.todo.as_deref().map(str::to_string),
+            c.priority,
+            c.title.to_string(),
+            c.tags.to_vec(),
+        )
     };
     let s = |x: &str| Some(x.to_string());
     assert_eq!(
@@ -1394,7 +1424,7 @@ fn inline_tasks_are_text_once_org_inlinetask_is_loaded() {
     assert_eq!(titles(&store, F), ["A", "B"]);
     let a = by_title(&store, F, "A");
     assert_eq!(
-        a.node().content.body,
+        &*a.node().content.body,
         "*************** TODO Inline\nbody\n*************** END\n"
     );
 }

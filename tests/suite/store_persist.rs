@@ -95,11 +95,14 @@ fn reopen_restores_nodes_ids_hashes_and_history() {
     let bodies: Vec<String> = store
         .history("task-a")
         .iter()
-        .map(|v| v.content.body.clone())
+        .map(|v| v.content.body.to_string())
         .collect();
     assert_eq!(bodies, ["body é 0\n", "body é 1\n", "body é 2\n"]);
     assert!(nodes(&store, C).is_empty());
-    assert_eq!(store.node("task-a").unwrap().node().content.title, "Task 2");
+    assert_eq!(
+        &*store.node("task-a").unwrap().node().content.title,
+        "Task 2"
+    );
 
     // Keep going after a reopen: appends land after the loaded batches.
     ingest(&store, A, &text_a(7));
@@ -671,7 +674,7 @@ fn concurrent_writers_and_readers() {
                     assert_eq!(doc.nodes.len(), 3);
                     let title = &doc.nodes[1].content.title;
                     let n = title.rsplit(' ').next().unwrap();
-                    assert_eq!(doc.nodes[2].content.title, format!("child {n}"));
+                    assert_eq!(&*doc.nodes[2].content.title, format!("child {n}"));
                 }
                 for (id, locs) in state.ids.iter() {
                     for l in locs.iter() {

@@ -59,7 +59,7 @@ fn run(s: &Store, set: impl FnOnce(&mut Query)) -> Vec<String> {
     set(&mut q);
     s.query(&q)
         .iter()
-        .map(|r| r.node().content.title.clone())
+        .map(|r| r.node().content.title.to_string())
         .collect()
 }
 
@@ -247,7 +247,7 @@ fn sparse_tree_adds_ancestors_in_document_order() {
     });
     let t: Vec<(u32, String)> = got
         .iter()
-        .map(|r| (r.index, r.node().content.title.clone()))
+        .map(|r| (r.index, r.node().content.title.to_string()))
         .collect();
     assert_eq!(
         t,
@@ -264,7 +264,10 @@ fn sparse_tree_adds_ancestors_in_document_order() {
         sparse: true,
         ..q()
     });
-    let t: Vec<String> = got.iter().map(|r| r.node().content.title.clone()).collect();
+    let t: Vec<String> = got
+        .iter()
+        .map(|r| r.node().content.title.to_string())
+        .collect();
     assert_eq!(
         t,
         ["work", "Alpha", "Write spec", "Review", "Notes", "Meeting"]
@@ -305,7 +308,7 @@ fn outline_paths() {
     assert!(nodes(&s, W)[0].outline_path().is_empty());
     let fb = by_title(&s, W, "Feedback");
     let parent = fb.parent().unwrap();
-    assert_eq!(parent.node().content.title, "Review");
+    assert_eq!(&*parent.node().content.title, "Review");
     assert_eq!(parent.outline_path(), ["Alpha"]);
 }
 

@@ -59,7 +59,7 @@ pub fn titles(store: &Store, file: &str) -> Vec<String> {
     nodes(store, file)
         .iter()
         .skip(1)
-        .map(|r| r.node().content.title.clone())
+        .map(|r| r.node().content.title.to_string())
         .collect()
 }
 
@@ -67,7 +67,7 @@ pub fn titles(store: &Store, file: &str) -> Vec<String> {
 pub fn by_title(store: &Store, file: &str, title: &str) -> NodeRef {
     let found: Vec<NodeRef> = nodes(store, file)
         .into_iter()
-        .filter(|r| r.node().content.title == title)
+        .filter(|r| &*r.node().content.title == title)
         .collect();
     assert_eq!(
         found.len(),
@@ -82,7 +82,7 @@ pub fn id_of(store: &Store, title: &str) -> String {
     store
         .query(&Query::default())
         .into_iter()
-        .find(|r| r.node().content.title == title)
+        .find(|r| &*r.node().content.title == title)
         .map(|r| r.node().id.to_string())
         .unwrap_or_else(|| panic!("no node titled {title:?}"))
 }
@@ -98,7 +98,7 @@ pub fn assert_hashes_follow_the_tree(all: &[NodeRef]) {
             .iter()
             .map(|&c| all[c as usize].node().hash)
             .collect();
-        assert_eq!(n.content.children, kids, "{:?}", n.content.title);
+        assert_eq!(*n.content.children, *kids, "{:?}", n.content.title);
     }
 }
 
@@ -174,12 +174,12 @@ pub fn file_fp(doc: &org_agent::store::FileDoc) -> FileFp {
                 hash: n.hash,
                 content: (*n.content).clone(),
                 parent: n.parent,
-                children: n.children.clone(),
+                children: n.children.to_vec(),
                 begin: n.begin,
                 end: n.end,
                 begin_pos: n.begin_pos,
                 end_pos: n.end_pos,
-                inherited_tags: n.inherited_tags.clone(),
+                inherited_tags: n.inherited_tags.to_vec(),
             })
             .collect(),
         tag_index,

@@ -174,7 +174,7 @@ mod tests {
         let got: Vec<(&str, &str)> = report
             .findings
             .iter()
-            .map(|f| (f.kind, f.node.node().content.title.as_str()))
+            .map(|f| (f.kind, &*f.node.node().content.title))
             .collect();
         assert_eq!(
             got,

@@ -553,7 +553,7 @@ mod tests {
             .findings
             .iter()
             .filter(|f| f.kind == kind)
-            .map(|f| f.node.node().content.title.as_str())
+            .map(|f| &*f.node.node().content.title)
             .collect()
     }
 
@@ -619,7 +619,7 @@ mod tests {
             .findings
             .iter()
             .filter(|f| f.kind == "duplicate-title")
-            .map(|f| (f.node.node().content.title.as_str(), f.detail.as_str()))
+            .map(|f| (&*f.node.node().content.title, f.detail.as_str()))
             .collect();
         assert_eq!(dups.len(), 2, "{}", report.text(20));
         assert_eq!(dups[0].0, "notes");

@@ -371,7 +371,7 @@ pub(super) mod tests {
         let titles: Vec<&str> = report
             .findings
             .iter()
-            .map(|f| f.node.node().content.title.as_str())
+            .map(|f| &*f.node.node().content.title)
             .collect();
         assert_eq!(titles, ["Launch", "Site", "Trip"]);
         assert!(report.findings[0]
@@ -405,7 +405,7 @@ pub(super) mod tests {
         let titles: Vec<&str> = report
             .findings
             .iter()
-            .map(|f| f.node.node().content.title.as_str())
+            .map(|f| &*f.node.node().content.title)
             .collect();
         assert_eq!(titles, ["Garden", "Book", "Invoice"]);
     }
@@ -421,7 +421,7 @@ pub(super) mod tests {
         let titles: Vec<&str> = report
             .findings
             .iter()
-            .map(|f| f.node.node().content.title.as_str())
+            .map(|f| &*f.node.node().content.title)
             .collect();
         assert_eq!(titles, ["Alone", "Sub"], "{}", report.text(10));
     }

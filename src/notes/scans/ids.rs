@@ -123,7 +123,7 @@ mod tests {
             vec![("duplicate-id", 1), ("dangling-id-link", 1)]
         );
         assert_eq!(
-            report.findings[0].node.node().content.title,
+            &*report.findings[0].node.node().content.title,
             "Copy of the plan"
         );
         assert!(report.findings[1].detail.contains("id:gone"));

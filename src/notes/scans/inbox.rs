@@ -325,7 +325,7 @@ fn named_inbox(cx: &Cx, spec: &str) -> Result<Inbox, String> {
             doc.nodes[*i as usize].content.kind == NodeKind::Headline && cx.shows(&Cx::at(&doc, *i))
         };
         let indexes = || (1..doc.nodes.len() as u32).filter(shown);
-        let exact = indexes().find(|&i| doc.nodes[i as usize].content.title == title);
+        let exact = indexes().find(|&i| &*doc.nodes[i as usize].content.title == title);
         let root = exact
             .or_else(|| {
                 indexes().find(|&i| {
@@ -642,7 +642,7 @@ impl Outline {
                 // for many), nor a paragraph written as a title.
                 let target = !archive_file
                     && c.todo_type != Some(TodoType::Done)
-                    && (project || c.level <= MAX_TARGET_LEVEL)
+                    && (project || u32::from(c.level) <= MAX_TARGET_LEVEL)
                     && (project || c.todo.is_none() || !n.children.is_empty())
                     && c.title.len() <= MAX_TARGET_TITLE
                     && !n.has_tag("ARCHIVE");
@@ -982,7 +982,7 @@ see the [[file:~/org/garden.org][garden layout]] at https://example.com/bins
         n.store
             .query(&crate::store::Query::default())
             .into_iter()
-            .find(|r| r.node().content.title == title)
+            .find(|r| &*r.node().content.title == title)
             .map(|r| r.node().id.to_string())
             .unwrap()
     }
@@ -994,7 +994,7 @@ see the [[file:~/org/garden.org][garden layout]] at https://example.com/bins
         let titles: Vec<&str> = report
             .findings
             .iter()
-            .map(|f| f.node.node().content.title.as_str())
+            .map(|f| &*f.node.node().content.title)
             .collect();
         assert_eq!(
             titles,
@@ -1115,7 +1115,7 @@ see the [[file:~/org/garden.org][garden layout]] at https://example.com/bins
         let titles = |r: Report| -> Vec<String> {
             r.findings
                 .iter()
-                .map(|f| f.node.node().content.title.clone())
+                .map(|f| f.node.node().content.title.to_string())
                 .collect()
         };
         // inbox.org is the user's inbox: its private item is not shown, and it stays the inbox.

@@ -285,7 +285,7 @@ impl Finding {
             Value::keyword("todo"),
             text(c.todo.as_deref()),
             Value::keyword("title"),
-            Value::string(c.title.as_str()),
+            Value::string(&*c.title),
             Value::keyword("detail"),
             Value::string(self.detail.as_str()),
             Value::keyword("fix"),

@@ -282,7 +282,7 @@ mod tests {
         let titles: Vec<(&str, &str)> = report
             .findings
             .iter()
-            .map(|f| (f.kind, f.node.node().content.title.as_str()))
+            .map(|f| (f.kind, &*f.node.node().content.title))
             .collect();
         assert_eq!(
             titles,

@@ -199,7 +199,7 @@ mod tests {
         let got: Vec<(&str, &str)> = report
             .findings
             .iter()
-            .map(|f| (f.node.node().content.title.as_str(), f.detail.as_str()))
+            .map(|f| (&*f.node.node().content.title, f.detail.as_str()))
             .collect();
         assert_eq!(
             got,
