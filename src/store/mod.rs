@@ -224,17 +224,21 @@ impl IdLocs {
 #[derive(Default)]
 pub struct Archive {
     pub versions: HashMap<Hash, Arc<NodeContent>>,
-    /// Each id's versions, oldest first. The key is the same `Arc` as the nodes' ids.
-    pub history: HashMap<Arc<str>, Vec<(Hash, i64)>>,
+    /// Each id's versions, oldest first, with the time each was first seen. The key is the
+    /// same `Arc` as the nodes' ids, and each version the same `Arc` as in `versions`: an
+    /// entry is 16 bytes where a hash and a time were 40.
+    pub history: HashMap<Arc<str>, History>,
 }
 
-/// Append to a history, which is almost always one version long: the first push allocates
-/// room for exactly one (a plain push would make room for four, 160 bytes per id).
-fn push_history(hist: &mut Vec<(Hash, i64)>, entry: (Hash, i64)) {
-    if hist.capacity() == 0 {
-        hist.reserve_exact(1);
-    }
-    hist.push(entry);
+/// One id's versions, oldest first. Almost always one long, so a boxed slice (16 bytes, no
+/// spare capacity) rather than a `Vec`; the rare push copies it.
+pub type History = Box<[(Arc<NodeContent>, i64)]>;
+
+fn push_history(hist: &mut History, entry: (Arc<NodeContent>, i64)) {
+    let mut grown = std::mem::take(hist).into_vec();
+    grown.reserve_exact(1);
+    grown.push(entry);
+    *hist = grown.into_boxed_slice();
 }
 
 impl Archive {
@@ -274,10 +278,13 @@ impl Archive {
         let mut seen: HashMap<&str, u32> = HashMap::default();
         let first_time = old.is_none();
         for n in &doc.nodes {
-            if let std::collections::hash_map::Entry::Vacant(e) = self.versions.entry(n.hash) {
-                e.insert(n.content.clone());
-                records.push(Record::Version(n.hash, n.content.clone()));
-            }
+            let version = match self.versions.entry(n.hash) {
+                std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    records.push(Record::Version(n.hash, n.content.clone()));
+                    e.insert(n.content.clone()).clone()
+                }
+            };
             let changed_here = first_time || {
                 let k = seen.entry(&n.id).or_insert(0);
                 *k += 1;
@@ -287,8 +294,9 @@ impl Archive {
                 continue;
             }
             let hist = self.history.entry(n.id.clone()).or_default();
-            if hist.last().map(|(h, _)| *h) != Some(n.hash) {
-                push_history(hist, (n.hash, time));
+            // `versions` holds one `Arc` per hash, so the same version is the same pointer.
+            if !hist.last().is_some_and(|(c, _)| Arc::ptr_eq(c, &version)) {
+                push_history(hist, (version, time));
                 records.push(Record::History {
                     id: n.id.to_string(),
                     hash: n.hash,
@@ -304,13 +312,20 @@ impl Archive {
                 .iter()
                 .map(|(h, c)| Record::Version(*h, c.clone())),
         );
+        let hash_of: HashMap<*const NodeContent, Hash> = self
+            .versions
+            .iter()
+            .map(|(h, c)| (Arc::as_ptr(c), *h))
+            .collect();
         for (id, hist) in self.history.iter() {
-            for (hash, time) in hist.iter() {
-                out.push(Record::History {
-                    id: id.to_string(),
-                    hash: *hash,
-                    time: *time,
-                });
+            for (content, time) in hist.iter() {
+                if let Some(hash) = hash_of.get(&Arc::as_ptr(content)) {
+                    out.push(Record::History {
+                        id: id.to_string(),
+                        hash: *hash,
+                        time: *time,
+                    });
+                }
             }
         }
     }
@@ -490,14 +505,21 @@ impl State {
             Record::Version(hash, content) => {
                 archive.versions.insert(hash, content);
             }
-            Record::History { id, hash, time } => match archive.history.get_mut(id.as_str()) {
-                Some(hist) => push_history(hist, (hash, time)),
-                None => {
-                    archive
-                        .history
-                        .insert(Arc::from(id.as_str()), vec![(hash, time)]);
+            Record::History { id, hash, time } => {
+                // A version the log never wrote cannot be shown; such an entry is dropped, as
+                // reading the history always did.
+                let Some(version) = archive.versions.get(&hash).cloned() else {
+                    return Ok(());
+                };
+                match archive.history.get_mut(id.as_str()) {
+                    Some(hist) => push_history(hist, (version, time)),
+                    None => {
+                        archive
+                            .history
+                            .insert(Arc::from(id.as_str()), Box::new([(version, time)]));
+                    }
                 }
-            },
+            }
             Record::RemoveFile(path) => {
                 self.files.remove(path.as_str());
             }
@@ -1207,12 +1229,10 @@ impl Store {
             return Vec::new();
         };
         hist.iter()
-            .filter_map(|(h, t)| {
-                archive.versions.get(h).map(|c| Version {
-                    hash: *h,
-                    time: *t,
-                    content: c.clone(),
-                })
+            .map(|(content, time)| Version {
+                hash: content.hash(),
+                time: *time,
+                content: content.clone(),
             })
             .collect()
     }

@@ -209,7 +209,10 @@ pub fn state_fp(state: &State, archive: &Archive) -> StateFp {
     let mut history: Vec<(String, Vec<(Hash, i64)>)> = archive
         .history
         .iter()
-        .map(|(id, h)| (id.to_string(), h.to_vec()))
+        .map(|(id, h)| {
+            let entries = h.iter().map(|(c, t)| (c.hash(), *t)).collect();
+            (id.to_string(), entries)
+        })
         .collect();
     history.sort();
     StateFp {
