@@ -49,11 +49,15 @@ pub fn index(nodes: &[Node]) -> Vec<Link> {
 /// `body` without the lines of its blocks (`#+begin_src` … `#+end_src`, examples, quotes
 /// of code), where a link is text about links, not a link.
 fn outside_blocks(body: &str) -> std::borrow::Cow<'_, str> {
+    // Most bodies hold no link at all: one substring search, before looking at any line.
+    if memchr::memmem::find(body.as_bytes(), b"[[").is_none() {
+        return std::borrow::Cow::Borrowed(body);
+    }
     let verbatim_lines = body.lines().any(|l| {
         let l = l.trim_start();
         l.starts_with("#+") || l == ":" || l.starts_with(": ")
     });
-    if !body.contains("[[") || !verbatim_lines {
+    if !verbatim_lines {
         return std::borrow::Cow::Borrowed(body);
     }
     let mut out = String::with_capacity(body.len());
@@ -88,7 +92,10 @@ fn bracket_targets(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
     let mut from = 0;
     std::iter::from_fn(move || {
-        while let Some(at) = text.get(from..).and_then(|rest| rest.find("[[")) {
+        while let Some(at) = bytes
+            .get(from..)
+            .and_then(|rest| memchr::memmem::find(rest, b"[["))
+        {
             let start = from + at + 2;
             let verbatim = from + at > 0 && matches!(bytes[from + at - 1], b'=' | b'~');
             // A link's path ends at the first `]`; Org escapes a literal one as `\]`.
