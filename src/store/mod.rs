@@ -334,13 +334,128 @@ impl Archive {
 /// The files of the store at one moment. Cloning is O(1) and shares everything.
 #[derive(Clone, Default)]
 pub struct State {
-    pub files: imbl::OrdMap<Arc<str>, Arc<FileDoc>>,
-    /// Where each id sits. A B-tree rather than a hash trie: at 100,000 ids the trie took
-    /// about 500 bytes per entry, the tree takes about a tenth of that.
-    pub ids: imbl::OrdMap<Arc<str>, IdLocs>,
+    pub files: Files,
+    /// Where each id sits: read it with [`State::ids`].
+    ids: IdIndex,
+}
+
+/// The files of a state, by path.
+pub type Files = imbl::OrdMap<Arc<str>, Arc<FileDoc>>;
+
+/// Where each id sits. A B-tree rather than a hash trie: at 100,000 ids the trie took about
+/// 500 bytes per entry, the tree takes about a tenth of that.
+pub type IdMap = imbl::OrdMap<Arc<str>, IdLocs>;
+
+/// A state's [`IdMap`], ready or still being built. Building it for every id after loading
+/// was a quarter of opening the store (about 50 ms at 100,000 ids, mostly B-tree inserts), so
+/// opening hands it to a thread of its own and returns; the first reader waits for the rest.
+/// Every state a commit makes has it ready.
+#[derive(Clone)]
+struct IdIndex(Arc<IdIndexInner>);
+
+struct IdIndexInner {
+    ready: std::sync::OnceLock<IdMap>,
+    /// The build under way, and the files it reads, to build them here if the thread failed.
+    building: Mutex<Option<(std::thread::JoinHandle<IdMap>, Files)>>,
+}
+
+impl Default for IdIndex {
+    fn default() -> IdIndex {
+        IdIndex::ready(IdMap::new())
+    }
+}
+
+impl IdIndex {
+    fn ready(map: IdMap) -> IdIndex {
+        IdIndex(Arc::new(IdIndexInner {
+            ready: std::sync::OnceLock::from(map),
+            building: Mutex::new(None),
+        }))
+    }
+
+    /// The index of `files`, built on a thread of its own (here, if none can start).
+    fn build_in_background(files: Files) -> IdIndex {
+        let reading = files.clone();
+        let spawned = std::thread::Builder::new()
+            .name("org-agent-ids".into())
+            .spawn(move || {
+                crate::block_sigpipe();
+                let map = build_id_map(&reading);
+                // The sort's scratch space is this thread's to hand back, as `open` does
+                // with what loading freed.
+                Store::release_freed_memory();
+                map
+            });
+        match spawned {
+            Ok(handle) => IdIndex(Arc::new(IdIndexInner {
+                ready: std::sync::OnceLock::new(),
+                building: Mutex::new(Some((handle, files))),
+            })),
+            Err(_) => IdIndex::ready(build_id_map(&files)),
+        }
+    }
+
+    fn get(&self) -> &IdMap {
+        if let Some(map) = self.0.ready.get() {
+            return map;
+        }
+        let mut building = self.0.building.lock();
+        if let Some((handle, files)) = building.take() {
+            let map = handle.join().unwrap_or_else(|_| build_id_map(&files));
+            let _ = self.0.ready.set(map);
+        }
+        drop(building);
+        // Set above, or by the reader that held the lock before us.
+        self.0.ready.get_or_init(IdMap::new)
+    }
+}
+
+/// Index every node's id from scratch (sorted once, then built in key order).
+fn build_id_map(files: &Files) -> IdMap {
+    let mut all: Vec<(Arc<str>, Loc)> =
+        Vec::with_capacity(files.values().map(|f| f.nodes.len()).sum());
+    for (path, doc) in files.iter() {
+        for (i, n) in doc.nodes.iter().enumerate() {
+            let loc = Loc {
+                file: path.clone(),
+                index: i as u32,
+            };
+            all.push((n.id.clone(), loc));
+        }
+    }
+    // Stable: an id's places stay in (file, position) order, as `add_loc` keeps them.
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut ids = IdMap::new();
+    let mut rest = all.into_iter().peekable();
+    while let Some((id, loc)) = rest.next() {
+        if rest.peek().is_some_and(|(next, _)| *next == id) {
+            let mut locs = vec![loc];
+            while let Some((_, l)) = rest.next_if(|(next, _)| *next == id) {
+                locs.push(l);
+            }
+            ids.insert(id, IdLocs::Many(Arc::new(locs)));
+        } else {
+            ids.insert(id, IdLocs::One(loc));
+        }
+    }
+    ids
 }
 
 impl State {
+    /// Where each id sits (waiting, just after the store opened, for the index to be built).
+    pub fn ids(&self) -> &IdMap {
+        self.ids.get()
+    }
+
+    /// The id index, to change: this state's own copy (an O(1) clone of a shared one).
+    fn ids_mut(&mut self) -> &mut IdMap {
+        if Arc::get_mut(&mut self.ids.0).is_none() || self.ids.0.ready.get().is_none() {
+            self.ids = IdIndex::ready(self.ids.get().clone());
+        }
+        let inner = Arc::get_mut(&mut self.ids.0).expect("a fresh index is not shared");
+        inner.ready.get_mut().expect("a fresh index is ready")
+    }
+
     pub fn node_count(&self) -> usize {
         self.files.values().map(|f| f.nodes.len()).sum()
     }
@@ -349,12 +464,13 @@ impl State {
     /// N-th of several sharing the `:ID:` `ID` (how a duplicated id's copies are addressed;
     /// an id really written with a `#` is found as written first).
     pub fn node(&self, id: &str) -> Option<NodeRef> {
-        let loc = match self.ids.get(id) {
+        let ids = self.ids();
+        let loc = match ids.get(id) {
             Some(locs) => locs.first().clone(),
             None => {
                 let (base, n) = id.rsplit_once('#')?;
                 let n: usize = n.parse().ok().filter(|&n| n >= 2)?;
-                self.ids.get(base)?.iter().nth(n - 1)?.clone()
+                ids.get(base)?.iter().nth(n - 1)?.clone()
             }
         };
         let doc = self.files.get(&loc.file)?.clone();
@@ -417,9 +533,10 @@ impl State {
     }
 
     fn add_loc(&mut self, id: Arc<str>, loc: Loc) {
-        match self.ids.get_mut(&id) {
+        let ids = self.ids_mut();
+        match ids.get_mut(&id) {
             None => {
-                self.ids.insert(id, IdLocs::One(loc));
+                ids.insert(id, IdLocs::One(loc));
             }
             Some(entry) => {
                 let mut all: Vec<Loc> = entry.iter().cloned().collect();
@@ -433,22 +550,23 @@ impl State {
     }
 
     fn remove_loc(&mut self, id: &Arc<str>, gone: impl Fn(&Loc) -> bool) {
-        let Some(entry) = self.ids.get(id) else {
+        let ids = self.ids_mut();
+        let Some(entry) = ids.get(id) else {
             return;
         };
         let mut rest: Vec<Loc> = entry.iter().filter(|l| !gone(l)).cloned().collect();
         match rest.len() {
             0 => {
-                self.ids.remove(id);
+                ids.remove(id);
             }
             1 => {
                 if let Some(l) = rest.pop() {
-                    self.ids.insert(id.clone(), IdLocs::One(l));
+                    ids.insert(id.clone(), IdLocs::One(l));
                 }
             }
             n if n == entry.len() => {}
             _ => {
-                self.ids.insert(id.clone(), IdLocs::Many(Arc::new(rest)));
+                ids.insert(id.clone(), IdLocs::Many(Arc::new(rest)));
             }
         }
     }
@@ -467,39 +585,14 @@ impl State {
         self.files.remove(path).is_some()
     }
 
-    /// Index every node's id from scratch: after loading, once, rather than file by file as
-    /// records are replayed (sorted once, then built in key order).
-    fn rebuild_ids(&mut self) {
-        let mut all: Vec<(Arc<str>, Loc)> = Vec::with_capacity(self.node_count());
-        for (path, doc) in self.files.iter() {
-            for (i, n) in doc.nodes.iter().enumerate() {
-                let loc = Loc {
-                    file: path.clone(),
-                    index: i as u32,
-                };
-                all.push((n.id.clone(), loc));
-            }
-        }
-        // Stable: an id's places stay in (file, position) order, as `add_loc` keeps them.
-        all.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut ids = imbl::OrdMap::new();
-        let mut rest = all.into_iter().peekable();
-        while let Some((id, loc)) = rest.next() {
-            if rest.peek().is_some_and(|(next, _)| *next == id) {
-                let mut locs = vec![loc];
-                while let Some((_, l)) = rest.next_if(|(next, _)| *next == id) {
-                    locs.push(l);
-                }
-                ids.insert(id, IdLocs::Many(Arc::new(locs)));
-            } else {
-                ids.insert(id, IdLocs::One(loc));
-            }
-        }
-        self.ids = ids;
+    /// Index every node's id once all records are loaded (not file by file as they are
+    /// replayed), on a thread of its own.
+    fn index_ids_in_background(&mut self) {
+        self.ids = IdIndex::build_in_background(self.files.clone());
     }
 
     /// Apply one persisted record while loading. Ids are not indexed here: call
-    /// [`State::rebuild_ids`] once all records are in.
+    /// [`State::index_ids_in_background`] once all records are in.
     fn replay(&mut self, rec: Record, archive: &mut Archive) -> std::result::Result<(), String> {
         match rec {
             Record::Version(hash, content) => {
@@ -741,7 +834,7 @@ fn replay_log(path: &Path) -> Result<Replayed> {
         }
         Ok(())
     })?;
-    state.rebuild_ids();
+    state.index_ids_in_background();
     Ok(Replayed {
         state,
         archive,
@@ -1314,7 +1407,7 @@ impl Store {
             nodes,
             headlines: nodes - state.files.len(),
             versions: self.archive.lock().versions.len(),
-            ids_with_duplicates: state.ids.values().filter(|l| l.len() > 1).count(),
+            ids_with_duplicates: state.ids().values().filter(|l| l.len() > 1).count(),
             bytes_on_disk: self
                 .writer
                 .as_ref()

@@ -676,7 +676,7 @@ fn concurrent_writers_and_readers() {
                     let n = title.rsplit(' ').next().unwrap();
                     assert_eq!(&*doc.nodes[2].content.title, format!("child {n}"));
                 }
-                for (id, locs) in state.ids.iter() {
+                for (id, locs) in state.ids().iter() {
                     for l in locs.iter() {
                         let doc = state.files.get(&l.file).expect("id points at a live file");
                         assert_eq!(&doc.nodes[l.index as usize].id, id);
@@ -966,4 +966,78 @@ fn log_that_cannot_be_moved_leads_to_the_fallback_log() {
         std::fs::read_to_string(&path).unwrap(),
         "not a log, and stuck"
     );
+}
+
+/// Opening leaves the id index building on a thread of its own: readers and a commit made
+/// at once, from several threads, all see the index the store had, and the commit's change.
+#[test]
+fn the_id_index_built_after_opening_is_the_one_the_store_had() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = open(dir.path());
+    for f in 0..40 {
+        let mut text = String::new();
+        for h in 0..50 {
+            // Every file repeats :ID: shared, so it has 40 places in store order.
+            let id = if h == 0 {
+                "shared".to_string()
+            } else {
+                format!("id-{f}-{h}")
+            };
+            text.push_str(&format!("* H{h}\n:PROPERTIES:\n:ID: {id}\n:END:\n"));
+        }
+        ingest(&store, &format!("/org/f{f:02}.org"), &text);
+    }
+    let expected: Vec<(String, Vec<(String, u32)>)> = id_places(&store.state());
+    // 49 own ids a file, one shared, and the files themselves.
+    assert_eq!(expected.len(), 40 * 49 + 1 + 40);
+    // What the index is with one more file, built by commits, not by opening.
+    let new_text = "* N\n:PROPERTIES:\n:ID: id-new\n:END:\n";
+    ingest(&store, "/org/new.org", new_text);
+    let with_new = id_places(&store.state());
+    assert_eq!(with_new.len(), expected.len() + 2);
+    store.remove_file("/org/new.org");
+    assert!(id_places(&store.state()) == expected);
+    store.flush().unwrap();
+    drop(store);
+
+    for round in 0..3 {
+        let (store, _) = open(dir.path());
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    // Before or after the commit racing it, never anything else.
+                    let places = id_places(&store.state());
+                    assert!(
+                        places == expected || places == with_new,
+                        "round {round}: {} ids",
+                        places.len()
+                    );
+                    let shared = store.state().node("shared#40").expect("the 40th copy");
+                    assert_eq!(&*shared.doc.path, "/org/f39.org");
+                });
+            }
+            s.spawn(|| ingest(&store, "/org/new.org", new_text));
+        });
+        assert!(id_places(&store.state()) == with_new, "round {round}");
+        drop(store);
+        let (store, _) = open(dir.path());
+        assert!(
+            id_places(&store.state()) == with_new,
+            "round {round}, reopened"
+        );
+        store.remove_file("/org/new.org");
+        store.flush().unwrap();
+    }
+}
+
+/// Each id with its places (file, node index), in id order.
+fn id_places(state: &org_agent::store::State) -> Vec<(String, Vec<(String, u32)>)> {
+    state
+        .ids()
+        .iter()
+        .map(|(id, locs)| {
+            let places = locs.iter().map(|l| (l.file.to_string(), l.index)).collect();
+            (id.to_string(), places)
+        })
+        .collect()
 }
