@@ -1041,3 +1041,46 @@ fn id_places(state: &org_agent::store::State) -> Vec<(String, Vec<(String, u32)>
         })
         .collect()
 }
+
+/// Records are applied on a thread of their own while later batches are decoded: a record
+/// that cannot be applied is still the error reported, and nothing after it is applied, even
+/// when a later batch cannot be decoded either.
+#[test]
+fn the_first_bad_record_is_reported_though_later_batches_are_decoded_meanwhile() {
+    let rec = record_commits();
+    let dir = tempfile::tempdir().unwrap();
+    let path = log_path(dir.path());
+    let mut log = rec.log.clone();
+    // A batch whose checksums are right but whose payload is not records.
+    let payload = [0xffu8; 16];
+    let mut header = b"OAB1".to_vec();
+    header.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let header_crc = crc32fast::hash(&header);
+    log.extend_from_slice(&header);
+    log.extend_from_slice(&header_crc.to_le_bytes());
+    log.extend_from_slice(&payload);
+    log.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    std::fs::write(&path, &log).unwrap();
+
+    // Every batch its own group, so decoding runs ahead of applying.
+    for stop_at in [0, 1, 3] {
+        let mut applied = 0;
+        let err = persist::load_in_groups(&path, 1, |_| {
+            if applied == stop_at {
+                return Err(format!("record {stop_at} is bad"));
+            }
+            applied += 1;
+            Ok(())
+        })
+        .expect_err("a bad record");
+        assert!(
+            err.to_string()
+                .contains(&format!("record {stop_at} is bad")),
+            "{err}"
+        );
+        assert_eq!(applied, stop_at);
+    }
+    // With every record good, the undecodable batch is the error.
+    let err = persist::load_in_groups(&path, 1, |_| Ok(())).expect_err("undecodable");
+    assert!(err.to_string().contains("undecodable batch"), "{err}");
+}
