@@ -26,7 +26,7 @@ pub use query::{NodeRef, Query};
 pub use todo::TodoKeywords;
 
 use parking_lot::Mutex;
-use persist::{FileRecord, LogWriter, Placement, Record};
+use persist::{FileEntry, FileRecord, LogWriter, Record};
 use rustc_hash::FxHashMap as HashMap;
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
@@ -93,6 +93,8 @@ impl FileDoc {
         }
     }
 
+    /// The record of this document, owned: what reading the log gives back.
+    #[cfg(test)]
     fn record(&self) -> FileRecord {
         FileRecord {
             path: self.path.to_string(),
@@ -104,7 +106,7 @@ impl FileDoc {
             nodes: self
                 .nodes
                 .iter()
-                .map(|n| Placement {
+                .map(|n| persist::Placement {
                     id: n.id.to_string(),
                     hash: n.hash,
                     parent: n.parent,
@@ -616,12 +618,16 @@ impl State {
             Record::RemoveFile(path) => {
                 self.files.remove(path.as_str());
             }
-            Record::File(rec) => {
+            Record::File(FileEntry::Read(rec)) => {
                 let path = rec.path.clone();
                 let doc = FileDoc::from_record(rec, archive).ok_or_else(|| {
                     format!("file record for {path} names an unknown node version")
                 })?;
                 self.files.insert(doc.path.clone(), Arc::new(doc));
+            }
+            // Not what decoding makes, but the same file.
+            Record::File(FileEntry::Doc(doc)) => {
+                self.files.insert(doc.path.clone(), doc);
             }
         }
         Ok(())
@@ -632,7 +638,7 @@ impl State {
         let mut out = Vec::new();
         archive.records(&mut out);
         for doc in self.files.values() {
-            out.push(Record::File(doc.record()));
+            out.push(Record::File(FileEntry::Doc(doc.clone())));
         }
         out
     }
@@ -1063,7 +1069,7 @@ impl Store {
             parsed.file_tags,
             parsed.nodes,
         ));
-        let file_record = Record::File(doc.record());
+        let file_record = Record::File(FileEntry::Doc(doc.clone()));
         let guard = self.commit_lock.lock();
         if !self.is_latest(file, generation) {
             return Ok(None);
@@ -1382,7 +1388,7 @@ impl Store {
             let same = state.files.get(p).is_some_and(|cur| Arc::ptr_eq(cur, doc));
             if !same {
                 state.set_file(doc.clone(), time, &mut self.archive.lock(), &mut records);
-                records.push(Record::File(doc.record()));
+                records.push(Record::File(FileEntry::Doc(doc.clone())));
             }
         }
         let commit = self.publish(state, records);
@@ -1430,4 +1436,36 @@ pub struct DirReport {
     pub nodes: usize,
     pub errors: Vec<String>,
     pub cancelled: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_record_written_from_its_document_is_the_owned_record_s_bytes() {
+        let store = Store::in_memory(Config::default());
+        let text = "#+FILETAGS: :ft:\n* TODO A :a:\n:PROPERTIES:\n:ID: same\n:END:\n** B\nbody\n\
+                    * C\n:PROPERTIES:\n:ID: same\n:END:\n*** é deep :x:y:\n";
+        store
+            .ingest_text("/n/f.org", text, None, Some((42, 7)), None)
+            .expect("ingest");
+        let doc = store
+            .state()
+            .files
+            .get("/n/f.org")
+            .expect("the file")
+            .clone();
+        assert!(doc.nodes.iter().any(|n| !n.inherited_tags.is_empty()));
+        let owned = persist::encode_batch(&[Record::File(FileEntry::Read(doc.record()))]);
+        let borrowed = persist::encode_batch(&[Record::File(FileEntry::Doc(doc.clone()))]);
+        assert_eq!(owned, borrowed);
+        // And it reads back as the owned record.
+        let payload = &borrowed[12..borrowed.len() - 4];
+        let read: Vec<Record> = postcard::from_bytes(payload).expect("decode");
+        match &read[..] {
+            [Record::File(FileEntry::Read(rec))] => assert_eq!(*rec, doc.record()),
+            other => panic!("{other:?}"),
+        }
+    }
 }

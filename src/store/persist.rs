@@ -8,7 +8,8 @@
 //! Compaction writes a fresh log beside the old one and renames it over, so it is atomic too.
 
 use super::error::{Result, StoreError};
-use super::node::{Hash, NodeContent};
+use super::node::{Hash, Node, NodeContent};
+use super::FileDoc;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -50,10 +51,84 @@ pub struct FileRecord {
     pub nodes: Vec<Placement>,
 }
 
+/// A file's record: read back from the log as a [`FileRecord`], written straight from its
+/// document (the same bytes), so a commit does not first copy every node's id and tags.
+#[derive(Clone, Debug)]
+pub enum FileEntry {
+    Read(FileRecord),
+    Doc(Arc<FileDoc>),
+}
+
+impl Serialize for FileEntry {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            FileEntry::Read(record) => record.serialize(s),
+            FileEntry::Doc(doc) => FileRecordOf {
+                path: &doc.path,
+                mtime: doc.mtime,
+                size: doc.size,
+                text_hash: doc.text_hash,
+                settings: doc.settings,
+                file_tags: &doc.file_tags,
+                nodes: PlacementsOf(&doc.nodes),
+            }
+            .serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FileEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<FileEntry, D::Error> {
+        FileRecord::deserialize(d).map(FileEntry::Read)
+    }
+}
+
+/// [`FileRecord`]'s fields, in its order, borrowed from a document.
+#[derive(Serialize)]
+struct FileRecordOf<'a> {
+    path: &'a str,
+    mtime: i64,
+    size: u64,
+    text_hash: Hash,
+    settings: Hash,
+    file_tags: &'a [String],
+    nodes: PlacementsOf<'a>,
+}
+
+struct PlacementsOf<'a>(&'a [Node]);
+
+impl Serialize for PlacementsOf<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|n| PlacementOf {
+            id: &n.id,
+            hash: n.hash,
+            parent: n.parent,
+            begin: n.begin,
+            end: n.end,
+            begin_pos: n.begin_pos,
+            end_pos: n.end_pos,
+            inherited_tags: &n.inherited_tags,
+        }))
+    }
+}
+
+/// [`Placement`]'s fields, in its order, borrowed from a node.
+#[derive(Serialize)]
+struct PlacementOf<'a> {
+    id: &'a str,
+    hash: Hash,
+    parent: Option<u32>,
+    begin: u32,
+    end: u32,
+    begin_pos: u32,
+    end_pos: u32,
+    inherited_tags: &'a [String],
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Record {
     Version(Hash, Arc<NodeContent>),
-    File(FileRecord),
+    File(FileEntry),
     RemoveFile(String),
     History { id: String, hash: Hash, time: i64 },
 }
