@@ -657,7 +657,9 @@ impl Commit<'_> {
             let bytes = if self.records.is_empty() {
                 Vec::new()
             } else {
-                persist::encode_batch(&self.records)
+                let mut bytes = writer.batch_buffer();
+                persist::append_batch(&self.records, &mut bytes);
+                bytes
             };
             writer.append(ticket, bytes);
         }
@@ -999,7 +1001,7 @@ impl Store {
             // parallel, and no batch comes near the size limit.
             let mut bytes = Vec::new();
             for chunk in recs.chunks(4096) {
-                bytes.extend(persist::encode_batch(chunk));
+                persist::append_batch(chunk, &mut bytes);
             }
             w.rewrite(ticket, bytes);
         }

@@ -720,6 +720,81 @@ fn concurrent_commits_sharing_versions_replay_in_order() {
     assert_eq!(store.stats().files, 160);
 }
 
+/// Commits encode into buffers the writer thread hands back once written: a large batch
+/// followed by small ones into the same buffer must leave nothing of the large one behind.
+#[test]
+fn batches_encoded_into_reused_buffers_replay_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = open(dir.path());
+    let big: String = (0..2000)
+        .map(|i| format!("* Big {i}\nbody {i}\n"))
+        .collect();
+    for round in 0..3 {
+        ingest(&store, A, &big);
+        store.flush().unwrap();
+        ingest(&store, B, &format!("* Small {round}\n"));
+        store.flush().unwrap();
+        ingest(&store, A, &text_a(round));
+        store.flush().unwrap();
+    }
+    let store = reopen(store, dir.path(), "after reused buffers");
+    assert_eq!(titles(&store, B), ["Small 2"]);
+    assert_eq!(store.history("task-a").len(), 3);
+}
+
+/// The writer hands a written batch's buffer back for the next commit, emptied; buffers
+/// beyond a megabyte are freed instead, so that little is held between ingests. Both
+/// batches are in the log.
+#[test]
+fn the_writer_hands_back_small_batch_buffers_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = persist::LogWriter::open(&log_path(dir.path()), 0).unwrap();
+    let empty_log = log_len(dir.path());
+    let records = [persist::Record::RemoveFile("/notes/a.org".into())];
+    let mut batch = writer.batch_buffer();
+    assert_eq!(batch.capacity(), 0, "nothing was written yet");
+    persist::append_batch(&records, &mut batch);
+    let written = batch.len();
+    writer.append(writer.ticket(), batch);
+    writer.flush().unwrap();
+    let reused = writer.batch_buffer();
+    assert!(
+        reused.is_empty() && reused.capacity() >= written,
+        "{}",
+        reused.capacity()
+    );
+
+    let mut huge = Vec::with_capacity(2 << 20);
+    persist::append_batch(&records, &mut huge);
+    writer.append(writer.ticket(), huge);
+    writer.flush().unwrap();
+    assert_eq!(
+        writer.batch_buffer().capacity(),
+        0,
+        "a 2 MiB buffer was kept"
+    );
+    drop(writer);
+    assert_eq!(log_len(dir.path()), empty_log + 2 * written as u64);
+}
+
+/// Batches appended one after another into one buffer (how compaction writes) are the
+/// batches encoded one by one.
+#[test]
+fn appended_batches_are_the_batches_encoded_alone() {
+    let a = [persist::Record::RemoveFile("/notes/a.org".into())];
+    let b = [
+        persist::Record::RemoveFile("/notes/b.org".into()),
+        persist::Record::RemoveFile("/notes/c.org".into()),
+    ];
+    let mut both = Vec::new();
+    persist::append_batch(&a, &mut both);
+    persist::append_batch(&b, &mut both);
+    assert_eq!(
+        both,
+        [persist::encode_batch(&a), persist::encode_batch(&b)].concat()
+    );
+}
+
 /// The records of a log, batch by batch, read with decode groups of about `group` bytes.
 fn load_batches(path: &Path, group: usize) -> (Vec<usize>, persist::Loaded) {
     let mut sizes = Vec::new();
