@@ -1463,7 +1463,7 @@ mod tests {
         let borrowed = persist::encode_batch(&[Record::File(FileEntry::Doc(doc.clone()))]);
         assert_eq!(owned, borrowed);
         // And it reads back as the owned record.
-        let payload = &borrowed[12..borrowed.len() - 4];
+        let payload = &borrowed[persist::HEADER_LEN..borrowed.len() - 4];
         let read: Vec<Record> = postcard::from_bytes(payload).expect("decode");
         match &read[..] {
             [Record::File(FileEntry::Read(rec))] => assert_eq!(*rec, doc.record()),

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 const FILE_MAGIC: &[u8; 16] = b"ORG-AGENT-LOG-1\n";
 const BATCH_MAGIC: &[u8; 4] = b"OAB1";
-const HEADER_LEN: usize = 12;
+pub(crate) const HEADER_LEN: usize = 12;
 /// A batch larger than this is not something we wrote: treat it as corruption.
 const MAX_BATCH: u32 = 1 << 30;
 
@@ -133,8 +133,9 @@ pub enum Record {
     History { id: String, hash: Hash, time: i64 },
 }
 
+/// `records` as one batch on its own: what [`append_batch`] appends.
 pub fn encode_batch(records: &[Record]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 << 10);
+    let mut out = Vec::new();
     append_batch(records, &mut out);
     out
 }
