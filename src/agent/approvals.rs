@@ -304,7 +304,7 @@ fn read(path: &Path, text: &str) -> Result<Vec<Proposal>, ApprovalError> {
         let prop = |key: &str| {
             c.properties
                 .iter()
-                .find(|(k, _)| k == key)
+                .find(|(k, _)| &**k == key)
                 .map(|(_, v)| v.trim().to_owned())
         };
         let line = text[..(node.begin as usize).min(text.len())]

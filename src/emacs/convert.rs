@@ -2,7 +2,9 @@
 
 use super::org_agent_error;
 use crate::agent::Event;
-use crate::store::{filename, FileDoc, NodeContent, NodeKind, NodeRef, Query, TodoType, Version};
+use crate::store::{
+    filename, FileDoc, NodeContent, NodeKind, NodeRef, Property, Query, TodoType, Version,
+};
 use ::emacs::{Env, ErrorKind, IntoLisp, ModuleError, Result, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -351,7 +353,7 @@ impl<'e> NodePlists<'e> {
         Ok(Some(list(self.env, out)?))
     }
 
-    fn properties(&mut self, props: &[(String, String)], id: &str) -> Result<Option<Value<'e>>> {
+    fn properties(&mut self, props: &[Property], id: &str) -> Result<Option<Value<'e>>> {
         if props.is_empty() {
             return Ok(None);
         }
@@ -360,7 +362,7 @@ impl<'e> NodePlists<'e> {
         for (k, v) in props {
             let key = self.shared(k)?;
             let value = match self.id {
-                Some(same) if k == "ID" && v == id => same,
+                Some(same) if &**k == "ID" && &**v == id => same,
                 _ => text(env, v)?,
             };
             out.push(fn_cons.call(env, (key, value))?);
@@ -500,7 +502,7 @@ fn content_fields<'e>(
         out.push(kw_properties.bind(env));
         let mut props = Vec::with_capacity(c.properties.len());
         for (k, v) in &c.properties {
-            props.push(fn_cons.call(env, (k.as_str(), v.as_str()))?);
+            props.push(fn_cons.call(env, (&**k, &**v))?);
         }
         out.push(list(env, props)?);
     }

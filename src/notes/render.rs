@@ -103,7 +103,7 @@ pub(super) fn node(r: &NodeRef, children: &[NodeRef], privacy: &Privacy) -> Stri
             let v = if privacy.withholds_property(k) {
                 WITHHELD
             } else {
-                v.as_str()
+                v
             };
             out.push_str(&format!(":{k}: {v}\n"));
         }

@@ -237,7 +237,7 @@ fn property<'n>(node: &'n Node, key: &str) -> Option<&'n str> {
     node.content
         .properties
         .iter()
-        .find(|(k, _)| k == key)
+        .find(|(k, _)| &**k == key)
         .map(|(_, v)| v.trim())
 }
 
@@ -480,7 +480,7 @@ fn tools(
                 .iter()
                 .map(|(k, v)| {
                     let at = doc.line_of_prefix(child, &format!(":{}:", k.to_ascii_uppercase()));
-                    (k.as_str(), v.trim(), at)
+                    (&**k, v.trim(), at)
                 })
                 .collect(),
             prose: prose(&child.content.body),
@@ -554,7 +554,12 @@ fn tests(doc: &Doc, section: &Node) -> Result<Vec<Test>, SkillError> {
         out.push(Test {
             title: child.content.title.to_string(),
             kind: kind.clone(),
-            properties: child.content.properties.to_vec(),
+            properties: child
+                .content
+                .properties
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             body: child.content.body.to_string(),
             line,
         });

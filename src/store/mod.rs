@@ -20,7 +20,7 @@ pub mod todo;
 pub mod vectors;
 
 pub use error::{Result, StoreError};
-pub use node::{Hash, Node, NodeContent, NodeKind, Planning, PlanningTimes, TodoType};
+pub use node::{Hash, Node, NodeContent, NodeKind, Planning, PlanningTimes, Property, TodoType};
 pub use parse::Dialect;
 pub use query::{NodeRef, Query};
 pub use todo::TodoKeywords;
@@ -252,14 +252,36 @@ impl Archive {
         }
     }
 
-    /// Make `nodes` share the ids the history holds (a fresh parse allocates its own).
-    fn intern_ids(&self, nodes: &mut [Node]) {
+    /// Make `nodes` share what the archive already holds (a fresh parse allocates its own):
+    /// the versions, so the unchanged headlines of a re-ingested file are not in memory
+    /// twice, and the ids, which an `:ID:` property's value shares too.
+    fn share_with(&self, nodes: &mut [Node]) {
         for n in nodes {
+            let stored = self.versions.get(&n.hash);
+            if let Some(version) = stored {
+                if !Arc::ptr_eq(version, &n.content) {
+                    n.content = version.clone();
+                }
+            }
             if let Some((k, _)) = self.history.get_key_value(&*n.id) {
                 if !Arc::ptr_eq(k, &n.id) {
+                    if stored.is_none() {
+                        if let Some(content) = Arc::get_mut(&mut n.content) {
+                            content.share_id_value(k);
+                        }
+                    }
                     n.id = k.clone();
                 }
             }
+        }
+    }
+
+    /// The `Arc` to key a first history entry of `id` by: the `:ID:` value of `version` when
+    /// it is that id, so the two are one allocation.
+    fn history_key(id: &str, version: &NodeContent) -> Arc<str> {
+        match version.id_value() {
+            Some(value) if **value == *id => value.clone(),
+            _ => Arc::from(id),
         }
     }
 
@@ -597,7 +619,16 @@ impl State {
     /// [`State::index_ids_in_background`] once all records are in.
     fn replay(&mut self, rec: Record, archive: &mut Archive) -> std::result::Result<(), String> {
         match rec {
-            Record::Version(hash, content) => {
+            Record::Version(hash, mut content) => {
+                // A later version of an id: its `:ID:` value becomes the id's allocation.
+                if let Some(id) = content.id_value() {
+                    if let Some((k, _)) = archive.history.get_key_value(&**id) {
+                        let k = k.clone();
+                        if let Some(c) = Arc::get_mut(&mut content) {
+                            c.share_id_value(&k);
+                        }
+                    }
+                }
                 archive.versions.insert(hash, content);
             }
             Record::History { id, hash, time } => {
@@ -609,9 +640,8 @@ impl State {
                 match archive.history.get_mut(id.as_str()) {
                     Some(hist) => push_history(hist, (version, time)),
                     None => {
-                        archive
-                            .history
-                            .insert(Arc::from(id.as_str()), Box::new([(version, time)]));
+                        let key = Archive::history_key(&id, &version);
+                        archive.history.insert(key, Box::new([(version, time)]));
                     }
                 }
             }
@@ -1060,7 +1090,7 @@ impl Store {
             inlinetask_min_level: config.inlinetask_min_level,
         };
         let mut parsed = parse::parse(text, &filename::to_path(file), &opts)?;
-        self.archive.lock().intern_ids(&mut parsed.nodes);
+        self.archive.lock().share_with(&mut parsed.nodes);
         let (mtime, size) = meta.unwrap_or((0, text.len() as u64));
         let doc = Arc::new(FileDoc::new(
             path.clone(),

@@ -135,6 +135,69 @@ pub fn saturating_level(stars: u32) -> u16 {
     u16::try_from(stars).unwrap_or(u16::MAX)
 }
 
+/// A property drawer entry: (key, value). Both are shared allocations: a key is the same
+/// `Arc` as in other nodes of the thread that read it ([`intern_key`]), and an `:ID:` value
+/// the same as the node's id. At 100k headlines, two `String`s a pair were about 13 MB.
+pub type Property = (Arc<str>, Arc<str>);
+
+/// How many distinct keys a thread keeps for sharing before starting over: drawers with
+/// ever-new keys must not grow a worker's table without bound.
+const INTERNED_KEYS_MAX: usize = 4096;
+
+thread_local! {
+    // Per thread, so the threads decoding a log in parallel never wait on each other or
+    // bounce one reference count between cores; a key is at most once per thread.
+    static KEYS: std::cell::RefCell<rustc_hash::FxHashSet<Arc<str>>> = Default::default();
+}
+
+/// `key` as the `Arc` this thread already holds for it.
+pub fn intern_key(key: &str) -> Arc<str> {
+    KEYS.with(|keys| {
+        let mut keys = keys.borrow_mut();
+        if let Some(k) = keys.get(key) {
+            return k.clone();
+        }
+        if keys.len() >= INTERNED_KEYS_MAX {
+            keys.clear();
+        }
+        let k: Arc<str> = Arc::from(key);
+        keys.insert(k.clone());
+        k
+    })
+}
+
+/// The log's `(key, value)` string pairs, keys interned and each value one allocation
+/// (serde's `Arc<str>` would read a `Box<str>` and copy it).
+fn deserialize_properties<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Box<[Property]>, D::Error> {
+    struct Key(Arc<str>);
+    struct Value(Arc<str>);
+    struct StrVisitor<F>(F);
+    impl<F: FnOnce(&str) -> Arc<str>> serde::de::Visitor<'_> for StrVisitor<F> {
+        type Value = Arc<str>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Arc<str>, E> {
+            Ok((self.0)(s))
+        }
+    }
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+            d.deserialize_str(StrVisitor(intern_key)).map(Key)
+        }
+    }
+    impl<'de> Deserialize<'de> for Value {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+            d.deserialize_str(StrVisitor(|s: &str| Arc::from(s)))
+                .map(Value)
+        }
+    }
+    let pairs = Vec::<(Key, Value)>::deserialize(d)?;
+    Ok(pairs.into_iter().map(|(k, v)| (k.0, v.0)).collect())
+}
+
 /// What a node *is*: its own fields and its children's hashes. Stored once per distinct
 /// version, keyed by [`NodeContent::hash`]. Where the node sits (file, offsets, parent) is not
 /// part of it, so moving a subtree does not make new versions.
@@ -147,7 +210,8 @@ pub struct NodeContent {
     pub priority: Option<char>,
     pub tags: Box<[String]>,
     /// Property drawer entries in file order, keys upcased as Org reports them.
-    pub properties: Box<[(String, String)]>,
+    #[serde(deserialize_with = "deserialize_properties")]
+    pub properties: Box<[Property]>,
     pub planning: Planning,
     pub body: Box<str>,
     #[serde(deserialize_with = "level_from_u32")]
@@ -202,12 +266,39 @@ impl NodeContent {
     }
 
     pub fn property(&self, key: &str) -> Option<&str> {
+        self.property_value(key).map(|v| &**v)
+    }
+
+    fn property_value(&self, key: &str) -> Option<&Arc<str>> {
         // Org reads the last value of a repeated key.
         self.properties
             .iter()
             .rev()
             .find(|(k, _)| k.eq_ignore_ascii_case(key))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v)
+    }
+
+    /// The `:ID:` value when it is the node's id as written (no blanks to trim), so the id can
+    /// be this very allocation.
+    pub fn id_value(&self) -> Option<&Arc<str>> {
+        self.property_value("ID")
+            .filter(|v| !v.is_empty() && v.trim().len() == v.len())
+    }
+
+    /// Make the `:ID:` value the allocation `id` when they are the same text, so an id that
+    /// is also a property is in memory once.
+    pub fn share_id_value(&mut self, id: &Arc<str>) {
+        if let Some(slot) = self
+            .properties
+            .iter_mut()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case("ID"))
+            .map(|(_, v)| v)
+        {
+            if !Arc::ptr_eq(slot, id) && **slot == **id {
+                *slot = id.clone();
+            }
+        }
     }
 
     pub fn has_tag(&self, tag: &str) -> bool {
@@ -336,6 +427,26 @@ mod tests {
             assert_eq!(*read.children, [Hash([7; 32])]);
             assert_eq!(postcard::to_stdvec(&read).expect("encode"), before);
         }
+    }
+
+    #[test]
+    fn decoded_keys_are_shared_and_values_read_as_written() {
+        let bytes = postcard::to_stdvec(&logged(3, PlanningTimes::default())).expect("encode");
+        let a: NodeContent = postcard::from_bytes(&bytes).expect("decode");
+        let b: NodeContent = postcard::from_bytes(&bytes).expect("decode");
+        for i in 0..2 {
+            assert!(Arc::ptr_eq(&a.properties[i].0, &b.properties[i].0));
+            assert!(!Arc::ptr_eq(&a.properties[i].1, &b.properties[i].1));
+        }
+        assert_eq!(a.id_value().map(|v| &**v), Some("abc"));
+        // An id is shared only when it is the same text.
+        let mut c = a.clone();
+        let other: Arc<str> = Arc::from("abd");
+        c.share_id_value(&other);
+        assert_eq!(c.property("ID"), Some("abc"));
+        let same: Arc<str> = Arc::from("abc");
+        c.share_id_value(&same);
+        assert!(Arc::ptr_eq(c.id_value().expect("id"), &same));
     }
 
     #[test]

@@ -12,7 +12,8 @@
 
 use super::error::StoreError;
 use super::node::{
-    saturating_level, Hash, Node, NodeContent, NodeKind, Planning, PlanningTimes, TodoType,
+    intern_key, saturating_level, Hash, Node, NodeContent, NodeKind, Planning, PlanningTimes,
+    Property, TodoType,
 };
 use super::text::PositionMap;
 use super::todo::{collect_settings, headline_level, strip_prefix_ci, TodoKeywords};
@@ -446,7 +447,7 @@ fn looks_like_timestamp(s: &str) -> bool {
 
 /// A property drawer starting at `pos` (`org-property-drawer-re`, case-insensitive): the
 /// properties with upcased keys, and the offset just after the `:END:` line.
-fn property_drawer_at(text: &str, pos: usize) -> Option<(Vec<(String, String)>, usize)> {
+fn property_drawer_at(text: &str, pos: usize) -> Option<(Vec<Property>, usize)> {
     let (first, mut next) = line_at(text, pos);
     let has_newline = pos + first.len() < text.len();
     if !has_newline
@@ -476,7 +477,7 @@ fn property_drawer_at(text: &str, pos: usize) -> Option<(Vec<(String, String)>, 
 }
 
 /// One drawer line `[ \t]*:KEY:( .*)?[ \t]*` → (upcased KEY, value).
-fn property_line(line: &str) -> Option<(String, String)> {
+fn property_line(line: &str) -> Option<Property> {
     let rest = line.trim_start_matches(is_blank).strip_prefix(':')?;
     let word_len = rest.find(is_syntax_space).unwrap_or(rest.len());
     let word = &rest[..word_len];
@@ -492,20 +493,25 @@ fn property_line(line: &str) -> Option<(String, String)> {
         return None;
     };
     let key = &word[..word.len() - 1];
-    Some((key.to_uppercase(), value.to_string()))
+    let key = if key.bytes().any(|b| b.is_ascii_lowercase() || !b.is_ascii()) {
+        intern_key(&key.to_uppercase())
+    } else {
+        intern_key(key)
+    };
+    Some((key, Arc::from(value)))
 }
 
 /// A drawer's entries as `org-element--get-node-properties` keeps them. Org 9.5 keeps every
 /// line. From 9.6 a repeated key keeps its first place and its last value, and repeated
 /// `KEY+` lines are gathered into one list, which the store keeps as consecutive entries
 /// (the fidelity test reads Org's list the same way).
-fn merge_repeated_keys(props: Vec<(String, String)>, dialect: Dialect) -> Vec<(String, String)> {
+fn merge_repeated_keys(props: Vec<Property>, dialect: Dialect) -> Vec<Property> {
     if dialect == Dialect::Org95 || props.len() < 2 {
         return props;
     }
     // One group per key, in the order keys first appear (a drawer may hold thousands).
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    let mut group_of: HashMap<String, usize> = HashMap::default();
+    let mut groups: Vec<(Arc<str>, Vec<Arc<str>>)> = Vec::new();
+    let mut group_of: HashMap<Arc<str>, usize> = HashMap::default();
     for (key, value) in props {
         match group_of.get(&key) {
             Some(&g) if key.ends_with('+') => groups[g].1.push(value),
@@ -528,7 +534,7 @@ fn meta_after_headline(
     text: &str,
     line_end: usize,
     limit: usize,
-) -> (Planning, Vec<(String, String)>, usize) {
+) -> (Planning, Vec<Property>, usize) {
     let mut planning = Planning::default();
     let mut pos = line_end;
     if pos < limit {
@@ -735,7 +741,7 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
 
 /// A property drawer before any other content of the file (blank and comment lines may come
 /// first), as org-roam and Org 9.5 use for file-level properties.
-fn file_property_drawer(text: &str, limit: usize) -> (Vec<(String, String)>, usize) {
+fn file_property_drawer(text: &str, limit: usize) -> (Vec<Property>, usize) {
     let mut pos = 0;
     while pos < limit {
         let (line, next) = line_at(text, pos);
@@ -829,12 +835,16 @@ fn finish(
             digest = h.finalize().into();
         }
         path_digests.push(digest);
-        let id = match raw.content.property("ID").map(str::trim) {
-            Some(id) if !id.is_empty() => Arc::from(id),
-            _ => {
-                let hex = Hash(digest).to_hex();
-                Arc::from(format!("oa-{}", &hex[..24]).as_str())
-            }
+        let id = match raw.content.id_value() {
+            // The value's own allocation, so the id is in memory once.
+            Some(value) => value.clone(),
+            None => match raw.content.property("ID").map(str::trim) {
+                Some(id) if !id.is_empty() => Arc::from(id),
+                _ => {
+                    let hex = Hash(digest).to_hex();
+                    Arc::from(format!("oa-{}", &hex[..24]).as_str())
+                }
+            },
         };
         ids.push(id);
     }

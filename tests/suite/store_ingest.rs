@@ -6,8 +6,8 @@ use crate::support::Rng;
 use org_agent::store::parse::parse_headline_line;
 use org_agent::store::TodoType::{Done, Todo};
 use org_agent::store::{
-    Config, Dialect, NodeKind, Planning, PlanningTimes, Query, Store, StoreError, TodoKeywords,
-    TodoType,
+    Config, Dialect, NodeKind, Planning, PlanningTimes, Property, Query, Store, StoreError,
+    TodoKeywords, TodoType,
 };
 
 const F: &str = "/notes/a.org";
@@ -300,7 +300,7 @@ Body.
     );
     let n = by_title(&store, F, "H");
     let c = &n.node().content;
-    let p = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let p = |k: &str, v: &str| -> Property { (k.into(), v.into()) };
     assert_eq!(
         *c.properties,
         [
@@ -768,8 +768,8 @@ fn regression_empty_property_value_keeps_drawer_and_id() {
     assert_eq!(
         *a.node().content.properties,
         [
-            ("EMPTY".to_string(), String::new()),
-            ("ID".to_string(), "1234-abcd".to_string())
+            ("EMPTY".into(), "".into()),
+            ("ID".into(), "1234-abcd".into())
         ]
     );
     assert_eq!(&*a.node().content.body, "body\n");
@@ -854,10 +854,8 @@ fn repeated_property_keys_depend_on_dialect() {
         ingest(&store, F, text);
         nodes(&store, F)[1].node().content.properties.to_vec()
     };
-    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
-        v.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+    let pairs = |v: &[(&str, &str)]| -> Vec<Property> {
+        v.iter().map(|&(k, v)| (k.into(), v.into())).collect()
     };
     // Org 9.5 keeps every line.
     assert_eq!(
@@ -1178,7 +1176,7 @@ fn property_drawer_edge_cases() {
             c.body.to_string(),
         )
     };
-    let p = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+    let p = |k: &str, v: &str| -> Vec<Property> { vec![(k.into(), v.into())] };
     // :END: on the last line without a newline still closes the drawer.
     assert_eq!(
         read("* A\n:PROPERTIES:\n:ID: x\n:END:"),

@@ -1159,3 +1159,75 @@ fn the_first_bad_record_is_reported_though_later_batches_are_decoded_meanwhile()
     let err = persist::load_in_groups(&path, 1, |_| Ok(())).expect_err("undecodable");
     assert!(err.to_string().contains("undecodable batch"), "{err}");
 }
+
+/// The `:ID:` value of `node`'s content, which must be the very allocation of its id.
+fn id_value_is_the_id(node: &org_agent::store::Node) -> bool {
+    node.content
+        .properties
+        .iter()
+        .any(|(k, v)| &**k == "ID" && std::sync::Arc::ptr_eq(v, &node.id))
+}
+
+#[test]
+fn ids_property_keys_and_unchanged_versions_are_held_once() {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let text = |n: u32| {
+        format!(
+            "* One\n:PROPERTIES:\n:ID: id-one\n:created: [2024-01-01]\n:END:\n* Two {n}\n\
+             :PROPERTIES:\n:ID: id-two\n:CREATED: [2024-01-02]\n:END:\n* Spaced\n\
+             :PROPERTIES:\n:ID:   id-spaced  \n:END:\n"
+        )
+    };
+    let (store, _) = open(dir.path());
+    ingest(&store, A, &text(1));
+    let first = store.node("id-one").unwrap().node().content.clone();
+    ingest(&store, A, &text(2));
+    let check = |store: &Store, what: &str| {
+        let one = store.node("id-one").unwrap();
+        let two = store.node("id-two").unwrap();
+        for node in [one.node(), two.node()] {
+            assert!(id_value_is_the_id(node), "{what}: {}", node.id);
+        }
+        // Keys are upcased and shared, whatever case the drawer used. (Loading shares them per
+        // decoding thread, and the two commits may be decoded on two.)
+        let key = |n: &org_agent::store::Node, at: usize| n.content.properties[at].0.clone();
+        assert_eq!(&*key(one.node(), 1), "CREATED");
+        assert_eq!(key(one.node(), 1), key(two.node(), 1));
+        if what == "ingested" {
+            assert!(Arc::ptr_eq(&key(one.node(), 1), &key(two.node(), 1)));
+            assert!(Arc::ptr_eq(&key(one.node(), 0), &key(two.node(), 0)));
+        }
+        // The history holds the same id and versions as the nodes.
+        let history = store.history("id-two");
+        assert_eq!(history.len(), 2, "{what}");
+        assert!(
+            Arc::ptr_eq(&history[1].content, &two.node().content),
+            "{what}"
+        );
+        // A value with blanks around it is trimmed for the id, and kept as written.
+        let spaced = store.node("id-spaced").unwrap();
+        assert_eq!(spaced.node().content.property("ID"), Some("id-spaced"));
+    };
+    check(&store, "ingested");
+    // Re-ingesting kept the unchanged headline's stored version rather than a copy.
+    assert!(Arc::ptr_eq(
+        &first,
+        &store.node("id-one").unwrap().node().content
+    ));
+    assert!(Arc::ptr_eq(
+        &store.history("id-one")[0].content,
+        &store.node("id-one").unwrap().node().content
+    ));
+    let store = reopen(store, dir.path(), "reopened");
+    check(&store, "reopened");
+    // The second version of id-two was read after its first history entry: it shares too.
+    let history = store.history("id-two");
+    for version in &history {
+        let value = version.content.properties[0].1.clone();
+        assert!(Arc::ptr_eq(
+            &value,
+            &store.node("id-two").unwrap().node().id
+        ));
+    }
+}

@@ -163,7 +163,10 @@ fn detect(gate: &SecretGate, c: &NodeContent) -> Found {
             continue;
         }
         // As the drawer line reads, so that rules keyed on the name (`:PASSWORD: x`) apply.
-        add(&Field::Property(key.clone()), &format!(":{key}: {value}"));
+        add(
+            &Field::Property(key.to_string()),
+            &format!(":{key}: {value}"),
+        );
     }
     out.into()
 }
