@@ -405,7 +405,7 @@ impl<'e> NodePlists<'e> {
             13 => self.file_value(&r.doc).map(Some),
             14 => int(n.begin_pos as i64),
             15 => int(n.end_pos as i64),
-            16 => text(env, &n.hash.to_hex()).map(Some),
+            16 => text(env, &n.hash().to_hex()).map(Some),
             17 => r.parent().map(|p| text(env, &p.node().id)).transpose(),
             F_BODY => text(env, &c.body).map(Some),
             _ => Ok(None),

@@ -185,7 +185,7 @@ pub fn changed_nodes(before: &[Node], after: &[Node]) -> Changes {
         match old.get_mut(&*node.id).and_then(Vec::pop) {
             None => changes.changed.push(i),
             Some(was) => {
-                if was.hash != node.hash && !same_own_fields(&was.content, &node.content) {
+                if was.hash() != node.hash() && !same_own_fields(&was.content, &node.content) {
                     changes.changed.push(i);
                 }
                 if was.content.todo != node.content.todo {
@@ -211,6 +211,8 @@ fn same_own_fields(a: &NodeContent, b: &NodeContent) -> bool {
         planning,
         body,
         level,
+        // Covers the children too.
+        hash: _,
         children: _,
     } = a;
     *kind == b.kind
@@ -285,7 +287,8 @@ Text.
         let before = nodes(BEFORE);
         let after = nodes(&BEFORE.replace("** TODO Child", "** DONE Child"));
         assert_ne!(
-            before[1].hash, after[1].hash,
+            before[1].hash(),
+            after[1].hash(),
             "the Merkle hash of the parent moved"
         );
         let c = changed_nodes(&before, &after);

@@ -108,7 +108,7 @@ impl FileDoc {
                 .iter()
                 .map(|n| persist::Placement {
                     id: n.id.to_string(),
-                    hash: n.hash,
+                    hash: n.hash(),
                     parent: n.parent,
                     begin: n.begin,
                     end: n.end,
@@ -128,7 +128,7 @@ impl FileDoc {
         // share one slice.
         let mut tag_sets: rustc_hash::FxHashSet<Arc<[String]>> = Default::default();
         for (i, p) in rec.nodes.into_iter().enumerate() {
-            let content = archive.versions.get(&p.hash)?.clone();
+            let content = archive.versions.get(&p.hash)?.0.clone();
             if let Some(parent) = p.parent {
                 children
                     .get_mut(parent as usize)
@@ -145,7 +145,6 @@ impl FileDoc {
             };
             nodes.push(Node {
                 id: archive.intern(&p.id),
-                hash: p.hash,
                 content,
                 parent: p.parent,
                 children: Box::default(),
@@ -225,7 +224,7 @@ impl IdLocs {
 /// states and snapshots instead of being part of them.
 #[derive(Default)]
 pub struct Archive {
-    pub versions: HashMap<Hash, Arc<NodeContent>>,
+    pub versions: Versions,
     /// Each id's versions, oldest first, with the time each was first seen. The key is the
     /// same `Arc` as the nodes' ids, and each version the same `Arc` as in `versions`: an
     /// entry is 16 bytes where a hash and a time were 40.
@@ -257,8 +256,8 @@ impl Archive {
     /// twice, and the ids, which an `:ID:` property's value shares too.
     fn share_with(&self, nodes: &mut [Node]) {
         for n in nodes {
-            let stored = self.versions.get(&n.hash);
-            if let Some(version) = stored {
+            let stored = self.versions.get(&n.hash());
+            if let Some(StoredVersion(version)) = stored {
                 if !Arc::ptr_eq(version, &n.content) {
                     n.content = version.clone();
                 }
@@ -295,24 +294,25 @@ impl Archive {
             let mut seen: HashMap<&str, u32> = HashMap::default();
             for n in &old.nodes {
                 let k = seen.entry(&n.id).or_insert(0);
-                before.insert((&n.id, *k), n.hash);
+                before.insert((&n.id, *k), n.hash());
                 *k += 1;
             }
         }
         let mut seen: HashMap<&str, u32> = HashMap::default();
         let first_time = old.is_none();
         for n in &doc.nodes {
-            let version = match self.versions.entry(n.hash) {
-                std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    records.push(Record::Version(n.hash, n.content.clone()));
-                    e.insert(n.content.clone()).clone()
+            let version = match self.versions.get(&n.hash()) {
+                Some(stored) => stored.0.clone(),
+                None => {
+                    records.push(Record::Version(n.hash(), n.content.clone()));
+                    self.versions.insert(StoredVersion(n.content.clone()));
+                    n.content.clone()
                 }
             };
             let changed_here = first_time || {
                 let k = seen.entry(&n.id).or_insert(0);
                 *k += 1;
-                before.get(&(&*n.id, *k - 1)) != Some(&n.hash)
+                before.get(&(&*n.id, *k - 1)) != Some(&n.hash())
             };
             if !changed_here {
                 continue;
@@ -323,7 +323,7 @@ impl Archive {
                 push_history(hist, (version, time));
                 records.push(Record::History {
                     id: n.id.to_string(),
-                    hash: n.hash,
+                    hash: n.hash(),
                     time,
                 });
             }
@@ -334,19 +334,15 @@ impl Archive {
         out.extend(
             self.versions
                 .iter()
-                .map(|(h, c)| Record::Version(*h, c.clone())),
+                .map(|StoredVersion(c)| Record::Version(c.hash, c.clone())),
         );
-        let hash_of: HashMap<*const NodeContent, Hash> = self
-            .versions
-            .iter()
-            .map(|(h, c)| (Arc::as_ptr(c), *h))
-            .collect();
         for (id, hist) in self.history.iter() {
             for (content, time) in hist.iter() {
-                if let Some(hash) = hash_of.get(&Arc::as_ptr(content)) {
+                let stored = self.versions.get(&content.hash);
+                if stored.is_some_and(|StoredVersion(c)| Arc::ptr_eq(c, content)) {
                     out.push(Record::History {
                         id: id.to_string(),
-                        hash: *hash,
+                        hash: content.hash,
                         time: *time,
                     });
                 }
@@ -354,6 +350,35 @@ impl Archive {
         }
     }
 }
+
+/// A version in the archive's table, found by its hash: the table needs no key beside the
+/// content, which holds its hash (32 bytes a version less than a map from hash).
+#[derive(Clone, Debug)]
+pub struct StoredVersion(pub Arc<NodeContent>);
+
+impl std::hash::Hash for StoredVersion {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // As `Hash` hashes itself, so that lookups by `&Hash` (`Borrow`) agree.
+        self.0.hash.hash(state);
+    }
+}
+
+impl PartialEq for StoredVersion {
+    fn eq(&self, other: &StoredVersion) -> bool {
+        self.0.hash == other.0.hash
+    }
+}
+
+impl Eq for StoredVersion {}
+
+impl std::borrow::Borrow<Hash> for StoredVersion {
+    fn borrow(&self) -> &Hash {
+        &self.0.hash
+    }
+}
+
+/// Every version the store has seen, by hash.
+pub type Versions = rustc_hash::FxHashSet<StoredVersion>;
 
 /// The files of the store at one moment. Cloning is O(1) and shares everything.
 #[derive(Clone, Default)]
@@ -629,12 +654,14 @@ impl State {
                         }
                     }
                 }
-                archive.versions.insert(hash, content);
+                debug_assert_eq!(content.hash, hash, "a version record is read with its hash");
+                // A version written twice keeps the `Arc` histories already hold.
+                archive.versions.insert(StoredVersion(content));
             }
             Record::History { id, hash, time } => {
                 // A version the log never wrote cannot be shown; such an entry is dropped, as
                 // reading the history always did.
-                let Some(version) = archive.versions.get(&hash).cloned() else {
+                let Some(version) = archive.versions.get(&hash).map(|v| v.0.clone()) else {
                     return Ok(());
                 };
                 match archive.history.get_mut(id.as_str()) {
@@ -1361,7 +1388,7 @@ impl Store {
         };
         hist.iter()
             .map(|(content, time)| Version {
-                hash: content.hash(),
+                hash: content.hash,
                 time: *time,
                 content: content.clone(),
             })

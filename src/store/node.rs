@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// A SHA-256 digest.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Hash(pub [u8; 32]);
 
 impl Hash {
@@ -199,10 +199,15 @@ fn deserialize_properties<'de, D: serde::Deserializer<'de>>(
 }
 
 /// What a node *is*: its own fields and its children's hashes. Stored once per distinct
-/// version, keyed by [`NodeContent::hash`]. Where the node sits (file, offsets, parent) is not
-/// part of it, so moving a subtree does not make new versions.
+/// version, by its [`hash`](NodeContent::hash). Where the node sits (file, offsets, parent)
+/// is not part of it, so moving a subtree does not make new versions.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeContent {
+    /// [`NodeContent::compute_hash`] of the other fields, kept here only: the nodes and the
+    /// versions table read it from their content rather than each holding a copy. Not
+    /// written with the content: the log's version record carries it beside.
+    #[serde(skip)]
+    pub hash: Hash,
     pub kind: NodeKind,
     pub title: Box<str>,
     pub todo: Option<Box<str>>,
@@ -220,9 +225,9 @@ pub struct NodeContent {
 }
 
 impl NodeContent {
-    /// SHA-256 over a canonical, length-prefixed encoding of every field. Children enter by
-    /// hash, which makes the digest a Merkle hash of the whole subtree.
-    pub fn hash(&self) -> Hash {
+    /// SHA-256 over a canonical, length-prefixed encoding of every other field. Children
+    /// enter by hash, which makes the digest a Merkle hash of the whole subtree.
+    pub fn compute_hash(&self) -> Hash {
         let mut h = Sha256::new();
         h.update(b"org-agent/node/1\0");
         h.update([match self.kind {
@@ -325,7 +330,6 @@ fn put_opt(h: &mut Sha256, s: Option<&str>) {
 #[derive(Clone, Debug)]
 pub struct Node {
     pub id: Arc<str>,
-    pub hash: Hash,
     pub content: Arc<NodeContent>,
     /// Index of the parent in the file's node list (`None` for the file node).
     pub parent: Option<u32>,
@@ -342,6 +346,11 @@ pub struct Node {
 }
 
 impl Node {
+    /// The hash of this node's version.
+    pub fn hash(&self) -> Hash {
+        self.content.hash
+    }
+
     pub fn has_tag(&self, tag: &str) -> bool {
         self.content.has_tag(tag) || self.inherited_tags.iter().any(|t| t == tag)
     }
@@ -459,7 +468,7 @@ mod tests {
         let logged = postcard::to_stdvec(&logged(3, PlanningTimes::default())).expect("encode");
         let read: NodeContent = postcard::from_bytes(&logged).expect("decode");
         assert_eq!(
-            read.hash().to_hex(),
+            read.compute_hash().to_hex(),
             "9dc411bb6d9d63c968f059488b73a54b1a5d44a7ec98d95f3824bd9f5d189d69"
         );
     }

@@ -674,6 +674,8 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
     });
     raws.push(Raw {
         content: NodeContent {
+            // Set once the children's hashes are known.
+            hash: Hash::default(),
             kind: NodeKind::File,
             title: file_title.into(),
             todo: None,
@@ -711,6 +713,7 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
         });
         raws.push(Raw {
             content: NodeContent {
+                hash: Hash::default(),
                 kind: NodeKind::Headline,
                 title: hl.title.into(),
                 todo: hl.todo.map(String::into_boxed_str),
@@ -858,7 +861,8 @@ fn finish(
             .map(|&c| hashes[c as usize])
             .collect::<Box<[Hash]>>();
         raws[i].content.children = child_hashes;
-        hashes[i] = raws[i].content.hash();
+        hashes[i] = raws[i].content.compute_hash();
+        raws[i].content.hash = hashes[i];
     }
 
     // Positions: begins are in document order; ends are not, so map them separately.
@@ -877,7 +881,6 @@ fn finish(
         .enumerate()
         .map(|(i, raw)| Node {
             id: ids[i].clone(),
-            hash: hashes[i],
             content: Arc::new(raw.content),
             parent: raw.parent,
             children: raw.children.into_boxed_slice(),

@@ -101,7 +101,7 @@ impl Serialize for PlacementsOf<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.collect_seq(self.0.iter().map(|n| PlacementOf {
             id: &n.id,
-            hash: n.hash,
+            hash: n.hash(),
             parent: n.parent,
             begin: n.begin,
             end: n.end,
@@ -127,10 +127,25 @@ struct PlacementOf<'a> {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Record {
+    /// A version by its hash (the content does not write its own).
+    #[serde(deserialize_with = "version_with_its_hash")]
     Version(Hash, Arc<NodeContent>),
     File(FileEntry),
     RemoveFile(String),
-    History { id: String, hash: Hash, time: i64 },
+    History {
+        id: String,
+        hash: Hash,
+        time: i64,
+    },
+}
+
+/// A version record as read: the content gets the hash the record keys it by.
+fn version_with_its_hash<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<(Hash, Arc<NodeContent>), D::Error> {
+    let (hash, mut content) = <(Hash, NodeContent)>::deserialize(d)?;
+    content.hash = hash;
+    Ok((hash, Arc::new(content)))
 }
 
 /// `records` as one batch on its own: what [`append_batch`] appends.

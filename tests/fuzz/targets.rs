@@ -197,7 +197,7 @@ fn placement(store: &Store, file: &str) -> Vec<Placed> {
         .iter()
         .map(|n| Placed {
             id: n.id.to_string(),
-            hash: n.hash.to_hex(),
+            hash: n.hash().to_hex(),
             begin: n.begin,
             end: n.end,
             begin_pos: n.begin_pos,

@@ -1348,7 +1348,7 @@ fn random_documents_follow_org_headline_rules() {
             assert_eq!(n.end, end, "case {case} node {i}: {text:?}");
             assert_eq!(n.begin_pos, char_pos(&text, n.begin as usize));
             assert_eq!(n.end_pos, char_pos(&text, n.end as usize));
-            assert_eq!(n.hash, n.content.hash());
+            assert_eq!(n.hash(), n.content.compute_hash());
         }
         // Ids are unique unless the text repeats an explicit :ID:.
         let ids: std::collections::HashSet<String> = ids(&all).into_iter().collect();

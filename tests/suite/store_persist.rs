@@ -644,7 +644,7 @@ fn random_operations_survive_reopening() {
             let hist = store.history(&r.node().id);
             assert_eq!(
                 hist.last().map(|v| v.hash),
-                Some(r.node().hash),
+                Some(r.node().hash()),
                 "step {step}: the current version ends the history"
             );
         }

@@ -92,11 +92,11 @@ pub fn id_of(store: &Store, title: &str) -> String {
 pub fn assert_hashes_follow_the_tree(all: &[NodeRef]) {
     for r in all {
         let n = r.node();
-        assert_eq!(n.hash, n.content.hash(), "{:?}", n.content.title);
+        assert_eq!(n.hash(), n.content.compute_hash(), "{:?}", n.content.title);
         let kids: Vec<Hash> = n
             .children
             .iter()
-            .map(|&c| all[c as usize].node().hash)
+            .map(|&c| all[c as usize].node().hash())
             .collect();
         assert_eq!(*n.content.children, *kids, "{:?}", n.content.title);
     }
@@ -107,7 +107,7 @@ pub fn ids(refs: &[NodeRef]) -> Vec<String> {
 }
 
 pub fn hashes(refs: &[NodeRef]) -> Vec<Hash> {
-    refs.iter().map(|r| r.node().hash).collect()
+    refs.iter().map(|r| r.node().hash()).collect()
 }
 
 /// Everything about one node, comparable.
@@ -171,7 +171,7 @@ pub fn file_fp(doc: &org_agent::store::FileDoc) -> FileFp {
             .iter()
             .map(|n| NodeFp {
                 id: n.id.to_string(),
-                hash: n.hash,
+                hash: n.hash(),
                 content: (*n.content).clone(),
                 parent: n.parent,
                 children: n.children.to_vec(),
@@ -203,14 +203,14 @@ pub fn state_fp(state: &State, archive: &Archive) -> StateFp {
     let mut versions: Vec<(Hash, NodeContent)> = archive
         .versions
         .iter()
-        .map(|(h, c)| (*h, (**c).clone()))
+        .map(|v| (v.0.hash, (*v.0).clone()))
         .collect();
     versions.sort_by_key(|(h, _)| *h);
     let mut history: Vec<(String, Vec<(Hash, i64)>)> = archive
         .history
         .iter()
         .map(|(id, h)| {
-            let entries = h.iter().map(|(c, t)| (c.hash(), *t)).collect();
+            let entries = h.iter().map(|(c, t)| (c.compute_hash(), *t)).collect();
             (id.to_string(), entries)
         })
         .collect();

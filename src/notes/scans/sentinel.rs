@@ -69,7 +69,7 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
         let mut found: Vec<Option<Found>> = Vec::with_capacity(nodes.len());
         let mut misses = Vec::new();
         for (i, r) in nodes.iter().enumerate() {
-            match cache.entries.get_mut(&r.node().hash) {
+            match cache.entries.get_mut(&r.node().hash()) {
                 Some((f, used)) => {
                     *used = scan_no;
                     found.push(Some(f.clone()));
@@ -89,7 +89,7 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
         for &i in &misses {
             let node = nodes[i].node();
             let f = fresh
-                .entry(node.hash)
+                .entry(node.hash())
                 .or_insert_with(|| detect(gate.as_ref(), &node.content));
             found[i] = Some(f.clone());
         }
@@ -246,7 +246,7 @@ mod tests {
             .ingest_text("/n/cached.org", &before, None, None, None)
             .unwrap();
         let n = Notes::new(store.clone(), Arc::new(Privacy::default()));
-        let hash = store.state().files["/n/cached.org"].nodes[1].hash;
+        let hash = store.state().files["/n/cached.org"].nodes[1].hash();
         assert_eq!(sentinel(&n).findings.len(), 1);
         assert!(super::cache().lock().entries.contains_key(&hash));
         assert_eq!(sentinel(&n).findings.len(), 1);
