@@ -474,7 +474,7 @@ fn build_id_map(files: &Files) -> IdMap {
     }
     // Stable: an id's places stay in (file, position) order, as `add_loc` keeps them.
     all.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut ids = IdMap::new();
+    let mut entries: Vec<(Arc<str>, IdLocs)> = Vec::with_capacity(all.len());
     let mut rest = all.into_iter().peekable();
     while let Some((id, loc)) = rest.next() {
         if rest.peek().is_some_and(|(next, _)| *next == id) {
@@ -482,10 +482,43 @@ fn build_id_map(files: &Files) -> IdMap {
             while let Some((_, l)) = rest.next_if(|(next, _)| *next == id) {
                 locs.push(l);
             }
-            ids.insert(id, IdLocs::Many(Arc::new(locs)));
+            entries.push((id, IdLocs::Many(Arc::new(locs))));
         } else {
-            ids.insert(id, IdLocs::One(loc));
+            entries.push((id, IdLocs::One(loc)));
         }
+    }
+    fill_in_two_passes(entries)
+}
+
+/// Keys a B-tree leaf of `imbl` holds at most; a leaf that gets one more splits at its middle.
+const ID_MAP_LEAF: usize = 64;
+
+/// `entries`, sorted by key, as a map whose leaves are full rather than half full.
+///
+/// Inserted in order, each leaf of `imbl`'s B-tree splits in two halves when it overflows,
+/// and the left half never gets another key: every leaf ends half full, and each leaf is a
+/// fixed-size block (~3 KB), so at 100k ids half the index was empty slots. Here the first
+/// pass inserts, of each run of `ID_MAP_LEAF + 1` keys, every other one of the first
+/// `ID_MAP_LEAF` and then the last: the splits leave leaves of `ID_MAP_LEAF / 2` keys with
+/// that last key between them. The second pass inserts the keys skipped, each into a leaf
+/// with room for it, so leaves end full. Only the layout depends on how `imbl` splits; the
+/// map is the same either way.
+fn fill_in_two_passes(entries: Vec<(Arc<str>, IdLocs)>) -> IdMap {
+    let in_first_pass = |i: usize| {
+        let at = i % (ID_MAP_LEAF + 1);
+        at == ID_MAP_LEAF || at.is_multiple_of(2)
+    };
+    let mut ids = IdMap::new();
+    let mut skipped = Vec::with_capacity(entries.len() / 2);
+    for (i, entry) in entries.into_iter().enumerate() {
+        if in_first_pass(i) {
+            ids.insert(entry.0, entry.1);
+        } else {
+            skipped.push(entry);
+        }
+    }
+    for (id, locs) in skipped {
+        ids.insert(id, locs);
     }
     ids
 }
@@ -1500,6 +1533,32 @@ pub struct DirReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_id_map_filled_in_two_passes_is_the_map_of_its_entries() {
+        for n in [0, 1, 2, 63, 64, 65, 66, 129, 130, 131, 1000, 4161] {
+            let entries: Vec<(Arc<str>, IdLocs)> = (0..n)
+                .map(|i| {
+                    let loc = Loc {
+                        file: Arc::from(format!("/f{}.org", i % 7).as_str()),
+                        index: i as u32,
+                    };
+                    (Arc::from(format!("id-{i:06}").as_str()), IdLocs::One(loc))
+                })
+                .collect();
+            let map = fill_in_two_passes(entries.clone());
+            assert_eq!(map.len(), n, "{n} entries");
+            let got: Vec<(String, u32)> = map
+                .iter()
+                .map(|(id, locs)| (id.to_string(), locs.first().index))
+                .collect();
+            let want: Vec<(String, u32)> = entries
+                .iter()
+                .map(|(id, locs)| (id.to_string(), locs.first().index))
+                .collect();
+            assert_eq!(got, want, "{n} entries");
+        }
+    }
 
     #[test]
     fn a_file_record_written_from_its_document_is_the_owned_record_s_bytes() {
