@@ -474,19 +474,19 @@ fn build_id_map(files: &Files) -> IdMap {
     }
     // Stable: an id's places stay in (file, position) order, as `add_loc` keeps them.
     all.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut entries: Vec<(Arc<str>, IdLocs)> = Vec::with_capacity(all.len());
     let mut rest = all.into_iter().peekable();
-    while let Some((id, loc)) = rest.next() {
+    let entries = std::iter::from_fn(|| {
+        let (id, loc) = rest.next()?;
         if rest.peek().is_some_and(|(next, _)| *next == id) {
             let mut locs = vec![loc];
             while let Some((_, l)) = rest.next_if(|(next, _)| *next == id) {
                 locs.push(l);
             }
-            entries.push((id, IdLocs::Many(Arc::new(locs))));
+            Some((id, IdLocs::Many(Arc::new(locs))))
         } else {
-            entries.push((id, IdLocs::One(loc)));
+            Some((id, IdLocs::One(loc)))
         }
-    }
+    });
     fill_in_two_passes(entries)
 }
 
@@ -503,13 +503,13 @@ const ID_MAP_LEAF: usize = 64;
 /// that last key between them. The second pass inserts the keys skipped, each into a leaf
 /// with room for it, so leaves end full. Only the layout depends on how `imbl` splits; the
 /// map is the same either way.
-fn fill_in_two_passes(entries: Vec<(Arc<str>, IdLocs)>) -> IdMap {
+fn fill_in_two_passes(entries: impl Iterator<Item = (Arc<str>, IdLocs)>) -> IdMap {
     let in_first_pass = |i: usize| {
         let at = i % (ID_MAP_LEAF + 1);
         at == ID_MAP_LEAF || at.is_multiple_of(2)
     };
     let mut ids = IdMap::new();
-    let mut skipped = Vec::with_capacity(entries.len() / 2);
+    let mut skipped = Vec::with_capacity(entries.size_hint().0 / 2);
     for (i, entry) in entries.into_iter().enumerate() {
         if in_first_pass(i) {
             ids.insert(entry.0, entry.1);
@@ -1546,7 +1546,7 @@ mod tests {
                     (Arc::from(format!("id-{i:06}").as_str()), IdLocs::One(loc))
                 })
                 .collect();
-            let map = fill_in_two_passes(entries.clone());
+            let map = fill_in_two_passes(entries.clone().into_iter());
             assert_eq!(map.len(), n, "{n} entries");
             let got: Vec<(String, u32)> = map
                 .iter()

@@ -275,12 +275,14 @@ impl NodeContent {
     }
 
     fn property_value(&self, key: &str) -> Option<&Arc<str>> {
-        // Org reads the last value of a repeated key.
+        self.property_at(key).map(|i| &self.properties[i].1)
+    }
+
+    /// Where `key`'s entry is: the last one, since Org reads the last value of a repeated key.
+    fn property_at(&self, key: &str) -> Option<usize> {
         self.properties
             .iter()
-            .rev()
-            .find(|(k, _)| k.eq_ignore_ascii_case(key))
-            .map(|(_, v)| v)
+            .rposition(|(k, _)| k.eq_ignore_ascii_case(key))
     }
 
     /// The `:ID:` value when it is the node's id as written (no blanks to trim), so the id can
@@ -293,13 +295,8 @@ impl NodeContent {
     /// Make the `:ID:` value the allocation `id` when they are the same text, so an id that
     /// is also a property is in memory once.
     pub fn share_id_value(&mut self, id: &Arc<str>) {
-        if let Some(slot) = self
-            .properties
-            .iter_mut()
-            .rev()
-            .find(|(k, _)| k.eq_ignore_ascii_case("ID"))
-            .map(|(_, v)| v)
-        {
+        if let Some(i) = self.property_at("ID") {
+            let slot = &mut self.properties[i].1;
             if !Arc::ptr_eq(slot, id) && **slot == **id {
                 *slot = id.clone();
             }
