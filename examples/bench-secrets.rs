@@ -68,7 +68,7 @@ fn main() {
         .iter()
         .map(|r| {
             let c = &r.node().content;
-            format!("{}\n{}", c.title, c.body)
+            format!("{}\n{}", c.title, c.body_or_notice())
         })
         .collect();
     let started = Instant::now();

@@ -333,14 +333,14 @@ fn read(path: &Path, text: &str) -> Result<Vec<Proposal>, ApprovalError> {
             tool: need("TOOL")?,
             action,
             reasons: c
-                .body
+                .body_or_notice()
                 .lines()
                 .filter_map(|l| l.strip_prefix("- "))
                 .map(str::to_owned)
                 .collect(),
             provenance: prop("FROM").unwrap_or_default(),
             created: number("CREATED")?,
-            diff: block(&c.body, "#+begin_src diff").map(|d| unescape_block(&d)),
+            diff: block(&c.body_or_notice(), "#+begin_src diff").map(|d| unescape_block(&d)),
             outcome: prop("OUTCOME"),
         });
     }

@@ -375,7 +375,8 @@ fn project_item(notes: &Notes, p: &NodeRef) -> Item {
 fn related_item(r: &NodeRef, score: f32) -> String {
     let mut text = summary(r);
     text.push_str(&format!(" (similarity {score:.2})\n"));
-    let body = r.node().content.body.trim();
+    let body = r.node().content.body_or_notice();
+    let body = body.trim();
     if !body.is_empty() {
         let cut: String = body.chars().take(MAX_RELATED_BODY).collect();
         for line in cut.lines() {

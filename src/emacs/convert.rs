@@ -407,7 +407,10 @@ impl<'e> NodePlists<'e> {
             15 => int(n.end_pos as i64),
             16 => text(env, &n.hash().to_hex()).map(Some),
             17 => r.parent().map(|p| text(env, &p.node().id)).transpose(),
-            F_BODY => text(env, &c.body).map(Some),
+            F_BODY => match c.body() {
+                Ok(body) => text(env, &body).map(Some),
+                Err(e) => super::store_fail(env, e),
+            },
             _ => Ok(None),
         }
     }
@@ -534,7 +537,10 @@ pub fn version_plist<'e>(env: &'e Env, v: &Version) -> Result<Value<'e>> {
     out.push(v.time.into_lisp(env)?);
     content_fields(env, &v.content, Fields::ALL, &mut out)?;
     out.push(kw_body.bind(env));
-    out.push((*v.content.body).into_lisp(env)?);
+    match v.content.body() {
+        Ok(body) => out.push(text(env, &body)?),
+        Err(e) => return super::store_fail(env, e),
+    }
     list(env, out)
 }
 

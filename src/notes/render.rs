@@ -68,6 +68,7 @@ fn has_title_keyword(preamble: &str) -> bool {
 pub(super) fn node(r: &NodeRef, children: &[NodeRef], privacy: &Privacy) -> String {
     let n = r.node();
     let c = &n.content;
+    let body = c.body_or_notice();
     let mut out = String::new();
     let path = r.outline_path();
     if !path.is_empty() {
@@ -80,7 +81,7 @@ pub(super) fn node(r: &NodeRef, children: &[NodeRef], privacy: &Privacy) -> Stri
             "*".repeat(c.level as usize),
             headline_words(c)
         ));
-    } else if !has_title_keyword(&c.body) {
+    } else if !has_title_keyword(&body) {
         // The file's own #+TITLE line is in its body, printed below; one named after the
         // file (no #+TITLE) is said once here.
         out.push_str(&format!("#+TITLE: {}\n", c.title));
@@ -110,12 +111,12 @@ pub(super) fn node(r: &NodeRef, children: &[NodeRef], privacy: &Privacy) -> Stri
         out.push_str(":END:\n");
     }
     let body: String = privacy
-        .withhold_properties(&c.body)
+        .withhold_properties(&body)
         .chars()
         .take(MAX_BODY_CHARS)
         .collect();
     out.push_str(&body);
-    if c.body.chars().count() > MAX_BODY_CHARS {
+    if body.chars().count() > MAX_BODY_CHARS {
         out.push_str("\n[… body cut here …]\n");
     }
     if !children.is_empty() {

@@ -154,12 +154,17 @@ impl<'n> MatchNode<'n> {
         }
         let keyword = || {
             let file_node = nodes.first().filter(|n| n.content.kind == NodeKind::File)?;
-            file_node.content.body.lines().rev().find_map(|line| {
-                let rest = line.trim_start();
-                let key = rest.get(..11)?;
-                key.eq_ignore_ascii_case("#+CATEGORY:")
-                    .then(|| Cow::Borrowed(rest[11..].trim()))
-            })
+            file_node
+                .content
+                .body_or_notice()
+                .lines()
+                .rev()
+                .find_map(|line| {
+                    let rest = line.trim_start();
+                    let key = rest.get(..11)?;
+                    key.eq_ignore_ascii_case("#+CATEGORY:")
+                        .then(|| Cow::Owned(rest[11..].trim().to_owned()))
+                })
         };
         let stem = || {
             let name = file.rsplit('/').next().unwrap_or(file);

@@ -320,7 +320,7 @@ pub(super) fn interval(s: &str) -> Result<Duration, String> {
 }
 
 fn prompt(doc: &Doc, section: &Node, skill: &mut Skill) {
-    let mut text = markdown_unwrapped(&section.content.body)
+    let mut text = markdown_unwrapped(&section.content.body_or_notice())
         .trim_end()
         .to_owned();
     for child in doc.children(section) {
@@ -483,8 +483,8 @@ fn tools(
                     (&**k, v.trim(), at)
                 })
                 .collect(),
-            prose: prose(&child.content.body),
-            elisp: elisp_block(&child.content.body),
+            prose: prose(&child.content.body_or_notice()),
+            elisp: elisp_block(&child.content.body_or_notice()),
         };
         let tool = read_tool(skill, &text, source).map_err(|(at, m)| doc.error(at, m))?;
         if let Some(first) = out.iter().find(|t| t.name == tool.name) {
@@ -560,7 +560,7 @@ fn tests(doc: &Doc, section: &Node) -> Result<Vec<Test>, SkillError> {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            body: child.content.body.to_string(),
+            body: child.content.body_or_notice().into_owned(),
             line,
         });
     }

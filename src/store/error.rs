@@ -27,6 +27,17 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "the body stored at byte {offset} of {} cannot be read: {reason}; the log changed \
+         on disk after the store was opened: opening the store again (in a new Emacs) checks \
+         it and, if it is damaged, rebuilds the store from the Org files",
+        path.display()
+    )]
+    BodyUnreadable {
+        path: PathBuf,
+        offset: u64,
+        reason: String,
+    },
     #[error("no snapshot number {0}")]
     NoSnapshot(usize),
 }

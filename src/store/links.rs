@@ -29,7 +29,8 @@ pub struct Link {
 pub fn index(nodes: &[Node]) -> Vec<Link> {
     let mut out = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
-        let body = outside_blocks(&n.content.body);
+        // A body left in the log holds no `[[` (see `body`): nothing to read there.
+        let body = outside_blocks(n.content.body.resident().unwrap_or_default());
         for text in [&*n.content.title, body.as_ref()] {
             for raw in bracket_targets(text) {
                 if let Some((kind, target, search)) = classify(raw) {

@@ -7,6 +7,7 @@
 //! `Arc`ed file documents and node contents) and publish it. Disk writes go to the log
 //! writer thread, so no lock is ever held across I/O.
 
+pub mod body;
 pub mod date;
 pub mod error;
 pub mod filename;
@@ -1050,9 +1051,10 @@ impl Store {
         report.torn_tail = torn_tail;
         report.log = Some(writer.path.clone());
         let compact = file_records > 2 * state.files.len() + 64;
+        let path = writer.path.clone();
         let store = Store::with(Arc::new(state), archive, Some(writer), config);
         if compact {
-            store.compact();
+            store.compact_and_reload(&path);
         }
         Store::release_freed_memory();
         (store, report)
@@ -1094,6 +1096,22 @@ impl Store {
                 persist::append_batch(chunk, &mut bytes);
             }
             w.rewrite(ticket, bytes);
+        }
+    }
+
+    /// [`Store::compact`], then load the compacted log: the bodies loaded from the old one
+    /// are read from it (see `body`), which would keep its disk space until the store
+    /// closes. Should the new log not load, the store stays as it was, on the old file.
+    fn compact_and_reload(&self, path: &Path) {
+        self.compact();
+        if self.flush().is_err() {
+            return;
+        }
+        if let Ok(replayed) = replay_log(path) {
+            let _guard = self.commit_lock.lock();
+            let old_state = std::mem::replace(&mut *self.current.lock(), Arc::new(replayed.state));
+            let old_archive = std::mem::replace(&mut *self.archive.lock(), replayed.archive);
+            drop((old_state, old_archive));
         }
     }
 

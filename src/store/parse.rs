@@ -12,8 +12,8 @@
 
 use super::error::StoreError;
 use super::node::{
-    intern_key, saturating_level, Hash, Node, NodeContent, NodeKind, Planning, PlanningTimes,
-    Property, TodoType,
+    intern_key, saturating_level, Hash, Keyword, Node, NodeContent, NodeKind, Planning,
+    PlanningTimes, Property, TodoType,
 };
 use super::text::PositionMap;
 use super::todo::{collect_settings, headline_level, strip_prefix_ci, TodoKeywords};
@@ -716,7 +716,7 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
                 hash: Hash::default(),
                 kind: NodeKind::Headline,
                 title: hl.title.into(),
-                todo: hl.todo.map(String::into_boxed_str),
+                todo: hl.todo.map(Keyword::from),
                 todo_type,
                 priority: hl.priority,
                 tags: hl.tags.into(),
@@ -861,7 +861,11 @@ fn finish(
             .map(|&c| hashes[c as usize])
             .collect::<Box<[Hash]>>();
         raws[i].content.children = child_hashes;
-        hashes[i] = raws[i].content.compute_hash();
+        // A parsed body is in memory: read from `text`, not the log.
+        hashes[i] = {
+            let c = &raws[i].content;
+            c.hash_with_body(c.body.resident().unwrap_or_default())
+        };
         raws[i].content.hash = hashes[i];
     }
 

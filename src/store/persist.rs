@@ -7,6 +7,7 @@
 //! reported as such so the caller rebuilds from the Org files instead of trusting it.
 //! Compaction writes a fresh log beside the old one and renames it over, so it is atomic too.
 
+use super::body::{DecodingFromLog, LogReader};
 use super::error::{Result, StoreError};
 use super::node::{Hash, Node, NodeContent};
 use super::FileDoc;
@@ -249,6 +250,9 @@ pub fn load_in_groups(
     group: usize,
     mut apply: impl FnMut(Vec<Record>) -> Result<(), String> + Send,
 ) -> Result<Loaded> {
+    // Bodies stay in the log, read through this handle when asked (see `body`). Without it
+    // (the file cannot be opened twice), they are read into memory as before.
+    let log = LogReader::open(path).ok().map(Arc::new);
     std::thread::scope(|scope| {
         // One decoded group waits while another is applied: memory stays bounded.
         let (decoded, to_apply) = std::sync::mpsc::sync_channel::<Vec<Vec<Record>>>(1);
@@ -262,7 +266,9 @@ pub fn load_in_groups(
         });
         let read = read_groups(path, group, |group| {
             // A failed send means the applier stopped at a bad record: reading on is moot.
-            Ok(decoded.send(decode_batches(path, group)?).is_ok())
+            Ok(decoded
+                .send(decode_batches(path, log.as_ref(), group)?)
+                .is_ok())
         });
         drop(decoded);
         let applied = applier
@@ -468,8 +474,14 @@ fn skip_hole(file: &mut File) -> std::io::Result<bool> {
 }
 
 /// Decode checked batches, on as many threads as there are cores.
-fn decode_batches(path: &Path, batches: &[(u64, Vec<u8>)]) -> Result<Vec<Vec<Record>>> {
+fn decode_batches(
+    path: &Path,
+    log: Option<&Arc<LogReader>>,
+    batches: &[(u64, Vec<u8>)],
+) -> Result<Vec<Vec<Record>>> {
     let decode = |(pos, payload): &(u64, Vec<u8>)| {
+        let _bodies_stay =
+            log.map(|log| DecodingFromLog::enter(log, payload, pos + HEADER_LEN as u64));
         postcard::from_bytes::<Vec<Record>>(payload)
             .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))
     };

@@ -119,7 +119,8 @@ pub fn embedding_text(node: &NodeRef) -> String {
         out.push_str("\nTags: ");
         out.push_str(&tags.join(", "));
     }
-    let body = c.body.trim();
+    let body = c.body_or_notice();
+    let body = body.trim();
     if !body.is_empty() {
         out.push('\n');
         out.push_str(body);

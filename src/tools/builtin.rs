@@ -83,7 +83,7 @@ fn search_notes(notes: &Notes, args: &Args) -> Result<String, String> {
         return Err("text must not be empty".into());
     }
     let (hits, total) = notes.find_headlines(limit(args, 20), |c| {
-        c.title.to_lowercase().contains(&text) || c.body.to_lowercase().contains(&text)
+        c.title.to_lowercase().contains(&text) || c.body_or_notice().to_lowercase().contains(&text)
     });
     Ok(listing(&hits, total, "headlines mention it"))
 }

@@ -36,13 +36,17 @@ fn unclosed_blocks_and_drawers_are_plain_text() {
         let report = ingest(&store, F, &text);
         assert_eq!(report.nodes, 3, "{line:?}");
         let top = by_title(&store, F, "Top");
-        assert_eq!(&*top.node().content.body, line.repeat(n), "{line:?}");
+        assert_eq!(
+            &*top.node().content.body().expect("body"),
+            line.repeat(n),
+            "{line:?}"
+        );
         assert!(top.node().content.properties.is_empty());
         let after = by_title(&store, F, "After");
         let begin = text.find("* After").expect("second headline");
         assert_eq!(after.node().begin as usize, begin);
         assert_eq!(after.node().begin_pos, char_pos(&text, begin));
-        assert_eq!(&*after.node().content.body, "last words\n");
+        assert_eq!(&*after.node().content.body().expect("body"), "last words\n");
     }
 }
 

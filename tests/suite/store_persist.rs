@@ -95,7 +95,7 @@ fn reopen_restores_nodes_ids_hashes_and_history() {
     let bodies: Vec<String> = store
         .history("task-a")
         .iter()
-        .map(|v| v.content.body.to_string())
+        .map(|v| v.content.body().expect("body").into_owned())
         .collect();
     assert_eq!(bodies, ["body é 0\n", "body é 1\n", "body é 2\n"]);
     assert!(nodes(&store, C).is_empty());
@@ -523,6 +523,14 @@ fn compaction_keeps_the_state() {
     assert!(report.rebuilt.is_none());
     assert_eq!(store_fp(&store), fp);
     store.flush().unwrap();
+    // The bodies are read from the compacted log, not the one it replaced.
+    let new_log = std::fs::read(log_path(dir.path())).unwrap();
+    let task = by_title(&store, A, "Task 79").node().content.clone();
+    let (path, at) = task.body.location().expect("a body in the log");
+    assert_eq!(path, log_path(dir.path()));
+    let text = task.body().unwrap();
+    let at = at as usize;
+    assert_eq!(new_log.get(at..at + text.len()), Some(text.as_bytes()));
     let after_len = log_len(dir.path());
     assert!(
         after_len < before_len,
@@ -534,6 +542,57 @@ fn compaction_keeps_the_state() {
     ingest(&store, C, "* C\n");
     let store = reopen(store, dir.path(), "after compaction");
     assert_eq!(store.history("task-a").len(), 80);
+}
+
+#[test]
+fn bodies_stay_in_the_log_until_read_and_a_changed_log_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "* Plain\nSome words here.\n* Linked\nSee [[id:x][x]].\n* Blank\n  \n";
+    let (store, _) = open(dir.path());
+    ingest(&store, A, text);
+    let body = |store: &Store, title: &str| by_title(store, A, title).node().content.clone();
+    assert_eq!(
+        body(&store, "Plain").body.resident(),
+        Some("Some words here.\n"),
+        "a parsed body is in memory"
+    );
+    let store = reopen(store, dir.path(), "bodies");
+    let plain = body(&store, "Plain");
+    assert!(plain.body.resident().is_none(), "{:?}", plain.body);
+    assert_eq!(plain.body().unwrap(), "Some words here.\n");
+    // What the store reads on every load stays in memory: bodies with links, blank ones.
+    assert_eq!(
+        body(&store, "Linked").body.resident(),
+        Some("See [[id:x][x]].\n")
+    );
+    assert!(body(&store, "Blank").body.is_blank());
+    let links = &store.state().files[A].links;
+    assert_eq!(links.iter().map(|l| &*l.target).collect::<Vec<_>>(), ["x"]);
+    // The same text again keeps the stored versions, so the body stays in the log.
+    ingest(&store, A, text);
+    assert!(body(&store, "Plain").body.resident().is_none());
+
+    // Another program writes over the body, in place and at the same length.
+    let mut log = std::fs::read(log_path(dir.path())).unwrap();
+    let at = log
+        .windows(16)
+        .position(|w| w == b"Some words here.")
+        .expect("the body is in the log");
+    log[at..at + 16].copy_from_slice(b"Some WORDS here.");
+    std::fs::write(log_path(dir.path()), &log).unwrap();
+    let e = plain.body().expect_err("the log changed").to_string();
+    assert!(
+        e.contains(&format!("byte {at} of")) && e.contains(LOG_NAME) && e.contains("other text"),
+        "{e}"
+    );
+    assert!(plain
+        .body_or_notice()
+        .starts_with("[org-agent: the body stored at byte"));
+    // Opening it again finds the damage and rebuilds rather than read the changed text.
+    drop(store);
+    let (store, report) = open(dir.path());
+    assert!(report.rebuilt.is_some());
+    assert_eq!(store.state().node_count(), 0);
 }
 
 #[test]

@@ -92,7 +92,12 @@ pub fn id_of(store: &Store, title: &str) -> String {
 pub fn assert_hashes_follow_the_tree(all: &[NodeRef]) {
     for r in all {
         let n = r.node();
-        assert_eq!(n.hash(), n.content.compute_hash(), "{:?}", n.content.title);
+        assert_eq!(
+            n.hash(),
+            n.content.compute_hash().expect("every body reads"),
+            "{:?}",
+            n.content.title
+        );
         let kids: Vec<Hash> = n
             .children
             .iter()
@@ -210,7 +215,10 @@ pub fn state_fp(state: &State, archive: &Archive) -> StateFp {
         .history
         .iter()
         .map(|(id, h)| {
-            let entries = h.iter().map(|(c, t)| (c.compute_hash(), *t)).collect();
+            let entries = h
+                .iter()
+                .map(|(c, t)| (c.compute_hash().expect("every body reads"), *t))
+                .collect();
             (id.to_string(), entries)
         })
         .collect();

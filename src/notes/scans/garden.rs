@@ -216,7 +216,7 @@ fn empty_headline(r: &At, out: &mut Vec<Finding>) {
     if !is_empty_title(&c.title) {
         return;
     }
-    let holds_nothing = c.body.trim().is_empty()
+    let holds_nothing = c.body.is_blank()
         && n.children.is_empty()
         && c.properties.is_empty()
         && c.planning == Default::default();
@@ -268,7 +268,7 @@ fn title_key(title: &str) -> Cow<'_, str> {
 /// When a log-like entry happened: its first planning timestamp, or else the first
 /// timestamp of its body (`[2022-02-22 Tue 14:39]` of a journal entry, a CLOCK line), time
 /// of day included: two breaks on one day are two events.
-fn entry_date(c: &crate::store::NodeContent) -> Option<&str> {
+fn entry_date(c: &crate::store::NodeContent) -> Option<Cow<'_, str>> {
     [
         &c.planning.scheduled,
         &c.planning.deadline,
@@ -276,9 +276,12 @@ fn entry_date(c: &crate::store::NodeContent) -> Option<&str> {
     ]
     .into_iter()
     .flatten()
-    .map(String::as_str)
+    .map(|t| Cow::Borrowed(t.as_str()))
     .next()
-    .or_else(|| dated(&c.body).next())
+    .or_else(|| match c.body_or_notice() {
+        Cow::Borrowed(body) => dated(body).next().map(Cow::Borrowed),
+        Cow::Owned(body) => dated(&body).next().map(|d| Cow::Owned(d.to_owned())),
+    })
 }
 
 /// Siblings with one title duplicate each other unless they are entries of a log on
@@ -306,7 +309,7 @@ fn duplicate_titles(doc: &Arc<FileDoc>, shown: &[bool], out: &mut Vec<Finding>) 
         for group in keyed.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
             // The first sibling of each date (each body read once: a journal repeats a
             // title hundreds of times).
-            let mut first_of: FxHashMap<Option<&str>, u32> = FxHashMap::default();
+            let mut first_of: FxHashMap<Option<Cow<str>>, u32> = FxHashMap::default();
             for &(_, c) in group {
                 let date = entry_date(&doc.nodes[c as usize].content);
                 let earlier = *first_of.entry(date).or_insert(c);

@@ -297,7 +297,7 @@ pub(super) fn says_who(n: &Node) -> bool {
     {
         return true;
     }
-    c.body.lines().any(|line| {
+    c.body_or_notice().lines().any(|line| {
         let l = line.trim();
         if l.is_empty() || l.starts_with("CLOCK:") {
             return false;

@@ -420,7 +420,7 @@ impl ItemWords {
         for t in &c.tags {
             for_words(t, |w| add(w.to_string(), 1.0));
         }
-        for_words(&prose(&c.body), |w| add(w.to_string(), 0.5));
+        for_words(&prose(&c.body_or_notice()), |w| add(w.to_string(), 0.5));
         ItemWords { words }
     }
 

@@ -209,7 +209,7 @@ pub(super) fn waiting_since(n: &Node) -> Option<Day> {
     let kw = n.content.todo.as_deref().unwrap_or("");
     let mut state: Option<Day> = None;
     let mut latest: Option<Day> = None;
-    for line in n.content.body.lines() {
+    for line in n.content.body_or_notice().lines() {
         let l = line.trim_start();
         let is_state = l
             .strip_prefix('-')

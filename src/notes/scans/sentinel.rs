@@ -155,8 +155,8 @@ fn detect(gate: &SecretGate, c: &NodeContent) -> Found {
         add(&Field::Title, &c.title);
     }
     // Most headlines have no body: no call at all for them.
-    if !c.body.trim().is_empty() {
-        add(&Field::Body, &c.body);
+    if !c.body.is_blank() {
+        add(&Field::Body, &c.body_or_notice());
     }
     for (key, value) in &c.properties {
         if value.trim().is_empty() {
