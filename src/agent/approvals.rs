@@ -326,21 +326,21 @@ fn read(path: &Path, text: &str) -> Result<Vec<Proposal>, ApprovalError> {
         let action = need("ACTION")?;
         crate::sexp::read(&action)
             .map_err(|e| unreadable(format!("line {line}: the action does not read: {e}")))?;
+        let body = c.body_or_notice();
         items.push(Proposal {
             id: number("APPROVAL")?.max(0) as u64,
             state,
             skill: need("SKILL")?,
             tool: need("TOOL")?,
             action,
-            reasons: c
-                .body_or_notice()
+            reasons: body
                 .lines()
                 .filter_map(|l| l.strip_prefix("- "))
                 .map(str::to_owned)
                 .collect(),
             provenance: prop("FROM").unwrap_or_default(),
             created: number("CREATED")?,
-            diff: block(&c.body_or_notice(), "#+begin_src diff").map(|d| unescape_block(&d)),
+            diff: block(&body, "#+begin_src diff").map(|d| unescape_block(&d)),
             outcome: prop("OUTCOME"),
         });
     }

@@ -407,10 +407,7 @@ impl<'e> NodePlists<'e> {
             15 => int(n.end_pos as i64),
             16 => text(env, &n.hash().to_hex()).map(Some),
             17 => r.parent().map(|p| text(env, &p.node().id)).transpose(),
-            F_BODY => match c.body() {
-                Ok(body) => text(env, &body).map(Some),
-                Err(e) => super::store_fail(env, e),
-            },
+            F_BODY => body_text(env, c).map(Some),
             _ => Ok(None),
         }
     }
@@ -537,11 +534,16 @@ pub fn version_plist<'e>(env: &'e Env, v: &Version) -> Result<Value<'e>> {
     out.push(v.time.into_lisp(env)?);
     content_fields(env, &v.content, Fields::ALL, &mut out)?;
     out.push(kw_body.bind(env));
-    match v.content.body() {
-        Ok(body) => out.push(text(env, &body)?),
-        Err(e) => return super::store_fail(env, e),
-    }
+    out.push(body_text(env, &v.content)?);
     list(env, out)
+}
+
+/// The body of `c` as a Lisp string; `org-agent-store-error` when the log cannot give it.
+fn body_text<'e>(env: &'e Env, c: &NodeContent) -> Result<Value<'e>> {
+    match c.body() {
+        Ok(body) => text(env, &body),
+        Err(e) => super::store_fail(env, e),
+    }
 }
 
 /// An event as the plist Elisp dispatches on: the core's plist, with the file name under

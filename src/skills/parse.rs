@@ -471,6 +471,7 @@ fn tools(
     let mut out: Vec<SkillTool> = Vec::new();
     for child in doc.children(section) {
         let line = doc.line_of(child);
+        let body = child.content.body_or_notice();
         let text = ToolText {
             name: child.content.title.trim(),
             line,
@@ -483,8 +484,8 @@ fn tools(
                     (&**k, v.trim(), at)
                 })
                 .collect(),
-            prose: prose(&child.content.body_or_notice()),
-            elisp: elisp_block(&child.content.body_or_notice()),
+            prose: prose(&body),
+            elisp: elisp_block(&body),
         };
         let tool = read_tool(skill, &text, source).map_err(|(at, m)| doc.error(at, m))?;
         if let Some(first) = out.iter().find(|t| t.name == tool.name) {

@@ -101,12 +101,6 @@ impl From<&str> for Body {
     }
 }
 
-impl From<String> for Body {
-    fn from(text: String) -> Body {
-        Body::Text(text.into_boxed_str())
-    }
-}
-
 impl Body {
     /// The text, when it is in memory.
     pub fn resident(&self) -> Option<&str> {

@@ -1051,10 +1051,9 @@ impl Store {
         report.torn_tail = torn_tail;
         report.log = Some(writer.path.clone());
         let compact = file_records > 2 * state.files.len() + 64;
-        let path = writer.path.clone();
         let store = Store::with(Arc::new(state), archive, Some(writer), config);
         if compact {
-            store.compact_and_reload(&path);
+            store.compact_and_reload();
         }
         Store::release_freed_memory();
         (store, report)
@@ -1102,12 +1101,15 @@ impl Store {
     /// [`Store::compact`], then load the compacted log: the bodies loaded from the old one
     /// are read from it (see `body`), which would keep its disk space until the store
     /// closes. Should the new log not load, the store stays as it was, on the old file.
-    fn compact_and_reload(&self, path: &Path) {
+    fn compact_and_reload(&self) {
+        let Some(writer) = &self.writer else {
+            return;
+        };
         self.compact();
         if self.flush().is_err() {
             return;
         }
-        if let Ok(replayed) = replay_log(path) {
+        if let Ok(replayed) = replay_log(&writer.path) {
             let _guard = self.commit_lock.lock();
             let old_state = std::mem::replace(&mut *self.current.lock(), Arc::new(replayed.state));
             let old_archive = std::mem::replace(&mut *self.archive.lock(), replayed.archive);

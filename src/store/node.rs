@@ -90,18 +90,7 @@ impl From<&str> for Keyword {
     /// The keyword as the `Arc` this thread already holds for it (at most
     /// [`INTERNED_KEYS_MAX`] of them, as for property keys).
     fn from(word: &str) -> Keyword {
-        KEYWORDS.with(|words| {
-            let mut words = words.borrow_mut();
-            if let Some(k) = words.get(word) {
-                return k.clone();
-            }
-            if words.len() >= INTERNED_KEYS_MAX {
-                words.clear();
-            }
-            let k = Keyword(Arc::new(word.to_string()));
-            words.insert(k.clone());
-            k
-        })
+        intern(&KEYWORDS, word, |w| Keyword(Arc::new(w.to_string())))
     }
 }
 
@@ -131,17 +120,7 @@ impl Serialize for Keyword {
 
 impl<'de> Deserialize<'de> for Keyword {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Keyword, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = Keyword;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<Keyword, E> {
-                Ok(Keyword::from(s))
-            }
-        }
-        d.deserialize_str(Visitor)
+        d.deserialize_str(StrVisitor(|s: &str| Keyword::from(s)))
     }
 }
 
@@ -236,18 +215,42 @@ thread_local! {
 
 /// `key` as the `Arc` this thread already holds for it.
 pub fn intern_key(key: &str) -> Arc<str> {
-    KEYS.with(|keys| {
-        let mut keys = keys.borrow_mut();
-        if let Some(k) = keys.get(key) {
-            return k.clone();
+    intern(&KEYS, key, |k: &str| Arc::from(k))
+}
+
+type InternTable<T> = std::thread::LocalKey<std::cell::RefCell<rustc_hash::FxHashSet<T>>>;
+
+/// `text` as the value this thread's `table` already holds for it, made by `make` the first
+/// time. A table keeps at most [`INTERNED_KEYS_MAX`] values, then starts over.
+fn intern<T>(table: &'static InternTable<T>, text: &str, make: impl FnOnce(&str) -> T) -> T
+where
+    T: std::borrow::Borrow<str> + std::hash::Hash + Eq + Clone,
+{
+    table.with(|values| {
+        let mut values = values.borrow_mut();
+        if let Some(v) = values.get(text) {
+            return v.clone();
         }
-        if keys.len() >= INTERNED_KEYS_MAX {
-            keys.clear();
+        if values.len() >= INTERNED_KEYS_MAX {
+            values.clear();
         }
-        let k: Arc<str> = Arc::from(key);
-        keys.insert(k.clone());
-        k
+        let v = make(text);
+        values.insert(v.clone());
+        v
     })
+}
+
+/// Reads a string as whatever `F` makes of it, without an owned copy in between.
+struct StrVisitor<F>(F);
+
+impl<T, F: FnOnce(&str) -> T> serde::de::Visitor<'_> for StrVisitor<F> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<T, E> {
+        Ok((self.0)(s))
+    }
 }
 
 /// The log's `(key, value)` string pairs, keys interned and each value one allocation
@@ -257,16 +260,6 @@ fn deserialize_properties<'de, D: serde::Deserializer<'de>>(
 ) -> Result<Box<[Property]>, D::Error> {
     struct Key(Arc<str>);
     struct Value(Arc<str>);
-    struct StrVisitor<F>(F);
-    impl<F: FnOnce(&str) -> Arc<str>> serde::de::Visitor<'_> for StrVisitor<F> {
-        type Value = Arc<str>;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a string")
-        }
-        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Arc<str>, E> {
-            Ok((self.0)(s))
-        }
-    }
     impl<'de> Deserialize<'de> for Key {
         fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
             d.deserialize_str(StrVisitor(intern_key)).map(Key)
