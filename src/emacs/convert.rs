@@ -425,10 +425,10 @@ impl<'e> NodePlists<'e> {
                 }
             }
         }
-        if f == Fields::ALL && !r.node().children.is_empty() {
+        if f == Fields::ALL && r.doc.has_children(r.index) {
             out.push(kw_children.bind(env));
-            let mut kids = Vec::with_capacity(r.node().children.len());
-            for &c in &r.node().children {
+            let mut kids = Vec::new();
+            for c in r.doc.children(r.index) {
                 kids.push(text(env, &r.doc.nodes[c as usize].id)?);
             }
             out.push(list(env, kids)?);

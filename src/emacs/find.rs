@@ -19,7 +19,7 @@ pub fn each_display<E>(
     let mut display = String::new();
     for (i, n) in doc.nodes.iter().enumerate() {
         let parent = n
-            .parent
+            .parent()
             .and_then(|p| paths.get(p as usize))
             .map_or("", String::as_str);
         if n.content.kind != NodeKind::Headline {

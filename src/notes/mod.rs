@@ -459,10 +459,9 @@ impl Notes {
     /// The children of `r` that may be shown.
     pub fn children(&self, r: &NodeRef) -> Vec<NodeRef> {
         let children: Vec<NodeRef> = r
-            .node()
-            .children
-            .iter()
-            .map(|&index| NodeRef {
+            .doc
+            .children(r.index)
+            .map(|index| NodeRef {
                 doc: r.doc.clone(),
                 index,
             })

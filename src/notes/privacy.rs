@@ -210,7 +210,7 @@ impl Privacy {
             {
                 return true;
             }
-            index = n.parent;
+            index = n.parent();
             steps += 1;
             if steps > r.doc.nodes.len() {
                 return true;

@@ -69,7 +69,7 @@ impl Trust {
                     return Some(format!(":{key}: {}", shorten(url, MAX_TITLE_CHARS)));
                 }
             }
-            index = n.parent;
+            index = n.parent();
             steps += 1;
             if steps > r.doc.nodes.len() {
                 // A corrupt tree: call it untrusted rather than loop.
@@ -95,7 +95,7 @@ impl Trust {
 fn place(r: &NodeRef) -> String {
     let file = shown_path(&r.doc.path);
     let n = r.node();
-    if n.parent.is_none() {
+    if n.parent().is_none() {
         return file;
     }
     let c = &n.content;

@@ -150,7 +150,7 @@ impl<'n> MatchNode<'n> {
                 category = Some(Cow::Borrowed(c.trim()));
                 break;
             }
-            cur = n.parent.and_then(|p| nodes.get(p as usize));
+            cur = n.parent().and_then(|p| nodes.get(p as usize));
         }
         let keyword = || {
             let file_node = nodes.first().filter(|n| n.content.kind == NodeKind::File)?;

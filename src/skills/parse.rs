@@ -6,6 +6,7 @@ use super::tools::{read_tool, ToolText};
 use super::{
     Cron, On, OrgMatch, Skill, SkillError, SkillTool, Source, Trigger, MAX_DESCRIPTION, MAX_NAME,
 };
+use crate::store::node::children;
 use crate::store::parse::parse_with_defaults;
 use crate::store::text::unescape_org_code;
 use crate::store::{Node, StoreError};
@@ -60,8 +61,14 @@ impl Doc<'_> {
         self.line_of(node)
     }
 
+    /// The children of `node`, one of this file's nodes (a skill file has a few dozen, so
+    /// finding its index by address costs nothing).
     fn children<'a>(&'a self, node: &'a Node) -> impl Iterator<Item = &'a Node> + 'a {
-        node.children.iter().map(move |&i| &self.nodes[i as usize])
+        let index = self.nodes.iter().position(|n| std::ptr::eq(n, node));
+        index
+            .into_iter()
+            .flat_map(move |i| children(&self.nodes, i as u32))
+            .map(move |c| &self.nodes[c as usize])
     }
 }
 

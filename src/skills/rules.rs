@@ -187,10 +187,9 @@ impl Facts {
             Subject::Level => number(node.map(|n| u32::from(n.content.level)), term),
             Subject::OpenChildren => number(
                 self.target.as_ref().map(|r| {
-                    r.node()
-                        .children
-                        .iter()
-                        .filter(|&&i| {
+                    r.doc
+                        .children(r.index)
+                        .filter(|&i| {
                             r.doc.nodes[i as usize].content.todo_type == Some(TodoType::Todo)
                         })
                         .count() as u32

@@ -94,6 +94,16 @@ impl FileDoc {
         }
     }
 
+    /// The indexes of the children of node `index`, in document order.
+    pub fn children(&self, index: u32) -> node::Children<'_> {
+        node::children(&self.nodes, index)
+    }
+
+    /// Whether node `index` has children.
+    pub fn has_children(&self, index: u32) -> bool {
+        node::has_children(&self.nodes, index)
+    }
+
     /// The record of this document, owned: what reading the log gives back.
     #[cfg(test)]
     fn record(&self) -> FileRecord {
@@ -110,7 +120,7 @@ impl FileDoc {
                 .map(|n| persist::Placement {
                     id: n.id.to_string(),
                     hash: n.hash(),
-                    parent: n.parent,
+                    parent: n.parent(),
                     begin: n.begin,
                     end: n.end,
                     begin_pos: n.begin_pos,
@@ -122,20 +132,21 @@ impl FileDoc {
     }
 
     /// Rebuild a document from its record and the stored versions.
-    fn from_record(rec: FileRecord, archive: &Archive) -> Option<FileDoc> {
+    fn from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String> {
         let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
-        let mut children: Vec<Vec<u32>> = vec![Vec::new(); rec.nodes.len()];
         // The log repeats each node's inherited tags; in memory, nodes with the same ones
         // share one slice.
         let mut tag_sets: rustc_hash::FxHashSet<Arc<[String]>> = Default::default();
-        for (i, p) in rec.nodes.into_iter().enumerate() {
-            let content = archive.versions.get(&p.hash)?.0.clone();
-            if let Some(parent) = p.parent {
-                children
-                    .get_mut(parent as usize)
-                    .filter(|_| (parent as usize) < i)?
-                    .push(i as u32);
-            }
+        for p in rec.nodes {
+            let content = match archive.versions.get(&p.hash) {
+                Some(StoredVersion(content)) => content.clone(),
+                None => {
+                    return Err(format!(
+                        "file record for {} names an unknown node version",
+                        rec.path
+                    ))
+                }
+            };
             let inherited_tags = match tag_sets.get(p.inherited_tags.as_slice()) {
                 Some(shared) => shared.clone(),
                 None => {
@@ -147,8 +158,8 @@ impl FileDoc {
             nodes.push(Node {
                 id: archive.intern(&p.id),
                 content,
-                parent: p.parent,
-                children: Box::default(),
+                parent: p.parent.unwrap_or(node::NO_PARENT),
+                subtree_end: 0,
                 begin: p.begin,
                 end: p.end,
                 begin_pos: p.begin_pos,
@@ -156,10 +167,13 @@ impl FileDoc {
                 inherited_tags,
             });
         }
-        for (node, kids) in nodes.iter_mut().zip(children) {
-            node.children = kids.into_boxed_slice();
+        if !node::link_subtrees(&mut nodes) {
+            return Err(format!(
+                "file record for {}: its nodes are not an outline in document order",
+                rec.path
+            ));
         }
-        Some(FileDoc::new(
+        Ok(FileDoc::new(
             Arc::from(rec.path.as_str()),
             rec.mtime,
             rec.size,
@@ -710,10 +724,7 @@ impl State {
                 self.files.remove(path.as_str());
             }
             Record::File(FileEntry::Read(rec)) => {
-                let path = rec.path.clone();
-                let doc = FileDoc::from_record(rec, archive).ok_or_else(|| {
-                    format!("file record for {path} names an unknown node version")
-                })?;
+                let doc = FileDoc::from_record(rec, archive)?;
                 self.files.insert(doc.path.clone(), Arc::new(doc));
             }
             // Not what decoding makes, but the same file.

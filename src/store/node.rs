@@ -435,9 +435,14 @@ fn put_opt(h: &mut Sha256, s: Option<&str>) {
 pub struct Node {
     pub id: Arc<str>,
     pub content: Arc<NodeContent>,
-    /// Index of the parent in the file's node list (`None` for the file node).
-    pub parent: Option<u32>,
-    pub children: Box<[u32]>,
+    /// Index of the parent in the file's node list, [`NO_PARENT`] for the file node: read
+    /// it with [`Node::parent`].
+    pub(super) parent: u32,
+    /// One past the last index of this node's subtree. Nodes are in document order, so a
+    /// subtree is the run of indexes after its root, and the children are found by skipping
+    /// from one child's subtree to the next: no list of children per node (at 100k nodes,
+    /// 16 bytes each and an allocation per parent). Set by [`link_subtrees`].
+    pub(super) subtree_end: u32,
     /// UTF-8 byte range of the subtree in the ingested text.
     pub begin: u32,
     pub end: u32,
@@ -449,15 +454,94 @@ pub struct Node {
     pub inherited_tags: Arc<[String]>,
 }
 
+/// [`Node::parent`] of the file node, as stored.
+pub(super) const NO_PARENT: u32 = u32::MAX;
+
 impl Node {
     /// The hash of this node's version.
     pub fn hash(&self) -> Hash {
         self.content.hash
     }
 
+    /// Index of the parent in the file's node list (`None` for the file node).
+    pub fn parent(&self) -> Option<u32> {
+        (self.parent != NO_PARENT).then_some(self.parent)
+    }
+
     pub fn has_tag(&self, tag: &str) -> bool {
         self.content.has_tag(tag) || self.inherited_tags.iter().any(|t| t == tag)
     }
+}
+
+/// The indexes of the children of `nodes[index]`, in document order. `nodes` is a file's
+/// node list that went through [`link_subtrees`].
+pub fn children(nodes: &[Node], index: u32) -> Children<'_> {
+    let end = nodes.get(index as usize).map_or(0, |n| n.subtree_end);
+    Children {
+        nodes,
+        next: index.saturating_add(1),
+        end,
+    }
+}
+
+/// Whether `nodes[index]` has children.
+pub fn has_children(nodes: &[Node], index: u32) -> bool {
+    children(nodes, index).next().is_some()
+}
+
+/// See [`children`].
+#[derive(Clone)]
+pub struct Children<'a> {
+    nodes: &'a [Node],
+    next: u32,
+    end: u32,
+}
+
+impl Iterator for Children<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if self.next >= self.end {
+            return None;
+        }
+        let child = self.next;
+        // `max` keeps the walk going forward should a subtree end be wrong.
+        self.next = self.nodes[child as usize].subtree_end.max(child + 1);
+        Some(child)
+    }
+}
+
+/// Set each node's subtree end from the parents, after checking that `nodes` is a tree in
+/// document order: the file node first with no parent, and each other node's parent the
+/// node before it or one of that node's ancestors. `false`, with nothing set, when it is
+/// not (a log written by something else), since the children would then be wrong.
+pub(super) fn link_subtrees(nodes: &mut [Node]) -> bool {
+    let Some(first) = nodes.first() else {
+        return true;
+    };
+    if first.parent != NO_PARENT || u32::try_from(nodes.len()).is_err() {
+        return false;
+    }
+    let mut ends = vec![nodes.len() as u32; nodes.len()];
+    // The open subtrees: the ancestors of the node before, and that node, root first.
+    let mut open: Vec<u32> = vec![0];
+    for (i, n) in nodes.iter().enumerate().skip(1) {
+        loop {
+            match open.last() {
+                Some(&top) if top == n.parent => break,
+                Some(&top) => {
+                    ends[top as usize] = i as u32;
+                    open.pop();
+                }
+                None => return false,
+            }
+        }
+        open.push(i as u32);
+    }
+    for (n, end) in nodes.iter_mut().zip(ends) {
+        n.subtree_end = end;
+    }
+    true
 }
 
 /// `tags` without repeats, in the order of their first occurrence. Linear: a headline may
@@ -577,12 +661,86 @@ mod tests {
         );
     }
 
+    fn outline(text: &str) -> Vec<Node> {
+        crate::store::parse::parse_with_defaults(text, std::path::Path::new("/t.org"))
+            .expect("parses")
+            .nodes
+    }
+
+    fn all_children(nodes: &[Node]) -> Vec<Vec<u32>> {
+        (0..nodes.len() as u32)
+            .map(|i| children(nodes, i).collect())
+            .collect()
+    }
+
+    #[test]
+    fn children_follow_their_parent_in_document_order() {
+        let nodes = outline("intro\n* a\n** b\n* c\n** d\n*** e\n**** f\n** g\n");
+        let parents: Vec<Option<u32>> = nodes.iter().map(Node::parent).collect();
+        assert_eq!(
+            parents,
+            [
+                None,
+                Some(0),
+                Some(1),
+                Some(0),
+                Some(3),
+                Some(4),
+                Some(5),
+                Some(3)
+            ]
+        );
+        assert_eq!(
+            all_children(&nodes),
+            [
+                vec![1, 3],
+                vec![2],
+                vec![],
+                vec![4, 7],
+                vec![5],
+                vec![6],
+                vec![],
+                vec![]
+            ]
+        );
+        let with_children: Vec<bool> = (0..8).map(|i| has_children(&nodes, i)).collect();
+        assert_eq!(
+            with_children,
+            [true, true, false, true, true, true, false, false]
+        );
+        // Past the end: nothing, no panic.
+        assert_eq!(children(&nodes, 8).count(), 0);
+        assert_eq!(children(&nodes, u32::MAX).count(), 0);
+        assert_eq!(all_children(&outline("")), [Vec::<u32>::new()]);
+    }
+
+    #[test]
+    fn a_list_that_is_not_an_outline_in_document_order_is_refused() {
+        let text = "* a\n** b\n* c\n** d\n";
+        let mut nodes = outline(text);
+        assert!(link_subtrees(&mut nodes));
+        let before = all_children(&nodes);
+        // Each: (node, new parent); none is the node before it or one of its ancestors.
+        for (node, parent) in [(4, 1), (2, 3), (2, 2), (0, 0), (3, NO_PARENT), (1, 7)] {
+            let mut broken = outline(text);
+            broken[node].parent = parent;
+            assert!(!link_subtrees(&mut broken), "node {node} under {parent}");
+        }
+        // A sibling of an ancestor is fine: `d` under the file node.
+        nodes[4].parent = 0;
+        assert!(link_subtrees(&mut nodes));
+        assert_ne!(all_children(&nodes), before);
+        assert_eq!(all_children(&nodes)[0], [1, 3, 4]);
+    }
+
     #[test]
     fn a_stored_version_fits_a_160_byte_block() {
         // With the `Arc`'s two counts, 144 bytes fill mimalloc's 160-byte class exactly: one
         // byte more and every stored version takes the next class (at 100k headlines, MBs).
         assert!(std::mem::size_of::<NodeContent>() <= 144);
         assert_eq!(std::mem::size_of::<Option<Keyword>>(), 8);
+        // A node is one of 100k in the files' node lists: 64 bytes, with no list of children.
+        assert!(std::mem::size_of::<Node>() <= 64);
     }
 
     #[test]

@@ -12,8 +12,8 @@
 
 use super::error::StoreError;
 use super::node::{
-    intern_key, saturating_level, Hash, Keyword, Node, NodeContent, NodeKind, Planning,
-    PlanningTimes, Property, TodoType,
+    intern_key, link_subtrees, saturating_level, Hash, Keyword, Node, NodeContent, NodeKind,
+    Planning, PlanningTimes, Property, TodoType, NO_PARENT,
 };
 use super::text::PositionMap;
 use super::todo::{collect_settings, headline_level, strip_prefix_ci, TodoKeywords};
@@ -880,14 +880,14 @@ fn finish(
         end_pos[i] = pm.position(raws[i].end);
     }
 
-    let nodes = raws
+    let mut nodes: Vec<Node> = raws
         .into_iter()
         .enumerate()
         .map(|(i, raw)| Node {
             id: ids[i].clone(),
             content: Arc::new(raw.content),
-            parent: raw.parent,
-            children: raw.children.into_boxed_slice(),
+            parent: raw.parent.unwrap_or(NO_PARENT),
+            subtree_end: 0,
             begin: raw.begin as u32,
             end: raw.end as u32,
             begin_pos: begin_pos[i],
@@ -895,6 +895,9 @@ fn finish(
             inherited_tags: inherited[i].clone(),
         })
         .collect();
+    // The outline gives each headline a parent before it on the path to it.
+    let linked = link_subtrees(&mut nodes);
+    debug_assert!(linked, "a parsed outline is a tree in document order");
     Parsed {
         nodes,
         file_tags: file_tags.to_vec(),

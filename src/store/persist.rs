@@ -103,7 +103,7 @@ impl Serialize for PlacementsOf<'_> {
         s.collect_seq(self.0.iter().map(|n| PlacementOf {
             id: &n.id,
             hash: n.hash(),
-            parent: n.parent,
+            parent: n.parent(),
             begin: n.begin,
             end: n.end,
             begin_pos: n.begin_pos,

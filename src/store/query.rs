@@ -18,7 +18,7 @@ impl NodeRef {
     }
 
     pub fn parent(&self) -> Option<NodeRef> {
-        self.node().parent.map(|p| NodeRef {
+        self.node().parent().map(|p| NodeRef {
             doc: self.doc.clone(),
             index: p,
         })
@@ -27,13 +27,13 @@ impl NodeRef {
     /// Titles of the headline ancestors, outermost first (Org's `org-get-outline-path`).
     pub fn outline_path(&self) -> Vec<String> {
         let mut path = Vec::new();
-        let mut cur = self.node().parent;
+        let mut cur = self.node().parent();
         while let Some(p) = cur {
             let n = &self.doc.nodes[p as usize];
             if n.content.kind == NodeKind::Headline {
                 path.push(n.content.title.to_string());
             }
-            cur = n.parent;
+            cur = n.parent();
         }
         path.reverse();
         path
@@ -196,7 +196,7 @@ impl Query {
                             break;
                         }
                         keep[c as usize] = true;
-                        cur = doc.nodes[c as usize].parent;
+                        cur = doc.nodes[c as usize].parent();
                     }
                 }
                 hits = (0..doc.nodes.len() as u32)

@@ -202,7 +202,7 @@ fn placement(store: &Store, file: &str) -> Vec<Placed> {
             end: n.end,
             begin_pos: n.begin_pos,
             end_pos: n.end_pos,
-            parent: n.parent,
+            parent: n.parent(),
         })
         .collect()
 }

@@ -41,8 +41,8 @@ two body
         &*file.content.body().expect("body"),
         "#+TITLE: My Notes\nIntro line.\n"
     );
-    assert_eq!(file.parent, None);
-    assert_eq!(*file.children, vec![1, 5]);
+    assert_eq!(file.parent(), None);
+    assert_eq!(all[0].doc.children(0).collect::<Vec<_>>(), vec![1, 5]);
     assert_eq!((file.begin, file.end), (0, text.len() as u32));
 
     assert_eq!(
@@ -54,9 +54,12 @@ two body
         .map(|r| u32::from(r.node().content.level))
         .collect();
     assert_eq!(levels, [0, 1, 2, 3, 2, 1]);
-    let parents: Vec<Option<u32>> = all.iter().map(|r| r.node().parent).collect();
+    let parents: Vec<Option<u32>> = all.iter().map(|r| r.node().parent()).collect();
     assert_eq!(parents, [None, Some(0), Some(1), Some(2), Some(1), Some(0)]);
-    let children: Vec<Vec<u32>> = all.iter().map(|r| r.node().children.to_vec()).collect();
+    let children: Vec<Vec<u32>> = all
+        .iter()
+        .map(|r| r.doc.children(r.index).collect())
+        .collect();
     assert_eq!(
         children,
         [vec![1, 5], vec![2, 4], vec![3], vec![], vec![], vec![]]
@@ -1378,8 +1381,8 @@ fn random_documents_follow_org_headline_rules() {
                 .find(|x| x.node().content.level <= level)
                 .map(|x| x.node().begin)
                 .unwrap_or(text.len() as u32);
-            assert_eq!(n.parent, Some(parent), "case {case} node {i}: {text:?}");
-            assert!(all[parent as usize].node().children.contains(&(i as u32)));
+            assert_eq!(n.parent(), Some(parent), "case {case} node {i}: {text:?}");
+            assert!(all[i].doc.children(parent).any(|c| c == i as u32));
             assert_eq!(n.end, end, "case {case} node {i}: {text:?}");
             assert_eq!(n.begin_pos, char_pos(&text, n.begin as usize));
             assert_eq!(n.end_pos, char_pos(&text, n.end as usize));

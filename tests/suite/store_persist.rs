@@ -1290,3 +1290,69 @@ fn ids_property_keys_and_unchanged_versions_are_held_once() {
         ));
     }
 }
+
+/// Nodes keep no list of children: the children of a node are read from the order of the
+/// file's nodes and their parents. A file record whose nodes are not an outline in document
+/// order (a log written by something else) would give wrong children, so it is refused and
+/// the store is rebuilt from the Org files, as for any bad record.
+#[test]
+fn a_file_record_that_is_not_an_outline_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "* a\n** b\n* c\n** d\n";
+    let (store, _) = open(dir.path());
+    ingest(&store, A, text);
+    let state = store.state();
+    let doc = state.files.get(A).expect("ingested").clone();
+    let children = |doc: &org_agent::store::FileDoc| -> Vec<Vec<u32>> {
+        (0..doc.nodes.len() as u32)
+            .map(|i| doc.children(i).collect())
+            .collect()
+    };
+    let want = vec![vec![1, 3], vec![2], vec![], vec![4], vec![]];
+    assert_eq!(children(&doc), want);
+    let store = reopen(store, dir.path(), "as ingested");
+    assert_eq!(
+        children(store.state().files.get(A).expect("reopened")),
+        want
+    );
+    drop(store);
+
+    // The same file again, with `d` under `a`, which it does not follow.
+    let record = persist::FileRecord {
+        path: A.into(),
+        mtime: doc.mtime,
+        size: doc.size,
+        text_hash: doc.text_hash,
+        settings: doc.settings,
+        file_tags: doc.file_tags.clone(),
+        nodes: doc
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| persist::Placement {
+                id: n.id.to_string(),
+                hash: n.hash(),
+                parent: if i == 4 { Some(1) } else { n.parent() },
+                begin: n.begin,
+                end: n.end,
+                begin_pos: n.begin_pos,
+                end_pos: n.end_pos,
+                inherited_tags: n.inherited_tags.to_vec(),
+            })
+            .collect(),
+    };
+    let mut log = std::fs::read(log_path(dir.path())).unwrap();
+    log.extend(persist::encode_batch(&[persist::Record::File(
+        persist::FileEntry::Read(record),
+    )]));
+    std::fs::write(log_path(dir.path()), &log).unwrap();
+    let (store, report) = open(dir.path());
+    let reason = report.rebuilt.expect("the record is refused");
+    assert!(
+        reason.contains("not an outline in document order") && reason.contains(A),
+        "{reason}"
+    );
+    assert_eq!(store.stats().files, 0);
+    ingest(&store, A, text);
+    assert_eq!(children(store.state().files.get(A).expect("rebuilt")), want);
+}

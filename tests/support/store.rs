@@ -98,10 +98,10 @@ pub fn assert_hashes_follow_the_tree(all: &[NodeRef]) {
             "{:?}",
             n.content.title
         );
-        let kids: Vec<Hash> = n
-            .children
-            .iter()
-            .map(|&c| all[c as usize].node().hash())
+        let kids: Vec<Hash> = r
+            .doc
+            .children(r.index)
+            .map(|c| all[c as usize].node().hash())
             .collect();
         assert_eq!(*n.content.children, *kids, "{:?}", n.content.title);
     }
@@ -174,12 +174,13 @@ pub fn file_fp(doc: &org_agent::store::FileDoc) -> FileFp {
         nodes: doc
             .nodes
             .iter()
-            .map(|n| NodeFp {
+            .enumerate()
+            .map(|(i, n)| NodeFp {
                 id: n.id.to_string(),
                 hash: n.hash(),
                 content: (*n.content).clone(),
-                parent: n.parent,
-                children: n.children.to_vec(),
+                parent: n.parent(),
+                children: doc.children(i as u32).collect(),
                 begin: n.begin,
                 end: n.end,
                 begin_pos: n.begin_pos,

@@ -217,7 +217,7 @@ fn empty_headline(r: &At, out: &mut Vec<Finding>) {
         return;
     }
     let holds_nothing = c.body.is_blank()
-        && n.children.is_empty()
+        && !r.doc.has_children(r.index)
         && c.properties.is_empty()
         && c.planning == Default::default();
     let what = match (&c.todo, c.tags.is_empty()) {
@@ -293,15 +293,13 @@ fn duplicate_titles(doc: &Arc<FileDoc>, shown: &[bool], out: &mut Vec<Finding>) 
     // order. One buffer for every parent, no hashing.
     let mut keyed: Vec<(Cow<str>, u32)> = Vec::new();
     for (p, parent) in doc.nodes.iter().enumerate() {
-        if parent.children.len() < 2 || !shown[p] {
+        if doc.children(p as u32).nth(1).is_none() || !shown[p] {
             continue;
         }
         keyed.clear();
         keyed.extend(
-            parent
-                .children
-                .iter()
-                .map(|&c| (c, &doc.nodes[c as usize].content.title))
+            doc.children(p as u32)
+                .map(|c| (c, &doc.nodes[c as usize].content.title))
                 .filter(|(c, t)| shown[*c as usize] && t.chars().any(char::is_alphanumeric))
                 .map(|(c, t)| (title_key(t), c)),
         );

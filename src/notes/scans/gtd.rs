@@ -266,13 +266,13 @@ impl NextActions {
         if self.0.is_empty() || !is_next_action(&doc.nodes[k]) {
             return;
         }
-        let mut up = doc.nodes[k].parent;
+        let mut up = doc.nodes[k].parent();
         while let Some(p) = up {
             match self.0.get_mut(p as usize) {
                 Some(mark) if !*mark => *mark = true,
                 _ => break,
             }
-            up = doc.nodes[p as usize].parent;
+            up = doc.nodes[p as usize].parent();
         }
     }
 

@@ -221,14 +221,10 @@ impl Inbox {
     }
 
     fn shown_children<'a>(&'a self, cx: &'a Cx, index: u32) -> impl Iterator<Item = u32> + 'a {
-        self.doc.nodes[index as usize]
-            .children
-            .iter()
-            .copied()
-            .filter(move |&i| {
-                self.doc.nodes[i as usize].content.kind == NodeKind::Headline
-                    && cx.shows(&Cx::at(&self.doc, i))
-            })
+        self.doc.children(index).filter(move |&i| {
+            self.doc.nodes[i as usize].content.kind == NodeKind::Headline
+                && cx.shows(&Cx::at(&self.doc, i))
+        })
     }
 
     /// The items, in the order of the inbox; private ones left out.
@@ -296,7 +292,7 @@ fn default_inbox(cx: &Cx) -> Option<Inbox> {
     // Files in store order are in path order; the shallowest file wins, then the first.
     let mut best: Option<(usize, Inbox)> = None;
     for doc in cx.state.files.values() {
-        for &i in &doc.nodes[0].children {
+        for i in doc.children(0) {
             let n = &doc.nodes[i as usize];
             let title = n.content.title.trim().to_lowercase();
             if n.content.kind == NodeKind::Headline
@@ -643,7 +639,7 @@ impl Outline {
                 let target = !archive_file
                     && c.todo_type != Some(TodoType::Done)
                     && (project || u32::from(c.level) <= MAX_TARGET_LEVEL)
-                    && (project || c.todo.is_none() || !n.children.is_empty())
+                    && (project || c.todo.is_none() || doc.has_children(index))
                     && c.title.len() <= MAX_TARGET_TITLE
                     && !n.has_tag("ARCHIVE");
                 if !target {
