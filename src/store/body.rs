@@ -8,10 +8,15 @@
 //! A body stays in memory when reading it back would cost more than it saves, or when the
 //! store must see it without asking: a blank one (nothing to read), and one holding `[[`
 //! (the link index reads it on every load).
+//!
+//! The hashes of the version's children follow the body in the log (after the level), and
+//! nothing but the version's own hash reads them: where the body stays in the log, they do
+//! too ([`read_with_children`](LoggedBody::read_with_children), one read for both).
 
 use super::error::{Result, StoreError};
+use super::node::Hash;
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -44,17 +49,43 @@ impl LogReader {
         &self.path
     }
 
-    fn read(&self, offset: u64, len: usize) -> Result<String> {
-        let unreadable = |reason: String| StoreError::BodyUnreadable {
+    fn unreadable(&self, offset: u64, reason: String) -> StoreError {
+        StoreError::BodyUnreadable {
             path: self.path.clone(),
             offset,
             reason,
-        };
+        }
+    }
+
+    fn read(&self, offset: u64, len: usize) -> Result<String> {
         let mut bytes = vec![0u8; len];
         self.file
             .read_exact_at(&mut bytes, offset)
-            .map_err(|e| unreadable(e.to_string()))?;
-        String::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))
+            .map_err(|e| self.unreadable(offset, e.to_string()))?;
+        self.text(offset, bytes)
+    }
+
+    fn text(&self, offset: u64, bytes: Vec<u8>) -> Result<String> {
+        String::from_utf8(bytes).map_err(|_| self.unreadable(offset, "it is not UTF-8 text".into()))
+    }
+
+    /// Up to `len` bytes at `offset`: fewer only at the end of the file.
+    fn read_up_to(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut bytes = vec![0u8; len];
+        let mut filled = 0;
+        while filled < len {
+            match self
+                .file
+                .read_at(&mut bytes[filled..], offset + filled as u64)
+            {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.unreadable(offset, e.to_string())),
+            }
+        }
+        bytes.truncate(filled);
+        Ok(bytes)
     }
 }
 
@@ -64,12 +95,14 @@ impl fmt::Debug for LogReader {
     }
 }
 
-/// Where in a log a body is: the reader and the packed byte range.
+/// Where in a log a body is: the reader, the packed byte range, and how many of the
+/// version's child hashes follow it there.
 #[derive(Clone)]
 pub struct LoggedBody {
     log: Arc<LogReader>,
     /// Offset in the high 40 bits, length in the low 24.
     at: u64,
+    children: u32,
 }
 
 impl LoggedBody {
@@ -79,6 +112,42 @@ impl LoggedBody {
 
     fn len(&self) -> usize {
         (self.at & MAX_LOGGED_LEN as u64) as usize
+    }
+
+    /// How many of the version's child hashes follow the body in the log.
+    pub fn children(&self) -> u32 {
+        self.children
+    }
+
+    /// The body and the child hashes that follow it, in one read. Not checked against the
+    /// version's hash: [`NodeContent`](super::NodeContent) does that.
+    pub fn read_with_children(&self) -> Result<(String, Vec<Hash>)> {
+        let count = self.children;
+        // After the body: the level (a varint of at most 5 bytes), the count (the same), the
+        // hashes. The count's varint is known, the level's is not: read the most it can be.
+        const MAX_VARINT: usize = 5;
+        let hashes = count as usize * std::mem::size_of::<Hash>();
+        let mut bytes = self
+            .log
+            .read_up_to(self.offset(), self.len() + 2 * MAX_VARINT + hashes)?;
+        if bytes.len() < self.len() {
+            return Err(self
+                .log
+                .unreadable(self.offset(), "the log ends before it".into()));
+        }
+        let tail = bytes.split_off(self.len());
+        let children = postcard::take_from_bytes::<u32>(&tail)
+            .and_then(|(_level, rest)| postcard::take_from_bytes::<Vec<Hash>>(rest))
+            .ok()
+            .map(|(children, _)| children)
+            .filter(|children| children.len() == count as usize)
+            .ok_or_else(|| {
+                self.log.unreadable(
+                    self.offset(),
+                    format!("the {count} child hashes after it do not read back"),
+                )
+            })?;
+        Ok((self.log.text(self.offset(), bytes)?, children))
     }
 }
 
@@ -102,6 +171,26 @@ impl From<&str> for Body {
 }
 
 impl Body {
+    /// Where in the log the body is, when it is there.
+    pub fn logged(&self) -> Option<&LoggedBody> {
+        match self {
+            Body::Text(_) => None,
+            Body::Logged(l) => Some(l),
+        }
+    }
+
+    /// The body, with `count` child hashes after it in the log. `None` when it is not in
+    /// the log, where they cannot be.
+    pub fn with_children_in_log(self, count: u32) -> Option<Body> {
+        match self {
+            Body::Text(_) => None,
+            Body::Logged(l) => Some(Body::Logged(LoggedBody {
+                children: count,
+                ..l
+            })),
+        }
+    }
+
     /// The text, when it is in memory.
     pub fn resident(&self) -> Option<&str> {
         match self {
@@ -145,7 +234,9 @@ impl PartialEq for Body {
     fn eq(&self, other: &Body) -> bool {
         match (self, other) {
             (Body::Text(a), Body::Text(b)) => a == b,
-            (Body::Logged(a), Body::Logged(b)) if Arc::ptr_eq(&a.log, &b.log) && a.at == b.at => {
+            (Body::Logged(a), Body::Logged(b))
+                if Arc::ptr_eq(&a.log, &b.log) && a.at == b.at && a.children == b.children =>
+            {
                 true
             }
             // Unreadable is unequal: nothing can show the two are the same text.
@@ -171,17 +262,6 @@ impl fmt::Debug for Body {
     }
 }
 
-impl serde::Serialize for Body {
-    /// Written as the text, as before bodies could stay in the log (compaction copies a
-    /// logged body into the new log).
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        match self.read() {
-            Ok(text) => s.serialize_str(&text),
-            Err(e) => Err(serde::ser::Error::custom(e)),
-        }
-    }
-}
-
 /// The batch this thread is decoding: where its payload is in memory and in the log.
 struct Span {
     start: usize,
@@ -192,6 +272,15 @@ struct Span {
 
 thread_local! {
     static DECODING: RefCell<Option<Span>> = const { RefCell::new(None) };
+    /// Whether the body this thread decoded last stayed in the log: the children's hashes
+    /// that follow it in the same version then stay there too.
+    static LAST_STAYED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the body this thread decoded last stayed in the log. A version's fields are
+/// decoded in order, so while decoding its children this is about its body.
+pub fn last_decoded_body_stayed_in_log() -> bool {
+    LAST_STAYED.with(Cell::get)
 }
 
 /// While alive, bodies this thread decodes from `payload` (read from `log` at byte `offset`)
@@ -231,8 +320,10 @@ fn decoded(text: &str) -> Body {
         (offset <= MAX_LOGGED_OFFSET).then(|| LoggedBody {
             log: span.log.clone(),
             at: offset << LEN_BITS | text.len() as u64,
+            children: 0,
         })
     });
+    LAST_STAYED.with(|c| c.set(logged.is_some()));
     match logged {
         Some(l) => Body::Logged(l),
         None => Body::from(text),
@@ -251,6 +342,7 @@ impl<'de> serde::Deserialize<'de> for Body {
                 Ok(decoded(s))
             }
             fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Body, E> {
+                LAST_STAYED.with(|c| c.set(false));
                 Ok(Body::from(s))
             }
         }
@@ -289,8 +381,11 @@ mod tests {
             assert_eq!(body.resident(), Some(text));
         }
         assert!(read[1].is_blank() && !read[0].is_blank());
-        // Written back, a logged body is its text.
-        assert_eq!(postcard::to_stdvec(&read).expect("encode"), payload);
+        let texts: Vec<String> = read
+            .iter()
+            .map(|b| b.read().expect("read").into_owned())
+            .collect();
+        assert_eq!(texts, bodies);
         assert_eq!(read[0], Body::from("Some text.\n"));
         assert_ne!(read[0], Body::from("Other text.\n"));
         // Outside a batch, everything is read into memory.
@@ -310,6 +405,5 @@ mod tests {
         let e = body.read().expect_err("the log was cut short").to_string();
         assert!(e.contains("at byte 1 of") && e.contains("log"), "{e}");
         assert_ne!(body, Body::from("Some text.\n"));
-        assert!(postcard::to_stdvec(&body).is_err());
     }
 }

@@ -864,7 +864,7 @@ fn finish(
         // A parsed body is in memory: read from `text`, not the log.
         hashes[i] = {
             let c = &raws[i].content;
-            c.hash_with_body(c.body.resident().unwrap_or_default())
+            c.hash_with(c.body.resident().unwrap_or_default(), &c.children)
         };
         raws[i].content.hash = hashes[i];
     }
