@@ -136,7 +136,7 @@ impl FileDoc {
         let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
         // The log repeats each node's inherited tags; in memory, nodes with the same ones
         // share one slice.
-        let mut tag_sets: rustc_hash::FxHashSet<Arc<[String]>> = Default::default();
+        let mut tag_sets: rustc_hash::FxHashSet<node::TagSet> = Default::default();
         for p in rec.nodes {
             let content = match archive.versions.get(&p.hash) {
                 Some(StoredVersion(content)) => content.clone(),
@@ -147,10 +147,10 @@ impl FileDoc {
                     ))
                 }
             };
-            let inherited_tags = match tag_sets.get(p.inherited_tags.as_slice()) {
+            let inherited_tags = match tag_sets.get(&p.inherited_tags) {
                 Some(shared) => shared.clone(),
                 None => {
-                    let shared: Arc<[String]> = Arc::from(p.inherited_tags);
+                    let shared = Arc::new(p.inherited_tags);
                     tag_sets.insert(shared.clone());
                     shared
                 }

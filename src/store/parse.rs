@@ -13,7 +13,7 @@
 use super::error::StoreError;
 use super::node::{
     intern_key, link_subtrees, saturating_level, Hash, Keyword, Node, NodeContent, NodeKind,
-    Planning, PlanningTimes, Property, TodoType, NO_PARENT,
+    Planning, PlanningTimes, Property, TagSet, TodoType, NO_PARENT,
 };
 use super::text::PositionMap;
 use super::todo::{collect_settings, headline_level, strip_prefix_ci, TodoKeywords};
@@ -776,9 +776,9 @@ fn finish(
     // inherits the same tags, so they are worked out once per parent, with a set: a headline
     // may carry tens of thousands of tags.
     let no_inherit: HashSet<&str> = no_inherit.iter().map(String::as_str).collect();
-    let mut for_children: HashMap<u32, Arc<[String]>> = HashMap::default();
-    let mut inherited: Vec<Arc<[String]>> = Vec::with_capacity(n);
-    let none: Arc<[String]> = Arc::from([]);
+    let mut for_children: HashMap<u32, TagSet> = HashMap::default();
+    let mut inherited: Vec<TagSet> = Vec::with_capacity(n);
+    let none = TagSet::default();
     for (i, raw) in raws.iter().enumerate() {
         let tags = match raw.parent {
             None => none.clone(),
@@ -801,7 +801,7 @@ fn finish(
                     if t.len() == above.len() {
                         above.clone()
                     } else {
-                        Arc::from(t)
+                        Arc::new(t)
                     }
                 })
                 .clone(),
