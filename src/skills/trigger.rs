@@ -69,7 +69,7 @@ use super::cron::Civil;
 use super::org_match::MatchNode;
 use super::{On, Trigger};
 use crate::notes::privacy::Glob;
-use crate::store::{Node, NodeContent};
+use crate::store::Node;
 use rustc_hash::FxHashMap;
 use std::time::Duration;
 
@@ -185,7 +185,7 @@ pub fn changed_nodes(before: &[Node], after: &[Node]) -> Changes {
         match old.get_mut(&*node.id).and_then(Vec::pop) {
             None => changes.changed.push(i),
             Some(was) => {
-                if was.hash() != node.hash() && !same_own_fields(&was.content, &node.content) {
+                if was.hash() != node.hash() && !was.content.same_own_fields(&node.content) {
                     changes.changed.push(i);
                 }
                 if was.content.todo != node.content.todo {
@@ -195,36 +195,6 @@ pub fn changed_nodes(before: &[Node], after: &[Node]) -> Changes {
         }
     }
     changes
-}
-
-/// Every field of the node itself, not its children.
-fn same_own_fields(a: &NodeContent, b: &NodeContent) -> bool {
-    // Destructured so that a field added to NodeContent must be considered here.
-    let NodeContent {
-        kind,
-        title,
-        todo,
-        todo_type,
-        priority,
-        tags,
-        properties,
-        planning,
-        body,
-        level,
-        // Covers the children too.
-        hash: _,
-        children: _,
-    } = a;
-    *kind == b.kind
-        && *title == b.title
-        && *todo == b.todo
-        && *todo_type == b.todo_type
-        && *priority == b.priority
-        && *tags == b.tags
-        && *properties == b.properties
-        && *planning == b.planning
-        && *body == b.body
-        && *level == b.level
 }
 
 /// The events a save of `file` makes, given its new nodes and what changed: `Save` with the

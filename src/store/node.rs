@@ -410,9 +410,22 @@ impl Serialize for NodeContent {
 
 impl PartialEq for NodeContent {
     fn eq(&self, other: &NodeContent) -> bool {
-        // Destructured so that a field added must be compared here.
+        self.hash == other.hash
+            && self.same_own_fields(other)
+            // Unreadable is unequal: nothing can show the two are the same.
+            && matches!((self.children(), other.children()), (Ok(a), Ok(b)) if a == b)
+    }
+}
+
+impl Eq for NodeContent {}
+
+impl NodeContent {
+    /// Whether every field of the node itself is `other`'s: all but the hash and the
+    /// children's hashes, the body read from the log where it is.
+    pub fn same_own_fields(&self, other: &NodeContent) -> bool {
+        // Destructured so that a field added must be considered here.
         let NodeContent {
-            hash,
+            hash: _,
             kind,
             title,
             todo,
@@ -421,12 +434,11 @@ impl PartialEq for NodeContent {
             tags,
             properties,
             planning,
-            body: _,
+            body,
             level,
             children: _,
         } = self;
-        *hash == other.hash
-            && *kind == other.kind
+        *kind == other.kind
             && *title == other.title
             && *todo == other.todo
             && *todo_type == other.todo_type
@@ -435,14 +447,9 @@ impl PartialEq for NodeContent {
             && *properties == other.properties
             && *planning == other.planning
             && *level == other.level
-            // Unreadable is unequal: nothing can show the two are the same.
-            && matches!((self.read(), other.read()), (Ok(a), Ok(b)) if a == b)
+            && *body == other.body
     }
-}
 
-impl Eq for NodeContent {}
-
-impl NodeContent {
     /// SHA-256 over a canonical, length-prefixed encoding of every other field, reading the
     /// body and the children's hashes from the log where they are. Children enter by hash,
     /// which makes the digest a Merkle hash of the whole subtree.
