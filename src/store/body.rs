@@ -16,7 +16,7 @@
 use super::error::{Result, StoreError};
 use super::node::Hash;
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -119,12 +119,26 @@ impl LoggedBody {
         self.children
     }
 
+    /// Say that `count` of the version's child hashes follow the body in the log, where
+    /// decoding left them.
+    pub(super) fn set_children(&mut self, count: u32) {
+        self.children = count;
+    }
+
+    /// Whether `other` is this body, at the same place of the same log, with as many child
+    /// hashes after it.
+    pub fn same_place(&self, other: &LoggedBody) -> bool {
+        Arc::ptr_eq(&self.log, &other.log) && self.at == other.at && self.children == other.children
+    }
+
     /// The body and the child hashes that follow it, in one read. Not checked against the
     /// version's hash: [`NodeContent`](super::NodeContent) does that.
-    pub fn read_with_children(&self) -> Result<(String, Vec<Hash>)> {
+    pub(super) fn read_with_children(&self) -> Result<(String, Vec<Hash>)> {
         let count = self.children;
-        // After the body: the level (a varint of at most 5 bytes), the count (the same), the
-        // hashes. The count's varint is known, the level's is not: read the most it can be.
+        // After the body: the level and the count, each a varint of at most 5 bytes, then the
+        // hashes, 32 bytes each. Read the most that can be: bytes past them (the batch's
+        // checksum, the next batch) are not parsed, and a short read at the end of the file
+        // is only an error if the hashes are not all there.
         const MAX_VARINT: usize = 5;
         let hashes = count as usize * std::mem::size_of::<Hash>();
         let mut bytes = self
@@ -179,15 +193,11 @@ impl Body {
         }
     }
 
-    /// The body, with `count` child hashes after it in the log. `None` when it is not in
-    /// the log, where they cannot be.
-    pub fn with_children_in_log(self, count: u32) -> Option<Body> {
+    /// Where in the log the body is, to say how many child hashes follow it there.
+    pub(super) fn logged_mut(&mut self) -> Option<&mut LoggedBody> {
         match self {
             Body::Text(_) => None,
-            Body::Logged(l) => Some(Body::Logged(LoggedBody {
-                children: count,
-                ..l
-            })),
+            Body::Logged(l) => Some(l),
         }
     }
 
@@ -234,11 +244,7 @@ impl PartialEq for Body {
     fn eq(&self, other: &Body) -> bool {
         match (self, other) {
             (Body::Text(a), Body::Text(b)) => a == b,
-            (Body::Logged(a), Body::Logged(b))
-                if Arc::ptr_eq(&a.log, &b.log) && a.at == b.at && a.children == b.children =>
-            {
-                true
-            }
+            (Body::Logged(a), Body::Logged(b)) if a.same_place(b) => true,
             // Unreadable is unequal: nothing can show the two are the same text.
             _ => matches!((self.read(), other.read()), (Ok(a), Ok(b)) if a == b),
         }
@@ -272,15 +278,6 @@ struct Span {
 
 thread_local! {
     static DECODING: RefCell<Option<Span>> = const { RefCell::new(None) };
-    /// Whether the body this thread decoded last stayed in the log: the children's hashes
-    /// that follow it in the same version then stay there too.
-    static LAST_STAYED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether the body this thread decoded last stayed in the log. A version's fields are
-/// decoded in order, so while decoding its children this is about its body.
-pub fn last_decoded_body_stayed_in_log() -> bool {
-    LAST_STAYED.with(Cell::get)
 }
 
 /// While alive, bodies this thread decodes from `payload` (read from `log` at byte `offset`)
@@ -323,7 +320,6 @@ fn decoded(text: &str) -> Body {
             children: 0,
         })
     });
-    LAST_STAYED.with(|c| c.set(logged.is_some()));
     match logged {
         Some(l) => Body::Logged(l),
         None => Body::from(text),
@@ -342,7 +338,6 @@ impl<'de> serde::Deserialize<'de> for Body {
                 Ok(decoded(s))
             }
             fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Body, E> {
-                LAST_STAYED.with(|c| c.set(false));
                 Ok(Body::from(s))
             }
         }

@@ -186,13 +186,6 @@ impl<'de> Deserialize<'de> for Planning {
     }
 }
 
-/// A headline's level as stored: 16 bits keep [`NodeContent`] in a smaller allocation class.
-/// Older logs wrote it as a `u32` (the same varint for every level that fits), so a deeper
-/// one still loads, saturated as the parser saturates it.
-fn level_from_u32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u16, D::Error> {
-    u32::deserialize(d).map(saturating_level)
-}
-
 /// `stars` as a stored level: a headline of more than 65,535 stars is read as that deep.
 pub fn saturating_level(stars: u32) -> u16 {
     u16::try_from(stars).unwrap_or(u16::MAX)
@@ -302,107 +295,158 @@ pub struct NodeContent {
     /// The children's hashes when they are in memory. Only the version's own hash reads
     /// them, so where the body stays in the log they stay there too, after it, and this is
     /// empty (at 100k headlines, 3 MB less): read them with [`NodeContent::children`].
-    pub children: Box<[Hash]>,
+    pub(super) children: Box<[Hash]>,
 }
 
-/// [`NodeContent`] as the log holds it, before the children's hashes that follow a body
-/// left in the log are left there too.
-#[derive(Deserialize)]
-struct LoggedContent {
-    kind: NodeKind,
-    title: Box<str>,
-    todo: Option<Keyword>,
-    todo_type: Option<TodoType>,
-    priority: Option<char>,
-    tags: Box<[String]>,
-    #[serde(deserialize_with = "deserialize_properties")]
-    properties: Box<[Property]>,
-    planning: Planning,
-    body: Body,
-    #[serde(deserialize_with = "level_from_u32")]
-    level: u16,
-    #[serde(deserialize_with = "children_after_body")]
-    children: DecodedChildren,
-}
-
-enum DecodedChildren {
-    Kept(Box<[Hash]>),
-    /// This many, counted and left in the log after the body.
-    LeftInLog(u32),
-}
-
-/// The children's hashes as decoded: counted, not kept, when the version's body stayed in
-/// the log, since they follow it there.
-fn children_after_body<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<DecodedChildren, D::Error> {
-    if !super::body::last_decoded_body_stayed_in_log() {
-        return Box::<[Hash]>::deserialize(d).map(DecodedChildren::Kept);
-    }
-    struct Count;
-    impl<'de> serde::de::Visitor<'de> for Count {
-        type Value = u32;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a list of hashes")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<u32, A::Error> {
-            let mut count: u32 = 0;
-            while seq.next_element::<Hash>()?.is_some() {
-                count = count
-                    .checked_add(1)
-                    .ok_or_else(|| serde::de::Error::custom("more than 2^32 children"))?;
-            }
-            Ok(count)
-        }
-    }
-    d.deserialize_seq(Count).map(DecodedChildren::LeftInLog)
-}
+/// The fields of [`NodeContent`] as the log holds them, in order.
+const LOGGED_FIELDS: &[&str] = &[
+    "kind",
+    "title",
+    "todo",
+    "todo_type",
+    "priority",
+    "tags",
+    "properties",
+    "planning",
+    "body",
+    "level",
+    "children",
+];
 
 impl<'de> Deserialize<'de> for NodeContent {
+    /// Read as the log holds it; the children's hashes that follow a body left in the log
+    /// are counted and left there too.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NodeContent, D::Error> {
-        let c = LoggedContent::deserialize(d)?;
-        let (body, children) = match c.children {
-            DecodedChildren::Kept(hashes) => (c.body, hashes),
-            DecodedChildren::LeftInLog(0) => (c.body, Box::default()),
-            DecodedChildren::LeftInLog(count) => match c.body.with_children_in_log(count) {
-                Some(body) => (body, Box::default()),
-                // Counted only after a body that stayed: not reached.
-                None => return Err(serde::de::Error::custom("child hashes left without a body")),
-            },
+        d.deserialize_struct("NodeContent", LOGGED_FIELDS, ContentVisitor)
+    }
+}
+
+struct ContentVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ContentVisitor {
+    type Value = NodeContent;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a node version of {} fields", LOGGED_FIELDS.len())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<NodeContent, A::Error> {
+        // Each field with its place, for the error when the version is cut short.
+        macro_rules! read {
+            ($at:expr, $ty:ty) => {
+                seq.next_element::<$ty>()?
+                    .ok_or_else(|| serde::de::Error::invalid_length($at, &self))?
+            };
+        }
+        let kind = read!(0, NodeKind);
+        let title = read!(1, Box<str>);
+        let todo = read!(2, Option<Keyword>);
+        let todo_type = read!(3, Option<TodoType>);
+        let priority = read!(4, Option<char>);
+        let tags = read!(5, Box<[String]>);
+        let LoggedProperties(properties) = read!(6, LoggedProperties);
+        let planning = read!(7, Planning);
+        let mut body = read!(8, Body);
+        // Older logs wrote the level as a `u32` (the same varint for every level that fits):
+        // a deeper one loads saturated, as the parser saturates it.
+        let level = saturating_level(read!(9, u32));
+        let children = match body.logged_mut() {
+            Some(logged) => {
+                let count = seq
+                    .next_element_seed(CountHashes)?
+                    .ok_or_else(|| serde::de::Error::invalid_length(10, &self))?;
+                logged.set_children(count);
+                Box::default()
+            }
+            None => read!(10, Box<[Hash]>),
         };
         Ok(NodeContent {
             hash: Hash::default(),
-            kind: c.kind,
-            title: c.title,
-            todo: c.todo,
-            todo_type: c.todo_type,
-            priority: c.priority,
-            tags: c.tags,
-            properties: c.properties,
-            planning: c.planning,
+            kind,
+            title,
+            todo,
+            todo_type,
+            priority,
+            tags,
+            properties,
+            planning,
             body,
-            level: c.level,
+            level,
             children,
         })
+    }
+}
+
+/// Property pairs as the log holds them (see [`deserialize_properties`]).
+struct LoggedProperties(Box<[Property]>);
+
+impl<'de> Deserialize<'de> for LoggedProperties {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<LoggedProperties, D::Error> {
+        deserialize_properties(d).map(LoggedProperties)
+    }
+}
+
+/// The children's hashes behind a body left in the log: read to count them, not kept.
+struct CountHashes;
+
+impl<'de> serde::de::DeserializeSeed<'de> for CountHashes {
+    type Value = u32;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CountHashes {
+    type Value = u32;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of hashes")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<u32, A::Error> {
+        let mut count: u32 = 0;
+        while seq.next_element::<Hash>()?.is_some() {
+            count = count
+                .checked_add(1)
+                .ok_or_else(|| serde::de::Error::custom("2^32 children or more"))?;
+        }
+        Ok(count)
     }
 }
 
 impl Serialize for NodeContent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
+        // Destructured so that a field added must be written here (or said not to be).
+        let NodeContent {
+            // The log's version record carries it.
+            hash: _,
+            kind,
+            title,
+            todo,
+            todo_type,
+            priority,
+            tags,
+            properties,
+            planning,
+            body: _,
+            level,
+            children: _,
+        } = self;
         let (body, children) = self.read().map_err(serde::ser::Error::custom)?;
-        // The fields in the order `Deserialize` reads them (the derive's order).
+        // The fields in the order of `LOGGED_FIELDS`, as `ContentVisitor` reads them.
         let mut st = s.serialize_struct("NodeContent", 11)?;
-        st.serialize_field("kind", &self.kind)?;
-        st.serialize_field("title", &self.title)?;
-        st.serialize_field("todo", &self.todo)?;
-        st.serialize_field("todo_type", &self.todo_type)?;
-        st.serialize_field("priority", &self.priority)?;
-        st.serialize_field("tags", &self.tags)?;
-        st.serialize_field("properties", &self.properties)?;
-        st.serialize_field("planning", &self.planning)?;
+        st.serialize_field("kind", kind)?;
+        st.serialize_field("title", title)?;
+        st.serialize_field("todo", todo)?;
+        st.serialize_field("todo_type", todo_type)?;
+        st.serialize_field("priority", priority)?;
+        st.serialize_field("tags", tags)?;
+        st.serialize_field("properties", properties)?;
+        st.serialize_field("planning", planning)?;
         st.serialize_field("body", &*body)?;
-        st.serialize_field("level", &self.level)?;
+        st.serialize_field("level", level)?;
         st.serialize_field("children", &*children)?;
         st.end()
     }
@@ -410,10 +454,20 @@ impl Serialize for NodeContent {
 
 impl PartialEq for NodeContent {
     fn eq(&self, other: &NodeContent) -> bool {
+        if std::ptr::eq(self, other) {
+            return true;
+        }
         self.hash == other.hash
             && self.same_own_fields(other)
-            // Unreadable is unequal: nothing can show the two are the same.
-            && matches!((self.children(), other.children()), (Ok(a), Ok(b)) if a == b)
+            && match (self.body.logged(), other.body.logged()) {
+                // The same place in the same log: the same hashes follow.
+                (Some(a), Some(b)) if a.same_place(b) => self.children == other.children,
+                // Unreadable is unequal: nothing can show the two are the same.
+                _ => matches!(
+                    (self.read_unchecked(), other.read_unchecked()),
+                    (Ok((_, a)), Ok((_, b))) if a == b
+                ),
+            }
     }
 }
 
@@ -653,7 +707,9 @@ impl Node {
 /// The indexes of the children of `nodes[index]`, in document order. `nodes` is a file's
 /// node list that went through [`link_subtrees`].
 pub fn children(nodes: &[Node], index: u32) -> Children<'_> {
-    let end = nodes.get(index as usize).map_or(0, |n| n.subtree_end);
+    let end = nodes
+        .get(index as usize)
+        .map_or(0, |n| n.subtree_end.min(nodes.len() as u32));
     Children {
         nodes,
         next: index.saturating_add(1),
@@ -682,7 +738,8 @@ impl Iterator for Children<'_> {
             return None;
         }
         let child = self.next;
-        // `max` keeps the walk going forward should a subtree end be wrong.
+        // `max` keeps the walk going forward should a subtree end be wrong; `end` is at most
+        // the list's length, so `child` is in it.
         self.next = self.nodes[child as usize].subtree_end.max(child + 1);
         Some(child)
     }
@@ -913,7 +970,16 @@ mod tests {
     #[test]
     fn child_hashes_stay_in_the_log_behind_a_body_that_does() {
         use crate::store::body::{DecodingFromLog, LogReader, LoggedBody};
-        let nodes = outline("* a\nText of a.\n** b\nText of b.\n** c\n* d\n** e\n");
+        // `f` and `g`: a version with its hashes in memory right after one with them in the
+        // log. `deep`: a level of two varint bytes before the hashes.
+        let text = format!(
+            "* a\nText of a.\n** b\nText of b.\n** c\n* d\n** e\n* f\nText of f.\n* g\n** h\n\
+             {} deep\nDeep text.\n{} deeper\n",
+            "*".repeat(130),
+            "*".repeat(131)
+        );
+        let nodes = outline(&text);
+        assert_eq!(nodes[9].content.level, 130);
         let originals: Vec<NodeContent> = nodes.iter().map(|n| (*n.content).clone()).collect();
         let versions: Vec<(Hash, &NodeContent)> = originals.iter().map(|c| (c.hash, c)).collect();
         let payload = postcard::to_stdvec(&versions).expect("encode");
@@ -936,11 +1002,26 @@ mod tests {
             .iter()
             .map(|c| c.body.logged().map(LoggedBody::children))
             .collect();
-        // The file node and `c` and `e` have blank bodies, `d` too: those stay in memory,
+        // Blank bodies (the file node's, `c`, `d`, `e`, `g`, `h`, `deeper`) stay in memory,
         // and with them their children's hashes.
-        assert_eq!(in_log, [None, Some(2), Some(0), None, None, None]);
+        assert_eq!(
+            in_log,
+            [
+                None,
+                Some(2),
+                Some(0),
+                None,
+                None,
+                None,
+                Some(0),
+                None,
+                None,
+                Some(1),
+                None
+            ]
+        );
         let kept: Vec<usize> = read.iter().map(|c| c.children.len()).collect();
-        assert_eq!(kept, [2, 0, 0, 0, 1, 0]);
+        assert_eq!(kept, [4, 0, 0, 0, 1, 0, 0, 1, 1, 0, 0]);
         for (r, o) in read.iter().zip(&originals) {
             assert_eq!(*r.children().expect("read"), *o.children, "{}", o.title);
             assert_eq!(r.compute_hash().expect("read"), o.hash, "{}", o.title);
@@ -966,6 +1047,8 @@ mod tests {
         );
         assert!(read[1].body().is_err() && read[1].compute_hash().is_ok());
         assert_ne!(read[1], originals[1]);
+        // Still equal to itself, and to a copy: the same place in the same log.
+        assert_eq!(read[1], read[1].clone());
         assert!(postcard::to_stdvec(&read[1]).is_err());
         // The log cut short inside the hashes.
         std::fs::write(&path, &payload[..at + 16]).expect("write");

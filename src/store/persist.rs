@@ -149,23 +149,32 @@ fn version_with_its_hash<'de, D: serde::Deserializer<'de>>(
     Ok((hash, Arc::new(content)))
 }
 
-/// `records` as one batch on its own: what [`append_batch`] appends.
+/// `records` as one batch on its own: what [`append_batch`] appends (nothing when they
+/// cannot be written).
 pub fn encode_batch(records: &[Record]) -> Vec<u8> {
     let mut out = Vec::new();
-    append_batch(records, &mut out);
+    let _ = append_batch(records, &mut out);
     out
 }
 
-/// Encode `records` as one batch at the end of `out`.
-pub fn append_batch(records: &[Record], out: &mut Vec<u8>) {
+/// Encode `records` as one batch at the end of `out`. When one cannot be written (a
+/// version whose body or child hashes the log no longer holds), `out` is left as it was:
+/// a batch with part of its records, or none, would lose the rest silently.
+pub fn append_batch(records: &[Record], out: &mut Vec<u8>) -> Result<(), String> {
     // The payload is encoded in place after room for the header, which is filled in after:
     // one buffer, not a payload copied into a second one (a batch is about the size of the
     // file it records, and fresh memory is what ingest pays most for).
     let start = out.len();
     let payload = start + HEADER_LEN;
     out.resize(payload, 0);
-    if postcard::to_io(records, &mut *out).is_err() {
-        out.truncate(payload);
+    if let Err(e) = postcard::to_io(records, &mut *out) {
+        out.truncate(start);
+        // The encoder keeps no message of its own: the version that cannot be read says why.
+        let unreadable = records.iter().find_map(|r| match r {
+            Record::Version(_, content) => content.body().err(),
+            _ => None,
+        });
+        return Err(unreadable.map_or_else(|| e.to_string(), |e| e.to_string()));
     }
     let payload_len = (out.len() - payload) as u32;
     let header = &mut out[start..payload];
@@ -175,6 +184,7 @@ pub fn append_batch(records: &[Record], out: &mut Vec<u8>) {
     header[BATCH_MAGIC.len() + 4..].copy_from_slice(&header_crc.to_le_bytes());
     let payload_crc = crc32fast::hash(&out[payload..]);
     out.extend_from_slice(&payload_crc.to_le_bytes());
+    Ok(())
 }
 
 /// Batch buffers the writer thread has written, handed back for the next commits to encode
@@ -671,6 +681,12 @@ impl LogWriter {
 
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().clone()
+    }
+
+    /// Report an error about this log that happened outside the writer thread, as the
+    /// writer's own are: the store's statistics show it.
+    pub fn report_error(&self, message: String) {
+        *self.last_error.lock() = Some(message);
     }
 }
 

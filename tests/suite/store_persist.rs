@@ -538,7 +538,7 @@ fn compaction_keeps_the_state() {
     );
     assert!(!dir.path().join("store.compact").exists());
     ingest(&store, A, "* After compaction\n");
-    store.compact();
+    store.compact().expect("compacts");
     ingest(&store, C, "* C\n");
     let store = reopen(store, dir.path(), "after compaction");
     assert_eq!(store.history("task-a").len(), 80);
@@ -588,6 +588,14 @@ fn bodies_stay_in_the_log_until_read_and_a_changed_log_is_an_error() {
     assert!(plain
         .body_or_notice()
         .starts_with("[org-agent: the body stored at byte"));
+    // Compaction cannot write that version back: it leaves the log as it is rather than
+    // write one without it (or without the records batched with it), and says so.
+    let e = store.compact().expect_err("a version cannot be written");
+    assert!(e.contains("not done") && e.contains("other text"), "{e}");
+    store.flush().unwrap();
+    assert_eq!(std::fs::read(log_path(dir.path())).unwrap(), log);
+    let write_error = store.stats().write_error.unwrap_or_default();
+    assert!(write_error.contains("compacting"), "{write_error}");
     // Opening it again finds the damage and rebuilds rather than read the changed text.
     drop(store);
     let (store, report) = open(dir.path());
@@ -683,7 +691,7 @@ fn random_operations_survive_reopening() {
             }
             what = "rollback";
         } else if op < 90 {
-            store.compact();
+            store.compact().expect("compacts");
             what = "compact";
         } else {
             store = reopen(store, dir.path(), &format!("step {step}"));
@@ -812,7 +820,7 @@ fn the_writer_hands_back_small_batch_buffers_only() {
     let records = [persist::Record::RemoveFile("/notes/a.org".into())];
     let mut batch = writer.batch_buffer();
     assert_eq!(batch.capacity(), 0, "nothing was written yet");
-    persist::append_batch(&records, &mut batch);
+    persist::append_batch(&records, &mut batch).expect("encodes");
     let written = batch.len();
     writer.append(writer.ticket(), batch);
     writer.flush().unwrap();
@@ -824,7 +832,7 @@ fn the_writer_hands_back_small_batch_buffers_only() {
     );
 
     let mut huge = Vec::with_capacity(2 << 20);
-    persist::append_batch(&records, &mut huge);
+    persist::append_batch(&records, &mut huge).expect("encodes");
     writer.append(writer.ticket(), huge);
     writer.flush().unwrap();
     assert_eq!(
@@ -846,8 +854,8 @@ fn appended_batches_are_the_batches_encoded_alone() {
         persist::Record::RemoveFile("/notes/c.org".into()),
     ];
     let mut both = Vec::new();
-    persist::append_batch(&a, &mut both);
-    persist::append_batch(&b, &mut both);
+    persist::append_batch(&a, &mut both).expect("encodes");
+    persist::append_batch(&b, &mut both).expect("encodes");
     assert_eq!(
         both,
         [persist::encode_batch(&a), persist::encode_batch(&b)].concat()

@@ -103,7 +103,12 @@ pub fn assert_hashes_follow_the_tree(all: &[NodeRef]) {
             .children(r.index)
             .map(|c| all[c as usize].node().hash())
             .collect();
-        assert_eq!(*n.content.children, *kids, "{:?}", n.content.title);
+        assert_eq!(
+            *n.content.children().expect("the children's hashes read"),
+            *kids,
+            "{:?}",
+            n.content.title
+        );
     }
 }
 

@@ -123,7 +123,7 @@ fn done_over_open(cx: &Cx, doc: &Arc<FileDoc>, i: usize, out: &mut Vec<Finding>)
     }
     let mut open = 0usize;
     let mut first: Option<usize> = None;
-    let end = subtree_end(doc, i);
+    let end = doc.subtree_end(i as u32) as usize;
     let mut k = i + 1;
     while k < end {
         let c = &doc.nodes[k];
@@ -137,7 +137,7 @@ fn done_over_open(cx: &Cx, doc: &Arc<FileDoc>, i: usize, out: &mut Vec<Finding>)
                     first.get_or_insert(k);
                 }
                 // Below a task, it is that task's own business (reported at it).
-                k = subtree_end(doc, k);
+                k = doc.subtree_end(k as u32) as usize;
             }
         }
     }
@@ -208,15 +208,6 @@ pub(super) fn is_active_project(n: &Node) -> bool {
 /// Archived: in an `.org_archive` file or under the `ARCHIVE` tag, which the agenda skips.
 pub(super) fn archived(doc: &FileDoc, n: &Node) -> bool {
     doc.path.ends_with("_archive") || n.has_tag("ARCHIVE")
-}
-
-/// The index after the last node of the subtree of node `i` (its text ends where theirs
-/// starts).
-pub(super) fn subtree_end(doc: &FileDoc, i: usize) -> usize {
-    let end = doc.nodes[i].end;
-    // Nodes are in document order, so their starts rise: a binary search, which keeps a
-    // walk over deeply nested headlines linear.
-    i + 1 + doc.nodes[i + 1..].partition_point(|n| n.begin < end)
 }
 
 /// A next action: an open task, not parked, not a project itself, not archived.
