@@ -458,14 +458,15 @@ impl PartialEq for NodeContent {
             return true;
         }
         self.hash == other.hash
-            && self.same_own_fields(other)
+            && self.same_fields_but_body(other)
             && match (self.body.logged(), other.body.logged()) {
-                // The same place in the same log: the same hashes follow.
+                // The same place in the same log: the same body and hashes follow.
                 (Some(a), Some(b)) if a.same_place(b) => self.children == other.children,
-                // Unreadable is unequal: nothing can show the two are the same.
+                // Body and hashes in one read each. Unreadable is unequal: nothing can show
+                // the two are the same.
                 _ => matches!(
                     (self.read_unchecked(), other.read_unchecked()),
-                    (Ok((_, a)), Ok((_, b))) if a == b
+                    (Ok(a), Ok(b)) if a == b
                 ),
             }
     }
@@ -477,6 +478,11 @@ impl NodeContent {
     /// Whether every field of the node itself is `other`'s: all but the hash and the
     /// children's hashes, the body read from the log where it is.
     pub fn same_own_fields(&self, other: &NodeContent) -> bool {
+        self.same_fields_but_body(other) && self.body == other.body
+    }
+
+    /// [`NodeContent::same_own_fields`] but for the body, which may take a read.
+    fn same_fields_but_body(&self, other: &NodeContent) -> bool {
         // Destructured so that a field added must be considered here.
         let NodeContent {
             hash: _,
@@ -488,7 +494,7 @@ impl NodeContent {
             tags,
             properties,
             planning,
-            body,
+            body: _,
             level,
             children: _,
         } = self;
@@ -501,7 +507,6 @@ impl NodeContent {
             && *properties == other.properties
             && *planning == other.planning
             && *level == other.level
-            && *body == other.body
     }
 
     /// SHA-256 over a canonical, length-prefixed encoding of every other field, reading the
