@@ -2,7 +2,7 @@
 //! store, then open that store again in fresh processes and report open time and resident
 //! memory (the figures of `scripts/bench` sections 1, 4 and 5, for iterating quickly).
 //!
-//!   cargo run --release --example bench-store DIR [STATE_DIR]
+//!   cargo run --release --example bench-store [--only one-file|dir] DIR [STATE_DIR]
 //!
 //! DIR is, e.g., the generated memex (`org-agent-bench--generate-memex`).
 
@@ -59,13 +59,39 @@ fn main() {
         open_child(&state);
         return;
     }
-    let dir = PathBuf::from(first);
+    // `--only one-file DIR` or `--only dir DIR`: that ingest alone, e.g. to profile it.
+    let only = if first == "--only" { args.next() } else { None };
+    let dir = PathBuf::from(if only.is_some() {
+        args.next().unwrap_or_default()
+    } else {
+        first
+    });
     let state = args
         .next()
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("org-agent-bench-store"));
-    let store = empty_store(&state);
-    let files = Store::org_files_under(std::slice::from_ref(&dir));
+    if only.as_deref() != Some("dir") {
+        one_file_at_a_time(&dir, &state);
+    }
+    if only.as_deref() != Some("one-file") {
+        directory_ingest(&dir, &state);
+    }
+    if only.is_some() {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    for _ in 0..3 {
+        let _ = std::process::Command::new(&exe)
+            .arg("--open")
+            .arg(&state)
+            .status();
+    }
+}
+
+/// Ingest the files under `dir` into a fresh store in `state`, one `ingest_file` each.
+fn one_file_at_a_time(dir: &Path, state: &Path) {
+    let store = empty_store(state);
+    let files = Store::org_files_under(&[dir.to_path_buf()]);
     let t = Instant::now();
     for f in &files {
         let name = f.to_string_lossy();
@@ -79,10 +105,13 @@ fn main() {
         t.elapsed().as_secs_f64(),
         files.len()
     );
-    drop(store);
-    let store = empty_store(&state);
+}
+
+/// Ingest the files under `dir` into a fresh store in `state` with `ingest_directories`.
+fn directory_ingest(dir: &Path, state: &Path) {
+    let store = empty_store(state);
     let t = Instant::now();
-    let r = store.ingest_directories(std::slice::from_ref(&dir), |_, _, _| {}, || false);
+    let r = store.ingest_directories(&[dir.to_path_buf()], |_, _, _| {}, || false);
     let _ = store.flush();
     println!(
         "directory ingest: {:.3} s ({} files, {} nodes)",
@@ -90,14 +119,6 @@ fn main() {
         r.files,
         r.nodes
     );
-    drop(store);
-    let exe = std::env::current_exe().unwrap_or_default();
-    for _ in 0..3 {
-        let _ = std::process::Command::new(&exe)
-            .arg("--open")
-            .arg(&state)
-            .status();
-    }
 }
 
 /// A new, empty store in `state` (whatever was there is removed); exits on failure.

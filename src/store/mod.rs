@@ -913,6 +913,37 @@ pub struct IngestReport {
     pub new_versions: usize,
 }
 
+impl IngestReport {
+    fn unchanged(file: &str, nodes: usize) -> IngestReport {
+        IngestReport {
+            file: file.to_string(),
+            nodes,
+            changed: false,
+            new_versions: 0,
+        }
+    }
+}
+
+/// A directory ingest commits the files a worker parsed once they hold this many nodes
+/// (or [`COMMIT_GROUP_FILES`] files): few enough that a group's documents wait in memory
+/// only briefly and appear in the store every few tens of milliseconds.
+const COMMIT_GROUP_NODES: usize = 4096;
+const COMMIT_GROUP_FILES: usize = 256;
+
+/// An ingest read and parsed, before its commit.
+enum Prepared {
+    /// The store has this text (or file) already.
+    Unchanged(IngestReport),
+    Parsed(Parsed),
+}
+
+/// A file's new document, to commit unless a newer ingest of the file was requested since
+/// `generation` was taken.
+struct Parsed {
+    doc: Arc<FileDoc>,
+    generation: Option<u64>,
+}
+
 /// What opening the store found.
 #[derive(Clone, Debug, Default)]
 pub struct OpenReport {
@@ -1286,18 +1317,32 @@ impl Store {
         meta: Option<(i64, u64)>,
         generation: Option<u64>,
     ) -> Result<Option<IngestReport>> {
+        match self.prepare_text(file, text, todo, meta, generation)? {
+            Prepared::Unchanged(report) => Ok(Some(report)),
+            Prepared::Parsed(parsed) => Ok(self.commit_parsed(vec![parsed]).pop().flatten()),
+        }
+    }
+
+    /// `text` parsed as the new contents of `file`, to commit; or the report of a file whose
+    /// text and settings are what the store has.
+    fn prepare_text(
+        &self,
+        file: &str,
+        text: &str,
+        todo: Option<&TodoKeywords>,
+        meta: Option<(i64, u64)>,
+        generation: Option<u64>,
+    ) -> Result<Prepared> {
         let config = self.config();
         let settings = settings_digest(todo, &config);
         let digest = text_digest(text, &settings);
         let path: Arc<str> = Arc::from(file);
         if let Some(old) = self.state().files.get(&path) {
             if old.text_hash == digest && meta.is_none_or(|m| (old.mtime, old.size) == m) {
-                return Ok(Some(IngestReport {
-                    file: file.to_string(),
-                    nodes: old.nodes.len(),
-                    changed: false,
-                    new_versions: 0,
-                }));
+                return Ok(Prepared::Unchanged(IngestReport::unchanged(
+                    file,
+                    old.nodes.len(),
+                )));
             }
         }
         let opts = parse::ParseOptions {
@@ -1311,7 +1356,7 @@ impl Store {
         self.archive.lock().share_with(&mut parsed.nodes);
         let (mtime, size) = meta.unwrap_or((0, text.len() as u64));
         let doc = Arc::new(FileDoc::new(
-            path.clone(),
+            path,
             mtime,
             size,
             digest,
@@ -1319,29 +1364,45 @@ impl Store {
             parsed.file_tags,
             parsed.nodes,
         ));
-        let file_record = Record::File(FileEntry::Doc(doc.clone()));
+        Ok(Prepared::Parsed(Parsed { doc, generation }))
+    }
+
+    /// Store parsed files in one commit: one new state and one log batch for all of them.
+    /// Each gets its report, or `None` when a newer ingest of its file was requested since
+    /// it was read (that one stores it).
+    fn commit_parsed(&self, parsed: Vec<Parsed>) -> Vec<Option<IngestReport>> {
         let guard = self.commit_lock.lock();
-        if !self.is_latest(file, generation) {
-            return Ok(None);
-        }
         let mut state = (*self.state()).clone();
         let mut records = Vec::new();
-        let new_versions = {
+        let time = now();
+        let reports = {
             let mut archive = self.archive.lock();
-            let before = archive.versions.len();
-            state.set_file(doc.clone(), now(), &mut archive, &mut records);
-            archive.versions.len() - before
+            parsed
+                .into_iter()
+                .map(|Parsed { doc, generation }| {
+                    if !self.is_latest(&doc.path, generation) {
+                        return None;
+                    }
+                    let before = archive.versions.len();
+                    state.set_file(doc.clone(), time, &mut archive, &mut records);
+                    let new_versions = archive.versions.len() - before;
+                    let report = IngestReport {
+                        file: doc.path.to_string(),
+                        nodes: doc.nodes.len(),
+                        changed: true,
+                        new_versions,
+                    };
+                    records.push(Record::File(FileEntry::Doc(doc)));
+                    Some(report)
+                })
+                .collect()
         };
-        records.push(file_record);
-        let commit = self.publish(state, records);
-        drop(guard);
-        commit.write();
-        Ok(Some(IngestReport {
-            file: file.to_string(),
-            nodes: doc.nodes.len(),
-            changed: true,
-            new_versions,
-        }))
+        if !records.is_empty() {
+            let commit = self.publish(state, records);
+            drop(guard);
+            commit.write();
+        }
+        reports
     }
 
     /// `text` parsed as the contents of `file` with the store's settings, without storing it
@@ -1371,6 +1432,18 @@ impl Store {
     /// Ingest a file from disk. Unchanged files (same mtime and size as stored) are not read
     /// again unless `force`. A file that no longer exists leaves the store.
     pub fn ingest_file(&self, file: &str, force: bool) -> Result<IngestReport> {
+        Ok(match self.prepare_file(file, force)? {
+            Prepared::Unchanged(report) => report,
+            Prepared::Parsed(parsed) => self
+                .commit_parsed(vec![parsed])
+                .pop()
+                .flatten()
+                .unwrap_or_else(|| IngestReport::unchanged(file, 0)),
+        })
+    }
+
+    /// A file from disk, read and parsed to commit (see [`Store::ingest_file`]).
+    fn prepare_file(&self, file: &str, force: bool) -> Result<Prepared> {
         let path = &filename::to_path(file);
         let meta = match file_meta(path) {
             Ok(m) => m,
@@ -1388,12 +1461,10 @@ impl Store {
             let settings = settings_digest(None, &self.config());
             if let Some(old) = self.state().files.get(file) {
                 if (old.mtime, old.size) == meta && old.settings == settings {
-                    return Ok(IngestReport {
-                        file: file.to_string(),
-                        nodes: old.nodes.len(),
-                        changed: false,
-                        new_versions: 0,
-                    });
+                    return Ok(Prepared::Unchanged(IngestReport::unchanged(
+                        file,
+                        old.nodes.len(),
+                    )));
                 }
             }
         }
@@ -1403,14 +1474,7 @@ impl Store {
         })?;
         let text = text::decode_owned(bytes);
         let gen = self.reserve_generation(file);
-        Ok(self
-            .ingest_text(file, &text, None, Some(meta), Some(gen))?
-            .unwrap_or(IngestReport {
-                file: file.to_string(),
-                nodes: 0,
-                changed: false,
-                new_versions: 0,
-            }))
+        self.prepare_text(file, &text, None, Some(meta), Some(gen))
     }
 
     /// Drop a file from the store. Returns whether it was there.
@@ -1482,9 +1546,51 @@ impl Store {
             .min(files.len().max(1));
         let next = std::sync::atomic::AtomicUsize::new(0);
         let shared = Mutex::new((report, 0usize, progress));
+        let tally = |results: Vec<(String, Result<IngestReport>)>| {
+            let mut guard = shared.lock();
+            let (report, done, progress) = &mut *guard;
+            for (name, result) in results {
+                match result {
+                    Ok(r) if r.changed => {
+                        report.ingested += 1;
+                        report.nodes += r.nodes;
+                    }
+                    Ok(r) => {
+                        report.unchanged += 1;
+                        report.nodes += r.nodes;
+                    }
+                    Err(e) => report.errors.push(e.to_string()),
+                }
+                *done += 1;
+                progress(*done, files.len(), &name);
+            }
+        };
+        // Each worker commits the files it parsed in groups. A commit per file copied the id
+        // map's path to every id it added (the published state is shared with readers) and
+        // woke the log writer: a third of a directory of small files. A group copies each
+        // path once and writes one batch.
+        let commit_group = |group: &mut Vec<Parsed>| {
+            if group.is_empty() {
+                return;
+            }
+            let names: Vec<String> = group.iter().map(|p| p.doc.path.to_string()).collect();
+            let stored = self.commit_parsed(std::mem::take(group));
+            let results = names
+                .into_iter()
+                .zip(stored)
+                .map(|(name, stored)| {
+                    // Superseded by a newer ingest of the file, which stores it.
+                    let report = stored.unwrap_or_else(|| IngestReport::unchanged(&name, 0));
+                    (name, Ok(report))
+                })
+                .collect();
+            tally(results);
+        };
         std::thread::scope(|scope| {
             let work = || {
                 crate::block_sigpipe();
+                let mut group: Vec<Parsed> = Vec::new();
+                let mut group_nodes = 0;
                 loop {
                     if cancelled() {
                         shared.lock().0.cancelled = true;
@@ -1493,23 +1599,23 @@ impl Store {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(f) = files.get(i) else { break };
                     let name = filename::key(f);
-                    let result = self.ingest_file(&name, false);
-                    let mut guard = shared.lock();
-                    let (report, done, progress) = &mut *guard;
-                    match result {
-                        Ok(r) if r.changed => {
-                            report.ingested += 1;
-                            report.nodes += r.nodes;
+                    match self.prepare_file(&name, false) {
+                        Ok(Prepared::Parsed(parsed)) => {
+                            group_nodes += parsed.doc.nodes.len();
+                            group.push(parsed);
+                            if group_nodes >= COMMIT_GROUP_NODES
+                                || group.len() >= COMMIT_GROUP_FILES
+                            {
+                                commit_group(&mut group);
+                                group_nodes = 0;
+                            }
                         }
-                        Ok(r) => {
-                            report.unchanged += 1;
-                            report.nodes += r.nodes;
-                        }
-                        Err(e) => report.errors.push(e.to_string()),
+                        Ok(Prepared::Unchanged(r)) => tally(vec![(name.into_owned(), Ok(r))]),
+                        Err(e) => tally(vec![(name.into_owned(), Err(e))]),
                     }
-                    *done += 1;
-                    progress(*done, files.len(), &name);
                 }
+                // What was parsed is stored, cancelled or not.
+                commit_group(&mut group);
             };
             for _ in 1..workers {
                 // Parsing recurses per headline level: the same stack as the runtime's workers.

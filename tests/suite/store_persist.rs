@@ -146,6 +146,57 @@ fn store_directory_is_created() {
     assert_eq!(titles(&store, A), ["A"]);
 }
 
+/// A directory ingest stores the files each worker parsed in groups: one log batch for many
+/// small files, where a commit per file wrote one each (and copied the id index's path for
+/// each id). Every file is stored, each is reported once, and the log reads back the same.
+#[test]
+fn a_directory_of_small_files_is_committed_in_groups() {
+    let org = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let files: Vec<String> = (0..300)
+        .map(|i| {
+            let f = path_in(org.path(), &format!("f{i:03}.org"));
+            let text: String = (0..40).map(|j| format!("* H{i} {j}\nbody {j}\n")).collect();
+            std::fs::write(&f, text).unwrap();
+            f
+        })
+        .collect();
+    let (store, _) = open(state.path());
+    let mut seen = Vec::new();
+    let r = store.ingest_directories(
+        &[org.path().to_path_buf()],
+        |done, total, f| seen.push((done, total, f.to_string())),
+        || false,
+    );
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!((r.files, r.ingested, r.nodes), (300, 300, 300 * 41));
+    let counts: Vec<usize> = seen.iter().map(|s| s.0).collect();
+    assert_eq!(counts, (1..=300).collect::<Vec<_>>());
+    assert!(seen.iter().all(|s| s.1 == 300));
+    let mut reported: Vec<String> = seen.into_iter().map(|s| s.2).collect();
+    reported.sort();
+    assert_eq!(reported, files);
+    for (i, f) in files.iter().enumerate() {
+        let t = titles(&store, f);
+        assert_eq!(t.len(), 40, "{f}");
+        assert_eq!(t[0], format!("H{i} 0"));
+    }
+    let store = reopen(store, state.path(), "after the directory ingest");
+    drop(store);
+
+    let mut batches = 0;
+    persist::load(&log_path(state.path()), |_| {
+        batches += 1;
+        Ok(())
+    })
+    .expect("the log reads");
+    // 12,300 nodes: more than one group, far fewer than one batch per file.
+    assert!(
+        (2..=30).contains(&batches),
+        "{batches} log batches for 300 files"
+    );
+}
+
 #[test]
 fn ingest_directories_drops_deleted_and_renamed_files() {
     let org = tempfile::tempdir().unwrap();
