@@ -146,6 +146,71 @@ fn store_directory_is_created() {
     assert_eq!(titles(&store, A), ["A"]);
 }
 
+/// Commits change the current state in place when no reader holds it. A state a reader
+/// holds (a query under way, a snapshot) stays as it was: its files, nodes and ids, also for
+/// a commit right after an open, while the id index is still built, and for the group
+/// commits of a directory ingest.
+#[test]
+fn a_state_a_reader_holds_stays_as_it_was_through_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let org = tempfile::tempdir().unwrap();
+    let heading = |title: &str, id: &str| format!("* {title}\n:PROPERTIES:\n:ID: {id}\n:END:\n");
+    let titles_in = |state: &org_agent::store::State, file: &str| -> Vec<String> {
+        state
+            .files
+            .get(file)
+            .map(|doc| {
+                doc.nodes[1..]
+                    .iter()
+                    .map(|n| n.content.title.to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let place = |state: &org_agent::store::State, id: &str| {
+        state.node(id).map(|n| (n.doc.path.to_string(), n.index))
+    };
+    let (store, _) = open(dir.path());
+    ingest(&store, A, &(heading("One", "one") + &heading("Two", "two")));
+    store.flush().unwrap();
+    drop(store);
+
+    let (store, _) = open(dir.path());
+    let held = store.state();
+    ingest(
+        &store,
+        A,
+        &(heading("Two", "two") + &heading("Three", "three")),
+    );
+    ingest(&store, B, &heading("Four", "four"));
+    assert_eq!(titles_in(&held, A), ["One", "Two"]);
+    assert!(held.files.get(B).is_none());
+    assert_eq!(place(&held, "one"), Some((A.to_string(), 1)));
+    assert_eq!(place(&held, "two"), Some((A.to_string(), 2)));
+    assert_eq!(place(&held, "three"), None);
+    assert_eq!(place(&held, "four"), None);
+    let now = store.state();
+    assert_eq!(titles_in(&now, A), ["Two", "Three"]);
+    assert_eq!(place(&now, "one"), None);
+    assert_eq!(place(&now, "two"), Some((A.to_string(), 1)));
+    assert_eq!(place(&now, "three"), Some((A.to_string(), 2)));
+    assert_eq!(place(&now, "four"), Some((B.to_string(), 1)));
+    drop(now);
+
+    let c = path_in(org.path(), "c.org");
+    std::fs::write(&c, heading("Five", "five")).unwrap();
+    let held_before_dir = store.state();
+    let r = store.ingest_directories(&[org.path().to_path_buf()], |_, _, _| {}, || false);
+    assert_eq!(r.ingested, 1);
+    assert!(held_before_dir.files.get(c.as_str()).is_none());
+    assert_eq!(place(&held_before_dir, "five"), None);
+    assert_eq!(place(&store.state(), "five"), Some((c.clone(), 1)));
+    // The state held first is still the first one.
+    assert_eq!(titles_in(&held, A), ["One", "Two"]);
+    drop((held, held_before_dir));
+    reopen(store, dir.path(), "after commits in place");
+}
+
 /// A directory ingest stores the files each worker parsed in groups: one log batch for many
 /// small files, where a commit per file wrote one each (and copied the id index's path for
 /// each id). Every file is stored, each is reported once, and the log reads back the same.
