@@ -61,11 +61,18 @@ fn main() {
     }
     // `--only one-file DIR` or `--only dir DIR`: that ingest alone, e.g. to profile it.
     let only = if first == "--only" { args.next() } else { None };
-    let dir = PathBuf::from(if only.is_some() {
-        args.next().unwrap_or_default()
+    let dir = if only.is_some() {
+        args.next()
     } else {
-        first
-    });
+        Some(first)
+    };
+    let (Some(dir), true) = (
+        dir.filter(|d| !d.is_empty()).map(PathBuf::from),
+        matches!(only.as_deref(), None | Some("one-file" | "dir")),
+    ) else {
+        eprintln!("usage: bench-store [--only one-file|dir] DIR [STATE_DIR]");
+        std::process::exit(2);
+    };
     let state = args
         .next()
         .map(PathBuf::from)
