@@ -392,14 +392,9 @@ Return the final event, or nil on timeout."
 ;;;; 1. Ingest throughput
 
 (defun org-agent-bench--fresh-store (name)
-  "Open a fresh, empty, persisted store in a temporary directory NAME; return it.
-The store open before is closed, and dropped, first: closing hands it
-to a thread of its own, which would otherwise free the bench's last
-store on the CPUs of the ingest timed next."
+  "Open a fresh, empty, persisted store in a temporary directory NAME; return it."
   (let ((dir (file-name-as-directory (expand-file-name name org-agent-bench--tmp))))
     (make-directory dir t)
-    (org-agent--store-close)
-    (sleep-for 1)
     (org-agent--store-open dir)
     dir))
 
