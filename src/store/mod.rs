@@ -108,9 +108,7 @@ impl FileDoc {
 
     /// One past the last index of node `index`'s subtree.
     pub fn subtree_end(&self, index: u32) -> u32 {
-        self.nodes
-            .get(index as usize)
-            .map_or(index, |n| n.subtree_end.min(self.nodes.len() as u32))
+        node::subtree_end(&self.nodes, index)
     }
 
     /// The record of this document, owned: what reading the log gives back.

@@ -712,14 +712,19 @@ impl Node {
 /// The indexes of the children of `nodes[index]`, in document order. `nodes` is a file's
 /// node list that went through [`link_subtrees`].
 pub fn children(nodes: &[Node], index: u32) -> Children<'_> {
-    let end = nodes
-        .get(index as usize)
-        .map_or(0, |n| n.subtree_end.min(nodes.len() as u32));
     Children {
         nodes,
         next: index.saturating_add(1),
-        end,
+        end: subtree_end(nodes, index),
     }
+}
+
+/// One past the last index of `nodes[index]`'s subtree, never past the list (`index`
+/// itself when it is past the list).
+pub fn subtree_end(nodes: &[Node], index: u32) -> u32 {
+    nodes
+        .get(index as usize)
+        .map_or(index, |n| n.subtree_end.min(nodes.len() as u32))
 }
 
 /// Whether `nodes[index]` has children.
