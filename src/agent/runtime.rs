@@ -81,6 +81,8 @@ pub struct Runtime {
     approvals: RwLock<Arc<Approvals>>,
     /// Own edits and intervals the triggers remember.
     triggers: TriggerState,
+    /// The threads freeing the stores an open or a close replaced ([`Runtime::retire`]).
+    retiring: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// Move the skills the user disabled, and those that depend on them, to the inactive ones.
@@ -137,20 +139,6 @@ pub(super) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Flush a replaced store, then free it on a thread of its own: dropping a large store takes
-/// long enough (a few hundred ms at 100k headlines) to be felt on the main thread.
-fn retire(old: Arc<Store>) {
-    let _ = old.flush();
-    let spawned = std::thread::Builder::new()
-        .name("org-agent-retire".into())
-        .spawn(move || {
-            crate::block_sigpipe();
-            drop(old);
-        });
-    // If no thread can be started, the store is dropped here instead (the closure is gone).
-    drop(spawned);
-}
-
 impl Runtime {
     /// The process-wide runtime, started on first use.
     pub fn global() -> Result<&'static Runtime, std::io::Error> {
@@ -194,7 +182,37 @@ impl Runtime {
             runs: SkillRuns::default(),
             approvals: RwLock::new(Arc::new(Approvals::in_memory())),
             triggers: TriggerState::default(),
+            retiring: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Flush a replaced store, then free it on a thread of its own: dropping a large store
+    /// takes long enough (a few hundred ms at 100k headlines) to be felt on the main thread.
+    fn retire(&self, old: Arc<Store>) {
+        let _ = old.flush();
+        let spawned = std::thread::Builder::new()
+            .name("org-agent-retire".into())
+            .spawn(move || {
+                crate::block_sigpipe();
+                drop(old);
+            });
+        // If no thread can be started, the store was dropped here instead (the closure is
+        // gone with the error).
+        if let Ok(handle) = spawned {
+            let mut retiring = self.retiring.lock();
+            retiring.retain(|h| !h.is_finished());
+            retiring.push(handle);
+        }
+    }
+
+    /// Wait until the stores replaced so far are freed. Only for measuring: freeing one
+    /// shares the CPUs with whatever runs meanwhile, which a user's Emacs, with its one
+    /// store open, does not see.
+    pub fn wait_retired(&self) {
+        let handles = std::mem::take(&mut *self.retiring.lock());
+        for h in handles {
+            let _ = h.join();
+        }
     }
 
     pub fn privacy(&self) -> Arc<Privacy> {
@@ -239,7 +257,7 @@ impl Runtime {
     pub fn open_store(&'static self, dir: &std::path::Path) -> Result<OpenReport, StoreError> {
         let (store, report) = Store::open(dir, self.config.lock().clone())?;
         let old = std::mem::replace(&mut *self.store.write(), Arc::new(store));
-        retire(old);
+        self.retire(old);
         // The vectors are derived data: a missing or damaged file only means embedding
         // again, so it never stops the store from opening. Reading and checking 150 MB is
         // not main-thread work: a worker loads them; until then searches find nothing.
@@ -282,7 +300,7 @@ impl Runtime {
     pub fn close_store(&self) {
         let config = self.config.lock().clone();
         let old = std::mem::replace(&mut *self.store.write(), Arc::new(Store::in_memory(config)));
-        retire(old);
+        self.retire(old);
         *self.approvals.write() = Arc::new(Approvals::in_memory());
         *self.vectors_path.lock() = None;
         *self.vectors.lock() = VectorIndex::new("");
@@ -979,5 +997,23 @@ mod tests {
         assert!(!rt.actuated(reply, Err("not an answer".into())));
         assert!(rt.answer(reply, Approval::Deny));
         assert_eq!(rx.try_recv(), Ok(Approval::Deny));
+    }
+
+    #[test]
+    fn waiting_for_retired_stores_returns_once_each_is_freed() {
+        // A runtime of its own: the global one's store belongs to other tests.
+        let rt: &'static Runtime = Box::leak(Box::new(Runtime::new(1).unwrap()));
+        let first = tempfile::tempdir().unwrap();
+        let second = tempfile::tempdir().unwrap();
+        rt.open_store(first.path()).unwrap();
+        let opened = Arc::downgrade(&rt.store());
+        rt.open_store(second.path()).unwrap();
+        let reopened = Arc::downgrade(&rt.store());
+        rt.close_store();
+        rt.wait_retired();
+        assert!(opened.upgrade().is_none() && reopened.upgrade().is_none());
+        assert!(rt.retiring.lock().is_empty());
+        // The current (in-memory) store is not retired.
+        assert!(rt.store().stats().path.is_none());
     }
 }
