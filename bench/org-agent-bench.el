@@ -826,8 +826,31 @@ collections the calls caused, under the session's own
     (org-agent--store-close)
     (org-agent-bench--cleanup)))
 
-(defun org-agent-bench--child (dir)
-  "Run `org-agent-bench-child-open' on DIR in a fresh Emacs; return its plist."
+(defun org-agent-bench-child-ingest (notes)
+  "In a fresh Emacs: measure RSS around a directory ingest of NOTES; print it.
+The ingest goes to a fresh store, as a user's first one does."
+  (org-agent-bench--setup)
+  (unwind-protect
+      (let ((state (expand-file-name "state-ingest/" org-agent-bench--tmp))
+            (org-agent-directories (list notes))
+            done)
+        (org-agent--store-open state)
+        (garbage-collect)
+        (let* ((before (org-agent-bench--rss-kb))
+               (secs (org-agent-bench--time
+                       (org-agent-ingest-directory (lambda (e) (setq done e)))
+                       (while (not done) (accept-process-output nil 0.005))))
+               (stats (progn (org-agent-flush) (org-agent-store-stats)))
+               (after (org-agent-bench--rss-kb)))
+          (princ (format "ORG-AGENT-BENCH-CHILD %S\n"
+                         (list :rss-before before :rss-after after :ingest-secs secs
+                               :headlines (plist-get stats :headlines))))))
+    (org-agent--store-close)
+    (org-agent-bench--cleanup)))
+
+(defun org-agent-bench--child (dir &optional form)
+  "Run `org-agent-bench-child-open' on DIR in a fresh Emacs; return its plist.
+With FORM, run that instead."
   (let ((emacs (expand-file-name invocation-name invocation-directory)))
     (with-temp-buffer
       (let ((process-environment (cons (concat "ORG_AGENT_BENCH_MODULE_DIR="
@@ -835,7 +858,7 @@ collections the calls caused, under the session's own
                                        process-environment)))
         (call-process emacs nil (list t nil) nil "-Q" "--batch"
                       "-l" (expand-file-name "bench/org-agent-bench.el" org-agent-bench-root)
-                      "--eval" (format "(org-agent-bench-child-open %S)" dir)))
+                      "--eval" (or form (format "(org-agent-bench-child-open %S)" dir))))
       (goto-char (point-min))
       (and (re-search-forward "^ORG-AGENT-BENCH-CHILD \\(.*\\)$" nil t)
            (car (read-from-string (match-string 1)))))))
@@ -876,6 +899,22 @@ HEADLINES is how many headlines it holds."
       (org-agent-bench--out "     (delta VmRSS from before org-agent--store-open to after its id index is built; includes malloc slack left by loading)")
       (org-agent-bench--row "4  first open in a fresh Emacs (startup), median of 3"
                             open-ms "ms" "<= 150 ms" (org-agent-bench--verdict open-ms #'<= 150))
+      ;; What a user's first ingest leaves: the bodies it parsed stay in memory until the
+      ;; store is next opened (an open leaves them in the log).
+      (org-agent-bench--progress "memory: a child process ingests the memex directory...")
+      (let* ((notes (expand-file-name "memex/" org-agent-bench--tmp))
+             (out (org-agent-bench--child
+                   nil (format "(org-agent-bench-child-ingest %S)" notes)))
+             (mb (and out (/ (- (plist-get out :rss-after) (plist-get out :rss-before)) 1024.0)))
+             (per-100k (and mb (org-agent-bench--div (* mb 100000) (plist-get out :headlines)))))
+        (if (not out)
+            (org-agent-bench--out "  child 4 (directory ingest) reported nothing")
+          (org-agent-bench--out "  child 4: directory ingest of %s into a fresh store: VmRSS +%s MB in %s s, %S headlines"
+                                notes (org-agent-bench--fmt mb)
+                                (org-agent-bench--fmt (plist-get out :ingest-secs))
+                                (plist-get out :headlines)))
+        (org-agent-bench--row "5  resident memory after a first directory ingest, per 100k"
+                              per-100k "MB" "(info)" "info"))
       (org-agent-bench--row "5  resident memory per 100k headlines (delta VmRSS)"
                             per-100k "MB" "<= 60 MB"
                             (if per-100k (org-agent-bench--verdict per-100k #'<= 60) "n/a"))))

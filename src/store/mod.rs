@@ -1198,9 +1198,10 @@ impl Store {
         ))
     }
 
-    /// Hand the memory loading freed back to the system. Loading frees as much as it keeps
-    /// (decoded batches, file records), spread over pages the allocator would otherwise hold:
-    /// at 100,000 headlines that is 70 MB of resident memory nothing uses.
+    /// Hand back to the system the memory this thread, and threads that have ended, freed.
+    /// Loading frees as much as it keeps (decoded batches, file records), and a directory
+    /// ingest about as much (parse trees, texts), spread over pages the allocator would
+    /// otherwise hold: at 100,000 headlines, 70 MB of resident memory nothing uses each.
     fn release_freed_memory() {
         extern "C" {
             // mimalloc's, linked as the global allocator (src/lib.rs).
@@ -1699,6 +1700,11 @@ impl Store {
             }
             work();
         });
+        // What parsing freed sits in the workers' pages, and the allocator hands pages back
+        // only when their thread allocates again: the ingest threads are gone, and this one
+        // may idle for hours. At 100k headlines that was 70 MB of resident memory nothing
+        // used (+158 MB after a first ingest, +88 MB with this).
+        Store::release_freed_memory();
         let (mut report, _, _) = shared.into_inner();
         if !report.cancelled {
             let found: std::collections::HashSet<String> = files
