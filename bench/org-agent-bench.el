@@ -899,8 +899,8 @@ HEADLINES is how many headlines it holds."
       (org-agent-bench--out "     (delta VmRSS from before org-agent--store-open to after its id index is built; includes malloc slack left by loading)")
       (org-agent-bench--row "4  first open in a fresh Emacs (startup), median of 3"
                             open-ms "ms" "<= 150 ms" (org-agent-bench--verdict open-ms #'<= 150))
-      ;; What a user's first ingest leaves: the bodies it parsed stay in memory until the
-      ;; store is next opened (an open leaves them in the log).
+      ;; What a user's first ingest leaves. `org-agent-flush' waits for the reload from the
+      ;; log that a large ingest is followed by, which leaves the bodies in the log.
       (org-agent-bench--progress "memory: a child process ingests the memex directory...")
       (let* ((notes (expand-file-name "memex/" org-agent-bench--tmp))
              (out (org-agent-bench--child

@@ -600,7 +600,16 @@ impl Runtime {
                 || cancel.load(Ordering::Relaxed),
             );
             self.cancels.lock().remove(&request);
+            let new_versions = report.new_versions;
             self.push(Event::DirectoryDone { request, report });
+            // After the answer: this only frees the bodies the ingest holds in memory.
+            if store.worth_reloading(new_versions) && store.reload_from_log() {
+                let message = format!(
+                    "loaded again from its log after {new_versions} new versions: \
+                     their bodies are read from there"
+                );
+                self.telemetry.lock().log("store", message);
+            }
         });
         request
     }

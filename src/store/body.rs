@@ -3,7 +3,8 @@
 //! Bodies are most of a note's text, and a query, the outline or `org-agent-find` never
 //! reads them. So a body loaded from the log stays there: the node keeps the byte range
 //! ([`Body::Logged`], on the log's read handle) and reads it when asked. A body parsed from a
-//! file stays in memory ([`Body::Text`]) until the store is next opened.
+//! file stays in memory ([`Body::Text`]) until the store is next opened, or loaded again
+//! from its log after a large directory ingest ([`Store::reload_from_log`](super::Store::reload_from_log)).
 //!
 //! A body stays in memory when reading it back would cost more than it saves, or when the
 //! store must see it without asking: a blank one (nothing to read), and one holding `[[`

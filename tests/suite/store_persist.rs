@@ -4,7 +4,7 @@
 
 use crate::support::store::*;
 use crate::support::Rng;
-use org_agent::store::{persist, Config, OpenReport, Store, LOG_NAME};
+use org_agent::store::{persist, Config, OpenReport, Store, LOG_NAME, RELOAD_MIN_VERSIONS};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -295,6 +295,82 @@ fn a_cancelled_directory_ingest_stores_what_it_reported() {
 }
 
 /// `n` Org files of 40 headlines each in `dir`, sorted.
+/// After a large directory ingest the store is loaded again from its log: the bodies the
+/// ingest parsed are then read from there, as after an open, and nothing else changes.
+#[test]
+fn reloading_from_the_log_leaves_ingested_bodies_there_and_changes_nothing_else() {
+    let org = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let files = small_files(org.path(), 300);
+    let linked = path_in(org.path(), "linked.org");
+    std::fs::write(
+        &linked,
+        "* Linked\nSee [[id:x][x]].\n* Plain\nSome words.\n",
+    )
+    .unwrap();
+    let (store, _) = open(state.path());
+    let dirs = [org.path().to_path_buf()];
+    let r = store.ingest_directories(&dirs, |_, _, _| {}, || false);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    // Each of the 301 files has a file node and headlines of titles of its own.
+    assert_eq!(r.new_versions, 300 * 41 + 3);
+    assert!(store.worth_reloading(r.new_versions));
+    let content = |store: &Store, file: &str, title: &str| {
+        by_title(store, file, title).node().content.clone()
+    };
+    assert_eq!(
+        content(&store, &files[7], "H7 3").body.resident(),
+        Some("body 3\n")
+    );
+    let held = store.state();
+    let before = store_fp(&store);
+    let history = |store: &Store| -> Vec<_> {
+        let id = by_title(store, &files[7], "H7 3").node().id.clone();
+        store
+            .history(&id)
+            .iter()
+            .map(|v| (v.hash, v.time))
+            .collect()
+    };
+    let versions = history(&store);
+
+    assert!(store.reload_from_log());
+    assert_eq!(store_fp(&store), before);
+    let plain = content(&store, &files[7], "H7 3");
+    assert!(plain.body.resident().is_none(), "{:?}", plain.body);
+    assert_eq!(plain.body().unwrap(), "body 3\n");
+    assert!(content(&store, &linked, "Plain").body.resident().is_none());
+    // What a load reads stays in memory, as after an open: bodies with links.
+    assert_eq!(
+        content(&store, &linked, "Linked").body.resident(),
+        Some("See [[id:x][x]].\n")
+    );
+    assert_eq!(store.state().files[linked.as_str()].links.len(), 1);
+    assert_eq!(history(&store), versions);
+    // A reader's state is the one it took.
+    let old = &held.files[files[7].as_str()];
+    assert!(old
+        .nodes
+        .iter()
+        .any(|n| n.content.body.resident() == Some("body 3\n")));
+
+    // Commits go on, and reopen to the same store.
+    ingest(&store, &files[7], "* H7 3\nbody changed\n");
+    assert_eq!(
+        content(&store, &files[7], "H7 3").body.resident(),
+        Some("body changed\n")
+    );
+    let store = reopen(store, state.path(), "after a reload and a commit");
+    // An ingest that finds nothing new is not worth one.
+    let again = store.ingest_directories(&dirs, |_, _, _| {}, || false);
+    assert_eq!((again.new_versions, again.unchanged), (0, 300));
+    assert!(!store.worth_reloading(again.new_versions));
+    // Nor is anything in a store without a log.
+    let memory = Store::in_memory(config());
+    ingest(&memory, A, "* Plain\nSome words.\n");
+    assert!(!memory.worth_reloading(RELOAD_MIN_VERSIONS) && !memory.reload_from_log());
+}
+
 fn small_files(dir: &Path, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
@@ -756,6 +832,8 @@ fn bodies_stay_in_the_log_until_read_and_a_changed_log_is_an_error() {
     assert_eq!(std::fs::read(log_path(dir.path())).unwrap(), log);
     let write_error = store.stats().write_error.unwrap_or_default();
     assert!(write_error.contains("compacting"), "{write_error}");
+    // Nor is the store loaded again from a log it could not write.
+    assert!(!store.reload_from_log());
     // Opening it again finds the damage and rebuilds rather than read the changed text.
     drop(store);
     let (store, report) = open(dir.path());
