@@ -49,6 +49,7 @@
     (org-agent--edit-refusal action)
     (org-agent--store-open dir)
     (org-agent--store-close)
+    (org-agent--store-wait-retired)
     (org-agent--store-flush)
     (org-agent--ingest-file file force)
     (org-agent--ingest-text file text todo done)
