@@ -189,6 +189,7 @@ impl Runtime {
     /// Flush a replaced store, then free it on a thread of its own: dropping a large store
     /// takes long enough (a few hundred ms at 100k headlines) to be felt on the main thread.
     fn retire(&self, old: Arc<Store>) {
+        old.mark_closed();
         let _ = old.flush();
         let spawned = std::thread::Builder::new()
             .name("org-agent-retire".into())
@@ -601,9 +602,14 @@ impl Runtime {
             );
             self.cancels.lock().remove(&request);
             let new_versions = report.new_versions;
+            // Begun before the answer, so that a flush asked for after it waits for the
+            // reload; run after it, since the reload only frees the bodies the ingest holds.
+            let reload = store
+                .worth_reloading(new_versions)
+                .then(|| store.begin_reload())
+                .flatten();
             self.push(Event::DirectoryDone { request, report });
-            // After the answer: this only frees the bodies the ingest holds in memory.
-            if store.worth_reloading(new_versions) && store.reload_from_log() {
+            if reload.is_some_and(|r| r.run()) {
                 let message = format!(
                     "loaded again from its log after {new_versions} new versions: \
                      their bodies are read from there"
@@ -1015,6 +1021,13 @@ mod tests {
         let first = tempfile::tempdir().unwrap();
         let second = tempfile::tempdir().unwrap();
         rt.open_store(first.path()).unwrap();
+        // Enough to free that it takes a while.
+        let text: String = (0..20_000)
+            .map(|i| format!("* Note {i}\nText {i}.\n"))
+            .collect();
+        rt.store()
+            .ingest_text("/notes/a.org", &text, None, None, None)
+            .unwrap();
         let opened = Arc::downgrade(&rt.store());
         rt.open_store(second.path()).unwrap();
         let reopened = Arc::downgrade(&rt.store());

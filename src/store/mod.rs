@@ -1006,6 +1006,8 @@ pub struct Store {
     next_generation: std::sync::atomic::AtomicU64,
     /// Held by a directory ingest for its whole run (see [`Store::ingest_directories`]).
     directory_ingest: Mutex<()>,
+    /// Set when the store is being closed ([`Store::mark_closed`]).
+    closed: std::sync::atomic::AtomicBool,
 }
 
 fn now() -> i64 {
@@ -1121,6 +1123,53 @@ fn replay_log(path: &Path) -> Result<Replayed> {
     })
 }
 
+/// A reload from the log under way ([`Store::begin_reload`]): it holds the commit lock.
+pub struct Reload<'s> {
+    store: &'s Store,
+    writer: &'s LogWriter,
+    _guard: parking_lot::MutexGuard<'s, ()>,
+}
+
+impl Reload<'_> {
+    /// Replay the log and make what it holds current. Commits wait meanwhile (about as long
+    /// as an open takes); readers keep the state they hold. When the log may lack something
+    /// the store holds (a write error), or reads back as other files than the store's, the
+    /// store stays as it is. Returns whether it reloaded.
+    pub fn run(self) -> bool {
+        let store = self.store;
+        if self.writer.flush().is_err() || self.writer.last_error().is_some() {
+            return false;
+        }
+        let replayed = match replay_log(&self.writer.path) {
+            Ok(r) if !r.torn_tail => r,
+            _ => return false,
+        };
+        if !same_files(&replayed.state, &store.state())
+            || replayed.archive.versions.len() != store.archive.lock().versions.len()
+        {
+            return false;
+        }
+        let replaced = store.install(replayed);
+        drop(self);
+        drop(replaced);
+        Store::release_freed_memory();
+        true
+    }
+}
+
+/// Whether `a` and `b` hold the same files, each read from the same text with the same
+/// settings into as many nodes.
+fn same_files(a: &State, b: &State) -> bool {
+    a.files.len() == b.files.len()
+        && a.files.iter().all(|(path, doc)| {
+            b.files.get(path).is_some_and(|other| {
+                doc.text_hash == other.text_hash
+                    && doc.settings == other.settings
+                    && doc.nodes.len() == other.nodes.len()
+            })
+        })
+}
+
 /// The fewest new versions for which [`Store::reload_from_log`] is worth its cost.
 pub const RELOAD_MIN_VERSIONS: usize = 10_000;
 
@@ -1151,6 +1200,7 @@ impl Store {
             generations: Mutex::new(HashMap::default()),
             next_generation: std::sync::atomic::AtomicU64::new(1),
             directory_ingest: Mutex::new(()),
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -1351,35 +1401,36 @@ impl Store {
 
     /// Load the state again from the log, so that the bodies committed since the store was
     /// opened are read from the log when asked, as after an open, rather than held in memory
-    /// until the next one. At 100k headlines a first directory ingest left Emacs about 30 MB
-    /// larger than opening the same store. Commits wait meanwhile (about as long as an open
-    /// takes); readers keep the state they hold. When the log may lack something the store
-    /// holds (a write error) or reads back otherwise, the store stays as it is. Returns
-    /// whether it reloaded.
+    /// until the next one. At 100k headlines a first directory ingest left Emacs about 25 MB
+    /// larger than opening the same store. Returns whether it reloaded; see
+    /// [`Store::begin_reload`].
     pub fn reload_from_log(&self) -> bool {
-        let Some(writer) = &self.writer else {
-            return false;
-        };
+        self.begin_reload().is_some_and(Reload::run)
+    }
+
+    /// Take the commit lock for [`Store::reload_from_log`] now, so that a flush or commit
+    /// asked for from here on waits for it: the caller may answer the user in between. None
+    /// when there is nothing to gain or it cannot be done safely: a store without a log or
+    /// closed, or one with snapshots (they keep the state before alive, and a rollback would
+    /// find every file changed).
+    pub fn begin_reload(&self) -> Option<Reload<'_>> {
+        let writer = self.writer.as_ref()?;
         let guard = self.commit_lock.lock();
-        if writer.flush().is_err() || writer.last_error().is_some() {
-            return false;
-        }
-        let replayed = match replay_log(&writer.path) {
-            Ok(r) if !r.torn_tail => r,
-            _ => return false,
-        };
-        let current = self.state();
-        if replayed.state.files.len() != current.files.len()
-            || replayed.state.node_count() != current.node_count()
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst)
+            || !self.snapshots.lock().is_empty()
         {
-            return false;
+            return None;
         }
-        drop(current);
-        let replaced = self.install(replayed);
-        drop(guard);
-        drop(replaced);
-        Store::release_freed_memory();
-        true
+        Some(Reload {
+            store: self,
+            writer,
+            _guard: guard,
+        })
+    }
+
+    /// Say that the store is being closed: a reload not yet begun is not done.
+    pub fn mark_closed(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Reserve a generation for an ingest of `file`; a later reservation supersedes it.
@@ -1834,6 +1885,9 @@ impl Store {
     /// Take a snapshot; returns its number (0 is the newest).
     pub fn snapshot(&self, label: &str) -> usize {
         let cap = self.config().snapshot_capacity.max(1);
+        // Not during a reload from the log (see `begin_reload`), which would leave the
+        // snapshot sharing no document with the state after it.
+        let _no_reload = self.commit_lock.lock();
         let mut snaps = self.snapshots.lock();
         snaps.push_front(Snapshot {
             time: now(),

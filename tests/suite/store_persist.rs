@@ -294,7 +294,6 @@ fn a_cancelled_directory_ingest_stores_what_it_reported() {
     ));
 }
 
-/// `n` Org files of 40 headlines each in `dir`, sorted.
 /// After a large directory ingest the store is loaded again from its log: the bodies the
 /// ingest parsed are then read from there, as after an open, and nothing else changes.
 #[test]
@@ -365,12 +364,36 @@ fn reloading_from_the_log_leaves_ingested_bodies_there_and_changes_nothing_else(
     let again = store.ingest_directories(&dirs, |_, _, _| {}, || false);
     assert_eq!((again.new_versions, again.unchanged), (0, 300));
     assert!(!store.worth_reloading(again.new_versions));
+    // A flush asked for once a reload is begun waits for it.
+    let reload = store
+        .begin_reload()
+        .expect("a persisted store, no snapshots");
+    let flushed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            store.flush().unwrap();
+            flushed.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!flushed.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(reload.run());
+    });
+    assert!(flushed.load(std::sync::atomic::Ordering::SeqCst));
+    // Not while a snapshot holds the state before (a rollback compares documents), nor
+    // once the store is being closed.
+    store.snapshot("before");
+    assert!(store.begin_reload().is_none());
+    drop(store);
+    let (store, _) = open(state.path());
+    store.mark_closed();
+    assert!(!store.reload_from_log());
     // Nor is anything in a store without a log.
     let memory = Store::in_memory(config());
     ingest(&memory, A, "* Plain\nSome words.\n");
     assert!(!memory.worth_reloading(RELOAD_MIN_VERSIONS) && !memory.reload_from_log());
 }
 
+/// `n` Org files of 40 headlines each in `dir`, sorted.
 fn small_files(dir: &Path, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
