@@ -1150,9 +1150,11 @@ impl Reload<'_> {
             return false;
         }
         let replaced = store.install(replayed);
-        drop(self);
+        // Freed, and handed back, before the lock is: a flush after the reload then finds
+        // the memory it frees gone too (a state a reader still holds goes with the reader).
         drop(replaced);
         Store::release_freed_memory();
+        drop(self);
         true
     }
 }
