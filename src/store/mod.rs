@@ -1383,8 +1383,8 @@ impl Store {
         }
     }
 
-    /// Make a state and archive read from the log current; return the ones they replace,
-    /// for the caller to free after releasing the commit lock it holds.
+    /// Make a state and archive read from the log current, under the commit lock the
+    /// caller holds; return the ones they replace, for the caller to free.
     fn install(&self, replayed: Replayed) -> (Arc<State>, Archive) {
         let old_state = std::mem::replace(&mut *self.current.lock(), Arc::new(replayed.state));
         let old_archive = std::mem::replace(&mut *self.archive.lock(), replayed.archive);
