@@ -848,9 +848,10 @@ The ingest goes to a fresh store, as a user's first one does."
     (org-agent--store-close)
     (org-agent-bench--cleanup)))
 
-(defun org-agent-bench--child (dir &optional form)
-  "Run `org-agent-bench-child-open' on DIR in a fresh Emacs; return its plist.
-With FORM, run that instead."
+(defun org-agent-bench--child (form)
+  "Evaluate FORM, a string, in a fresh Emacs with the bench loaded.
+FORM prints a plist after ORG-AGENT-BENCH-CHILD on a line of its own;
+return that plist."
   (let ((emacs (expand-file-name invocation-name invocation-directory)))
     (with-temp-buffer
       (let ((process-environment (cons (concat "ORG_AGENT_BENCH_MODULE_DIR="
@@ -858,7 +859,7 @@ With FORM, run that instead."
                                        process-environment)))
         (call-process emacs nil (list t nil) nil "-Q" "--batch"
                       "-l" (expand-file-name "bench/org-agent-bench.el" org-agent-bench-root)
-                      "--eval" (or form (format "(org-agent-bench-child-open %S)" dir))))
+                      "--eval" form))
       (goto-char (point-min))
       (and (re-search-forward "^ORG-AGENT-BENCH-CHILD \\(.*\\)$" nil t)
            (car (read-from-string (match-string 1)))))))
@@ -875,7 +876,7 @@ HEADLINES is how many headlines it holds."
   (let (outs)
     (dotimes (i 3)
       (org-agent-bench--progress "memory: child process %d of 3 opens the store..." (1+ i))
-      (let ((out (org-agent-bench--child dir)))
+      (let ((out (org-agent-bench--child (format "(org-agent-bench-child-open %S)" dir))))
         (if (not out)
             (org-agent-bench--out "  child %d reported nothing" (1+ i))
           (push out outs)
@@ -903,10 +904,10 @@ HEADLINES is how many headlines it holds."
       ;; log that a large ingest is followed by, which leaves the bodies in the log.
       (org-agent-bench--progress "memory: a child process ingests the memex directory...")
       (let* ((notes (expand-file-name "memex/" org-agent-bench--tmp))
-             (out (org-agent-bench--child
-                   nil (format "(org-agent-bench-child-ingest %S)" notes)))
+             (out (org-agent-bench--child (format "(org-agent-bench-child-ingest %S)" notes)))
              (mb (and out (/ (- (plist-get out :rss-after) (plist-get out :rss-before)) 1024.0)))
-             (per-100k (and mb (org-agent-bench--div (* mb 100000) (plist-get out :headlines)))))
+             (ingest-per-100k
+              (and mb (org-agent-bench--div (* mb 100000) (plist-get out :headlines)))))
         (if (not out)
             (org-agent-bench--out "  child 4 (directory ingest) reported nothing")
           (org-agent-bench--out "  child 4: directory ingest of %s into a fresh store: VmRSS +%s MB in %s s, %S headlines"
@@ -914,7 +915,7 @@ HEADLINES is how many headlines it holds."
                                 (org-agent-bench--fmt (plist-get out :ingest-secs))
                                 (plist-get out :headlines)))
         (org-agent-bench--row "5  resident memory after a first directory ingest, per 100k"
-                              per-100k "MB" "(info)" "info"))
+                              ingest-per-100k "MB" "(info)" "info"))
       (org-agent-bench--row "5  resident memory per 100k headlines (delta VmRSS)"
                             per-100k "MB" "<= 60 MB"
                             (if per-100k (org-agent-bench--verdict per-100k #'<= 60) "n/a"))))
