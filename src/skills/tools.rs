@@ -233,8 +233,16 @@ fn elisp_kind(name: &str, code: &str, text: &ToolText) -> Result<SkillToolKind, 
     })
 }
 
-/// The parameter `key` declares with `value`, `[optional] TYPE DESCRIPTION`. Its name is an
-/// argument of an Elisp function and a JSON property.
+/// The words that make an Elisp tool's parameter optional, before its type.
+const OPTIONAL: [&str; 2] = ["optional", "[optional]"];
+
+/// What an Elisp tool's parameter may say, for errors.
+const PARAM_FORMS: &str = "a parameter is TYPE DESCRIPTION, or optional TYPE DESCRIPTION \
+     (also written [optional] TYPE DESCRIPTION), the type string, integer, number or boolean";
+
+/// The parameter `key` declares with `value`: `TYPE DESCRIPTION`, or `optional TYPE
+/// DESCRIPTION` (`[optional]` as the README writes it). Its name is an argument of an Elisp
+/// function and a JSON property.
 fn elisp_param(key: &str, value: &str) -> Result<Param, String> {
     let symbol = key.starts_with(|c: char| c.is_ascii_lowercase())
         && key
@@ -246,15 +254,14 @@ fn elisp_param(key: &str, value: &str) -> Result<Param, String> {
         ));
     }
     let mut words = value.split_whitespace().peekable();
-    let required = words.next_if_eq(&"optional").is_none();
-    let types = "string, integer, number or boolean";
+    let required = words
+        .next_if(|w| OPTIONAL.contains(&w.to_ascii_lowercase().as_str()))
+        .is_none();
     let Some(kind_word) = words.next() else {
-        return Err(format!(
-            "the parameter {key} says no type: [optional] TYPE DESCRIPTION, the type {types}"
-        ));
+        return Err(format!("the parameter {key} says no type: {PARAM_FORMS}"));
     };
     let kind = ParamType::from_json_name(kind_word)
-        .ok_or_else(|| format!("the parameter {key}'s type is {types}, not {kind_word:?}"))?;
+        .ok_or_else(|| format!("the parameter {key}'s type is not {kind_word:?}: {PARAM_FORMS}"))?;
     Ok(Param {
         name: key.to_owned().into(),
         kind,
@@ -605,6 +612,42 @@ Count the words of a file.
                 code: "(length file)".into(),
             }]
         );
+    }
+
+    #[test]
+    fn an_optional_parameter_is_written_as_the_readme_writes_it() {
+        // skills/README.org: `[optional] TYPE DESCRIPTION`; `optional` bare is the same.
+        for optional in ["[optional]", "optional", "OPTIONAL"] {
+            let text = SKILL.replace(
+                ":DAYS: optional integer",
+                &format!(":DAYS: {optional} integer"),
+            );
+            let tools = SkillTools::of(&skill(&text).unwrap()).unwrap();
+            let p = &tools
+                .elisp_tool("waiting__count")
+                .unwrap()
+                .declaration
+                .parameters;
+            assert_eq!(p["required"], json!(["file"]), "{optional}");
+            assert_eq!(p["properties"]["days"]["type"], "integer", "{optional}");
+            assert_eq!(p["properties"]["days"]["description"], "how many days back");
+        }
+        // Any other word before the type is refused, saying what is accepted.
+        for bad in [
+            ":DAYS: (optional) integer",
+            ":DAYS: [opt] integer",
+            ":DAYS:  [optional]",
+        ] {
+            let e = skill(&SKILL.replace(":DAYS: optional integer", bad)).expect_err(bad);
+            assert_eq!(e.line, 14, "{bad}: {e}");
+            for says in [
+                "TYPE DESCRIPTION, or optional TYPE DESCRIPTION",
+                "[optional] TYPE DESCRIPTION",
+                "string, integer, number or boolean",
+            ] {
+                assert!(e.message.contains(says), "{bad}: {e}");
+            }
+        }
     }
 
     #[test]

@@ -368,3 +368,39 @@ fn the_readme_example_is_a_skill_that_loads_and_passes_its_tests() {
         listed.text
     );
 }
+
+/// The text of the README's `#+begin_example` block that follows `after`, unescaped.
+fn readme_example(after: &str) -> String {
+    let readme = std::fs::read_to_string(shipped_dir().join("README.org")).expect("README");
+    let example = readme
+        .split(after)
+        .nth(1)
+        .and_then(|s| s.split("#+begin_example\n").nth(1))
+        .and_then(|s| s.split("\n#+end_example").next())
+        .unwrap_or_else(|| panic!("no example after {after:?} in the README"));
+    org_unescape(example)
+}
+
+#[test]
+fn the_readme_elisp_tool_example_loads_with_its_optional_parameter() {
+    let text = format!(
+        "#+SKILL_NAME: words\n#+DESCRIPTION: Use to count words.\n{}\n",
+        readme_example("*An Elisp tool*")
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("words.skill.org"), text).expect("written");
+    let loaded = load_dirs(&[(dir.path().to_path_buf(), Source::User)], &[]);
+    assert!(loaded.inactive.is_empty(), "{:?}", loaded.inactive);
+    let tools = org_agent::skills::tools::SkillTools::of(&loaded.active[0]).expect("its tools");
+    let count = tools
+        .elisp_tool("words__word-count")
+        .expect("the word-count tool");
+    assert_eq!(
+        count.declaration.parameters["required"],
+        serde_json::json!(["file"])
+    );
+    assert_eq!(
+        count.declaration.parameters["properties"]["max"]["type"],
+        "integer"
+    );
+}
