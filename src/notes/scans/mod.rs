@@ -8,6 +8,7 @@
 //! skills alias with the scan fixed; `scripts/skill-report` runs the same scans on a
 //! directory and prints what they found.
 
+pub mod ask;
 pub mod briefing;
 pub mod garden;
 pub mod gtd;
