@@ -41,6 +41,9 @@ pub enum Subject {
     Key,
     /// The value of the target's property NAME (`prop.NAME`).
     Property(String),
+    /// A property the target has, by name (`prop=NAME`; `prop!=NAME`: it has none NAME),
+    /// as `tag` is a tag it has.
+    PropertyName,
     /// Whether the action may change an Org file (`yes`, `no`): every edit, and a direct
     /// Elisp tool call; not a message, not a visit, not a tool that reads.
     Edit,
@@ -50,7 +53,7 @@ pub enum Subject {
 }
 
 /// The subjects a condition may name, as written, with the comparisons each takes.
-pub const VOCABULARY: [(&str, &[Op]); 10] = [
+pub const VOCABULARY: [(&str, &[Op]); 11] = [
     ("state", &[Op::Is, Op::IsNot]),
     ("todo", &[Op::Is, Op::IsNot]),
     ("tag", &[Op::Is, Op::IsNot]),
@@ -59,6 +62,7 @@ pub const VOCABULARY: [(&str, &[Op]); 10] = [
     ("level", &[Op::Is, Op::Above, Op::Below]),
     ("key", &[Op::Is, Op::IsNot, Op::Like]),
     ("prop.NAME", &[Op::Is, Op::IsNot, Op::Like]),
+    ("prop", &[Op::Is, Op::IsNot]),
     ("edit", &[Op::Is, Op::IsNot]),
     ("approved", &[Op::Is, Op::IsNot]),
 ];
@@ -150,6 +154,7 @@ fn term(text: &str) -> Result<Term, String> {
         "key" => Subject::Key,
         "edit" => Subject::Edit,
         "approved" => Subject::Approved,
+        "prop" => Subject::PropertyName,
         _ => match name.strip_prefix("prop.") {
             Some(p) if !p.is_empty() => Subject::Property(p.to_uppercase()),
             _ => {
@@ -187,16 +192,46 @@ fn term(text: &str) -> Result<Term, String> {
     if matches!(subject, Subject::Edit | Subject::Approved) && !matches!(value, "yes" | "no") {
         return Err(format!("{name} is yes or no, not {value:?}"));
     }
-    Ok(Term {
-        subject,
-        op,
-        value: value.to_owned(),
-    })
+    let value = match subject {
+        // Org's property names are read whatever their case.
+        Subject::PropertyName => {
+            if value.contains(char::is_whitespace) || value.contains(':') {
+                return Err(format!("prop names a property, not {value:?}"));
+            }
+            value.to_uppercase()
+        }
+        _ => value.to_owned(),
+    };
+    Ok(Term { subject, op, value })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_readme_lists_the_vocabulary_as_it_is() {
+        let readme = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/README.org"),
+        )
+        .expect("skills/README.org");
+        for (name, ops) in VOCABULARY {
+            let row = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| ={name}= ")))
+                .unwrap_or_else(|| panic!("the README's vocabulary has no row for {name}"));
+            let takes = row.split('|').nth(2).unwrap_or_default();
+            let written: Vec<String> = ops.iter().map(Op::to_string).collect();
+            assert_eq!(
+                takes
+                    .split_whitespace()
+                    .take_while(|w| !w.starts_with('('))
+                    .collect::<Vec<_>>(),
+                written,
+                "{row}"
+            );
+        }
+    }
 
     #[test]
     fn conditions_read_in_the_closed_vocabulary() {
@@ -209,6 +244,15 @@ mod tests {
         assert_eq!(c.0[1].subject, Subject::Property("EFFORT".into()));
         assert_eq!(c.0[1].op, Op::IsNot);
         assert!(Condition::parse("-").unwrap().0.is_empty());
+        let c = Condition::parse("state=DONE & prop!=rating").unwrap();
+        assert_eq!(
+            c.0[1],
+            Term {
+                subject: Subject::PropertyName,
+                op: Op::IsNot,
+                value: "RATING".into()
+            }
+        );
         let c = Condition::parse("edit=yes & approved!=yes").unwrap();
         assert_eq!(c.0[0].subject, Subject::Edit);
         assert_eq!(
@@ -223,6 +267,9 @@ mod tests {
             ("tag=", "needs a value"),
             ("approved=maybe", "approved is yes or no, not \"maybe\""),
             ("edit>0", "edit takes = !=, not >"),
+            ("prop~RAT*", "prop takes = !=, not ~"),
+            ("prop!=", "needs a value"),
+            ("prop=two words", "prop names a property"),
         ] {
             let e = Condition::parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

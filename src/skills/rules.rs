@@ -175,6 +175,11 @@ impl Facts {
             Subject::Approved => yes_no(self.approved, term),
             Subject::Todo => text(node.and_then(|n| n.content.todo.as_deref()), term),
             Subject::Property(p) => text(node.and_then(|n| n.content.property(p)), term),
+            Subject::PropertyName => match node {
+                // `prop!=X` holds when the node has no property X.
+                Some(n) => (term.op == Op::IsNot) != n.content.property(&term.value).is_some(),
+                None => false,
+            },
             Subject::File => match &self.target {
                 Some(r) => text(Some(&r.doc.path), term),
                 None => false,
@@ -343,6 +348,74 @@ mod tests {
         assert!(matches!(
             pipeline.decide(tool, &ctx2).outcome,
             Outcome::Allow(_)
+        ));
+    }
+
+    /// "No DONE without a RATING", with the skill's own gate tests both ways.
+    const RATED: &str = "#+SKILL_NAME: rated
+#+DESCRIPTION: Books are rated before they are done.
+* Gate
+| action   | condition                 | decision | reason        |
+|----------+---------------------------+----------+---------------|
+| set_todo | state=DONE & prop!=RATING | deny     | rate it first |
+* Tests
+** a book without a rating cannot be closed :gate:
+:PROPERTIES:
+:ACTION: set_todo
+:TARGET: Dune
+:ARGS:   state=DONE
+:EXPECT: deny
+:END:
+#+begin_example
+,* TODO Dune
+#+end_example
+** a rated book can :gate:
+:PROPERTIES:
+:ACTION: set_todo
+:TARGET: Dune
+:ARGS:   state=DONE
+:EXPECT: allow
+:END:
+#+begin_example
+,* TODO Dune
+:PROPERTIES:
+:rating:   4
+:END:
+#+end_example
+";
+
+    #[test]
+    fn a_rule_can_say_a_property_is_absent() {
+        let skill = parse_skill("/s/rated.org", RATED, Source::User).unwrap();
+        assert_eq!(crate::skills::run_gate_tests(&skill).ok(), Some(2));
+        // Absent: not a value that is empty or different.
+        let (notes, _store) = notes();
+        let pipeline = Pipeline::from_rules(vec![gate_rules(&skill, notes)]);
+        let ctx = Context::default();
+        assert!(matches!(
+            pipeline.decide(set_todo("parent", "DONE"), &ctx).outcome,
+            Outcome::Deny { .. }
+        ));
+        // `prop=NAME` is the other way: the note has it (its ID here).
+        let has = RATED.replace("prop!=RATING", "prop=id     ");
+        let has = parse_skill("/s/rated.org", &has, Source::User).unwrap();
+        let (notes, _store) = self::notes();
+        let pipeline = Pipeline::from_rules(vec![gate_rules(&has, notes)]);
+        assert!(matches!(
+            pipeline.decide(set_todo("parent", "DONE"), &ctx).outcome,
+            Outcome::Deny { .. }
+        ));
+        // A tool call has no target: the term does not hold.
+        let tool = Action::Tool {
+            name: "set_todo".into(),
+            args: crate::sexp::Sexp::from(crate::sexp::Value::Nil),
+        };
+        let mut ctx = Context::default();
+        ctx.tools.insert("set_todo".into());
+        ctx.read_only_tools.insert("set_todo".into());
+        assert!(!matches!(
+            pipeline.decide(tool, &ctx).outcome,
+            Outcome::Deny { .. }
         ));
     }
 
