@@ -64,10 +64,12 @@ With ALL, settled ones too.  Each is a plist (:id :state :skill :tool
 
 (defun org-agent-approvals-approve (id)
   "Run pending proposal ID through the actuator, as one undo step.
-When it runs, it is settled as approved (and audited); when the
-actuator refuses it, or its note's file now leads somewhere the
-agent may not edit, it stays pending and the error is signalled.
-Return the actuator's result plist."
+Its edit counts as the proposing skill's own: its save does not
+fire that skill's save trigger again.  When it runs, it is settled
+as approved (and audited); when the actuator refuses it, or its
+note's file now leads somewhere the agent may not edit, it stays
+pending and the error is signalled.  Return the actuator's result
+plist."
   (let* ((proposal (org-agent-approvals--get id))
          (refusal (progn
                     ;; Judged again as things are now: a link may have changed since.
@@ -75,6 +77,10 @@ Return the actuator's result plist."
                     (org-agent--edit-refusal (plist-get proposal :action))))
          (result (if refusal
                      (list :status :error :message refusal)
+                   ;; Before it runs: the save it makes is ingested on a worker, which
+                   ;; must know the edit is the proposing skill's own, so that it does
+                   ;; not fire that skill's save trigger again.
+                   (org-agent--approval-settle id 'applying "" nil)
                    (org-agent-actuator-run (plist-get proposal :action)))))
     (if (eq (plist-get result :status) :ok)
         (progn

@@ -194,11 +194,7 @@ impl Operator for Background {
 
     fn actuate(&self, action: &EmacsAction) -> BoxFuture<Result<Sexp, String>> {
         // The file it edits, so that the save it makes does not start the skill again.
-        let edited = match action.target() {
-            (_, Some(file)) => Some(file.to_owned()),
-            (Some(id), None) => self.rt.store().node(id).map(|n| n.doc.path.to_string()),
-            (None, None) => None,
-        };
+        let edited = self.rt.edited_file(action);
         let result = self.rt.actuate_in_emacs(self.request, action);
         let (rt, skill) = (self.rt, self.skill.clone());
         Box::pin(async move {
@@ -211,6 +207,43 @@ impl Operator for Background {
 }
 
 impl Runtime {
+    /// The file `action` edits, as the store names it (the file its saves are ingested as).
+    fn edited_file(&self, action: &EmacsAction) -> Option<String> {
+        match action.target() {
+            (_, Some(file)) => Some(file.to_owned()),
+            (Some(id), None) => self.store().node(id).map(|n| n.doc.path.to_string()),
+            (None, None) => None,
+        }
+    }
+
+    /// The user approved pending proposal `id` and Emacs is about to run it: what it edits
+    /// is the edit of the skill that proposed it, so its save (now, or the user's a little
+    /// later) does not fire that skill's save triggers, as the skill's own direct edits do
+    /// not. Called before the edit runs, since the save is ingested on a worker that may
+    /// judge its triggers before Emacs could settle the proposal. Returns the file noted.
+    pub fn approval_applying(&self, id: u64) -> Result<Option<String>, String> {
+        let proposal = self
+            .approvals()
+            .get(id)
+            .ok_or_else(|| format!("no proposal #{id}"))?;
+        if proposal.state != State::Pending {
+            return Err(format!(
+                "proposal #{id} is already {}",
+                proposal.state.keyword().to_lowercase()
+            ));
+        }
+        let action = super::approvals::action_of(&proposal)
+            .and_then(|a| Action::from_sexp(a.value()).map_err(|e| e.to_string()))?;
+        let file = match &action {
+            Action::Emacs(e) => self.edited_file(e),
+            Action::Tool { .. } => None,
+        };
+        if let Some(file) = &file {
+            self.trigger_state().note_own_edit(&proposal.skill, file);
+        }
+        Ok(file)
+    }
+
     /// Record the diff Emacs previewed for pending proposal `id`; the queue is saved on a
     /// worker.
     pub fn approval_diff(&'static self, id: u64, diff: String) -> Result<(), String> {

@@ -73,6 +73,10 @@ fn approval_diff(env: &Env, id: i64, diff: String) -> Result<()> {
 
 /// Settle pending proposal ID as STATE (`approved' once Emacs ran it, or `denied') with
 /// OUTCOME (what came of it), and record the answer in AUDIT-FILE unless it is nil.
+/// STATE `applying', before Emacs runs a proposal the user approved, settles nothing: it
+/// says that what the proposal edits is the edit of the skill that proposed it, so the
+/// save that follows does not fire that skill's save triggers again (OUTCOME and
+/// AUDIT-FILE are ignored).
 #[defun]
 fn approval_settle(
     env: &Env,
@@ -82,13 +86,24 @@ fn approval_settle(
     audit_file: Value,
 ) -> Result<()> {
     let name: String = env.call("symbol-name", [state])?.into_rust()?;
+    let rt = runtime(env)?;
     let state = match name.as_str() {
         "approved" => State::Approved,
         "denied" => State::Denied,
-        _ => return fail(env, format!("a proposal is approved or denied, not {name}")),
+        "applying" => {
+            return match rt.approval_applying(id.max(0) as u64) {
+                Ok(_) => Ok(()),
+                Err(message) => fail(env, message),
+            }
+        }
+        _ => {
+            return fail(
+                env,
+                format!("a proposal is applying, approved or denied, not {name}"),
+            )
+        }
     };
     let audit: Option<String> = audit_file.into_rust()?;
-    let rt = runtime(env)?;
     match rt.settle_approval(id.max(0) as u64, state, outcome, audit.map(Into::into)) {
         Ok(()) => Ok(()),
         Err(message) => fail(env, message),
