@@ -424,7 +424,10 @@ Their message stays after \"* You\", to send again."
         ;; A small model on a CPU answers from the notes in its context, greedily
         ;; decoded: llama.cpp's tool grammar made it write a token every few seconds,
         ;; and its tool template refused prose while tools were offered.
+        ;; Symbolic first: what the store answers exactly (waiting, due, overdue…), it
+        ;; answers, and the model only phrases it.
         (list :tool-rounds 0
+              :store-first t
               :temperature (or org-agent-temperature 0)))
    (org-agent-chat--common-options)))
 

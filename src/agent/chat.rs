@@ -6,6 +6,7 @@ use super::equipment::Equipment;
 use super::event::{ChatUpdate, Event};
 use super::operator::{Approval, BoxFuture, Operator, Question};
 use super::runtime::{panic_message, Pending, Runtime};
+use super::turn::store_first::{answer_from_store, Source};
 use super::turn::{
     related_notes, run_turn, step_request, Conversation, StepView, TurnConfig, TurnEvent,
 };
@@ -18,6 +19,7 @@ use crate::llm::cascade::{Cascade, Policy};
 use crate::llm::completion::{Delta, ToolCall};
 use crate::llm::embeddings::EmbeddingBackend;
 use crate::llm::http::{Backend, CancelToken, ChatClient, Message};
+use crate::notes::scans::Scan;
 use crate::sexp::Sexp;
 use crate::skills::prompt::PromptFragment;
 use crate::tools::emacs::ElispTool;
@@ -294,19 +296,42 @@ impl Runtime {
             .pasted
             .as_deref()
             .and_then(|p| self.pasted_provenance(p));
+        let skill = setup.skill.clone();
         self.spawn_future(async move {
             let outcome = AssertUnwindSafe(async {
+                let source = if cfg.store_first {
+                    Some(store_first_source(skill.as_deref(), &text)?)
+                } else {
+                    None
+                };
                 let eq = self.chat_equipment(backends, policy, setup, operator)?;
                 let mut conv = conversation.lock().await;
                 conv.context.read_untrusted(pasted);
-                run_turn(&eq, &mut conv, &text, &cfg, &cancel, |e| {
+                let mut on_event = |e: TurnEvent| {
                     self.count(&e);
                     if let Some(u) = chat_update(e) {
                         send(u)
                     }
-                })
-                .await
-                .map_err(|e| e.to_string())
+                };
+                if let Some(source) = source {
+                    let answered = answer_from_store(
+                        &eq,
+                        &mut conv,
+                        &text,
+                        source,
+                        &cfg,
+                        &cancel,
+                        &mut on_event,
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                    if let Some(answer) = answered {
+                        return Ok(answer);
+                    }
+                }
+                run_turn(&eq, &mut conv, &text, &cfg, &cancel, on_event)
+                    .await
+                    .map_err(|e| e.to_string())
             })
             .catch_unwind()
             .await;
@@ -342,6 +367,32 @@ impl Runtime {
             TurnEvent::Warning(m) => t.log("warning", m.clone()),
             _ => {}
         })
+    }
+}
+
+/// What a store-first turn answers from: the scan of a `/NAME` skill that is one, else the
+/// question. A skill that needs tools is refused at once, before any request: the model
+/// that answers store-first (the local one) calls none.
+fn store_first_source<'a>(skill: Option<&str>, text: &'a str) -> Result<Source<'a>, String> {
+    match skill {
+        None => Ok(Source::Question(text)),
+        Some(name) => scan_of_skill(name).map(Source::Scan).ok_or_else(|| {
+            format!(
+                "the skill {name} needs a model that calls tools, and the local model cannot: \
+                 set `org-agent-backends' to a real backend (README.org, \"LLM backends and \
+                 API keys\"). /daily-briefing, /inbox, /weekly-review, /gtd-integrity, \
+                 /gardener, /ids and /secret-sentinel work here: the notes answer them."
+            )
+        }),
+    }
+}
+
+/// The scan whose findings are the answer of the shipped skill `name`.
+fn scan_of_skill(name: &str) -> Option<Scan> {
+    match name {
+        "gardener" => Some(Scan::Garden),
+        "secret-sentinel" => Some(Scan::Secrets),
+        other => Scan::from_name(other),
     }
 }
 

@@ -17,6 +17,7 @@
 
 mod act;
 mod decide;
+pub mod store_first;
 mod think;
 
 use crate::action::{Sensor, Stimulus};
@@ -67,6 +68,10 @@ pub struct TurnConfig {
     /// servers' tool templates refuse a prose answer while tools are offered). `None`: no
     /// bound but the depth limit.
     pub tool_rounds: Option<u32>,
+    /// Symbolic first: a question the store answers exactly (what is waiting, due, overdue…)
+    /// is answered from the store and the model only phrases it
+    /// ([`store_first`](store_first::answer_from_store)); for a small local model.
+    pub store_first: bool,
 }
 
 impl Default for TurnConfig {
@@ -87,6 +92,7 @@ impl Default for TurnConfig {
             related_threshold: 0.75,
             consensus: 0,
             tool_rounds: None,
+            store_first: false,
         }
     }
 }
@@ -159,6 +165,9 @@ pub enum TurnError {
     TooManyDenials(u32, String),
     #[error("over budget, nothing was sent: {0}")]
     OverBudget(String),
+    /// The store could not answer what it was asked (a scan with nothing to work on).
+    #[error("{0}")]
+    Store(String),
 }
 
 /// A conversation: its messages and what the user approved for it.

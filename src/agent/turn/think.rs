@@ -121,7 +121,7 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
 }
 
 /// The turn's view of what the cascade reports.
-fn turn_event(e: CascadeEvent) -> TurnEvent {
+pub(super) fn turn_event(e: CascadeEvent) -> TurnEvent {
     match e {
         CascadeEvent::Delta(d) => TurnEvent::Delta(d),
         CascadeEvent::Redacted(hits) => TurnEvent::Warning(format!(

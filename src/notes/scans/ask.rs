@@ -51,15 +51,64 @@ pub struct Understood {
     pub count: bool,
 }
 
+/// One headline of an answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Item {
+    /// Its TODO keyword, title and tags as Org writes them (`NEXT Draft the slides :writing:`).
+    pub headline: String,
+    /// Its title alone.
+    pub title: String,
+    /// What was found about it (`DEADLINE 2026-12-01 Tue, in 5 days`), or nothing.
+    pub detail: String,
+    /// The name of the file it is in (not its path: the reader needs no more).
+    pub file: String,
+}
+
+impl Item {
+    fn of(r: &NodeRef, detail: &str) -> Item {
+        Item {
+            headline: headline(r),
+            title: r.node().content.title.to_string(),
+            detail: detail.to_string(),
+            file: r
+                .doc
+                .path
+                .rsplit('/')
+                .next()
+                .unwrap_or(&r.doc.path)
+                .to_string(),
+        }
+    }
+
+    /// The item as the reader sees it (`full`) or as the phrasing model reads it: its title
+    /// and what was found, no keyword, tags or file (a small model repeats what it sees).
+    fn line(&self, full: bool) -> String {
+        let mut out = if full {
+            self.headline.clone()
+        } else {
+            self.title.clone()
+        };
+        if !self.detail.is_empty() {
+            out.push_str(" — ");
+            out.push_str(&self.detail);
+        }
+        if full {
+            out.push_str(&format!(" ({})", self.file));
+        }
+        out
+    }
+}
+
 /// The store's answer: what was looked up, in words, and what was found, one line each.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoreAnswer {
     /// What was looked up ("tasks waiting on someone"), for the reader and the model.
     pub asked: String,
-    /// One line per item found, in the notes' order.
-    pub items: Vec<String>,
-    /// More the reader should know (nothing scheduled today, but two overdue).
-    pub also: Vec<String>,
+    /// The items found, in the order they answer.
+    pub items: Vec<Item>,
+    /// More the reader should know (nothing scheduled today, but two overdue): a sentence,
+    /// and items as in `items`.
+    pub also: Vec<(String, Vec<Item>)>,
     /// Only the number was asked.
     pub count: bool,
 }
@@ -67,18 +116,41 @@ pub struct StoreAnswer {
 impl StoreAnswer {
     /// The answer as Org text: a sentence, then the items as a list.
     pub fn text(&self) -> String {
+        self.text_limited(usize::MAX)
+    }
+
+    /// [`text`](Self::text) with at most `limit` items listed, and how many more there are.
+    pub fn text_limited(&self, limit: usize) -> String {
+        self.render(limit, true)
+    }
+
+    /// The answer as the model that phrases it reads it: at most `limit` items, without
+    /// their files (a small model repeats whatever it is shown).
+    pub fn for_model(&self, limit: usize) -> String {
+        self.render(limit, false)
+    }
+
+    fn render(&self, limit: usize, files: bool) -> String {
         let mut out = match (self.items.len(), self.count) {
             (0, _) => format!("No {} in your notes.", self.asked),
-            (n, true) => format!("{n} {}:", self.asked),
-            (n, false) => format!("{} ({n}):", capitalised(&self.asked)),
+            (n, true) => format!("{}: {n}", capitalised(&self.asked)),
+            (n, false) if files => format!("{} ({n}):", capitalised(&self.asked)),
+            (_, false) => format!("{}:", capitalised(&self.asked)),
         };
-        for item in &self.items {
+        for item in self.items.iter().take(limit) {
             out.push_str("\n- ");
-            out.push_str(item);
+            out.push_str(&item.line(files));
         }
-        for line in &self.also {
+        if self.items.len() > limit {
+            out.push_str(&format!("\n- … and {} more", self.items.len() - limit));
+        }
+        for (said, items) in &self.also {
             out.push_str("\n\n");
-            out.push_str(line);
+            out.push_str(said);
+            for item in items {
+                out.push_str("\n- ");
+                out.push_str(&item.line(files));
+            }
         }
         out
     }
@@ -234,9 +306,11 @@ pub fn understand(notes: &Notes, question: &str, today: Day) -> Option<Understoo
     let text = format!(" {} ", words(question).join(" "));
     let w = words(question);
     let count = has_phrase(&text, &[" how many ", " number of ", " count "]);
-    let ask = property_ask(&cx, &w, &text)
-        .or_else(|| gtd_ask(&cx, &w, &text, today))
-        .or_else(|| tag_ask(&cx, &w, &text))?;
+    if let Some(ask) = property_ask(&cx, &w, &text) {
+        // "the phone number of the dentist" asks for a value, not a count.
+        return Some(Understood { ask, count: false });
+    }
+    let ask = gtd_ask(&cx, &w, &text, today).or_else(|| tag_ask(&cx, &w, &text))?;
     Some(Understood { ask, count })
 }
 
@@ -506,12 +580,9 @@ pub fn answer(notes: &Notes, u: &Understood, today: Day) -> StoreAnswer {
                 .collect();
             let late = overdue(&cx, today);
             if !late.is_empty() {
-                also.push(format!(
-                    "Overdue, from before today ({}):{}",
-                    late.len(),
-                    late.iter()
-                        .map(|(r, d)| format!("\n- {}", line(r, d)))
-                        .collect::<String>()
+                also.push((
+                    format!("Overdue, from before today ({}):", late.len()),
+                    late.iter().map(|(r, d)| Item::of(r, d)).collect(),
                 ));
             }
             (
@@ -552,19 +623,25 @@ pub fn answer(notes: &Notes, u: &Understood, today: Day) -> StoreAnswer {
                 found.into_iter().map(|(_, r, d)| (r, d)).collect(),
             )
         }
-        Ask::Finished { since, label } => (
-            format!("tasks finished {label}"),
-            cx.headlines()
+        Ask::Finished { since, label } => {
+            let mut found: Vec<(Day, NodeRef, String)> = cx
+                .headlines()
                 .filter(|r| r.node().content.todo_type == Some(TodoType::Done))
                 .filter_map(|r| {
                     let closed = planning_day(&r.node().content.planning.closed)?;
                     (closed >= *since).then(|| {
                         let d = format!("CLOSED {closed} {}", closed.weekday_name());
-                        (r, d)
+                        (closed, r, d)
                     })
                 })
-                .collect(),
-        ),
+                .collect();
+            // The latest first, as a look back reads.
+            found.sort_by_key(|(d, _, _)| std::cmp::Reverse(*d));
+            (
+                format!("tasks finished {label}"),
+                found.into_iter().map(|(_, r, d)| (r, d)).collect(),
+            )
+        }
         Ask::NextAction { project } => next_actions(notes, &cx, project.as_deref()),
         Ask::Due { id } => match notes.node(id) {
             Ok(r) => {
@@ -581,7 +658,10 @@ pub fn answer(notes: &Notes, u: &Understood, today: Day) -> StoreAnswer {
                 }
                 let title = r.node().content.title.to_string();
                 if d.is_empty() {
-                    also.push(format!("\"{title}\" has no deadline and no schedule."));
+                    also.push((
+                        format!("\"{title}\" has no deadline and no schedule."),
+                        vec![],
+                    ));
                     (format!("dates of \"{title}\""), Vec::new())
                 } else {
                     (format!("dates of \"{title}\""), vec![(r, d.join("; "))])
@@ -639,7 +719,7 @@ pub fn answer(notes: &Notes, u: &Understood, today: Day) -> StoreAnswer {
     notes.note_reads(found.iter().map(|(r, _)| r));
     StoreAnswer {
         asked,
-        items: found.iter().map(|(r, d)| line(r, d)).collect(),
+        items: found.iter().map(|(r, d)| Item::of(r, d)).collect(),
         also,
         count: u.count,
     }
@@ -771,9 +851,8 @@ fn when(day: Day, today: Day) -> String {
     }
 }
 
-/// One found headline as a line: keyword, title, tags, what was found about it, and the
-/// file it is in (its name, not its path: the reader and a small model need no more).
-fn line(r: &NodeRef, detail: &str) -> String {
+/// A headline's keyword, title and tags as Org writes them.
+fn headline(r: &NodeRef) -> String {
     let c = &r.node().content;
     let mut out = String::new();
     if let Some(k) = &c.todo {
@@ -784,12 +863,6 @@ fn line(r: &NodeRef, detail: &str) -> String {
     if c.kind == NodeKind::Headline && !c.tags.is_empty() {
         out.push_str(&format!(" :{}:", c.tags.join(":")));
     }
-    if !detail.is_empty() {
-        out.push_str(" — ");
-        out.push_str(detail);
-    }
-    let file = r.doc.path.rsplit('/').next().unwrap_or(&r.doc.path);
-    out.push_str(&format!(" ({file})"));
     out
 }
 
