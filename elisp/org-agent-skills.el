@@ -30,6 +30,11 @@
 (require 'tabulated-list)
 (require 'cl-lib)
 (org-agent--declare-module-functions)
+;; Until org-agent-base.el lists it among the module's functions.
+(declare-function org-agent--set-shipped-triggers "org-agent-module" (names))
+
+;; Defined in org-agent-runs.el, which starts the runs triggers ask for.
+(defvar org-agent-shipped-skill-triggers)
 
 ;;;; Options
 
@@ -70,6 +75,38 @@ Each is a plist (:name :description :file :source :triggers :tests-passed
 
 (defvar org-agent-skills--inactive nil
   "The skills (or files) that are not active, as (NAME . REASON).")
+
+;;;; Shipped skills' triggers
+
+(defconst org-agent-skills--background-triggers
+  '(save todo-change capture cron every idle startup)
+  "The :ON: words that start a run with nobody waiting.")
+
+(defun org-agent-skills--shipped-triggers ()
+  "The shipped skills whose triggers fire: a list of names, or t for all."
+  (and (boundp 'org-agent-shipped-skill-triggers) org-agent-shipped-skill-triggers))
+
+(defun org-agent-skills--triggers-off (skill)
+  "The :ON: words of SKILL (a plist) that start nothing.
+A shipped skill's background triggers fire only when
+`org-agent-shipped-skill-triggers' names it."
+  (let ((shipped (org-agent-skills--shipped-triggers)))
+    (and (eq (plist-get skill :source) 'shipped)
+         (not (eq shipped t))
+         (not (member (plist-get skill :name) shipped))
+         (seq-filter (lambda (on) (memq on org-agent-skills--background-triggers))
+                     (plist-get skill :triggers)))))
+
+(defun org-agent-skills--send-shipped-triggers ()
+  "Tell the module which shipped skills' triggers fire."
+  (when org-agent--started
+    (org-agent--set-shipped-triggers (org-agent-skills--shipped-triggers))))
+
+(defun org-agent-skills--shipped-triggers-changed (_symbol value operation _where)
+  "Tell the module VALUE, the new `org-agent-shipped-skill-triggers'.
+OPERATION is what changed it; a `let' ending is a change too."
+  (when (and org-agent--started (not (eq operation 'makunbound)))
+    (org-agent--set-shipped-triggers value)))
 
 (defun org-agent-skills--user-directories ()
   "Return the user's skill directories (`org-agent-skill-directories'), expanded."
@@ -128,6 +165,7 @@ CALLBACK, if given, is called with the module's report (a plist
 with :active and :inactive).  Return the request id."
   (interactive)
   (org-agent--require-started)
+  (org-agent-skills--send-shipped-triggers)
   (let ((request (org-agent--load-skills (org-agent-skills--directories)
                                          org-agent-disabled-skills)))
     (puthash request (lambda (event) (org-agent-skills--loaded event callback))
@@ -137,12 +175,14 @@ with :active and :inactive).  Return the request id."
 (defun org-agent-skills-list ()
   "Return every skill as a plist.
 Its keys are :name :description :file :source :status :reason
-:triggers :tests-passed :tests-failed :runs :failures :last-run
-:seconds.  :source is `user', `shipped', `imported' or `agent' (nil
+:triggers :triggers-off :tests-passed :tests-failed :runs :failures
+:last-run :seconds.  :source is `user', `shipped', `imported' or `agent' (nil
 for a skill that did not load); :status is `active', `suspended'
 \(it failed too often in a row: :reason says how), `disabled'
 \(`org-agent-disabled-skills') or `failed' (:reason says why: its
-file, its tests or its dependencies); :triggers are its :ON: words;
+file, its tests or its dependencies); :triggers are its :ON: words,
+:triggers-off those that start nothing (a shipped skill's, unless
+`org-agent-shipped-skill-triggers' names it);
 :runs and :failures count its background runs, :last-run is when
 the last ended (seconds since the epoch)."
   (let ((stats (and org-agent--started (org-agent--skill-stats))))
@@ -154,7 +194,8 @@ the last ended (seconds since the epoch)."
          ;; First, so that `plist-get' finds them before the skill's own.
          (append (and suspended (list :status 'suspended :reason suspended))
                  skill
-                 (list :runs (or (plist-get run :runs) 0)
+                 (list :triggers-off (org-agent-skills--triggers-off skill)
+                       :runs (or (plist-get run :runs) 0)
                        :failures (or (plist-get run :failures) 0)
                        :last-run (plist-get run :last-run)
                        :seconds (or (plist-get run :seconds) 0)))))
@@ -249,27 +290,42 @@ become ask rules (a skill never allows).  Return the new file."
 \\[org-agent-skills-run] runs the skill at point now, in the background;
 \\[org-agent-skills-disable] disables it, \\[org-agent-skills-enable] enables it."
   (setq tabulated-list-format
-        [("Skill" 22 t) ("Status" 10 t) ("Source" 9 t) ("Triggers" 16 t)
+        [("Skill" 22 t) ("Status" 10 t) ("Source" 9 t) ("Triggers" 24 t)
          ("Last run" 12 t) ("Runs/fail" 9 t) ("Time" 7 t)
          ("What it is for, or why it is not active" 0 nil)])
   (setq tabulated-list-sort-key nil)
   (tabulated-list-init-header))
 
+(defun org-agent-skills--triggers-text (skill)
+  "The Triggers column of SKILL: its :ON: words, those that start nothing marked."
+  (let ((off (plist-get skill :triggers-off)))
+    (mapconcat (lambda (on)
+                 (if (memq on off) (format "%s(off)" on) (symbol-name on)))
+               (plist-get skill :triggers) " ")))
+
+(defun org-agent-skills--what (skill)
+  "The last column of SKILL: what it is for, or why it is not active.
+An active skill whose triggers start nothing says so."
+  (if (not (eq (plist-get skill :status) 'active))
+      (or (plist-get skill :reason) "")
+    (concat (or (plist-get skill :description) "")
+            (when-let ((off (plist-get skill :triggers-off)))
+              (format " [%s: not enabled, see org-agent-shipped-skill-triggers]"
+                      (mapconcat #'symbol-name off " "))))))
+
 (defun org-agent-skills--entries ()
   "Return the list's entries: one per skill, the file as the entry's id."
   (mapcar (lambda (s)
-            (let ((active (eq (plist-get s :status) 'active))
-                  (last (plist-get s :last-run)))
+            (let ((last (plist-get s :last-run)))
               (list (or (plist-get s :file) (plist-get s :name))
                     (vector (plist-get s :name)
                             (symbol-name (plist-get s :status))
                             (symbol-name (or (plist-get s :source) '-))
-                            (mapconcat #'symbol-name (plist-get s :triggers) " ")
+                            (org-agent-skills--triggers-text s)
                             (if last (format-time-string "%m-%d %R" last) "")
                             (format "%d/%d" (plist-get s :runs) (plist-get s :failures))
                             (format "%.1fs" (plist-get s :seconds))
-                            (or (if active (plist-get s :description) (plist-get s :reason))
-                                "")))))
+                            (org-agent-skills--what s)))))
           (org-agent-skills-list)))
 
 (defun org-agent-skills--name-at-point ()
@@ -341,6 +397,8 @@ become ask rules (a skill never allows).  Return the new file."
 Run when org-agent starts, so that loading this file changes no hook
 of Emacs itself."
   (add-hook 'after-save-hook #'org-agent-skills--after-save)
+  (add-variable-watcher 'org-agent-shipped-skill-triggers
+                        #'org-agent-skills--shipped-triggers-changed)
   ;; Skills triggered at start-up need to be loaded first.
   (org-agent-skills-reload
    (lambda (event)

@@ -5,7 +5,9 @@
 
 use super::event::Event;
 use super::runtime::Runtime;
-use crate::skills::{changed_nodes, file_events, fires, Civil, MatchNode, On, Skill, TriggerEvent};
+use crate::skills::{
+    changed_nodes, file_events, fires, Civil, MatchNode, On, Skill, Source, TriggerEvent,
+};
 use crate::store::FileDoc;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -17,6 +19,33 @@ use std::time::{Duration, Instant};
 /// actuator saves what it edits, and that save must not start the skill again.
 const OWN_EDIT_GRACE: Duration = Duration::from_secs(30);
 
+/// Which shipped skills' triggers fire (`org-agent-shipped-skill-triggers`): a shipped
+/// skill's background runs cost model calls the user did not ask for, so none fires until
+/// the user names it. The user's own skills' triggers always fire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShippedTriggers {
+    /// Those of the skills named (none by default).
+    Named(Vec<String>),
+    All,
+}
+
+impl Default for ShippedTriggers {
+    fn default() -> Self {
+        ShippedTriggers::Named(Vec::new())
+    }
+}
+
+impl ShippedTriggers {
+    /// Whether `skill`'s triggers fire.
+    pub fn fire(&self, skill: &Skill) -> bool {
+        skill.source != Source::Shipped
+            || match self {
+                ShippedTriggers::All => true,
+                ShippedTriggers::Named(names) => names.contains(&skill.name),
+            }
+    }
+}
+
 /// What the trigger machinery remembers between events.
 #[derive(Default)]
 pub struct TriggerState {
@@ -25,6 +54,8 @@ pub struct TriggerState {
     /// When each `every` skill last fired (or when the schedule first saw it).
     every: Mutex<HashMap<String, Instant>>,
     scheduler: AtomicBool,
+    /// The shipped skills whose triggers fire.
+    shipped: Mutex<ShippedTriggers>,
 }
 
 impl TriggerState {
@@ -45,21 +76,30 @@ impl TriggerState {
     }
 }
 
-/// The skills of `skills` whose triggers fire on `event`.
-fn firing<'s>(skills: &'s [Skill], event: &TriggerEvent) -> Vec<&'s Skill> {
-    skills.iter().filter(|s| fires(&s.trigger, event)).collect()
+/// The skills of `skills` whose triggers fire on `event`, of those `shipped` lets fire.
+fn firing<'s>(
+    skills: &'s [Skill],
+    shipped: &ShippedTriggers,
+    event: &TriggerEvent,
+) -> Vec<&'s Skill> {
+    skills
+        .iter()
+        .filter(|s| shipped.fire(s) && fires(&s.trigger, event))
+        .collect()
 }
 
 /// The skills due at the minute `now` (cron), or whose interval has passed since `last`
-/// (every; a skill the schedule had not seen starts its interval at `seen`).
+/// (every; a skill the schedule had not seen starts its interval at `seen`), of those
+/// `shipped` lets fire.
 pub fn due<'s>(
     skills: &'s [Skill],
+    shipped: &ShippedTriggers,
     now: &Civil,
     last: &mut HashMap<String, Instant>,
     seen: Instant,
 ) -> Vec<(&'s Skill, On)> {
     let mut out = Vec::new();
-    for skill in skills {
+    for skill in skills.iter().filter(|s| shipped.fire(s)) {
         if fires(&skill.trigger, &TriggerEvent::Tick(*now)) {
             out.push((skill, On::Cron));
         }
@@ -81,6 +121,17 @@ pub fn due<'s>(
 }
 
 impl Runtime {
+    /// Which shipped skills' triggers fire from now on. A trigger that does not fire is not
+    /// an event, nor a line of the log: nothing ran.
+    pub fn set_shipped_triggers(&self, shipped: ShippedTriggers) {
+        *self.trigger_state().shipped.lock() = shipped;
+    }
+
+    /// The shipped skills whose triggers fire.
+    pub fn shipped_triggers(&self) -> ShippedTriggers {
+        self.trigger_state().shipped.lock().clone()
+    }
+
     fn trigger(&self, skill: &Skill, provenance: String) {
         self.push(Event::SkillTriggered {
             skill: skill.name.clone(),
@@ -106,13 +157,14 @@ impl Runtime {
         let Some(after) = after else { return };
         let old = before.map(|d| d.nodes.as_slice()).unwrap_or(&[]);
         let changes = changed_nodes(old, &after.nodes);
+        let shipped = self.shipped_triggers();
         let mut fired: Vec<(&Skill, String)> = Vec::new();
         for event in file_events(file, &after.nodes, &changes) {
             let what = match event.on() {
                 On::TodoChange => "a TODO change",
                 _ => "a save",
             };
-            for skill in firing(&skills, &event) {
+            for skill in firing(&skills, &shipped, &event) {
                 if !fired.iter().any(|(s, _)| s.name == skill.name) {
                     fired.push((skill, format!("{what} of {file}")));
                 }
@@ -165,7 +217,7 @@ impl Runtime {
             }
             _ => return Vec::new(),
         };
-        let fired = firing(&skills, &event);
+        let fired = firing(&skills, &self.shipped_triggers(), &event);
         for skill in &fired {
             self.trigger(skill, provenance.clone());
         }
@@ -191,9 +243,10 @@ impl Runtime {
                     continue;
                 };
                 let skills = self.skills();
+                let shipped = self.shipped_triggers();
                 let due = {
                     let mut last = self.trigger_state().every.lock();
-                    due(&skills, &civil, &mut last, Instant::now())
+                    due(&skills, &shipped, &civil, &mut last, Instant::now())
                         .into_iter()
                         .map(|(s, on)| (s.clone(), on))
                         .collect::<Vec<_>>()
@@ -221,13 +274,17 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skills::{parse_skill, Source};
+    use crate::skills::parse_skill;
 
     fn skill(name: &str, trigger: &str) -> Skill {
+        skill_of(name, trigger, Source::User)
+    }
+
+    fn skill_of(name: &str, trigger: &str, source: Source) -> Skill {
         let text = format!(
             "#+SKILL_NAME: {name}\n#+DESCRIPTION: d\n* Trigger\n:PROPERTIES:\n{trigger}:END:\n"
         );
-        parse_skill("/s/x.org", &text, Source::User).unwrap()
+        parse_skill("/s/x.org", &text, source).unwrap()
     }
 
     #[test]
@@ -240,17 +297,19 @@ mod tests {
         let friday = Civil::new(2026, 11, 27, 16, 0).unwrap();
         let thursday = Civil::new(2026, 11, 26, 16, 0).unwrap();
         let mut last = HashMap::new();
+        let all = ShippedTriggers::default();
         let start = Instant::now();
         let names = |v: Vec<(&Skill, On)>| -> Vec<(String, On)> {
             v.into_iter().map(|(s, on)| (s.name.clone(), on)).collect()
         };
         // The interval starts when the schedule first sees the skill.
         assert_eq!(
-            names(due(&skills, &friday, &mut last, start)),
+            names(due(&skills, &all, &friday, &mut last, start)),
             [("weekly".to_string(), On::Cron)]
         );
         assert!(due(
             &skills,
+            &all,
             &thursday,
             &mut last,
             start + Duration::from_secs(1800)
@@ -258,17 +317,68 @@ mod tests {
         .is_empty());
         let later = start + Duration::from_secs(3600);
         assert_eq!(
-            names(due(&skills, &thursday, &mut last, later)),
+            names(due(&skills, &all, &thursday, &mut last, later)),
             [("hourly".to_string(), On::Every)]
         );
         // And begins again from the firing.
         assert!(due(
             &skills,
+            &all,
             &thursday,
             &mut last,
             later + Duration::from_secs(60)
         )
         .is_empty());
+    }
+
+    #[test]
+    fn a_shipped_skills_triggers_fire_only_when_the_user_names_it() {
+        let skills = [
+            skill_of("gardener", ":ON: every\n:EVERY: 1h\n", Source::Shipped),
+            skill_of(
+                "ids",
+                ":ON: cron\n:SCHEDULE: 0 9 * * MON\n",
+                Source::Shipped,
+            ),
+            skill_of("secret-sentinel", ":ON: save\n", Source::Shipped),
+            skill("mine", ":ON: save cron\n:SCHEDULE: 0 9 * * MON\n"),
+        ];
+        let monday = Civil::new(2026, 11, 30, 9, 0).unwrap();
+        let after = crate::store::parse::parse_with_defaults("* TODO a\n", "/n/a.org".as_ref())
+            .unwrap()
+            .nodes;
+        let saved = file_events("/n/a.org", &after, &changed_nodes(&[], &after));
+        let save = |shipped: &ShippedTriggers| -> Vec<String> {
+            firing(&skills, shipped, &saved[0])
+                .iter()
+                .map(|s| s.name.clone())
+                .collect()
+        };
+        let scheduled = |shipped: &ShippedTriggers| -> Vec<String> {
+            let start = Instant::now();
+            let mut last = HashMap::new();
+            due(&skills, shipped, &monday, &mut last, start);
+            due(
+                &skills,
+                shipped,
+                &monday,
+                &mut last,
+                start + Duration::from_secs(3600),
+            )
+            .into_iter()
+            .map(|(s, _)| s.name.clone())
+            .collect()
+        };
+        // By default only the user's own skill fires.
+        let none = ShippedTriggers::default();
+        assert_eq!(save(&none), ["mine"]);
+        assert_eq!(scheduled(&none), ["mine"]);
+        let some = ShippedTriggers::Named(vec!["gardener".into(), "secret-sentinel".into()]);
+        assert_eq!(save(&some), ["secret-sentinel", "mine"]);
+        assert_eq!(scheduled(&some), ["gardener", "mine"]);
+        let all = ShippedTriggers::All;
+        assert_eq!(save(&all), ["secret-sentinel", "mine"]);
+        assert_eq!(scheduled(&all), ["gardener", "ids", "mine"]);
     }
 
     #[test]

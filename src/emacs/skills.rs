@@ -119,6 +119,22 @@ fn approvals_file<'e>(env: &'e Env) -> Result<Value<'e>> {
     }
 }
 
+/// Let the triggers of the shipped skills NAMES fire, or of all of them when NAMES is t
+/// (`org-agent-shipped-skill-triggers'); nil: none, as when org-agent starts.  A trigger
+/// that may not fire is no `skill-triggered' event and no line of the log.  The user's own
+/// skills' triggers always fire.
+#[defun]
+fn set_shipped_triggers(env: &Env, names: Value) -> Result<()> {
+    use crate::agent::triggers::ShippedTriggers;
+    let shipped = if names == env.intern("t")? {
+        ShippedTriggers::All
+    } else {
+        ShippedTriggers::Named(super::convert::string_list(env, names)?)
+    };
+    runtime(env)?.set_shipped_triggers(shipped);
+    Ok(())
+}
+
 /// Fire the skills' triggers of an Emacs event: KIND is `idle', `startup' or `capture'
 /// (of the node at position POS in FILE, as last ingested).  Return the names of the skills
 /// it fired; each run starts with a `skill-triggered' event.

@@ -10,6 +10,7 @@
 ;;; Code:
 
 (require 'org-agent-test-setup)
+(require 'org-agent-runs)
 
 (defconst org-agent-skills-test--review
   "#+SKILL_NAME: project-review
@@ -312,5 +313,76 @@ allowed-tools: Read set_todo
         (delete-directory dir t)
         (delete-directory imports t)
         (org-agent-skills-test--reload)))))
+
+(defun org-agent-skills-test--trigger-logged-p (name)
+  "Non-nil when the module's log says skill NAME was triggered."
+  (seq-find (lambda (entry)
+              (and (equal (nth 1 entry) "trigger")
+                   (string-prefix-p (concat name ": ") (nth 2 entry))))
+            (org-agent--log)))
+
+(ert-deftest org-agent-skills-shipped-triggers-that-are-off-say-so-and-fire-nothing ()
+  "A shipped skill's save trigger is off until `org-agent-shipped-skill-triggers' names it.
+The list says it is not enabled; a save it matches is neither a
+trigger event nor a line of the log saying it was triggered.  Named,
+it fires."
+  (org-agent-test-with-store
+    (let* ((notes (make-temp-file "org-agent-notes" t))
+           (org-agent-directories (list notes))
+           (org-agent-skill-directories (list (make-temp-file "org-agent-skills" t)))
+           (file (expand-file-name "a.org" notes))
+           (triggered nil)
+           (org-agent-skill-triggered-functions
+            (list (lambda (e) (push (plist-get e :skill) triggered))))
+           (save (lambda (text)
+                   (with-current-buffer (find-file-noselect file)
+                     (goto-char (point-max))
+                     (insert text)
+                     (save-buffer)))))
+      (add-hook 'after-save-hook #'org-agent--after-save)
+      (unwind-protect
+          (let ((org-agent-shipped-skill-triggers nil))
+            (org-agent-skills-test--reload)
+            (let ((sentinel (org-agent-skills-test--named "secret-sentinel")))
+              (should (eq (plist-get sentinel :source) 'shipped))
+              (should (equal (plist-get sentinel :triggers) '(model user save)))
+              (should (equal (plist-get sentinel :triggers-off) '(save))))
+            (with-current-buffer (org-agent-skills-test--list)
+              (goto-char (point-min))
+              (should (re-search-forward "^ *secret-sentinel .* model user save(off) " nil t))
+              (should (string-match-p "\\[save: not enabled, see org-agent-shipped-skill-triggers\\]"
+                                      (buffer-substring (line-beginning-position)
+                                                        (line-end-position)))))
+            (funcall save "* TODO One\n")
+            (org-agent-test-wait (lambda () (member "secret-sentinel" triggered)) 3)
+            (should-not (member "secret-sentinel" triggered))
+            (should-not (org-agent-skills-test--trigger-logged-p "secret-sentinel"))
+            ;; Named, its trigger fires (and the list no longer says it is off).
+            (let ((org-agent-shipped-skill-triggers '("secret-sentinel")))
+              (should-not (plist-get (org-agent-skills-test--named "secret-sentinel")
+                                     :triggers-off))
+              (with-current-buffer (org-agent-skills-test--list)
+                (goto-char (point-min))
+                (should (re-search-forward "^ *secret-sentinel .* model user save " nil t))
+                (should-not (string-match-p "not enabled"
+                                            (buffer-substring (line-beginning-position)
+                                                              (line-end-position)))))
+              (funcall save "* TODO Two\n")
+              (should (org-agent-test-wait (lambda () (member "secret-sentinel" triggered)) 10))
+              (should (org-agent-skills-test--trigger-logged-p "secret-sentinel"))))
+        (remove-hook 'after-save-hook #'org-agent--after-save)
+        (when-let ((buffer (get-file-buffer file)))
+          (with-current-buffer buffer (set-buffer-modified-p nil))
+          (kill-buffer buffer))
+        (when (get-buffer org-agent-skills-buffer-name)
+          (kill-buffer org-agent-skills-buffer-name))
+        (delete-directory notes t)
+        (delete-directory (car org-agent-skill-directories) t)
+        (org-agent-skills-test--reload)))))
+
+(defun org-agent-skills-test--list ()
+  "The buffer of `org-agent-skills', filled anew."
+  (save-window-excursion (org-agent-skills))
+  (get-buffer org-agent-skills-buffer-name))
 
 ;;; org-agent-skills-test.el ends here
