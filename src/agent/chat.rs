@@ -313,24 +313,35 @@ impl Runtime {
                         send(u)
                     }
                 };
-                if let Some(source) = source {
-                    let answered = answer_from_store(
-                        &eq,
-                        &mut conv,
-                        &text,
-                        source,
-                        &cfg,
-                        &cancel,
-                        &mut on_event,
-                    )
-                    .await
-                    .map_err(|e| e.to_string())?;
-                    if let Some(answer) = answered {
-                        return Ok(answer);
+                let before = conv.messages.len();
+                let outcome = match source {
+                    Some(source) => {
+                        answer_from_store(
+                            &eq,
+                            &mut conv,
+                            &text,
+                            source,
+                            &cfg,
+                            &cancel,
+                            &mut on_event,
+                        )
+                        .await
                     }
+                    None => Ok(None),
+                };
+                let outcome = match outcome {
+                    Ok(None) => run_turn(&eq, &mut conv, &text, &cfg, &cancel, on_event)
+                        .await
+                        .map(Some),
+                    other => other,
+                };
+                if outcome.is_err() {
+                    // A failed turn drops out of what the next one sends: a message too
+                    // large for the backend would otherwise fail every turn after it.
+                    conv.forget_from(before);
                 }
-                run_turn(&eq, &mut conv, &text, &cfg, &cancel, on_event)
-                    .await
+                outcome
+                    .map(Option::unwrap_or_default)
                     .map_err(|e| e.to_string())
             })
             .catch_unwind()

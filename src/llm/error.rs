@@ -109,6 +109,14 @@ pub enum LlmError {
     /// header value, which may be a secret.
     #[error("invalid client configuration: {0}")]
     Config(String),
+
+    /// The request is larger than the backend's context window, by its configured
+    /// `:context-window`: it was not sent, since the server would refuse it.
+    #[error(
+        "the request is about {estimated} tokens, more than the {window}-token context window \
+         of this backend; nothing was sent"
+    )]
+    ContextExceeded { estimated: u64, window: u64 },
 }
 
 /// Which wait of an HTTP request timed out.
@@ -157,6 +165,13 @@ impl LlmError {
     pub fn class(&self) -> ErrorClass {
         match self {
             LlmError::Cancelled => ErrorClass::Cancelled,
+            LlmError::ContextExceeded { .. } => ErrorClass::TooLarge,
+            LlmError::Http {
+                status: 400 | 413,
+                message,
+                code,
+                ..
+            } if exceeds_context(message, code.as_deref()) => ErrorClass::TooLarge,
             LlmError::InvalidToolArguments { .. } => ErrorClass::ModelMistake,
             LlmError::Http { status: 400, .. } => ErrorClass::ModelMistake,
             LlmError::Http {
@@ -226,6 +241,30 @@ pub enum ErrorClass {
     Unusable,
     /// This backend cannot serve the request (401, 403, 404, limits, configuration).
     Backend,
+    /// The request is larger than the backend's context window: sending it again, or
+    /// telling the model, cannot help; a backend with a larger window may serve it.
+    TooLarge,
+}
+
+/// Whether a provider's error message (or code) says the request overflowed the model's
+/// context: llama.cpp ("exceeds the available context size"), OpenAI
+/// (`context_length_exceeded`, "maximum context length"), Anthropic ("prompt is too long"),
+/// Gemini ("input token count … exceeds the maximum"), vLLM and others alike.
+pub fn exceeds_context(message: &str, code: Option<&str>) -> bool {
+    let m = message.to_ascii_lowercase();
+    code.is_some_and(|c| c.contains("context_length") || c.contains("exceed_context"))
+        || [
+            "context size",
+            "context length",
+            "context window",
+            "maximum context",
+            "prompt is too long",
+            "too many tokens",
+            "input token count",
+            "exceed_context",
+        ]
+        .iter()
+        .any(|p| m.contains(p))
 }
 
 /// The first error of a stream decoder: once it failed the stream is over, and every later
@@ -295,6 +334,56 @@ fn retry_note(after: &Option<Duration>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_too_large_for_the_window_is_neither_retried_nor_told_to_the_model() {
+        let said = |status: u16, message: &str, code: Option<&str>| LlmError::Http {
+            status,
+            message: message.into(),
+            kind: None,
+            code: code.map(Into::into),
+            retry_after: None,
+        };
+        for e in [
+            // llama.cpp's server, as the local model answered a 200 KB paste.
+            said(
+                400,
+                "the request exceeds the available context size, try increasing it",
+                None,
+            ),
+            said(
+                400,
+                "This model's maximum context length is 8192 tokens.",
+                Some("context_length_exceeded"),
+            ),
+            said(
+                400,
+                "prompt is too long: 210000 tokens > 200000 maximum",
+                None,
+            ),
+            said(
+                400,
+                "The input token count (1200000) exceeds the maximum number of tokens allowed",
+                None,
+            ),
+            said(413, "Request Entity Too Large: too many tokens", None),
+            LlmError::ContextExceeded {
+                estimated: 50_000,
+                window: 4096,
+            },
+        ] {
+            assert_eq!(e.class(), ErrorClass::TooLarge, "{e}");
+            assert!(!e.is_retryable(), "{e}");
+            assert!(!e.worth_telling_the_model(), "{e}");
+            // Another backend's window may be larger.
+            assert!(e.worth_another_backend(), "{e}");
+        }
+        // Any other 400 is still the model's mistake, told to it.
+        assert_eq!(
+            said(400, "invalid tool name", None).class(),
+            ErrorClass::ModelMistake
+        );
+    }
 
     fn http(status: u16) -> LlmError {
         LlmError::Http {

@@ -304,6 +304,13 @@ impl ChatClient {
         }
         let request = &*request;
         let b = &*self.backend;
+        // The server would refuse it (and llama.cpp says so only after reading it all).
+        if let Some(window) = b.context_window.filter(|w| *w > 0) {
+            let estimated = request.estimated_tokens();
+            if estimated > window {
+                return Err(LlmError::ContextExceeded { estimated, window });
+            }
+        }
         let wait = Waits::start(&b.endpoint, cancel);
         let first_byte = wait.first_byte_deadline();
 

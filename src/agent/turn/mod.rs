@@ -182,6 +182,14 @@ pub struct Conversation {
     pub plist_results: Vec<PlistResult>,
 }
 
+impl Conversation {
+    /// Drop the messages from index `len` on, and what refers to them.
+    pub fn forget_from(&mut self, len: usize) {
+        self.messages.truncate(len);
+        self.plist_results.retain(|p| p.index < len);
+    }
+}
+
 /// A tool result the LLM reads as a `:tool-result` plist: the message it is and its parts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlistResult {
@@ -281,6 +289,8 @@ fn spotlit_request(
             today: cfg.today.as_deref(),
             due_before: cfg.due_before.as_deref(),
             budget_tokens: cfg.context_budget,
+            // Ids are for calling tools; a model offered none would only spend tokens on them.
+            brief: step.tools_off,
         },
         spot,
     );
