@@ -20,7 +20,7 @@
 pub mod spotlight;
 
 use crate::llm::estimate_tokens;
-use crate::notes::{summary, Notes};
+use crate::notes::{brief, summary, Notes};
 use crate::store::{NodeKind, NodeRef, Query, TodoType};
 use spotlight::{Source, Spotlight};
 
@@ -55,6 +55,9 @@ pub struct ContextSpec<'a> {
     pub due_before: Option<&'a str>,
     /// The most tokens the context may take (estimated, see [`estimate_tokens`]).
     pub budget_tokens: usize,
+    /// Lines without ids and paths ([`brief`]): for a model offered no tools, which cannot
+    /// use an id and has few tokens to spend.
+    pub brief: bool,
 }
 
 impl Default for ContextSpec<'_> {
@@ -67,6 +70,7 @@ impl Default for ContextSpec<'_> {
             today: None,
             due_before: None,
             budget_tokens: DEFAULT_BUDGET_TOKENS,
+            brief: false,
         }
     }
 }
@@ -245,7 +249,7 @@ fn fill(notes: &Notes, spec: &ContextSpec, spot: Option<&Spotlight>) -> Assemble
         .filter(|(id, _)| focus_id.as_deref() != Some(id.as_str()))
         .filter_map(|(id, score)| notes.node(id).ok().map(|r| (r, *score)))
         .map(|(r, score)| {
-            let text = f.block(Source::Notes(&r.doc.path), &related_item(&r, score));
+            let text = f.block(Source::Notes(&r.doc.path), &related_item(spec, &r, score));
             Item::of(notes, text, &[&r])
         })
         .collect();
@@ -255,7 +259,7 @@ fn fill(notes: &Notes, spec: &ContextSpec, spot: Option<&Spotlight>) -> Assemble
     if let Some(before) = spec.due_before {
         let items: Vec<Item> = due_soon(notes, before)
             .iter()
-            .map(|r| Item::of(notes, format!("{}\n", summary(r)), &[r]))
+            .map(|r| Item::of(notes, format!("{}\n", line(spec, r)), &[r]))
             .collect();
         f.section(
             &format!("* Open tasks scheduled or due before {before}, earliest first\n"),
@@ -273,7 +277,7 @@ fn fill(notes: &Notes, spec: &ContextSpec, spot: Option<&Spotlight>) -> Assemble
     let items: Vec<Item> = projects
         .iter()
         .take(MAX_PROJECTS)
-        .map(|p| project_item(notes, p))
+        .map(|p| project_item(notes, spec, p))
         .collect();
     let left = f.section(
         &format!("* Active projects ({total_projects})\n"),
@@ -303,7 +307,7 @@ fn fill(notes: &Notes, spec: &ContextSpec, spot: Option<&Spotlight>) -> Assemble
         let items: Vec<Item> = done
             .iter()
             .take(MAX_RECENT_DONE)
-            .map(|r| Item::of(notes, format!("{}\n", summary(r)), &[r]))
+            .map(|r| Item::of(notes, format!("{}\n", line(spec, r)), &[r]))
             .collect();
         f.section("* Recently completed\n", listing, &items);
     }
@@ -351,13 +355,22 @@ fn due_soon(notes: &Notes, before: &str) -> Vec<NodeRef> {
     due.into_iter().map(|(_, r)| r).collect()
 }
 
-fn project_item(notes: &Notes, p: &NodeRef) -> Item {
-    let mut text = summary(p);
+/// A node's line as `spec` wants it.
+fn line(spec: &ContextSpec, r: &NodeRef) -> String {
+    if spec.brief {
+        brief(r)
+    } else {
+        summary(r)
+    }
+}
+
+fn project_item(notes: &Notes, spec: &ContextSpec, p: &NodeRef) -> Item {
+    let mut text = line(spec, p);
     text.push('\n');
     let children = notes.children(p);
     for c in children.iter().take(MAX_PROJECT_CHILDREN) {
         text.push_str("  ");
-        text.push_str(&summary(c));
+        text.push_str(&line(spec, c));
         text.push('\n');
     }
     if children.len() > MAX_PROJECT_CHILDREN {
@@ -372,8 +385,8 @@ fn project_item(notes: &Notes, p: &NodeRef) -> Item {
     Item::of(notes, text, &shown)
 }
 
-fn related_item(r: &NodeRef, score: f32) -> String {
-    let mut text = summary(r);
+fn related_item(spec: &ContextSpec, r: &NodeRef, score: f32) -> String {
+    let mut text = line(spec, r);
     text.push_str(&format!(" (similarity {score:.2})\n"));
     let body = r.node().content.body_or_notice();
     let body = body.trim();

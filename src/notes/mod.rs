@@ -14,7 +14,7 @@ pub mod trust;
 
 pub use paths::{Confinement, Refusal, Resolved};
 pub use privacy::Privacy;
-pub use render::summary;
+pub use render::{brief, summary};
 pub use trust::Trust;
 
 use crate::action::EmacsAction;

@@ -34,6 +34,26 @@ fn headline_words(c: &NodeContent) -> String {
     line
 }
 
+/// One line describing a node: TODO keyword, title, tags, planning, and the file's name —
+/// no id and no path: for a model that calls no tools, which would only spend its few
+/// tokens on them.
+pub fn brief(r: &NodeRef) -> String {
+    let c = &r.node().content;
+    let mut line = format!("- {}", headline_words(c));
+    for (label, ts) in [
+        ("SCHEDULED", &c.planning.scheduled),
+        ("DEADLINE", &c.planning.deadline),
+        ("CLOSED", &c.planning.closed),
+    ] {
+        if let Some(ts) = ts {
+            line.push_str(&format!(" {label}: {ts}"));
+        }
+    }
+    let file = r.doc.path.rsplit('/').next().unwrap_or(&r.doc.path);
+    line.push_str(&format!(" ({file})"));
+    line
+}
+
 /// One line describing a node: TODO keyword, title, tags, planning, id and file.
 pub fn summary(r: &NodeRef) -> String {
     let n = r.node();
