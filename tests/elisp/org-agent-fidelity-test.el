@@ -2,7 +2,8 @@
 
 ;;; Commentary:
 
-;; For every headline of every file in the shared corpus, and of a
+;; For every headline of every file in the shared corpus (when it is
+;; beside the checkout), of this checkout's own Org files, and of a
 ;; fixture holding one headline per rule the Org release series read
 ;; differently, the store must report the same title, TODO keyword,
 ;; priority, own tags, properties and planning as `org-element' of the
@@ -124,11 +125,22 @@ Return (HEADLINES . MISMATCHES), each mismatch (FILE BEGIN FIELD OURS THEIRS)."
 
 (ert-deftest org-agent-fidelity-corpus ()
   "Every headline of the shared corpus reads as org-element reads it."
+  (org-agent-test-require-corpus)
   (org-agent-test-with-store
     (let* ((files (org-agent-test-corpus-files))
            (result (org-agent-fidelity-compare files)))
       (should (> (car result) 10000))
       (should (null (org-agent-fidelity--report "corpus" org-agent-test-corpus files result))))))
+
+(ert-deftest org-agent-fidelity-checkout ()
+  "Every headline of this checkout's own Org files reads as org-element reads it.
+Every clone has them, the shared corpus or not."
+  (org-agent-test-with-store
+    (let* ((files (org-agent-test-checkout-org-files))
+           (result (org-agent-fidelity-compare files)))
+      (should (> (length files) 10))
+      (should (> (car result) 100))
+      (should (null (org-agent-fidelity--report "checkout" org-agent-test-root files result))))))
 
 (defconst org-agent-fidelity--versions-fixture
   (expand-file-name "../fixtures/org-versions/"

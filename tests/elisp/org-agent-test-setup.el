@@ -17,7 +17,9 @@
 
 (defconst org-agent-test-corpus
   (expand-file-name "../shared/corpus/" org-agent-test-root)
-  "The shared corpus of real Org files.")
+  "The shared corpus of real Org files.
+It is beside this project's checkouts, not beside a user's clone: a
+test that reads it starts with `org-agent-test-require-corpus'.")
 
 (add-to-list 'load-path (expand-file-name "elisp" org-agent-test-root))
 (setq org-agent-module-directory (make-temp-file "org-agent-ert-module" t))
@@ -69,6 +71,22 @@ Return PREDICATE's value."
 (defun org-agent-test-corpus-files ()
   "Return every Org file of the shared corpus, sorted."
   (sort (directory-files-recursively org-agent-test-corpus "\\.org\\'") #'string<))
+
+(defun org-agent-test-require-corpus ()
+  "Skip the current test, saying why, when the shared corpus is absent."
+  (unless (file-directory-p org-agent-test-corpus)
+    (ert-skip "skipped: ../shared/corpus is not beside this checkout")))
+
+(defun org-agent-test-checkout-org-files ()
+  "Return the Org files of this checkout, sorted.
+Its README, the demo notes, the skills and the test fixtures: real Org
+that every clone has."
+  (sort (cons (expand-file-name "README.org" org-agent-test-root)
+              (mapcan (lambda (sub)
+                        (directory-files-recursively
+                         (expand-file-name sub org-agent-test-root) "\\.org\\'"))
+                      '("demo" "skills" "tests/fixtures")))
+        #'string<))
 
 (defun org-agent-test-unblock (block)
   "The text inside BLOCK, a data block the model reads a tool result in.

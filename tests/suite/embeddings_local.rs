@@ -4,7 +4,8 @@
 //! `EmbeddingClient` into a `VectorIndex`, and a query about one topic must rank that topic's
 //! notes above the unrelated ones. Like tests/suite/agent_local_llm.rs, a server that cannot be
 //! installed or started fails the test (it is not skipped): the tests exist to prove the
-//! real path works. Generous timeouts: the machines are shared.
+//! real path works. Generous timeouts: the machines are shared. The notes are chosen files of
+//! `../shared/corpus`: a clone without it beside skips the test, and says so.
 
 use org_agent::agent::embedding::embed_pending;
 use org_agent::llm::embeddings::{
@@ -14,22 +15,9 @@ use org_agent::llm::CancelToken;
 use org_agent::store::vectors::{candidates, VectorIndex};
 use org_agent::store::{Config, NodeRef, Store};
 use parking_lot::Mutex;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::support::local_llm;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn corpus(path: &str) -> String {
-    root()
-        .join("../shared/corpus")
-        .join(path)
-        .to_string_lossy()
-        .into_owned()
-}
 
 fn client(base_url: String, encoding: EncodingFormat) -> EmbeddingClient {
     let mut backend = EmbeddingBackend::new(EmbeddingWire::OpenAi, base_url, "local");
@@ -67,6 +55,12 @@ const UNRELATED: &[&str] = &[
 
 #[test]
 fn real_embeddings_rank_related_notes_first() {
+    let Some(corpus) = crate::support::shared::require(
+        "corpus",
+        "embeddings_local::real_embeddings_rank_related_notes_first",
+    ) else {
+        return;
+    };
     let server = local_llm::start("embed");
     let store = Store::in_memory(Config::default());
     for file in [
@@ -75,7 +69,9 @@ fn real_embeddings_rank_related_notes_first() {
         "caiorss+Functional-Programming/haskell/Functors__Monads__Applicatives_and_Monoids.org",
         "Awannaphasch2016+Org/finance/investing.org",
     ] {
-        store.ingest_file(&corpus(file), true).expect("ingest");
+        store
+            .ingest_file(&corpus.join(file).to_string_lossy(), true)
+            .expect("ingest");
     }
     // The privacy filter is how the caller keeps notes out: here it keeps all but the chosen
     // headlines out, which also keeps the number of real-model requests small.

@@ -1,12 +1,14 @@
 //! Helpers shared by the integration tests (tests/suite): a local LLM provider over real
 //! HTTP, a real model server, the recordings and the parse checks run on them, Emacs in
-//! batch, the store's lookups and comparable fingerprints, and the seeded generator.
+//! batch, the store's lookups and comparable fingerprints, the seeded generator, and what
+//! `../shared` holds when it is beside the checkout.
 
 pub mod emacs;
 pub mod llm_server;
 pub mod local_llm;
 pub mod parse;
 pub mod recording;
+pub mod shared;
 pub mod store;
 
 mod rng;

@@ -1,6 +1,13 @@
-//! Recorded responses (../shared/llm-fixtures) as the parsers see them.
+//! Recorded responses (../shared/llm-fixtures) as the parsers see them. They are beside this
+//! project's checkouts, not in a user's clone: a test that reads them starts with
+//! `if !recording::available("its name") { return; }`.
 
 use std::path::{Path, PathBuf};
+
+/// Whether the recordings are beside this checkout; when not, says that `test` is skipped.
+pub fn available(test: &str) -> bool {
+    super::shared::require("llm-fixtures", test).is_some()
+}
 
 /// The recordings of `provider` (`openai`, `anthropic`, `gemini`).
 pub fn dir(provider: &str) -> PathBuf {
