@@ -533,11 +533,20 @@ Return a plist of the figures."
 (defun org-agent-bench-ingest-corpus ()
   "Section 1a: the shared corpus."
   (org-agent-bench--out "\n== 1a. Ingest throughput: shared corpus (%s)" org-agent-bench-corpus)
-  (let* ((files (sort (seq-remove (lambda (f) (string-prefix-p "." (file-name-nondirectory f)))
-                                  (directory-files-recursively org-agent-bench-corpus "\\.org\\'"))
-                      #'string<)))
-    (if (null files)
-        (progn (org-agent-bench--out "  no .org files found: skipped") nil)
+  (let* ((files (and (file-directory-p org-agent-bench-corpus)
+                     (sort (seq-remove (lambda (f) (string-prefix-p "." (file-name-nondirectory f)))
+                                       (directory-files-recursively org-agent-bench-corpus "\\.org\\'"))
+                           #'string<))))
+    (cond
+     ((not (file-directory-p org-agent-bench-corpus))
+      (org-agent-bench--out "  skipped: %s is not there (../shared/corpus is beside this \
+project's checkouts only; ORG_AGENT_BENCH_CORPUS names another folder of Org files)"
+                            org-agent-bench-corpus)
+      nil)
+     ((null files)
+      (org-agent-bench--out "  no .org files found: skipped")
+      nil)
+     (t
       (let ((r (org-agent-bench--ingest-section "corpus" files "store-corpus")))
         (org-agent-bench--row "1a ingest, corpus: directory ingest / org-element"
                               (plist-get r :ratio-dir) "x" ">= 80x"
@@ -545,7 +554,7 @@ Return a plist of the figures."
         (org-agent-bench--row "1a ingest, corpus: one file at a time / org-element"
                               (plist-get r :ratio) "x" ">= 50x"
                               (org-agent-bench--verdict (plist-get r :ratio) #'>= 50))
-        r))))
+        r)))))
 
 (defun org-agent-bench-ingest-memex (files)
   "Section 1b: the generated memex FILES.  Leaves its store open; return the plist."

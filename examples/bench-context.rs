@@ -94,6 +94,8 @@ fn main() {
         today: Some("2026-11-23 Mon"),
         due_before: Some("2026-12-01"),
         budget_tokens: DEFAULT_BUDGET_TOKENS,
+        // The chat with tools (a configured backend): lines with ids and paths.
+        brief: false,
     };
     let mut times = Vec::new();
     let mut out = String::new();

@@ -57,6 +57,14 @@ fn main() {
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    if !corpus.is_dir() {
+        // ../shared is beside this project's checkouts only.
+        eprintln!(
+            "skipped: {} is not there (name a folder of Org files as the argument)",
+            corpus.display()
+        );
+        return;
+    }
     let want: usize = std::env::var("ORG_AGENT_BENCH_HEADLINES")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -55,6 +55,14 @@ fn main() {
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    if !dir.is_dir() {
+        // ../shared is beside this project's checkouts only.
+        eprintln!(
+            "skipped: {} is not there (name a folder of Org files as the argument)",
+            dir.display()
+        );
+        return;
+    }
     let show = std::env::var_os("ORG_AGENT_SECRETS_SHOW").is_some();
     let store = Store::in_memory(Config::default());
     for f in org_files(&dir) {
