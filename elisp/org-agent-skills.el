@@ -76,6 +76,13 @@ Each is a plist (:name :description :file :source :triggers :tests-passed
 (defvar org-agent-skills--inactive nil
   "The skills (or files) that are not active, as (NAME . REASON).")
 
+(defvar org-agent-skills--inactive-skills nil
+  "The skills that are not active, as plists (:name :file :reason).
+Each `org-agent-skills--inactive' entry with both its name and its
+file: the module names a skill that did not load by its file when the
+file did not read or its tests failed, and by its name when its
+dependencies kept it out or the user disabled it.")
+
 ;;;; Shipped skills' triggers
 
 (defconst org-agent-skills--background-triggers
@@ -148,7 +155,9 @@ Then call CALLBACK, if given, with EVENT."
   (if (eq (plist-get event :type) 'failed)
       (message "org-agent: loading the skills failed: %s" (plist-get event :message))
     (setq org-agent-skills--active (plist-get event :active)
-          org-agent-skills--inactive (plist-get event :inactive))
+          org-agent-skills--inactive (plist-get event :inactive)
+          org-agent-skills--inactive-skills
+          (org-agent-skills--name-and-file org-agent-skills--inactive))
     (when org-agent-skills--inactive
       (message "org-agent: %d skills active; not active: %s"
                (length org-agent-skills--active)
@@ -158,6 +167,59 @@ Then call CALLBACK, if given, with EVENT."
   (when callback (funcall callback event)))
 
 ;;;###autoload
+(defun org-agent-skills--declared-name (file)
+  "Return the skill name FILE declares, or nil.
+That is its #+SKILL_NAME:, or a SKILL.md's name:."
+  (with-temp-buffer
+    (condition-case nil
+        (insert-file-contents file nil 0 16384)
+      (file-error nil))
+    (let ((case-fold-search t))
+      (when (re-search-forward (if (string-suffix-p ".md" file)
+                                   "^name:[ \t]*[\"']?\\([^\"'\n]*?\\)[\"']?[ \t]*$"
+                                 "^#\\+SKILL_NAME:[ \t]*\\(.*?\\)[ \t]*$")
+                               nil t)
+        (let ((name (match-string 1)))
+          (unless (string-empty-p name) name))))))
+
+(defun org-agent-skills--files ()
+  "Return the skill files of the skill directories as (FILE . NAME).
+They are those the module reads, in its order: the directories in
+turn, each sorted, NAME/SKILL.org (else NAME/SKILL.md) folders and
+NAME.skill.org files.  NAME is the name the file declares, or nil."
+  (let (out)
+    (dolist (dir (mapcar #'car (org-agent-skills--directories)))
+      (when (file-directory-p dir)
+        (dolist (entry (directory-files dir t "\\`[^.]"))
+          (when-let ((file (if (file-directory-p entry)
+                               (seq-find #'file-regular-p
+                                         (list (expand-file-name "SKILL.org" entry)
+                                               (expand-file-name "SKILL.md" entry)))
+                             (and (string-suffix-p ".skill.org" entry) entry))))
+            (push (cons file (org-agent-skills--declared-name file)) out)))))
+    (nreverse out)))
+
+(defun org-agent-skills--name-and-file (inactive)
+  "INACTIVE, a list of (NAME-OR-FILE . REASON), as plists (:name :file :reason).
+A skill named without its file is the first file of that name the
+module reads; a file without a name it declares is named after its
+folder (NAME/SKILL.org) or itself (NAME.skill.org)."
+  (let ((files (and inactive (org-agent-skills--files))))
+    (mapcar
+     (lambda (pair)
+       (let ((key (car pair)))
+         (if (file-name-absolute-p key)
+             (list :name (or (cdr (assoc key files))
+                             (let ((base (file-name-nondirectory key)))
+                               (if (member base '("SKILL.org" "SKILL.md"))
+                                   (file-name-nondirectory
+                                    (directory-file-name (file-name-directory key)))
+                                 (string-remove-suffix ".skill.org" base))))
+                   :file key
+                   :reason (cdr pair))
+           (list :name key :file (car (rassoc key files)) :reason (cdr pair)))))
+     inactive)))
+
 (defun org-agent-skills-reload (&optional callback)
   "Load the skills of `org-agent-skill-directories' and the shipped ones again.
 They replace the active skills for the turns that start afterwards.
@@ -201,15 +263,17 @@ the last ended (seconds since the epoch)."
                        :seconds (or (plist-get run :seconds) 0)))))
      (append (mapcar (lambda (s) (append s (list :status 'active :reason nil :tests-failed 0)))
                      org-agent-skills--active)
-             (mapcar (lambda (pair)
-                       (list :name (car pair) :description nil :file nil :source nil
-                             :status (if (string-prefix-p "disabled" (cdr pair))
-                                         'disabled
-                                       'failed)
-                             :reason (cdr pair) :triggers nil
-                             :tests-passed nil
-                             :tests-failed (and (string-match-p " test " (cdr pair)) 1)))
-                     org-agent-skills--inactive)))))
+             (mapcar (lambda (skill)
+                       (let ((reason (plist-get skill :reason)))
+                         (list :name (plist-get skill :name) :description nil
+                               :file (plist-get skill :file) :source nil
+                               :status (if (string-prefix-p "disabled" reason)
+                                           'disabled
+                                         'failed)
+                               :reason reason :triggers nil
+                               :tests-passed nil
+                               :tests-failed (and (string-match-p " test " reason) 1))))
+                     org-agent-skills--inactive-skills)))))
 
 (defun org-agent-skills--skill-file-p (file)
   "Return non-nil when FILE is a skill file.
@@ -314,10 +378,10 @@ An active skill whose triggers start nothing says so."
                       (mapconcat #'symbol-name off " "))))))
 
 (defun org-agent-skills--entries ()
-  "Return the list's entries: one per skill, the file as the entry's id."
+  "Return the list's entries: one per skill, (FILE . NAME) as the entry's id."
   (mapcar (lambda (s)
             (let ((last (plist-get s :last-run)))
-              (list (or (plist-get s :file) (plist-get s :name))
+              (list (cons (plist-get s :file) (plist-get s :name))
                     (vector (plist-get s :name)
                             (symbol-name (plist-get s :status))
                             (symbol-name (or (plist-get s :source) '-))
@@ -387,7 +451,7 @@ An active skill whose triggers start nothing says so."
 (defun org-agent-skills-visit ()
   "Open the file of the skill at point."
   (interactive)
-  (let ((file (tabulated-list-get-id)))
+  (let ((file (car (tabulated-list-get-id))))
     (if (and file (file-exists-p file))
         (find-file file)
       (user-error "No skill file here"))))

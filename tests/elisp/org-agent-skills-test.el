@@ -385,4 +385,75 @@ it fires."
   (save-window-excursion (org-agent-skills))
   (get-buffer org-agent-skills-buffer-name))
 
+(defun org-agent-skills-test--skill (name &optional depends gate-expect)
+  "The text of a skill NAME depending on DEPENDS (a string).
+With GATE-EXPECT, it has a gate row that denies and a test that
+expects GATE-EXPECT of it."
+  (concat (format "#+SKILL_NAME: %s\n#+DESCRIPTION: Use for %s.\n" name name)
+          (if depends (format "#+DEPENDS_ON: %s\n" depends) "")
+          "* Prompt\nBe careful.\n"
+          (if gate-expect
+              (concat "* Gate\n| action | condition | decision | reason |\n"
+                      "| set_todo | state=DONE | deny | not yet |\n"
+                      "* Tests\n** closing :gate:\n:PROPERTIES:\n:ACTION: set_todo\n"
+                      ":TARGET: T\n:ARGS: state=DONE\n:EXPECT: " gate-expect "\n:END:\n"
+                      "#+begin_example\n,* TODO T\n#+end_example\n")
+            "")))
+
+(ert-deftest org-agent-skills-every-listed-skill-has-its-file-and-its-name ()
+  "A skill kept out by its dependencies or its tests is listed by name, with its file.
+RET opens the file of each: a missing dependency, a cycle, a test
+that fails, a file that names no skill, a skill the user disabled."
+  (org-agent-test-with-store
+    (let* ((dir (make-temp-file "org-agent-skills" t))
+           (org-agent-skill-directories (list dir))
+           (org-agent-disabled-skills '("quiet"))
+           (files `(("orphan" . ,(expand-file-name "orphan/SKILL.org" dir))
+                    ("ping" . ,(expand-file-name "ping.skill.org" dir))
+                    ("pong" . ,(expand-file-name "pong/SKILL.org" dir))
+                    ("strict" . ,(expand-file-name "strict.skill.org" dir))
+                    ("quiet" . ,(expand-file-name "quiet.skill.org" dir))
+                    ("nameless" . ,(expand-file-name "nameless/SKILL.org" dir)))))
+      (unwind-protect
+          (progn
+            (pcase-dolist (`(,file . ,text)
+                           `((,(alist-get "orphan" files nil nil #'equal)
+                              . ,(org-agent-skills-test--skill "orphan" "nowhere"))
+                             (,(alist-get "ping" files nil nil #'equal)
+                              . ,(org-agent-skills-test--skill "ping" "pong"))
+                             (,(alist-get "pong" files nil nil #'equal)
+                              . ,(org-agent-skills-test--skill "pong" "ping"))
+                             (,(alist-get "strict" files nil nil #'equal)
+                              . ,(org-agent-skills-test--skill "strict" nil "ask"))
+                             (,(alist-get "quiet" files nil nil #'equal)
+                              . ,(org-agent-skills-test--skill "quiet"))
+                             (,(alist-get "nameless" files nil nil #'equal)
+                              . "* Prompt\nno name\n")))
+              (make-directory (file-name-directory file) t)
+              (with-temp-file file (insert text)))
+            (org-agent-skills-test--reload)
+            (pcase-dolist (`(,name . ,file) files)
+              (let ((skill (org-agent-skills-test--named name)))
+                (should skill)
+                (should (memq (plist-get skill :status) '(failed disabled)))
+                (should (equal (plist-get skill :file) file))))
+            (should (string-match-p "nowhere, which is not loaded"
+                                    (plist-get (org-agent-skills-test--named "orphan") :reason)))
+            (should (string-match-p "expected ask, the rules decide deny"
+                                    (plist-get (org-agent-skills-test--named "strict") :reason)))
+            (should (eq (plist-get (org-agent-skills-test--named "quiet") :status) 'disabled))
+            ;; No row is named by its file's path.
+            (should-not (seq-find (lambda (s) (string-prefix-p "/" (plist-get s :name)))
+                                  (org-agent-skills-list)))
+            (with-current-buffer (org-agent-skills-test--list)
+              (pcase-dolist (`(,name . ,file) files)
+                (goto-char (point-min))
+                (should (re-search-forward (concat "^ *" (regexp-quote name) " ") nil t))
+                (save-window-excursion
+                  (org-agent-skills-visit)
+                  (should (equal buffer-file-name file))
+                  (kill-buffer)))))
+        (delete-directory dir t)
+        (org-agent-skills-test--reload)))))
+
 ;;; org-agent-skills-test.el ends here
