@@ -6,7 +6,7 @@ use super::equipment::Equipment;
 use super::event::{ChatUpdate, Event};
 use super::operator::{Approval, BoxFuture, Operator, Question};
 use super::runtime::{panic_message, Pending, Runtime};
-use super::turn::store_first::{answer_from_store, Source};
+use super::turn::store_first::{answer_from_store, prepare, Source};
 use super::turn::{
     related_notes, run_turn, step_request, Conversation, StepView, TurnConfig, TurnEvent,
 };
@@ -202,7 +202,13 @@ impl Runtime {
         let messages = self.conversation_messages(&id).unwrap_or_default();
         let skills_in_use = self.conversation_skills(&id);
         let plist_results = self.conversation_plist_results(&id);
+        let skill = setup.skill.clone();
         self.run_async(request, |cancel| async move {
+            let source = if cfg.store_first {
+                Some(store_first_source(skill.as_deref(), &text)?)
+            } else {
+                None
+            };
             let policy = Policy::default();
             let eq = self.chat_equipment(
                 vec![backend.clone()],
@@ -210,6 +216,14 @@ impl Runtime {
                 setup,
                 Arc::new(super::operator::Unattended),
             )?;
+            // A store-first turn sends the phrasing request, not the notes context.
+            if let Some(source) = source {
+                if let Some(prepared) =
+                    prepare(&eq, &text, source, &cfg).map_err(|e| e.to_string())?
+                {
+                    return Ok(preview_event(request, &backend, &prepared.request));
+                }
+            }
             let mut cfg = cfg;
             if cfg.related.is_empty() {
                 cfg.related = related_notes(&eq, &text, &cfg, &cancel)
@@ -224,17 +238,13 @@ impl Runtime {
             // The skills it loaded: their tools are in the request too.
             conversation.context.skills_in_use = skills_in_use;
             conversation.messages.push(Message::User(text));
-            let chat = step_request(&eq, &conversation, &cfg, StepView::default());
-            // What would be sent: past the secret gate, as every request is.
-            let (chat, _) =
-                crate::llm::http::redact_request(&crate::secrets::SecretGate::shared(), &chat);
-            let body = backend.wire.request_body(&chat, &backend.endpoint.model);
-            Ok(Event::Preview {
-                request,
-                backend: backend.endpoint.name.clone(),
-                url: backend.url(chat.stream),
-                body: serde_json::to_string_pretty(&body).unwrap_or_default(),
-            })
+            let step = StepView {
+                // As the first step of a real turn: no tools when none are offered.
+                tools_off: cfg.tool_rounds == Some(0),
+                ..StepView::default()
+            };
+            let chat = step_request(&eq, &conversation, &cfg, step);
+            Ok(preview_event(request, &backend, &chat))
         })
     }
 
@@ -378,6 +388,19 @@ impl Runtime {
             TurnEvent::Warning(m) => t.log("warning", m.clone()),
             _ => {}
         })
+    }
+}
+
+/// The preview of `chat` sent to `backend`, exactly as it would be: past the secret gate,
+/// with the backend's own cap on answer tokens.
+fn preview_event(request: u64, backend: &Backend, chat: &crate::llm::http::ChatRequest) -> Event {
+    let (chat, _) = crate::llm::http::redact_request(&crate::secrets::SecretGate::shared(), chat);
+    let body = backend.request_body(&chat);
+    Event::Preview {
+        request,
+        backend: backend.endpoint.name.clone(),
+        url: backend.url(chat.stream),
+        body: serde_json::to_string_pretty(&body).unwrap_or_default(),
     }
 }
 

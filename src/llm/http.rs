@@ -94,6 +94,13 @@ impl Backend {
         }
     }
 
+    /// The body this backend sends for `request`: its wire format, its model, its cap on
+    /// answer tokens.
+    pub fn request_body(&self, request: &ChatRequest) -> serde_json::Value {
+        self.wire
+            .request_body(&self.capped(request), &self.endpoint.model)
+    }
+
     /// The chat endpoint, for a streaming request or not.
     pub fn url(&self, stream: bool) -> String {
         self.wire
@@ -326,7 +333,7 @@ impl ChatClient {
                     "application/json"
                 },
             )
-            .json(&b.wire.request_body(&b.capped(request), &b.endpoint.model));
+            .json(&b.request_body(request));
         let mut response = wait.send(send, first_byte).await?;
 
         let mut stream = b.wire.parser(b.stream_options);

@@ -152,5 +152,61 @@ The real local model (Qwen2.5-0.5B) phrases; the store answers."
         (setq org-agent-backends--local nil)
         (org-agent-test-server-stop)))))
 
+(defun org-agent-store-first-test--preview-then-send (question)
+  "Preview QUESTION in a fresh chat, then send it; return (PREVIEWED SENT) bodies."
+  (let ((shown nil) (finished nil))
+    (when (get-buffer org-agent-chat-buffer-name)
+      (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
+      (kill-buffer org-agent-chat-buffer-name))
+    (with-current-buffer (org-agent-chat)
+      (goto-char (point-max))
+      (insert question)
+      (cl-letf* ((orig (symbol-function 'org-agent-chat--show-preview))
+                 ((symbol-function 'org-agent-chat--show-preview)
+                  (lambda (event) (setq shown event) (funcall orig event))))
+        (org-agent-context-preview)
+        (should (org-agent-test-wait (lambda () shown) 30)))
+      (should (eq (plist-get shown :type) 'preview))
+      (let ((before (length (org-agent-test-server-requests)))
+            (org-agent-turn-finished-functions (list (lambda (_c _a) (setq finished t)))))
+        (org-agent-test-server-push :text "You have three.")
+        (org-agent-chat-send)
+        (should (org-agent-test-wait (lambda () finished) 60))
+        (let ((json-array-type 'list) (json-object-type 'alist) (json-key-type 'string))
+          (list (json-read-from-string (plist-get shown :body))
+                (nth before (org-agent-test-server-requests))))))))
+
+(ert-deftest org-agent-store-first-preview-is-the-local-models-request ()
+  "The context preview of the local model is the very request it gets: store-first when
+the store answers, else the notes with no tool schemas; with its max_tokens."
+  (org-agent-test-with-notes-dir (org-agent-store-first-test--notes)
+    (let* ((port (org-agent-test-server-start
+                  (org-agent-test-server-binary org-agent-test-root t)))
+           (org-agent-backends--local (list org-agent-test-server--process port t 'qwen))
+           (org-agent-backends nil)
+           (org-agent-local-model 'qwen))
+      (unwind-protect
+          (progn
+            (pcase-let ((`(,previewed ,sent)
+                         (org-agent-store-first-test--preview-then-send "What is waiting?")))
+              (should (equal previewed sent))
+              (should (string-search "Travel grant approval" (json-encode sent)))
+              (should (null (assoc "tools" sent)))
+              (should (assoc "max_tokens" sent)))
+            (pcase-let ((`(,previewed ,sent)
+                         (org-agent-store-first-test--preview-then-send
+                          "Write a haiku about the sea")))
+              (should (equal (org-agent-store-first-test--unbound previewed)
+                             (org-agent-store-first-test--unbound sent)))
+              (should (null (assoc "tools" sent)))
+              (should (equal (cdr (assoc "max_tokens" sent)) org-agent-local-max-tokens))))
+        (setq org-agent-backends--local nil)
+        (org-agent-test-server-stop)))))
+
+(defun org-agent-store-first-test--unbound (body)
+  "BODY with the data blocks' boundaries, drawn afresh by each request, made equal."
+  (car (read-from-string
+        (replace-regexp-in-string "data-[A-Za-z0-9-]+" "data-BOUNDARY" (prin1-to-string body)))))
+
 (provide 'org-agent-store-first-test)
 ;;; org-agent-store-first-test.el ends here

@@ -51,17 +51,21 @@ fn today(cfg: &TurnConfig) -> Day {
         .unwrap_or_else(Day::local_today)
 }
 
-/// Answer `text` from the store, phrased by the model: `None` when the store does not
-/// answer it (the turn goes on as usual).
-pub async fn answer_from_store(
+/// A store-first turn before it is sent: the request that asks the model to phrase the
+/// store's answer, and the answer as the chat shows it.
+pub struct Prepared {
+    pub request: ChatRequest,
+    pub facts: String,
+}
+
+/// The request a store-first turn sends for `text`, and the store's answer; `None` when the
+/// store does not answer it (the turn goes on as usual). The preview shows this same request.
+pub fn prepare(
     eq: &Equipment,
-    conversation: &mut Conversation,
     text: &str,
     source: Source<'_>,
     cfg: &TurnConfig,
-    cancel: &CancelToken,
-    mut emit: impl FnMut(TurnEvent),
-) -> Result<Option<String>, TurnError> {
+) -> Result<Option<Prepared>, TurnError> {
     let day = today(cfg);
     let (facts, phrased_facts) = match source {
         Source::Question(q) => {
@@ -98,6 +102,23 @@ pub async fn answer_from_store(
         stream: cfg.stream,
         temperature: Some(cfg.temperature.unwrap_or(0.0)),
         max_tokens: Some(PHRASE_TOKENS),
+    };
+    Ok(Some(Prepared { request, facts }))
+}
+
+/// Answer `text` from the store, phrased by the model: `None` when the store does not
+/// answer it (the turn goes on as usual).
+pub async fn answer_from_store(
+    eq: &Equipment,
+    conversation: &mut Conversation,
+    text: &str,
+    source: Source<'_>,
+    cfg: &TurnConfig,
+    cancel: &CancelToken,
+    mut emit: impl FnMut(TurnEvent),
+) -> Result<Option<String>, TurnError> {
+    let Some(Prepared { request, facts }) = prepare(eq, text, source, cfg)? else {
+        return Ok(None);
     };
     let started = std::time::Instant::now();
     let reply = eq
