@@ -37,6 +37,7 @@
   '((org-agent--action-names)
     (org-agent--set-redisplay-interval seconds)
     (org-agent--load-skills dirs disabled)
+    (org-agent--set-shipped-triggers names)
     (org-agent--import-skill file)
     (org-agent--version)
     (org-agent--configure todo done org-version no-inherit snapshots inlinetask)
