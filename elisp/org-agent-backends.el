@@ -101,13 +101,30 @@ waited for: the next one is asked."
   :type 'number
   :group 'org-agent)
 
+(defvar org-agent-backends--local nil
+  "The local model server: (PROCESS PORT READY MODEL).
+MODEL is the `org-agent-local-model' it was started for: when the
+option names another, the server is stopped before the next turn and
+one for the new model started.")
+
+(defun org-agent-backends--set-local-model (symbol value)
+  "Set SYMBOL (`org-agent-local-model') to VALUE.
+A local model server running for another model is stopped: the next
+message starts one for VALUE."
+  (set-default symbol value)
+  (when (fboundp 'org-agent-backends--drop-stale-local)
+    (org-agent-backends--drop-stale-local)))
+
 (defcustom org-agent-local-model 'qwen
   "The model a local server runs when `org-agent-backends' is empty.
 Either `qwen', Qwen2.5-Coder-0.5B (491 MB, makes tool calls), or
 `smollm2', SmolLM2-135M (98 MB, chat only).  Both come from PyPI with
 llama.cpp's server and are installed on first use by scripts/local-llm.
-The value nil never starts one."
+The value nil never starts one.  A server running for another model
+is stopped when this changes (through Customize, or with `setq' before
+the next message), and the next message starts the new one."
   :type '(choice (const qwen) (const smollm2) (const :tag "Never" nil))
+  :set #'org-agent-backends--set-local-model
   :group 'org-agent)
 
 (defcustom org-agent-local-max-tokens 384
@@ -205,9 +222,6 @@ Tiers, the pool they draw from, cooldown, retry cap, budget and consensus."
 
 ;;;; The local model
 
-(defvar org-agent-backends--local nil
-  "The local model server: (PROCESS PORT READY).")
-
 (defconst org-agent-backends--local-context-window 4096
   "The context window the local model server is started with, in tokens.")
 
@@ -215,12 +229,24 @@ Tiers, the pool they draw from, cooldown, retry cap, budget and consensus."
   "Whether the local model answers: no backend is configured, and one may run."
   (and (null org-agent-backends) org-agent-local-model t))
 
+(defun org-agent-backends--drop-stale-local ()
+  "Stop the local model server if it serves another model than the option names.
+That is, when `org-agent-local-model' was changed since it started.
+Return non-nil when one was stopped."
+  (when (and org-agent-backends--local
+             (not (eq (nth 3 org-agent-backends--local) org-agent-local-model)))
+    (message "org-agent: the local model is now %s; stopping the %s server"
+             org-agent-local-model (nth 3 org-agent-backends--local))
+    (org-agent-backends--stop-local)
+    t))
+
 (defun org-agent-backends--local-backend ()
-  "The backend plist of the local model server, if it is ready."
+  "The backend plist of the local model server, if it is ready.
+Nil too when it serves another model than `org-agent-local-model'."
   (pcase org-agent-backends--local
-    (`(,process ,port t)
-     (when (process-live-p process)
-       (list :name (format "local %s" org-agent-local-model) :type 'openai
+    (`(,process ,port t ,model)
+     (when (and (process-live-p process) (eq model org-agent-local-model))
+       (list :name (format "local %s" model) :type 'openai
              :url (format "http://127.0.0.1:%d/v1" port) :model "local"
              ;; The server's window (scripts/local_llm_server.py): the notes get a
              ;; quarter of it, so the prompt fits and is read in seconds, not minutes.
@@ -268,39 +294,49 @@ One line configures one, with its key in ~/.authinfo.gpg (see README.org,
   "Start the local model server, then call THEN once it is ready.
 The model is `org-agent-local-model'.  When the server stops before
 it is ready, call FAILED."
+  (org-agent-backends--drop-stale-local)
   (let ((port (org-agent-backends--free-port))
+        (model org-agent-local-model)
         (script (expand-file-name "scripts/local-llm" org-agent--source-directory)))
     (unless (file-executable-p script)
       (user-error "Cannot start a local model: %s is missing" script))
     (message "org-agent: starting a local model (%s); the first time installs it from PyPI..."
-             org-agent-local-model)
-    (let ((process
-           (make-process
-            :name "org-agent-local-llm" :buffer (get-buffer-create " *org-agent-local-llm*")
-            :command (list script "serve" (symbol-name org-agent-local-model) (number-to-string port))
-            :noquery t
-            :filter (lambda (proc out)
-                      (when (buffer-live-p (process-buffer proc))
-                        (with-current-buffer (process-buffer proc)
-                          (goto-char (point-max))
-                          (insert out)))
-                      (dolist (line (split-string out "\n" t))
-                        (when (string-prefix-p "local-llm: " line)
-                          (message "org-agent: %s" (substring line 11))))
-                      (when (and (string-match-p "^ready$" out)
-                                 (not (nth 2 org-agent-backends--local)))
-                        (setf (nth 2 org-agent-backends--local) t)
-                        (message "org-agent: the local model is ready")
-                        (funcall then)))
-            :sentinel (lambda (proc _event)
-                        (unless (process-live-p proc)
-                          (let ((was-ready (nth 2 org-agent-backends--local)))
-                            (setq org-agent-backends--local nil)
-                            (unless was-ready
-                              (funcall failed)
-                              (message "org-agent: the local model server stopped; see buffer %s"
-                                       (buffer-name (process-buffer proc))))))))))
-      (setq org-agent-backends--local (list process port nil))
+             model)
+    (let* ((entry nil)
+           (process
+            (make-process
+             :name "org-agent-local-llm" :buffer (get-buffer-create " *org-agent-local-llm*")
+             :command (list script "serve" (symbol-name model) (number-to-string port))
+             :noquery t
+             :filter (lambda (proc out)
+                       (when (buffer-live-p (process-buffer proc))
+                         (with-current-buffer (process-buffer proc)
+                           (goto-char (point-max))
+                           (insert out)))
+                       (dolist (line (split-string out "\n" t))
+                         (when (string-prefix-p "local-llm: " line)
+                           (message "org-agent: %s" (substring line 11))))
+                       ;; Only while this server is the current one: a replaced one is
+                       ;; on its way out.
+                       (when (and (string-match-p "^ready$" out)
+                                  (eq org-agent-backends--local entry)
+                                  (not (nth 2 entry)))
+                         (setf (nth 2 entry) t)
+                         (message "org-agent: the local model is ready")
+                         (funcall then)))
+             :sentinel (lambda (proc _event)
+                         (unless (process-live-p proc)
+                           (let ((was-ready (nth 2 entry)))
+                             ;; A server stopped for another model must not forget the
+                             ;; new one, nor tell its waiters it failed.
+                             (when (eq org-agent-backends--local entry)
+                               (setq org-agent-backends--local nil)
+                               (unless was-ready
+                                 (funcall failed)
+                                 (message "org-agent: the local model server stopped; see buffer %s"
+                                          (buffer-name (process-buffer proc)))))))))))
+      (setq entry (list process port nil model)
+            org-agent-backends--local entry)
       (add-hook 'kill-emacs-hook #'org-agent-backends--stop-local))))
 
 (defun org-agent-backends--stop-local ()

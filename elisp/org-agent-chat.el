@@ -397,6 +397,8 @@ Their message stays after \"* You\", to send again."
   (org-agent-chat--start-clock)
   ;; Now, while the command's bindings (tier, tool rounds) hold.
   (let ((options (org-agent-chat--options)))
+    ;; `org-agent-local-model' may have been `setq'd since its server started.
+    (org-agent-backends--drop-stale-local)
     (if (and (org-agent-backends--local-p) (not (org-agent-backends--local-backend)))
         ;; No backend configured: bring up the local model, then send.
         (let ((buffer (current-buffer)))

@@ -84,6 +84,7 @@ when it ends.  When no backend is configured and the local model is
 not running, it is started first, and nil is returned."
   (org-agent--require-started)
   (let ((provenance (or provenance "org-agent-skill-run")))
+    (org-agent-backends--drop-stale-local)
     (if (and (org-agent-backends--local-p) (not (org-agent-backends--local-backend)))
         (progn
           (unless org-agent-backends--local
