@@ -149,18 +149,43 @@ ONCE-ONLY is non-nil when it cannot be approved for the conversation
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "C-c C-c") #'org-agent-chat-send)
     (define-key map (kbd "C-c C-k") #'org-agent-interrupt)
+    (define-key map (kbd "C-g") #'org-agent-chat-quit)
+    (define-key map (kbd "C-c C-n") #'org-agent-new-chat)
     map)
   "Keymap of `org-agent-chat-mode'.")
 
 (define-derived-mode org-agent-chat-mode org-mode "Agent-Chat"
   "Major mode of the org-agent chat buffer.
-Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
-\\[org-agent-interrupt] interrupts."
-  (setq header-line-format '(:eval (org-agent-chat--header))))
+Type after the last \"* You\" heading; \\[org-agent-chat-send] sends.
+While the agent answers, \\[org-agent-chat-quit] or \\[org-agent-interrupt]
+interrupts it; otherwise \\[org-agent-chat-quit] is `keyboard-quit'.
+\\[org-agent-new-chat] saves this conversation and starts a new one;
+\\[universal-argument] \\[org-agent-chat] continues a saved one.  Killing the buffer
+\(or Emacs) while a turn runs asks first, then interrupts it.  Long
+lines wrap at the window's edge (`visual-line-mode').
+
+\\{org-agent-chat-mode-map}"
+  :interactive nil
+  (setq header-line-format '(:eval (org-agent-chat--header)))
+  (visual-line-mode 1)
+  (add-hook 'kill-buffer-query-functions #'org-agent-chat--kill-query nil t)
+  (add-hook 'kill-buffer-hook #'org-agent-chat--killed nil t))
+
+(defun org-agent-chat--busy-here ()
+  "Whether this chat has a turn in flight, or waits for the local model to start."
+  (and (or org-agent-chat--request org-agent-chat--turn-start) t))
+
+(defun org-agent-chat--keys-hint ()
+  "Return the keys part of the header line: how to interrupt, or how to send.
+Called in the chat buffer, so its keys are the ones it has."
+  (substitute-command-keys
+   (if (org-agent-chat--busy-here)
+       "  \\[org-agent-chat-quit] interrupts"
+     "  \\[org-agent-chat-send] sends, \\[org-agent-new-chat] new chat, \\[describe-mode] help")))
 
 (defun org-agent-chat--header ()
-  "The header line: backend, state (with time and tokens so far), tokens, focus."
-  (format " org-agent  %s  %s%s  %d tokens%s"
+  "The header line: backend, state (time, tokens so far), tokens, focus, keys."
+  (format " org-agent  %s  %s%s  %d tokens%s%s"
           (or org-agent-chat--backend-name (org-agent-backends--next-label))
           org-agent-chat--state
           (if org-agent-chat--turn-start
@@ -174,7 +199,8 @@ Type after the last \"* You\" heading; \\[org-agent-chat-send] sends,
           org-agent-chat--tokens
           (if org-agent-chat--focus-title
               (format "  focus: %s" org-agent-chat--focus-title)
-            "")))
+            "")
+          (org-agent-chat--keys-hint)))
 
 (defun org-agent-chat--tick (buffer)
   "Refresh the header line of BUFFER during its turn; stop ticking after it."
@@ -216,6 +242,25 @@ and this returns nil."
         nil)
     (org-agent-chat--open earlier)))
 
+(defun org-agent-chat--begin ()
+  "Begin a new conversation in the current, empty chat buffer."
+  (setq org-agent-chat--conversation
+        (format "chat-%s-%d" (format-time-string "%Y%m%dT%H%M%S") (random 100000)))
+  (insert (format "#+TITLE: org-agent chat\n#+CONVERSATION: %s\n\n%s%s* You\n"
+                  org-agent-chat--conversation
+                  (org-agent-chat--keys-note)
+                  (org-agent-backends--local-model-note))))
+
+(defun org-agent-chat--keys-note ()
+  "The chat's first lines: how to send, interrupt, start anew and get help."
+  (substitute-command-keys
+   "Type your message after the last \"* You\" heading and press \\[org-agent-chat-send] to send it.
+While the agent answers, \\[org-agent-chat-quit] (or \\[org-agent-interrupt]) interrupts it.
+\\[org-agent-new-chat] saves this chat and starts a new one; \\[universal-argument] \\[org-agent-chat] continues a saved one.
+\\[describe-mode] shows every key of the chat.
+
+"))
+
 (defun org-agent-chat--open (earlier)
   "Open the chat buffer (a saved conversation if EARLIER) and return it."
   (let ((focus (org-agent-chat--focus-here))
@@ -225,10 +270,7 @@ and this returns nil."
     (with-current-buffer buffer
       (unless (derived-mode-p 'org-agent-chat-mode)
         (org-agent-chat-mode)
-        (setq org-agent-chat--conversation
-              (format "chat-%s-%d" (format-time-string "%Y%m%dT%H%M%S") (random 100000)))
-        (insert (format "#+TITLE: org-agent chat\n#+CONVERSATION: %s\n\n%s* You\n"
-                        org-agent-chat--conversation (org-agent-backends--local-model-note))))
+        (org-agent-chat--begin))
       (when focus
         (setq org-agent-chat--focus (car focus)
               org-agent-chat--focus-title (cdr focus))))
@@ -258,21 +300,61 @@ and this returns nil."
   (let* ((files (sort (directory-files (org-agent-chat--directory) t "\\.org\\'")
                       (lambda (a b) (time-less-p (file-attribute-modification-time (file-attributes b))
                                                  (file-attribute-modification-time (file-attributes a))))))
-         (table (mapcar (lambda (f) (cons (org-agent-chat--describe f) f)) files)))
+         (table (org-agent-chat--saved-table files)))
     (unless files
       (user-error "No saved conversations in %s" (org-agent-chat--directory)))
     (cdr (assoc (completing-read "Continue conversation: " table nil t) table))))
 
+(defun org-agent-chat--saved-table (files)
+  "An alist (DESCRIPTION . FILE) of the saved conversations FILES, in their order.
+Descriptions that would be the same (two chats begun in the same second
+with the same words) get the conversation's id, so each is distinct."
+  (let* ((described (mapcar (lambda (f) (cons (org-agent-chat--describe f) f)) files))
+         (counts (make-hash-table :test #'equal)))
+    (dolist (d described)
+      (puthash (car d) (1+ (gethash (car d) counts 0)) counts))
+    (mapcar (lambda (d)
+              (if (> (gethash (car d) counts) 1)
+                  (cons (format "%s  [%s]" (car d) (file-name-base (cdr d))) (cdr d))
+                d))
+            described)))
+
 (defun org-agent-chat--describe (file)
-  "A line describing the saved conversation FILE: its date and first question."
+  "A line describing the saved conversation FILE.
+When it began (from its id, else when the file was written), the first
+words of its first message, and how many messages you sent."
   (with-temp-buffer
-    (insert-file-contents file nil 0 4000)
+    (insert-file-contents file nil 0 20000)
     (goto-char (point-min))
-    (format "%s  %s"
-            (format-time-string "%F %R" (file-attribute-modification-time (file-attributes file)))
-            (if (re-search-forward "^\\* You[ \t]*\n\\(.*\\)" nil t)
-                (match-string 1)
-              (file-name-base file)))))
+    (let* ((id (if (re-search-forward "^#\\+CONVERSATION: *\\(.+\\)$" nil t)
+                   (match-string 1)
+                 (file-name-base file)))
+           (began (if (string-match
+                       "\\`chat-\\([0-9]\\{4\\}\\)\\([0-9]\\{2\\}\\)\\([0-9]\\{2\\}\\)T\\([0-9]\\{2\\}\\)\\([0-9]\\{2\\}\\)\\([0-9]\\{2\\}\\)"
+                       id)
+                      (format "%s-%s-%s %s:%s:%s" (match-string 1 id) (match-string 2 id)
+                              (match-string 3 id) (match-string 4 id) (match-string 5 id)
+                              (match-string 6 id))
+                    (format-time-string "%F %T" (file-attribute-modification-time
+                                                 (file-attributes file)))))
+           (first nil)
+           (sent 0))
+      (goto-char (point-min))
+      (while (re-search-forward "^\\* You[ \t]*$" nil t)
+        (let ((text (string-trim
+                     (buffer-substring-no-properties
+                      (min (1+ (point)) (point-max))
+                      (save-excursion (if (re-search-forward "^\\* " nil t)
+                                          (line-beginning-position)
+                                        (point-max)))))))
+          (unless (string-empty-p text)
+            (setq sent (1+ sent))
+            (unless first
+              (setq first (replace-regexp-in-string "[ \t\n]+" " " text))))))
+      (format "%s  %s  (%d message%s)"
+              began
+              (if first (truncate-string-to-width first 60 nil nil "…") "(nothing sent)")
+              sent (if (= sent 1) "" "s")))))
 
 (defun org-agent-chat--history ()
   "The exchanges of the current chat as ((user . TEXT) (assistant . TEXT) ...).
@@ -345,7 +427,7 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
 
 (defun org-agent-chat-send ()
   "Send the text after the last \"* You\" heading to the agent."
-  (interactive)
+  (interactive nil org-agent-chat-mode)
   (unless (derived-mode-p 'org-agent-chat-mode)
     (user-error "Not in the org-agent chat buffer"))
   (when org-agent-chat--request
@@ -408,7 +490,10 @@ Their message stays after \"* You\", to send again."
              (lambda ()
                (when (buffer-live-p buffer)
                  (with-current-buffer buffer
-                   (org-agent-chat--send-prompt prompt (org-agent-backends--cascade) options))))
+                   ;; Unless the user stopped waiting (C-g, C-c C-k).
+                   (when (and org-agent-chat--turn-start (not org-agent-chat--request))
+                     (org-agent-chat--send-prompt prompt (org-agent-backends--cascade)
+                                                  options)))))
              #'org-agent-chat--local-failed))
           (force-mode-line-update)
           nil)
@@ -581,11 +666,131 @@ changed and why." title id))))
   "Stop every agent turn and background job (embedding, search) in flight."
   (interactive)
   (let ((n (if (fboundp 'org-agent--chat-cancel-all) (org-agent--chat-cancel-all) 0)))
+    ;; Chats still waiting for the local model to start have no turn in the module yet.
+    (dolist (buffer (org-agent-chat--buffers))
+      (with-current-buffer buffer
+        (when (and org-agent-chat--turn-start (not org-agent-chat--request))
+          (org-agent-chat--stop-turn)
+          (setq n (1+ n)))))
     (message "org-agent: %s" (if (> n 0) "interrupting" "nothing to interrupt"))))
 
+(defun org-agent-chat--buffers ()
+  "The live chat buffers."
+  (seq-filter (lambda (b) (with-current-buffer b (derived-mode-p 'org-agent-chat-mode)))
+              (buffer-list)))
+
+(defun org-agent-chat--stop-turn ()
+  "Stop the turn of this chat buffer, if any; return non-nil if there was one.
+A turn the module runs is cancelled (its `interrupted' event ends it
+in the buffer); a message waiting for the local model to start is
+not sent."
+  (cond
+   (org-agent-chat--request
+    (org-agent--cancel org-agent-chat--request)
+    (setq org-agent-chat--state "interrupting…")
+    (force-mode-line-update)
+    t)
+   (org-agent-chat--turn-start
+    (setq org-agent-chat--turn-start nil
+          org-agent-chat--state "idle: not sent, you interrupted")
+    (when org-agent-chat--ticker
+      (cancel-timer org-agent-chat--ticker)
+      (setq org-agent-chat--ticker nil))
+    (force-mode-line-update)
+    t)))
+
+(defun org-agent-chat-quit ()
+  "Interrupt the agent's turn in this chat, or quit as \\[keyboard-quit] does.
+While the agent answers, \\[keyboard-quit] in the chat stops its turn
+\(as `org-agent-interrupt' does, for this chat only); otherwise it is
+`keyboard-quit'."
+  (interactive nil org-agent-chat-mode)
+  (if (and (derived-mode-p 'org-agent-chat-mode) (org-agent-chat--stop-turn))
+      (message "org-agent: interrupting")
+    (keyboard-quit)))
+
+(defun org-agent-chat--kill-query ()
+  "Ask before the chat buffer is killed with a turn in flight, then stop the turn.
+In batch Emacs nobody can answer: the turn is stopped without asking.
+For `kill-buffer-query-functions'."
+  (or (not (org-agent-chat--busy-here))
+      (when (or noninteractive
+                (yes-or-no-p "The agent is still answering in this chat; interrupt it and kill the buffer? "))
+        (org-agent-chat--stop-turn)
+        t)))
+
+(defun org-agent-chat--killed ()
+  "Stop the turn of the chat buffer being killed, and forget it.
+The module's last events for it then find no buffer; the turn is no
+longer counted as in flight.  For `kill-buffer-hook'."
+  (org-agent-chat--stop-turn)
+  (when org-agent-chat--request
+    (remhash org-agent-chat--request org-agent-chat--in-flight)
+    (setq org-agent-chat--request nil))
+  (when org-agent-chat--ticker
+    (cancel-timer org-agent-chat--ticker)
+    (setq org-agent-chat--ticker nil)))
+
+(defun org-agent-chat--kill-emacs-query ()
+  "Ask before Emacs exits while the agent answers in a chat, then stop it.
+In batch Emacs they are stopped without asking.  For
+`kill-emacs-query-functions'."
+  (let ((busy (seq-filter (lambda (b) (buffer-local-value 'org-agent-chat--request b))
+                          (org-agent-chat--buffers))))
+    (or (null busy)
+        (when (or noninteractive
+                  (y-or-n-p (format "The agent is still answering in %s; interrupt it and quit? " (mapconcat #'buffer-name busy ", "))))
+          (dolist (b busy)
+            (with-current-buffer b (org-agent-chat--stop-turn)))
+          t))))
+
+(add-hook 'kill-emacs-query-functions #'org-agent-chat--kill-emacs-query)
+
 (defun org-agent-busy-p ()
-  "Whether an agent turn is in flight."
+  "Whether an agent turn is in flight, in a chat buffer that is still there."
+  (maphash (lambda (request buffer)
+             (unless (buffer-live-p buffer)
+               (remhash request org-agent-chat--in-flight)))
+           org-agent-chat--in-flight)
   (> (hash-table-count org-agent-chat--in-flight) 0))
+
+;;;###autoload
+(defun org-agent-new-chat ()
+  "Save the current conversation and start a new one in the chat buffer.
+The conversation shown in the chat (the current buffer, when it is a
+chat) is saved as each turn saves it, and can be continued with
+\\[universal-argument] \\[org-agent-chat]; the new one has its own id,
+so nothing of the old one is sent with its messages.  While the agent
+answers, interrupt it first (\\[org-agent-interrupt])."
+  (interactive)
+  (let ((buffer (if (derived-mode-p 'org-agent-chat-mode)
+                    (current-buffer)
+                  (get-buffer org-agent-chat-buffer-name))))
+    (if (not (buffer-live-p buffer))
+        (org-agent-chat)
+      (with-current-buffer buffer
+        (when (org-agent-chat--busy-here)
+          (user-error "The agent is still answering; %s interrupts it"
+                      (substitute-command-keys "\\[org-agent-chat-quit]")))
+        (when org-agent-chat--question
+          (org-agent-chat--close-question "not answered: a new chat began"))
+        (org-agent-chat--save)
+        (let ((old org-agent-chat--conversation)
+              (inhibit-read-only t))
+          (erase-buffer)
+          (org-agent-chat--begin)
+          (setq org-agent-chat--tokens 0
+                org-agent-chat--reasoning nil
+                org-agent-chat--backend-name nil
+                org-agent-chat--state "idle")
+          ;; Its saved file continues it, history and all; the module need not keep it.
+          (when (and old (fboundp 'org-agent--chat-forget))
+            (org-agent--chat-forget old))
+          (message "org-agent: a new chat; the last one is saved (%s continues it)"
+                   (substitute-command-keys "\\[universal-argument] \\[org-agent-chat]"))))
+      (pop-to-buffer buffer)
+      (goto-char (point-max))
+      buffer)))
 
 (defvar org-agent-context-preview-buffer "*org-agent-context*"
   "The buffer `org-agent-context-preview' shows the request in.")
@@ -786,7 +991,7 @@ event's :once-only says so."
 
 (defun org-agent-chat-approve ()
   "Approve the action the agent asks about, this once."
-  (interactive)
+  (interactive nil org-agent-chat-mode)
   (with-current-buffer (org-agent-chat--question-buffer)
     (org-agent-chat--settle 'once "approved once")))
 
@@ -794,7 +999,7 @@ event's :once-only says so."
   "Approve the action the agent asks about, and its kind for this conversation.
 A new skill, or Elisp to evaluate, is approved on its own: this
 approves it once."
-  (interactive)
+  (interactive nil org-agent-chat-mode)
   (with-current-buffer (org-agent-chat--question-buffer)
     (if (nth 3 org-agent-chat--question)
         (org-agent-chat--settle 'once (format "approved once: %s"
@@ -803,7 +1008,7 @@ approves it once."
 
 (defun org-agent-chat-deny ()
   "Deny the action the agent asks about; the agent is told so."
-  (interactive)
+  (interactive nil org-agent-chat-mode)
   (with-current-buffer (org-agent-chat--question-buffer)
     (org-agent-chat--settle 'deny "denied")))
 

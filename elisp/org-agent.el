@@ -155,6 +155,7 @@ The buffer follows the log while a window shows it (see
 was there; \\[revert-buffer] refreshes it at once.
 
 \\{org-agent-log-mode-map}"
+  :interactive nil
   (setq buffer-read-only t)
   (setq-local revert-buffer-function (lambda (_ignore-auto _noconfirm)
                                        (org-agent-log--refresh)))
