@@ -19,8 +19,8 @@
 
 (require 'org-agent-base)
 (require 'org-agent-store)
+(require 'org-agent-tools)
 (org-agent--declare-module-functions)
-(declare-function org-entry-get "org" (epom property &optional inherit literal-nil))
 
 (defcustom org-agent-permissions nil
   "The user's rules for what the agent may do, strictest first.
@@ -63,57 +63,109 @@ Examples:
   :type '(repeat (sexp :tag "Rule"))
   :group 'org-agent)
 
-(defvar org-agent-permissions--history nil
-  "Actions explained before, for `org-agent-permissions-explain'.")
+(defconst org-agent-permissions--tools
+  '(("query_notes" . "reads the notes") ("read_node" . "reads the notes")
+    ("search_notes" . "reads the notes") ("list_files" . "reads the notes")
+    ("scan_notes" . "reads the notes (a skill's alias)") ("semantic_search" . "reads the notes")
+    ("use_skill" . "reads a skill") ("read_file" . "reads a file")
+    ("list_directory" . "reads a directory") ("write_file" . "writes a file")
+    ("run_command" . "runs a command") ("eval_elisp" . "evaluates Elisp"))
+  "The module's built-in tools (and those offered when enabled), and what they do.")
+
+(defun org-agent-permissions--names ()
+  "Tool and verb names to explain, an alist (NAME . WHAT-IT-DOES).
+The built-in tools, the Elisp tools defined now (`org-agent-define-tool'
+and the skills'), and the module's edit verbs (`org-agent--action-names')."
+  (append
+   org-agent-permissions--tools
+   (mapcar (lambda (spec) (cons (plist-get spec :name) "an Elisp tool"))
+           (org-agent-tools--specs))
+   (delq nil
+         (mapcar (lambda (k)
+                   (let ((verb (substring (symbol-name k) 1)))
+                     ;; Evaluation is the tool eval_elisp to the model.
+                     (unless (equal verb "eval-elisp")
+                       (cons verb "edits a note"))))
+                 (org-agent--action-names)))))
+
+(defun org-agent-permissions--read-node ()
+  "Read a headline of the store with completion; return its store id.
+The headline at point is the default in an Org buffer."
+  (let* ((here (and (derived-mode-p 'org-mode) (ignore-errors (org-agent-node-at-point))))
+         (candidates (org-agent--headline-candidates)))
+    (if (and here (y-or-n-p (format "The headline at point (%s)? "
+                                    (plist-get (org-agent-node here) :title))))
+        here
+      (unless candidates
+        (user-error "The store has no headlines yet"))
+      (let* ((choice (completing-read
+                      "Node: "
+                      (lambda (string pred action)
+                        (if (eq action 'metadata)
+                            '(metadata (category . org-agent-headline))
+                          (complete-with-action action candidates string pred)))
+                      nil t))
+             (target (or (org-agent--headline-target choice)
+                         (user-error "No headline %s in the store now" choice))))
+        (or (org-agent--node-at (nth 0 target) (nth 1 target))
+            (user-error "No node at %s in the store" choice))))))
 
 (defun org-agent-permissions--read-action ()
-  "Read an action to explain: a tool or verb, then what it is about."
-  (let* ((verbs (mapcar (lambda (k) (substring (symbol-name k) 1))
-                        (org-agent--action-names)))
-         (tools '("run_command" "read_file" "write_file" "list_directory"
-                  "eval_elisp" "query_notes" "read_node" "search_notes"
-                  "list_files"))
-         (name (completing-read "Explain the rules for (tool or verb): "
-                                (append tools verbs) nil nil)))
+  "Read an action to explain: a tool or verb with completion, then its subject.
+The subject is what the rules' patterns are about: a command line for
+`run_command', a file for the file tools, code for `eval_elisp', a
+node for an edit verb.  The action is built as the model's call of
+that tool is, so the gates judge it as they would the call."
+  (let* ((names (org-agent-permissions--names))
+         (completion-extra-properties
+          (list :annotation-function
+                (lambda (n) (let ((what (cdr (assoc n names))))
+                              (if what (concat "  " what) "")))))
+         (name (completing-read "Explain the rules for (tool or verb): " names nil t nil
+                                'org-agent-permissions--history))
+         (verbs (mapcar (lambda (k) (substring (symbol-name k) 1)) (org-agent--action-names))))
     (pcase name
       ("run_command"
        `(:type :request :target :tool :name ,name
-               :args (:command ,(read-string "Command: "))))
-      ((or "read_file" "write_file" "list_directory")
+               :args (:command ,(read-string "Command line: "))))
+      ((or "read_file" "write_file")
        `(:type :request :target :tool :name ,name
                :args (:path ,(expand-file-name (read-file-name "File: ")))))
+      ("list_directory"
+       `(:type :request :target :tool :name ,name
+               :args (:path ,(expand-file-name (read-directory-name "Directory: ")))))
       ("eval_elisp"
        `(:type :request :target :emacs :action :eval-elisp
                :code ,(read-string "Code: ")))
       ((pred (lambda (n) (member n verbs)))
-       (read-from-minibuffer
-        "Action: "
-        (format "(:type :request :target :emacs :action :%s :id %S)"
-                name (or (and (derived-mode-p 'org-mode) (org-entry-get nil "ID"))
-                         "ID"))
-        nil t 'org-agent-permissions--history))
+       `(:type :request :target :emacs :action ,(intern (concat ":" name))
+               :id ,(org-agent-permissions--read-node)))
       (_ `(:type :request :target :tool :name ,name :args nil)))))
 
 ;;;###autoload
-(defun org-agent-permissions-explain (action &optional scope)
-  "Show what the gates decide about ACTION, and why.
-ACTION is an action plist as the model proposes it.  Every rule of
-`org-agent-permissions' that matches it is listed with why, then
-each gate's part (the default policy, the skills, your rules) and
-the decision.  SCOPE is nil (the chat), `background', or a skill's
-name in use; with a prefix argument, it is asked for."
+(defun org-agent-permissions-explain (action &optional scope show)
+  "Say what the gates decide about ACTION, and why.
+Interactively, a tool or edit verb is read with completion, then what
+it is about: a command line, a file, code or a headline.  ACTION is
+an action plist as the model proposes it.  Every rule of
+`org-agent-permissions' that matches it is listed with why, then each
+gate's part (the default policy, the skills, your rules) and the
+decision.  SCOPE is nil (the chat), `background', or a skill's name in
+use; with a prefix argument, it is asked for.  Return the text; with
+SHOW (interactively), show it in a help window."
   (interactive
    (list (org-agent-permissions--read-action)
          (and current-prefix-arg
               (let ((s (completing-read "Scope (chat, background or a skill): "
                                         '("chat" "background"))))
-                (pcase s ("chat" nil) ("background" 'background) (_ s))))))
+                (pcase s ("chat" nil) ("background" 'background) (_ s))))
+         t))
   (org-agent--require-started)
   (let ((text (org-agent--permissions-explain org-agent-permissions action scope)))
-    (if (called-interactively-p 'interactive)
-        (with-help-window "*org-agent-permissions*"
-          (princ text))
-      text)))
+    (when show
+      (with-help-window "*org-agent-permissions*"
+        (princ text)))
+    text))
 
 (provide 'org-agent-permissions)
 ;;; org-agent-permissions.el ends here
