@@ -639,7 +639,7 @@ is the focus."
 The agent sees the subtree (the node at point is the focus) and
 proposes edits — TODO states, tags, schedules, new child headlines,
 clearer bodies — each shown in the chat for you to approve or deny."
-  (interactive)
+  (interactive nil org-mode)
   (unless (derived-mode-p 'org-mode)
     (user-error "Not in an Org buffer"))
   (when (org-before-first-heading-p)

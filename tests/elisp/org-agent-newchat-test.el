@@ -292,7 +292,7 @@ types a message and sends it."
 (defconst org-agent-newchat-test--user-commands
   '(org-agent-ask org-agent-build-module org-agent-chat org-agent-context-preview
     org-agent-embed-notes org-agent-find org-agent-interrupt org-agent-log org-agent-mode
-    org-agent-new-chat org-agent-organize-subtree org-agent-permissions-explain
+    org-agent-new-chat org-agent-permissions-explain
     org-agent-run-skill org-agent-select-model org-agent-semantic-search org-agent-status
     org-agent-store-info org-agent-summarize-buffer)
   "The commands of those files M-x offers in any buffer.")
@@ -323,6 +323,8 @@ types a message and sends it."
       (dolist (c '(org-agent-chat-send org-agent-chat-quit org-agent-chat-approve
                    org-agent-chat-deny org-agent-chat-approve-for-conversation))
         (should (memq c offered))))
+    ;; Organizing a subtree is for Org buffers (the chat is one).
+    (should (memq 'org-agent-organize-subtree (org-agent-newchat-test--offered (current-buffer))))
     ;; Still keys of the chat.
     (should (eq (key-binding (kbd "C-c C-c")) 'org-agent-chat-send))
     (set-buffer-modified-p nil)
