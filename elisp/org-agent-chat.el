@@ -703,9 +703,11 @@ not sent."
   "Interrupt the agent's turn in this chat, or quit as \\[keyboard-quit] does.
 While the agent answers, \\[keyboard-quit] in the chat stops its turn
 \(as `org-agent-interrupt' does, for this chat only); otherwise it is
-`keyboard-quit'."
+`keyboard-quit'.  With an active region it only deactivates it, as
+`keyboard-quit' does: the next one interrupts."
   (interactive nil org-agent-chat-mode)
-  (if (and (derived-mode-p 'org-agent-chat-mode) (org-agent-chat--stop-turn))
+  (if (and (derived-mode-p 'org-agent-chat-mode) (not (region-active-p))
+           (org-agent-chat--stop-turn))
       (message "org-agent: interrupting")
     (keyboard-quit)))
 

@@ -70,6 +70,13 @@ types a message and sends it."
       (funcall send "Tell me a long story.")
       (should (org-agent-test-wait #'org-agent-newchat-test--streaming-p 30))
       (setq busy-header (org-agent-chat--header))
+      ;; With an active region, C-g only deactivates it, as everywhere.
+      (let ((transient-mark-mode t))
+        (push-mark (point-min) t t)
+        (condition-case nil (call-interactively (key-binding (kbd "C-g"))) (quit nil))
+        (should-not (region-active-p)))
+      (should-not finished)
+      (should (org-agent-busy-p))
       (let ((command (key-binding (kbd "C-g"))))
         ;; keyboard-quit signals `quit' and leaves the turn running.
         (condition-case nil (call-interactively command) (quit nil)))
