@@ -49,6 +49,33 @@ from the store, with no model involved."
   :type 'boolean
   :group 'org-agent)
 
+(defcustom org-agent-inbox nil
+  "Where captured items wait to be filed, for the inbox scan and /inbox.
+A file, \"FILE::Headline\", or a headline's id.  nil: a note named
+inbox.org, refile.org or notes.org, else a top-level headline titled
+Inbox or Refile; else `org-default-notes-file' when it is a note."
+  :type '(choice (const :tag "Found in the notes" nil)
+                 (string :tag "File, FILE::Headline or id"))
+  :group 'org-agent)
+
+(defun org-agent-scans--run (name file)
+  "The findings of scan NAME over FILE (nil: all notes).
+A scan with nothing to work on signals a `user-error' that says what
+the user can set."
+  (let ((inbox (and (equal name "inbox") org-agent-inbox)))
+    (condition-case err
+        (org-agent--scan name file inbox)
+      (error
+       (let ((capture (and (boundp 'org-default-notes-file) org-default-notes-file)))
+         (cond
+          ((not (and (equal name "inbox")
+                     (string-match-p "no inbox found" (error-message-string err))))
+           (signal (car err) (cdr err)))
+          ((and (not inbox) capture (file-exists-p capture))
+           (org-agent--scan name file (expand-file-name capture)))
+          (t (user-error "No inbox found: create inbox.org in your notes, or set \
+`org-agent-inbox' to your inbox (a file, FILE::Headline or a headline's id)"))))))))
+
 (defconst org-agent-scans--names
   '("ids" "gtd-integrity" "inbox" "weekly-review" "daily-briefing" "garden" "secrets")
   "The scans of the module, as `org-agent--scan' takes them.")
@@ -130,7 +157,7 @@ from the store, with no model involved."
 (defun org-agent-scans--show (name file)
   "Run scan NAME over FILE (nil: all notes), show it, return its buffer."
   (org-agent--require-started)
-  (let ((findings (org-agent--scan name file nil))
+  (let ((findings (org-agent-scans--run name file))
         (buffer (get-buffer-create (format "*org-agent %s*" name))))
     (with-current-buffer buffer
       (org-agent-scan-mode)
@@ -142,8 +169,7 @@ from the store, with no model involved."
 (defun org-agent-scans--revert (&rest _)
   "Run this buffer's scan again."
   (when org-agent-scans--last
-    (let ((findings (apply (lambda (name file) (org-agent--scan name file nil))
-                           org-agent-scans--last)))
+    (let ((findings (apply #'org-agent-scans--run org-agent-scans--last)))
       (apply #'org-agent-scans--render (append org-agent-scans--last (list findings))))))
 
 ;;;###autoload

@@ -41,6 +41,30 @@
             (should (equal (org-get-heading t t t t) (plist-get copy :title))))
           (kill-buffer buffer))))))
 
+(ert-deftest org-agent-scans-without-an-inbox-says-what-to-set ()
+  "The inbox scan with no inbox says what the user can do, not what a model should."
+  (org-agent-test-with-notes-dir '(("work.org" . "* Captured\n** Call the bank\n"))
+    (let* ((org-agent-inbox nil)
+           (org-default-notes-file (expand-file-name "nowhere.org" dir))
+           (err (should-error (org-agent-scan "inbox") :type 'user-error)))
+      (should (string-match-p "set .org-agent-inbox." (cadr err)))
+      (should-not (string-match-p "ask the user" (cadr err))))
+    ;; Named by the option, the headline is the inbox.
+    (let ((org-agent-inbox (concat (funcall path "work.org") "::Captured")))
+      (should (equal (mapcar (lambda (f) (plist-get f :title)) (org-agent-scans--run "inbox" nil))
+                     '("Call the bank"))))))
+
+(ert-deftest org-agent-scans-the-demo-notes-have-an-inbox ()
+  "The demo notes have an inbox, so /inbox and the inbox scan can be tried on them."
+  (org-agent-test-with-notes-dir
+      (mapcar (lambda (f) (cons (file-name-nondirectory f)
+                                (with-temp-buffer (insert-file-contents f) (buffer-string))))
+              (directory-files (expand-file-name "demo/notes" org-agent-test-root) t "\\.org\\'"))
+    (let ((items (seq-filter (lambda (f) (equal (plist-get f :kind) "inbox-item"))
+                             (org-agent-scans--run "inbox" nil))))
+      (should (member "Buy batteries for the smoke detector"
+                      (mapcar (lambda (f) (plist-get f :title)) items))))))
+
 (ert-deftest org-agent-scans-an-unknown-scan-is-an-error-naming-the-scans ()
   (org-agent-test-with-store
     (let ((err (should-error (org-agent--scan "everything" nil nil) :type 'org-agent-error)))

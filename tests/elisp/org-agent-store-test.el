@@ -216,7 +216,7 @@ The copy's directory is bound to `notes'."
       (org-agent-mode 1)
       (unwind-protect
           (progn
-            (should (org-agent-test-wait (lambda () (= (plist-get (org-agent-store-stats) :files) 4))))
+            (should (org-agent-test-wait (lambda () (= (plist-get (org-agent-store-stats) :files) 5))))
             (with-current-buffer (find-file-noselect file)
               (let ((org-agent-ingest-functions
                      (list (lambda (e) (when (eq (plist-get e :type) 'ingested) (setq done e))))))
@@ -256,12 +256,12 @@ The copy's directory is bound to `notes'."
       (org-agent-ingest-directory (lambda (e) (setq final e)))
       (should (org-agent-test-wait (lambda () final)))
       (should (eq (plist-get final :type) 'directory-done))
-      (should (= (plist-get final :files) 4))
-      (should (= (plist-get final :ingested) 4))
+      (should (= (plist-get final :files) 5))
+      (should (= (plist-get final :ingested) 5))
       (setq final nil)
       (org-agent-ingest-directory (lambda (e) (setq final e)))
       (should (org-agent-test-wait (lambda () final)))
-      (should (= (plist-get final :unchanged) 4))
+      (should (= (plist-get final :unchanged) 5))
       ;; Delete one file and rename another: both old names leave the store.
       (delete-file (expand-file-name "journal.org" notes))
       (rename-file (expand-file-name "tasks.org" notes) (expand-file-name "todo.org" notes))
@@ -408,7 +408,7 @@ The copy's directory is bound to `notes'."
                                               (plist-get (org-agent-node "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a02") :todo)))))))
               (should (string-match "RESULT \\(.*\\)" out))
               (should (equal (car (read-from-string (match-string 1 out)))
-                             '(21 ("Launch the field-notes website" "Quarterly report") "NEXT")))))
+                             '(24 ("Launch the field-notes website" "Quarterly report") "NEXT")))))
         (delete-directory state t)))))
 
 (ert-deftest org-agent-corrupt-store-is-set-aside ()
@@ -560,7 +560,7 @@ It is set aside, one warning names where, and the store is rebuilt."
                 (should (file-directory-p aside))
                 (should (string-match-p (regexp-quote aside) message))))
             (should (org-agent-test-wait
-                     (lambda () (= (plist-get (org-agent-store-stats) :files) 4))))
+                     (lambda () (= (plist-get (org-agent-store-stats) :files) 5))))
             (org-agent-flush)
             (should (file-regular-p (expand-file-name "store.log" state))))
         (delete-directory state t)))))

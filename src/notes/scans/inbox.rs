@@ -258,10 +258,9 @@ fn find_inbox(cx: &Cx) -> Result<Inbox, String> {
     {
         Some(spec) => named_inbox(cx, spec),
         None => default_inbox(cx).ok_or_else(|| {
-            "no inbox found: none of the notes the agent may see is a file named inbox.org, \
-             refile.org or notes.org, and no top-level headline is titled Inbox or Refile; \
-             ask the user which it is and pass it as inbox (a file, FILE::Headline, or a \
-             headline's id)"
+            "no inbox found: no note is a file named inbox.org, refile.org or notes.org, and \
+             no top-level headline is titled Inbox or Refile; name the inbox (a file, \
+             FILE::Headline, or a headline's id)"
                 .to_string()
         }),
     }
