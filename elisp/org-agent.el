@@ -19,7 +19,8 @@
 ;;
 ;; Enable `org-agent-mode' to ingest `org-agent-directories' and keep
 ;; the store current as you save.  `org-agent-chat' opens the chat
-;; with the agent; `org-agent-ask', `org-agent-summarize-buffer' and
+;; with the agent (`org-agent-new-chat' begins another);
+;; `org-agent-ask', `org-agent-summarize-buffer' and
 ;; `org-agent-organize-subtree' send it one request from where you
 ;; are.  Other commands: `org-agent-find', `org-agent-semantic-search',
 ;; `org-agent-embed-notes', `org-agent-context-preview',
