@@ -30,8 +30,6 @@
 (require 'tabulated-list)
 (require 'cl-lib)
 (org-agent--declare-module-functions)
-;; Until org-agent-base.el lists it among the module's functions.
-(declare-function org-agent--set-shipped-triggers "org-agent-module" (names))
 
 ;; Defined in org-agent-runs.el, which starts the runs triggers ask for.
 (defvar org-agent-shipped-skill-triggers)
