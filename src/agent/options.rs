@@ -113,6 +113,7 @@ fn turn_config(o: &Fields, focus: Option<String>) -> Result<TurnConfig, ConfigEr
     cfg.temperature = o.number("temperature")?;
     cfg.stream = !o.flag("no-stream");
     cfg.store_first = o.flag("store-first");
+    cfg.inbox = o.opt_string("inbox")?;
     cfg.focus = o.opt_string("focus")?.or(focus);
     if let Some(n) = o.integer("consensus")? {
         cfg.consensus = n.clamp(0, 16) as usize;

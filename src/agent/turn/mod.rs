@@ -72,6 +72,8 @@ pub struct TurnConfig {
     /// is answered from the store and the model only phrases it
     /// ([`store_first`](store_first::answer_from_store)); for a small local model.
     pub store_first: bool,
+    /// The user's inbox (`org-agent-inbox`) for the inbox scan; `None`: found in the notes.
+    pub inbox: Option<String>,
 }
 
 impl Default for TurnConfig {
@@ -93,6 +95,7 @@ impl Default for TurnConfig {
             consensus: 0,
             tool_rounds: None,
             store_first: false,
+            inbox: None,
         }
     }
 }

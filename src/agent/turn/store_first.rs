@@ -43,6 +43,19 @@ pub enum Source<'a> {
     Scan(Scan),
 }
 
+/// The question a scan answers, as the phrasing model is asked it.
+fn scan_question(scan: Scan) -> &'static str {
+    match scan {
+        Scan::DailyBriefing => "What does my day look like?",
+        Scan::Inbox => "What is in my inbox, and where could each item go?",
+        Scan::WeeklyReview => "What needs attention in my weekly review?",
+        Scan::GtdIntegrity => "Which tasks and projects are inconsistent?",
+        Scan::Garden => "What in my notes needs tidying?",
+        Scan::Ids => "Which ids are duplicated or broken?",
+        Scan::Secrets => "Are there credentials pasted into my notes?",
+    }
+}
+
 /// The day the turn's "today" names (`cfg.today`, "2026-11-26 Thu"), else the local today.
 fn today(cfg: &TurnConfig) -> Day {
     cfg.today
@@ -67,6 +80,10 @@ pub fn prepare(
     cfg: &TurnConfig,
 ) -> Result<Option<Prepared>, TurnError> {
     let day = today(cfg);
+    let asked = match &source {
+        Source::Question(_) => text.to_string(),
+        Source::Scan(scan) => scan_question(*scan).to_string(),
+    };
     let (facts, phrased_facts) = match source {
         Source::Question(q) => {
             let Some(understood) = understand(&eq.notes, q, day) else {
@@ -79,10 +96,10 @@ pub fn prepare(
             let input = ScanInput {
                 today: day,
                 file: None,
-                inbox: None,
+                inbox: cfg.inbox.clone(),
             };
             let report = scans::run(&eq.notes, scan, &input).map_err(TurnError::Store)?;
-            (report.text(SHOWN), report.text(PHRASED))
+            (report.brief(SHOWN, true), report.brief(PHRASED, false))
         }
     };
     let request = ChatRequest {
@@ -94,7 +111,7 @@ pub fn prepare(
                 tool_calls: Vec::new(),
             },
             Message::User(format!(
-                "Question: {text}\n\nToday: {day} {}\n\nFacts from the notes:\n{phrased_facts}",
+                "Question: {asked}\n\nToday: {day} {}\n\nFacts from the notes:\n{phrased_facts}",
                 day.weekday_name()
             )),
         ],

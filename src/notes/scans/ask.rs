@@ -65,7 +65,7 @@ pub struct Item {
 }
 
 impl Item {
-    fn of(r: &NodeRef, detail: &str) -> Item {
+    pub(super) fn of(r: &NodeRef, detail: &str) -> Item {
         Item {
             headline: headline(r),
             title: r.node().content.title.to_string(),
@@ -82,7 +82,7 @@ impl Item {
 
     /// The item as the reader sees it (`full`) or as the phrasing model reads it: its title
     /// and what was found, no keyword, tags or file (a small model repeats what it sees).
-    fn line(&self, full: bool) -> String {
+    pub(super) fn line(&self, full: bool) -> String {
         let mut out = if full {
             self.headline.clone()
         } else {
@@ -156,7 +156,7 @@ impl StoreAnswer {
     }
 }
 
-fn capitalised(s: &str) -> String {
+pub(super) fn capitalised(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
         Some(first) => first.to_uppercase().chain(c).collect(),
@@ -268,6 +268,44 @@ const STOP: &[&str] = &[
     "finished",
 ];
 
+/// First words of a request for the model's own work (writing, explaining, judging).
+const MODEL_WORK: &[&str] = &[
+    "summarise",
+    "summarize",
+    "summary",
+    "explain",
+    "describe",
+    "write",
+    "draft",
+    "rewrite",
+    "translate",
+    "suggest",
+    "compare",
+    "help",
+    "brainstorm",
+    "plan",
+    "organise",
+    "organize",
+    "review",
+    "analyse",
+    "analyze",
+    "improve",
+    "create",
+    "make",
+    "add",
+    "change",
+    "move",
+    "refile",
+    "schedule",
+    "mark",
+    "close",
+    "rename",
+    "delete",
+    "remove",
+    "edit",
+    "set",
+];
+
 /// The question's words: lowercase, letters and digits (a `@` or `_` kept inside a word).
 fn words(text: &str) -> Vec<String> {
     text.to_lowercase()
@@ -305,6 +343,12 @@ pub fn understand(notes: &Notes, question: &str, today: Day) -> Option<Understoo
     let cx = Cx::new(notes, &input);
     let text = format!(" {} ", words(question).join(" "));
     let w = words(question);
+    // Asked to write, explain or judge: the model's work, not a lookup.
+    if w.first().is_some_and(|v| MODEL_WORK.contains(&v.as_str()))
+        || has(&w, &["why", "how"]) && !text.contains(" how many ")
+    {
+        return None;
+    }
     let count = has_phrase(&text, &[" how many ", " number of ", " count "]);
     if let Some(ask) = property_ask(&cx, &w, &text) {
         // "the phone number of the dentist" asks for a value, not a count.
@@ -401,7 +445,20 @@ fn gtd_ask(cx: &Cx, w: &[String], text: &str, today: Day) -> Option<Ask> {
         };
         return Some(Ask::Upcoming { days });
     }
-    if has(w, &["project", "projects"]) {
+    if has_phrase(
+        text,
+        &[
+            " my projects ",
+            " which projects ",
+            " what projects ",
+            " active projects ",
+            " many projects ",
+            " list projects ",
+            " projects do i ",
+            " projects are ",
+            " open projects ",
+        ],
+    ) {
         return Some(Ask::Projects);
     }
     let keyword = w.iter().find_map(|word| {

@@ -183,6 +183,36 @@ impl Report {
     }
 }
 
+impl Report {
+    /// The report as a person reads it, and as the model that phrases it does (`files`
+    /// false): per kind, its count and its headlines with what was found, no ids and no
+    /// paths; at most `limit` headlines in all.
+    pub fn brief(&self, limit: usize, files: bool) -> String {
+        if self.findings.is_empty() {
+            return format!("Nothing found ({}).", self.scan.name());
+        }
+        let mut out = String::new();
+        let mut shown = 0;
+        for (kind, n) in self.counts() {
+            if !out.is_empty() {
+                out.push_str("\n\n");
+            }
+            let words = kind.replace('-', " ");
+            out.push_str(&format!("{} ({n}):", ask::capitalised(&words)));
+            for f in self.findings.iter().filter(|f| f.kind == kind) {
+                if shown == limit {
+                    out.push_str("\n- …");
+                    break;
+                }
+                shown += 1;
+                out.push_str("\n- ");
+                out.push_str(&ask::Item::of(&f.node, &f.detail).line(files));
+            }
+        }
+        out
+    }
+}
+
 /// Run `scan` over what `notes` may show.
 pub fn run(notes: &Notes, scan: Scan, input: &ScanInput) -> Result<Report, String> {
     let cx = Cx::new(notes, input);
