@@ -2,6 +2,9 @@
 //! diff of the file's nodes says what changed); schedules by a task that wakes each minute;
 //! idle, start-up and capture come from Emacs. A trigger that fires becomes an
 //! [`Event::SkillTriggered`]: Emacs starts the run, since the backends' keys live there.
+//! A shipped skill's triggers fire only when the user named it ([`ShippedTriggers`]); a
+//! skill's own edits — its run's, and its proposals' the user approved — do not fire its
+//! save triggers.
 
 use super::event::Event;
 use super::runtime::Runtime;
