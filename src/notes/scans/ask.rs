@@ -354,7 +354,9 @@ pub fn understand(notes: &Notes, question: &str, today: Day) -> Option<Understoo
         // "the phone number of the dentist" asks for a value, not a count.
         return Some(Understood { ask, count: false });
     }
-    let ask = gtd_ask(&cx, &w, &text, today).or_else(|| tag_ask(&cx, &w, &text))?;
+    let ask = gtd_ask(&cx, &w, &text, today)
+        .or_else(|| tag_ask(&cx, &w, &text))
+        .or_else(|| open_tasks_ask(&cx, &w))?;
     Some(Understood { ask, count })
 }
 
@@ -461,6 +463,11 @@ fn gtd_ask(cx: &Cx, w: &[String], text: &str, today: Day) -> Option<Ask> {
     ) {
         return Some(Ask::Projects);
     }
+    None
+}
+
+/// "How many tasks are open?", "my NEXT tasks": the open tasks, with a keyword the notes use.
+fn open_tasks_ask(cx: &Cx, w: &[String]) -> Option<Ask> {
     let keyword = w.iter().find_map(|word| {
         let upper = word.to_uppercase();
         cx.files()
@@ -468,10 +475,8 @@ fn gtd_ask(cx: &Cx, w: &[String], text: &str, today: Day) -> Option<Ask> {
             .then_some(upper)
             .filter(|k| k != "DONE" && k != "TODO")
     });
-    if keyword.is_some() || has(w, &["task", "tasks", "todo", "todos", "open"]) {
-        return Some(Ask::OpenTasks { keyword });
-    }
-    None
+    (keyword.is_some() || has(w, &["task", "tasks", "todo", "todos", "open"]))
+        .then_some(Ask::OpenTasks { keyword })
 }
 
 /// The day finished tasks are counted from, and the span in words.

@@ -147,3 +147,57 @@ fn finished_spans_follow_the_words() {
         Ask::Upcoming { days: 7 }
     ));
 }
+
+#[test]
+fn paraphrases_are_read_as_the_same_questions() {
+    let today = Day::parse("2026-11-26").unwrap();
+    let notes = fixture(today);
+    let u = |q: &str| understand(&notes, q, today).map(|u| (u.ask, u.count));
+    assert_eq!(u("Anything overdue?"), Some((Ask::Overdue, false)));
+    assert_eq!(
+        u("What's due this week?"),
+        Some((Ask::Upcoming { days: 7 }, false))
+    );
+    assert_eq!(
+        u("Which tasks are tagged errand?"),
+        Some((
+            Ask::Tagged {
+                tag: "errand".into()
+            },
+            false
+        ))
+    );
+    assert_eq!(
+        u("How many tasks are open?"),
+        Some((Ask::OpenTasks { keyword: None }, true))
+    );
+    assert_eq!(
+        u("What are my HOLD tasks?"),
+        Some((
+            Ask::OpenTasks {
+                keyword: Some("HOLD".into())
+            },
+            false
+        ))
+    );
+    assert!(matches!(
+        u("What did I do yesterday?"),
+        Some((Ask::Finished { .. }, false))
+    ));
+    assert!(matches!(
+        u("What's the effort for the conference talk?"),
+        Some((Ask::Property { ref key, id: Some(_) }, false)) if key == "EFFORT"
+    ));
+    let Some((Ask::Due { id }, _)) = u("When is the sensor firmware due?") else {
+        panic!("not a due date");
+    };
+    assert_eq!(
+        &*notes.node(&id).unwrap().node().content.title,
+        "Sensor firmware 2.0"
+    );
+    assert_eq!(u("What do I have today?"), Some((Ask::Today, false)));
+    assert_eq!(
+        u("Show me everything tagged home"),
+        Some((Ask::Tagged { tag: "home".into() }, false))
+    );
+}
