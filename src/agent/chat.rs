@@ -384,6 +384,10 @@ impl Runtime {
                 t.llm_request(backend, false, Default::default(), (0, 0));
                 t.log("chat", format!("{backend} failed: {error}"));
             }
+            TurnEvent::Failed { backend, error } => {
+                t.llm_request(backend, false, Default::default(), (0, 0));
+                t.log("chat", format!("{backend} failed: {error}"));
+            }
             TurnEvent::ToolResult { name, ok, took, .. } => t.tool_call(name, *ok, *took),
             TurnEvent::Warning(m) => t.log("warning", m.clone()),
             _ => {}
@@ -485,7 +489,7 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
             proposals,
         },
         TurnEvent::Warning(m) => ChatUpdate::Notice(m),
-        TurnEvent::Request { .. } => return None,
+        TurnEvent::Request { .. } | TurnEvent::Failed { .. } => return None,
     })
 }
 

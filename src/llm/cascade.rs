@@ -122,6 +122,10 @@ pub enum CascadeEvent {
         streamed: bool,
         next: Option<String>,
     },
+    /// `backend` failed in a way no other backend is asked about (the request itself is
+    /// wrong: HTTP 400, 413, 422): the request ends with this error. Not sent for a
+    /// cancellation.
+    Failed { backend: String, error: LlmError },
     /// The secret gate withheld secrets from the request (counts by rule), before it was
     /// sent; reported once per request, whichever backends it went to.
     Redacted(Hits),
@@ -289,7 +293,15 @@ impl Cascade {
                             model: b.endpoint.model.clone(),
                         });
                     }
-                    Err(e) if !e.worth_another_backend() => return Err(e),
+                    Err(e) if !e.worth_another_backend() => {
+                        if !matches!(e, LlmError::Cancelled) {
+                            on_event(CascadeEvent::Failed {
+                                backend: b.endpoint.name.clone(),
+                                error: e.clone(),
+                            });
+                        }
+                        return Err(e);
+                    }
                     Err(e) => e,
                 };
                 if let Some(after) = error.retry_after() {

@@ -17,12 +17,7 @@
   (cdr (assoc name (plist-get (org-agent--telemetry) :backends))))
 
 (ert-deftest org-agent-status-counts-requests-refused-with-http-400 ()
-  "Six requests answered with HTTP 400 are six failures of their backend.
-Known to fail: a 400 is not worth another backend, so the cascade
-reports no failover; the turn's Request event then names no backend
-\(src/agent/turn/think.rs) and the chat's counter (Runtime::count,
-src/agent/chat.rs) skips it.  The request is counted nowhere."
-  :expected-result :failed
+  "Six requests answered with HTTP 400 are six failures of their backend."
   (org-agent-test-with-store
     (let* ((port (org-agent-test-server-start
                   (org-agent-test-server-binary org-agent-test-root)))

@@ -127,6 +127,12 @@ pub enum TurnEvent {
         streamed: bool,
         next: Option<String>,
     },
+    /// A backend failed in a way no other backend is asked about; the step ends with the
+    /// error (fed back to the LLM, or the turn's).
+    Failed {
+        backend: String,
+        error: String,
+    },
     /// Several backends were asked the same (consensus mode): how many agreed, and what
     /// each proposed.
     Consensus {

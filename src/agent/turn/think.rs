@@ -148,6 +148,10 @@ pub(super) fn turn_event(e: CascadeEvent) -> TurnEvent {
             streamed,
             next,
         },
+        CascadeEvent::Failed { backend, error } => TurnEvent::Failed {
+            backend,
+            error: error.to_string(),
+        },
         CascadeEvent::Consensus {
             agreed,
             answered,
