@@ -465,9 +465,15 @@ pub fn explain_action(
         ctx.tools.insert(EVAL_ELISP_TOOL.to_string());
     }
     if let Action::Tool { name, .. } = &action {
-        // Tools that exist only when enabled or defined (a shell, Elisp tools) are judged as
-        // if offered: the question is what the rules say.
-        ctx.tools.insert(name.clone());
+        // A tool of the user's own (an Elisp tool) is judged as if offered: the question is
+        // what the rules say. The shell and eval_elisp are offered only when a rule names
+        // them, and a real call of them otherwise is refused as an unknown tool; so is this.
+        if name != "run_command" && name != EVAL_ELISP_TOOL {
+            ctx.tools.insert(name.clone());
+        }
+    }
+    if permissions.enables("run_command") {
+        ctx.tools.insert("run_command".into());
     }
     for s in skills {
         for rules in skill_gates(s, &notes) {

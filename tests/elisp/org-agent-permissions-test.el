@@ -313,11 +313,7 @@ SEND sends a chat message; FINISHED says whether the turn ended."
         (should (string-search (format "Decision: %s" real) text))))))
 
 (ert-deftest org-agent-permissions-explain-agrees-with-the-gate-when-the-shell-is-off ()
-  "With no rule naming run_command, a real call of it is refused; explain must say so.
-Known to fail: the module's explanation (explain_action, src/agent/equipment.rs)
-judges run_command as if it were offered, without the command gate, and
-answers ask where the real gate refuses an unknown tool."
-  :expected-result :failed
+  "With no rule naming run_command, a real call of it is refused, and explain says so."
   (org-agent-permissions-test--with-chat
     (let ((org-agent-permissions nil))
       (let ((real (org-agent-permissions-test--real-decision
