@@ -225,6 +225,16 @@ Tiers, the pool they draw from, cooldown, retry cap, budget and consensus."
 (defconst org-agent-backends--local-context-window 4096
   "The context window the local model server is started with, in tokens.")
 
+(defun org-agent-backends--window ()
+  "The context window, in tokens, of the backend the next message goes to, or nil.
+The local model's; else the :context-window of the first backend of
+the cascade, when it says."
+  (if (org-agent-backends--local-p)
+      org-agent-backends--local-context-window
+    (let* ((name (car org-agent-cascade))
+           (first (or (and name (org-agent-backends--named name)) (car org-agent-backends))))
+      (plist-get first :context-window))))
+
 (defun org-agent-backends--local-p ()
   "Whether the local model answers: no backend is configured, and one may run."
   (and (null org-agent-backends) org-agent-local-model t))

@@ -114,6 +114,19 @@ When its backend fails mid-answer, the text from here on is dropped.")
 (defvar org-agent-chat--tool-rounds nil
   "Rounds of tool calls the next turn may make, when a command knows better.
 `org-agent-summarize-buffer' sends the text itself and binds it to 0.")
+(defcustom org-agent-oversized-message 'ask
+  "What to do with a message too large for the model's context window.
+A message may take half of the window (the notes and the answer need
+the rest), by `org-agent-backends--window'.  `ask' offers the choice;
+`trim' sends its beginning, as much as fits; `file' sets the text aside
+in a file the model reads in pages with read_file (a model that calls
+tools only; else it is trimmed); `refuse' sends nothing.  In batch
+Emacs, `ask' refuses."
+  :type '(choice (const :tag "Ask" ask) (const :tag "Send it trimmed" trim)
+                 (const :tag "As a file read in pages" file)
+                 (const :tag "Send nothing" refuse))
+  :group 'org-agent)
+
 (defvar org-agent-chat--pasted nil
   "The file (or buffer name) whose text the next message carries, or nil.
 `org-agent-summarize-buffer' binds it: the module judges whether that
@@ -435,9 +448,65 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
   (let ((prompt (org-agent-chat--prompt)))
     (when (string-empty-p prompt)
       (user-error "Type your message after the last \"* You\" heading"))
-    (pcase-let ((`(,skill . ,text) (org-agent-chat--skill-invocation prompt)))
-      (let ((org-agent-chat--skill skill))
-        (org-agent-chat--dispatch text)))))
+    (pcase-let* ((`(,skill . ,text) (org-agent-chat--skill-invocation prompt))
+                 (`(,fitted . ,file) (org-agent-chat--fit text)))
+      (let ((org-agent-chat--skill skill)
+            (org-agent-chat--pasted (or file org-agent-chat--pasted)))
+        (org-agent-chat--dispatch fitted)))))
+
+(defun org-agent-chat--fit (text)
+  "TEXT as it may be sent to the model: (TEXT-TO-SEND . FILE-OR-NIL).
+A message larger than half the context window is trimmed, set aside
+in a file, or not sent (a `user-error'), as `org-agent-oversized-message'
+says or the user chooses."
+  (let* ((window (org-agent-backends--window))
+         (limit (and window (/ window 2)))
+         (tokens (/ (string-bytes text) 4))
+         (tools (not (org-agent-backends--local-p))))
+    (if (or (null limit) (<= tokens limit))
+        (cons text nil)
+      (let ((choice
+             (pcase org-agent-oversized-message
+               ((and 'ask (guard noninteractive)) 'refuse)
+               ('ask
+                (pcase (car (read-multiple-choice
+                             (format "This message is about %d tokens; the model reads %d at most. "
+                                     tokens window)
+                             (append
+                              '((?t "trim" "send its beginning, as much as fits"))
+                              (and tools '((?f "file" "set it aside in a file the model reads in pages")))
+                              '((?n "nothing" "send nothing; edit the message")))))
+                  (?t 'trim) (?f 'file) (_ 'refuse)))
+               ('file (if tools 'file 'trim))
+               (other other))))
+        (pcase choice
+          ('trim (cons (org-agent-chat--trimmed text (* limit 4)) nil))
+          ('file (org-agent-chat--set-aside text tokens))
+          (_ (user-error "Not sent: the message is about %d tokens and the model reads %d at \
+most; shorten it, or set `org-agent-oversized-message'" tokens window)))))))
+
+(defun org-agent-chat--trimmed (text bytes)
+  "The beginning of TEXT, at most BYTES bytes, with a line saying it was cut."
+  (let ((end (min (length text) bytes)))
+    (while (and (> end 0) (> (string-bytes (substring text 0 end)) bytes))
+      (setq end (- end (max 1 (/ (- (string-bytes (substring text 0 end)) bytes) 3)))))
+    (concat (substring text 0 end)
+            (format "\n\n[The message was cut here to fit: %d of its %d characters are sent.]"
+                    end (length text)))))
+
+(defun org-agent-chat--set-aside (text tokens)
+  "Write TEXT (about TOKENS tokens) to a file the model may read.
+Return (MESSAGE . FILE): MESSAGE tells the model where the text is."
+  (let* ((dir (expand-file-name "pasted" org-agent-state-directory))
+         (file (expand-file-name (format-time-string "paste-%Y%m%dT%H%M%S.txt") dir)))
+    (make-directory dir t)
+    (let ((coding-system-for-write 'utf-8-unix))
+      (write-region text nil file nil 'silent))
+    (cons (format "%s\n\n[The whole message, %d lines and about %d tokens, is in the file %s: \
+read it with read_file in pages (offset, limit) as you need it.]"
+                  (org-agent-chat--trimmed (car (split-string text "\n\n")) 2000)
+                  (length (split-string text "\n")) tokens file)
+          file)))
 
 (defun org-agent-chat--skill-invocation (prompt)
   "Split PROMPT \"/NAME TEXT\" naming an active skill into (NAME . TEXT).
@@ -505,6 +574,9 @@ Their message stays after \"* You\", to send again."
    (and org-agent-chat--tool-rounds (list :tool-rounds org-agent-chat--tool-rounds))
    (and org-agent-chat--skill (list :skill org-agent-chat--skill))
    (and org-agent-chat--pasted (list :pasted org-agent-chat--pasted))
+   ;; Messages set aside in files (too large to send): the model may read them.
+   (let ((pastes (expand-file-name "pasted" org-agent-state-directory)))
+     (and (file-directory-p pastes) (list :paste-dir pastes)))
    ;; The chat's only: a background run has no one to ask about a command.
    (org-agent-shell--options)
    (and (org-agent-backends--local-p)
@@ -533,6 +605,7 @@ Their message stays after \"* You\", to send again."
          :tier org-agent-chat--tier)
    (org-agent-backends--options)
    (list :embedding (org-agent-semantic--backend)
+         :inbox (bound-and-true-p org-agent-inbox)
          :related-threshold org-agent-related-threshold
          :context-budget org-agent-context-budget
          :today (format-time-string "%F %a")
@@ -644,6 +717,9 @@ clearer bodies — each shown in the chat for you to approve or deny."
     (user-error "Not in an Org buffer"))
   (when (org-before-first-heading-p)
     (user-error "Point is not in a subtree"))
+  (when (org-agent-backends--local-p)
+    (user-error "Organizing a subtree edits it with tools, which the local model cannot \
+call: set `org-agent-backends' (README.org, \"LLM backends and API keys\")"))
   (let* ((id (or (org-agent-node-at-point)
                  (user-error "This buffer is not in the store; save it first")))
          (title (plist-get (org-agent-node id) :title))
@@ -808,7 +884,8 @@ after the last \"* You\" heading, and every tool's schema.  Nothing
 is sent to the LLM."
   (interactive)
   (org-agent--require-started)
-  (with-current-buffer (org-agent-chat)
+  ;; The chat at hand (a resumed one too), else the default one.
+  (with-current-buffer (if (derived-mode-p 'org-agent-chat-mode) (current-buffer) (org-agent-chat))
     (let* ((prompt (org-agent-chat--prompt))
            (text (if (string-empty-p prompt) "(your next message)" prompt))
            (backends (org-agent-backends--cascade)))

@@ -55,6 +55,9 @@ pub struct ChatSetup {
     pub pasted: Option<String>,
     /// The shell tool, when the user's policy enables it (none: not offered).
     pub shell: Option<ShellConfig>,
+    /// The folder of messages the user set aside as files (too large to send): read_file
+    /// may read it.
+    pub paste_dir: Option<String>,
 }
 
 /// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
@@ -149,7 +152,11 @@ impl Runtime {
         };
         let skill = setup.skill.clone();
         let llm = Cascade::new(clients, self.health().clone(), policy);
-        let mut eq = Equipment::with(llm, notes_with_roots(self.notes(), &setup.permissions));
+        let mut notes = notes_with_roots(self.notes(), &setup.permissions);
+        if let Some(dir) = &setup.paste_dir {
+            notes = notes_with_root(notes, dir);
+        }
+        let mut eq = Equipment::with(llm, notes);
         if let Some(prompt) = setup.system_prompt {
             eq.prompts = vec![PromptFragment::users(prompt)];
         }
@@ -491,6 +498,18 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
         TurnEvent::Warning(m) => ChatUpdate::Notice(m),
         TurnEvent::Request { .. } | TurnEvent::Failed { .. } => return None,
     })
+}
+
+/// `notes` with `dir` added to where files may be read.
+fn notes_with_root(notes: crate::notes::Notes, dir: &str) -> crate::notes::Notes {
+    match notes.confinement() {
+        Some(c) => {
+            let mut c = (**c).clone();
+            c.add_root(dir);
+            notes.confined(Arc::new(c))
+        }
+        None => notes,
+    }
 }
 
 /// `notes` with the directories the user's file rules name (`(allow read_file "~/src/**")`

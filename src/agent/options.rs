@@ -136,6 +136,7 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
         audit_file: o.opt_string("audit-file")?.map(PathBuf::from),
         skill: o.opt_string("skill")?,
         pasted: o.opt_string("pasted")?,
+        paste_dir: o.opt_string("paste-dir")?,
         ..ChatSetup::default()
     };
     if let Some(rules) = o.get("permissions") {

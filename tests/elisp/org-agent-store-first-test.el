@@ -152,6 +152,19 @@ The real local model (Qwen2.5-0.5B) phrases; the store answers."
         (setq org-agent-backends--local nil)
         (org-agent-test-server-stop)))))
 
+(ert-deftest org-agent-store-first-organize-subtree-says-at-once-it-needs-a-backend ()
+  "On the local model, organizing a subtree says at once that it needs tools."
+  (org-agent-test-with-notes-dir (org-agent-store-first-test--notes)
+    (let ((org-agent-backends nil)
+          (org-agent-local-model 'qwen))
+      (with-current-buffer (find-file-noselect (funcall path "work.org"))
+        (goto-char (point-min))
+        (re-search-forward "^\\* Budget spreadsheet")
+        (let ((err (should-error (org-agent-organize-subtree) :type 'user-error)))
+          (should (string-match-p "org-agent-backends" (cadr err))))
+        (should-not org-agent-backends--local)
+        (should-not (org-agent-busy-p))))))
+
 (defun org-agent-store-first-test--preview-then-send (question)
   "Preview QUESTION in a fresh chat, then send it; return (PREVIEWED SENT) bodies."
   (let ((shown nil) (finished nil))

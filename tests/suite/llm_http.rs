@@ -498,3 +498,30 @@ async fn a_backends_max_tokens_bounds_every_request() {
         .get("max_tokens")
         .is_none());
 }
+
+#[tokio::test]
+async fn a_request_larger_than_the_window_is_not_sent() {
+    let server = LlmServer::start().await;
+    let client = client(&server, |b| b.context_window = Some(100));
+    let request = ChatRequest {
+        messages: vec![Message::User("word ".repeat(200))],
+        stream: true,
+        ..Default::default()
+    };
+    match chat(&client, &request).await.1 {
+        Err(LlmError::ContextExceeded { estimated, window }) => {
+            assert_eq!((estimated, window), (250, 100));
+        }
+        other => panic!("expected ContextExceeded, got {other:?}"),
+    }
+    assert!(server.requests().is_empty(), "nothing reaches the server");
+    // Within the window, it is sent.
+    server.push(Reply::chat_sse("Fine.", &[]));
+    let small = ChatRequest {
+        messages: vec![Message::User("word ".repeat(20))],
+        stream: true,
+        ..Default::default()
+    };
+    assert!(chat(&client, &small).await.1.is_ok());
+    assert_eq!(server.requests().len(), 1);
+}
