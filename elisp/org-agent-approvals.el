@@ -119,6 +119,7 @@ proposal at point, \\[org-agent-approvals-deny-at-point] denies it,
 \\[org-agent-approvals-next] and \\[org-agent-approvals-previous] move between proposals, \
 \\[org-agent-approvals-refresh] refreshes,
 \\[org-agent-approvals-open-queue] opens the queue's Org file."
+  :interactive nil
   (setq truncate-lines nil))
 
 (defvar org-agent-approvals--fontified-diffs (make-hash-table)
@@ -217,14 +218,14 @@ Approve one to run it (one undo step, as in the chat), or deny it."
 
 (defun org-agent-approvals-approve-at-point ()
   "Approve the proposal at point: run it."
-  (interactive)
+  (interactive nil org-agent-approvals-mode)
   (let ((id (org-agent-approvals--at-point)))
     (org-agent-approvals-approve id)
     (message "org-agent: proposal #%d ran" id)))
 
 (defun org-agent-approvals-deny-at-point ()
   "Deny the proposal at point."
-  (interactive)
+  (interactive nil org-agent-approvals-mode)
   (let ((id (org-agent-approvals--at-point)))
     (org-agent-approvals-deny id)
     (message "org-agent: proposal #%d denied" id)))
@@ -238,22 +239,22 @@ Approve one to run it (one undo step, as in the chat), or deny it."
 
 (defun org-agent-approvals-next ()
   "Go to the next proposal."
-  (interactive)
+  (interactive nil org-agent-approvals-mode)
   (org-agent-approvals--move #'text-property-search-forward))
 
 (defun org-agent-approvals-previous ()
   "Go to the previous proposal."
-  (interactive)
+  (interactive nil org-agent-approvals-mode)
   (org-agent-approvals--move #'text-property-search-backward))
 
 (defun org-agent-approvals-refresh ()
   "Show the queue anew."
-  (interactive)
+  (interactive nil org-agent-approvals-mode)
   (org-agent-approvals--fill))
 
 (defun org-agent-approvals-open-queue ()
   "Open the approvals queue's Org file (every proposal, settled ones too)."
-  (interactive)
+  (interactive nil org-agent-approvals-mode)
   (let ((file (org-agent--approvals-file)))
     (unless (and file (file-exists-p file))
       (user-error "The approvals queue has no file yet"))

@@ -95,6 +95,7 @@ the user can set."
 (define-derived-mode org-agent-scan-mode special-mode "org-agent scan"
   "Findings of an org-agent scan.
 \\<org-agent-scan-mode-map>\\[org-agent-scan-visit] visits the headline of the finding at point, \\[revert-buffer] runs the scan again."
+  :interactive nil
   (setq-local revert-buffer-function #'org-agent-scans--revert))
 
 (define-key org-agent-scan-mode-map (kbd "RET") #'org-agent-scan-visit)
@@ -193,7 +194,7 @@ closed yesterday and what waits on others."
 
 (defun org-agent-scan-visit ()
   "Visit the headline of the finding at point."
-  (interactive)
+  (interactive nil org-agent-scan-mode)
   (let ((finding (get-text-property (point) 'org-agent-finding)))
     (unless finding
       (user-error "No finding at point"))

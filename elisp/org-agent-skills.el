@@ -351,6 +351,7 @@ become ask rules (a skill never allows).  Return the new file."
 \\[org-agent-skills-refresh] loads the skills again (running their tests);
 \\[org-agent-skills-run] runs the skill at point now, in the background;
 \\[org-agent-skills-disable] disables it, \\[org-agent-skills-enable] enables it."
+  :interactive nil
   (setq tabulated-list-format
         [("Skill" 22 t) ("Status" 10 t) ("Source" 9 t) ("Triggers" 24 t)
          ("Last run" 12 t) ("Runs/fail" 9 t) ("Time" 7 t)
@@ -397,7 +398,7 @@ An active skill whose triggers start nothing says so."
 
 (defun org-agent-skills-run ()
   "Run the skill at point now, in the background."
-  (interactive)
+  (interactive nil org-agent-skills-mode)
   (let ((name (org-agent-skills--name-at-point)))
     (if (fboundp 'org-agent-skill-run)
         (progn (funcall 'org-agent-skill-run name nil "M-x org-agent-skills")
@@ -413,13 +414,13 @@ An active skill whose triggers start nothing says so."
 
 (defun org-agent-skills-disable ()
   "Disable the skill at point (and the skills that depend on it)."
-  (interactive)
+  (interactive nil org-agent-skills-mode)
   (let ((name (org-agent-skills--name-at-point)))
     (org-agent-skills--set-disabled (cl-adjoin name org-agent-disabled-skills :test #'equal))))
 
 (defun org-agent-skills-enable ()
   "Enable the skill at point again."
-  (interactive)
+  (interactive nil org-agent-skills-mode)
   (let ((name (org-agent-skills--name-at-point)))
     (unless (member name org-agent-disabled-skills)
       (user-error "%s is not disabled" name))
@@ -443,12 +444,12 @@ An active skill whose triggers start nothing says so."
 
 (defun org-agent-skills-refresh ()
   "Load the skills again, then show the list anew."
-  (interactive)
+  (interactive nil org-agent-skills-mode)
   (org-agent-skills-reload (lambda (_event) (org-agent-skills--show))))
 
 (defun org-agent-skills-visit ()
   "Open the file of the skill at point."
-  (interactive)
+  (interactive nil org-agent-skills-mode)
   (let ((file (car (tabulated-list-get-id))))
     (if (and file (file-exists-p file))
         (find-file file)

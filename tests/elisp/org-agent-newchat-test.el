@@ -17,6 +17,9 @@
 (require 'org-agent-chat)
 (require 'org-agent-test-server)
 (require 'cl-lib)
+(require 'org-agent-approvals)
+(require 'org-agent-skills)
+(require 'org-agent-scans)
 
 (defmacro org-agent-newchat-test--with-chat (&rest body)
   "Run BODY in a fresh chat against a fresh test server queue and store.
@@ -293,7 +296,8 @@ types a message and sends it."
 (defconst org-agent-newchat-test--owned-files
   '("org-agent-chat" "org-agent-backends" "org-agent" "org-agent-base" "org-agent-permissions"
     "org-agent-runs" "org-agent-tools" "org-agent-semantic" "org-agent-sentinel"
-    "org-agent-build")
+    "org-agent-build" "org-agent-approvals" "org-agent-skills" "org-agent-scans"
+    "org-agent-store" "org-agent-actuator")
   "The files whose commands this test checks.")
 
 (defconst org-agent-newchat-test--user-commands
@@ -301,7 +305,9 @@ types a message and sends it."
     org-agent-embed-notes org-agent-find org-agent-interrupt org-agent-log org-agent-mode
     org-agent-new-chat org-agent-permissions-explain
     org-agent-run-skill org-agent-select-model org-agent-semantic-search org-agent-status
-    org-agent-store-info org-agent-summarize-buffer)
+    org-agent-store-info org-agent-summarize-buffer
+    org-agent-approvals org-agent-skills org-agent-skills-reload org-agent-import-skill
+    org-agent-scan org-agent-daily-briefing org-agent-ingest-directory)
   "The commands of those files M-x offers in any buffer.")
 
 (defun org-agent-newchat-test--offered (buffer)
