@@ -22,6 +22,8 @@ It is beside this project's checkouts, not beside a user's clone: a
 test that reads it starts with `org-agent-test-require-corpus'.")
 
 (add-to-list 'load-path (expand-file-name "elisp" org-agent-test-root))
+(defvar org-agent-module-directory)
+(defvar org-agent-state-directory)
 (setq org-agent-module-directory (make-temp-file "org-agent-ert-module" t))
 (setq org-agent-state-directory (make-temp-file "org-agent-ert-state" t))
 (add-hook 'kill-emacs-hook
@@ -75,6 +77,9 @@ Return PREDICATE's value."
 (defun org-agent-test-require-corpus ()
   "Skip the current test, saying why, when the shared corpus is absent."
   (unless (file-directory-p org-agent-test-corpus)
+    ;; ERT's batch report names a skipped test, not its reason: say it here too.
+    (message "skipped: ../shared/corpus is not beside this checkout (%s)"
+             (ert-test-name (ert-running-test)))
     (ert-skip "skipped: ../shared/corpus is not beside this checkout")))
 
 (defun org-agent-test-checkout-org-files ()

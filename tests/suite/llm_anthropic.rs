@@ -389,7 +389,7 @@ const PARTIAL_JSON: &str = "incomplete_partial_json_response.txt";
 
 #[test]
 fn every_fixture_whole_and_split() {
-    if !recording::available("every_fixture_whole_and_split") {
+    if !recording::available("llm_anthropic::every_fixture_whole_and_split") {
         return;
     }
     let names = recording::names("anthropic");
@@ -419,7 +419,7 @@ fn every_fixture_whole_and_split() {
 
 #[test]
 fn nostream_fixtures_through_parse_response() {
-    if !recording::available("nostream_fixtures_through_parse_response") {
+    if !recording::available("llm_anthropic::nostream_fixtures_through_parse_response") {
         return;
     }
     let opts = StreamOptions::default();
@@ -441,7 +441,7 @@ fn nostream_fixtures_through_parse_response() {
 
 #[test]
 fn partial_json_fixture_keeps_raw_arguments_in_partial() {
-    if !recording::available("partial_json_fixture_keeps_raw_arguments_in_partial") {
+    if !recording::available("llm_anthropic::partial_json_fixture_keeps_raw_arguments_in_partial") {
         return;
     }
     let raw = fixture(PARTIAL_JSON);
@@ -934,7 +934,7 @@ fn limits_are_enforced() {
 
 #[test]
 fn works_through_the_response_parser_trait() {
-    if !recording::available("works_through_the_response_parser_trait") {
+    if !recording::available("llm_anthropic::works_through_the_response_parser_trait") {
         return;
     }
     let raw = fixture("basic_response.txt");

@@ -152,7 +152,7 @@ fn as_sse(array: &[u8], line_end: &str) -> String {
 
 #[test]
 fn every_fixture_whole_and_split() {
-    if !recording::available("every_fixture_whole_and_split") {
+    if !recording::available("llm_gemini::every_fixture_whole_and_split") {
         return;
     }
     for name in &fixture_names() {
@@ -192,7 +192,7 @@ fn every_fixture_whole_and_split() {
 
 #[test]
 fn fixtures_reencoded_as_sse_give_the_same_answer() {
-    if !recording::available("fixtures_reencoded_as_sse_give_the_same_answer") {
+    if !recording::available("llm_gemini::fixtures_reencoded_as_sse_give_the_same_answer") {
         return;
     }
     for name in &fixture_names() {
@@ -489,7 +489,7 @@ fn blocked_prompt_is_a_clear_error() {
 
 #[test]
 fn truncated_array_reports_the_partial_completion() {
-    if !recording::available("truncated_array_reports_the_partial_completion") {
+    if !recording::available("llm_gemini::truncated_array_reports_the_partial_completion") {
         return;
     }
     let input = fixture("thinking_stream_01.txt");

@@ -293,7 +293,7 @@ fn check_fixture(name: &str, c: &Completion) {
 
 #[test]
 fn every_fixture_whole_and_split() {
-    if !recording::available("every_fixture_whole_and_split") {
+    if !recording::available("llm_openai::every_fixture_whole_and_split") {
         return;
     }
     let names = recording::names("openai");
@@ -314,7 +314,7 @@ fn every_fixture_whole_and_split() {
 
 #[test]
 fn nostream_fixtures_through_parse_response() {
-    if !recording::available("nostream_fixtures_through_parse_response") {
+    if !recording::available("llm_openai::nostream_fixtures_through_parse_response") {
         return;
     }
     for name in [
@@ -331,7 +331,8 @@ fn nostream_fixtures_through_parse_response() {
 
 #[test]
 fn recording_with_http_headers_and_trailer_line_parses_raw() {
-    if !recording::available("recording_with_http_headers_and_trailer_line_parses_raw") {
+    if !recording::available("llm_openai::recording_with_http_headers_and_trailer_line_parses_raw")
+    {
         return;
     }
     // The DeepSeek recording starts with "HTTP/2 200" and headers and ends with a gptel
