@@ -67,6 +67,9 @@ fn text(deltas: &[Delta]) -> String {
 
 #[tokio::test]
 async fn every_stream_fixture_over_http_split_randomly() {
+    if !recording::available("llm_http::every_stream_fixture_over_http_split_randomly") {
+        return;
+    }
     let names: Vec<String> = recording::names("openai")
         .into_iter()
         .filter(|n| n.ends_with(".sse") || n.starts_with("thinking_stream_"))
@@ -110,6 +113,9 @@ async fn every_stream_fixture_over_http_split_randomly() {
 
 #[tokio::test]
 async fn the_request_is_a_chat_completions_post() {
+    if !recording::available("llm_http::the_request_is_a_chat_completions_post") {
+        return;
+    }
     let server = LlmServer::start().await;
     let client = client(&server, |b| {
         b.endpoint
@@ -183,6 +189,9 @@ async fn the_request_is_a_chat_completions_post() {
 
 #[tokio::test]
 async fn non_streaming_json_response() {
+    if !recording::available("llm_http::non_streaming_json_response") {
+        return;
+    }
     let server = LlmServer::start().await;
     let client = client(&server, |_| {});
     let name = "thinking_nostream_llamacpp_glm4.5_01.txt";
@@ -289,6 +298,9 @@ async fn http_500_is_typed_even_without_a_json_body() {
 
 #[tokio::test]
 async fn a_cut_stream_is_truncated_with_the_partial_text() {
+    if !recording::available("llm_http::a_cut_stream_is_truncated_with_the_partial_text") {
+        return;
+    }
     let server = LlmServer::start().await;
     let client = client(&server, |_| {});
     let name = "text-medium.sse";
@@ -334,6 +346,9 @@ async fn a_cut_stream_is_truncated_with_the_partial_text() {
 
 #[tokio::test]
 async fn a_stall_hits_the_idle_timeout() {
+    if !recording::available("llm_http::a_stall_hits_the_idle_timeout") {
+        return;
+    }
     let server = LlmServer::start().await;
     let client = client(&server, |b| {
         b.endpoint.timeouts.idle = Duration::from_millis(300)
@@ -352,6 +367,9 @@ async fn a_stall_hits_the_idle_timeout() {
 
 #[tokio::test]
 async fn headers_then_nothing_hits_the_first_byte_timeout() {
+    if !recording::available("llm_http::headers_then_nothing_hits_the_first_byte_timeout") {
+        return;
+    }
     let server = LlmServer::start().await;
     let client = client(&server, |b| {
         b.endpoint.timeouts.first_byte = Duration::from_millis(300)
@@ -372,6 +390,9 @@ async fn headers_then_nothing_hits_the_first_byte_timeout() {
 
 #[tokio::test]
 async fn a_slow_drip_hits_the_total_timeout() {
+    if !recording::available("llm_http::a_slow_drip_hits_the_total_timeout") {
+        return;
+    }
     let server = LlmServer::start().await;
     let client = client(&server, |b| {
         b.endpoint.timeouts.total = Duration::from_millis(300)
@@ -396,6 +417,9 @@ async fn a_slow_drip_hits_the_total_timeout() {
 
 #[tokio::test]
 async fn cancellation_mid_stream() {
+    if !recording::available("llm_http::cancellation_mid_stream") {
+        return;
+    }
     let server = LlmServer::start().await;
     let client = client(&server, |_| {});
     server.push(
@@ -427,6 +451,9 @@ async fn cancellation_mid_stream() {
 
 #[tokio::test]
 async fn cancellation_from_another_task() {
+    if !recording::available("llm_http::cancellation_from_another_task") {
+        return;
+    }
     let server = LlmServer::start().await;
     let client = client(&server, |_| {});
     server.push(Reply::sse_fixture("text-medium.sse").end(End::StallAt(300)));
