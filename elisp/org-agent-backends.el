@@ -349,6 +349,19 @@ it is ready, call FAILED."
             org-agent-backends--local entry)
       (add-hook 'kill-emacs-hook #'org-agent-backends--stop-local))))
 
+(defun org-agent-backends--local-output (lines)
+  "The last LINES lines the local model server printed, or nil."
+  (let ((buffer (get-buffer " *org-agent-local-llm*")))
+    (when (buffer-live-p buffer)
+      (with-current-buffer buffer
+        (save-excursion
+          (goto-char (point-max))
+          (skip-chars-backward " \t\n")
+          (let ((end (point)))
+            (forward-line (- 1 lines))
+            (let ((text (buffer-substring-no-properties (line-beginning-position) end)))
+              (and (not (string-empty-p text)) text))))))))
+
 (defun org-agent-backends--stop-local ()
   "Stop the local model server."
   (pcase org-agent-backends--local

@@ -531,11 +531,19 @@ to use the skill."
 
 (defun org-agent-chat--local-failed ()
   "The local model did not start: chats waiting for it stop waiting.
-Their message stays after \"* You\", to send again."
+Each says why, in the server's last words, above the last \"* You\";
+the message stays after it, to send again."
   (dolist (buffer (buffer-list))
     (with-current-buffer buffer
       (when (and (derived-mode-p 'org-agent-chat-mode)
                  org-agent-chat--turn-start (not org-agent-chat--request))
+        (save-excursion
+          (goto-char (point-max))
+          (when (re-search-backward "^\\* You[ \t]*$" nil t)
+            (insert "- /The local model did not start./  What its server said last:\n"
+                    (org-agent-chat--block
+                     "example" (or (org-agent-backends--local-output 12) "(nothing)"))
+                    "\n")))
         (setq org-agent-chat--turn-start nil
               org-agent-chat--state "idle: the local model did not start")
         (when org-agent-chat--ticker

@@ -166,6 +166,36 @@ types a message and sends it."
     (set-file-modes script #o755)
     dir))
 
+(ert-deftest org-agent-newchat-a-local-model-that-does-not-start-says-why-in-the-chat ()
+  "The server's last words show in the chat, not only in a hidden buffer."
+  (let* ((dir (make-temp-file "org-agent-fake-src" t))
+         (script (expand-file-name "scripts/local-llm" dir))
+         (org-agent--source-directory dir)
+         (org-agent-backends nil)
+         (org-agent-local-model 'qwen))
+    (make-directory (file-name-directory script) t)
+    (with-temp-file script
+      (insert "#!/bin/sh\necho 'FileNotFoundError: qwen2.5-bare-json-tools.jinja' >&2\nexit 1\n"))
+    (set-file-modes script #o755)
+    (unwind-protect
+        (progn
+          (when (get-buffer org-agent-chat-buffer-name)
+            (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
+            (kill-buffer org-agent-chat-buffer-name))
+          (with-current-buffer (org-agent-chat)
+            (insert "Hello?")
+            (org-agent-chat-send)
+            (should (org-agent-test-wait
+                     (lambda () (equal org-agent-chat--state "idle: the local model did not start"))
+                     30))
+            (should (string-search "FileNotFoundError: qwen2.5-bare-json-tools.jinja" (buffer-string)))
+            ;; The message waits after the last "* You", to send again.
+            (should (string-match-p "^\\* You\nHello\\?\\'" (buffer-string)))
+            (set-buffer-modified-p nil)
+            (kill-buffer)))
+      (org-agent-backends--stop-local)
+      (delete-directory dir t))))
+
 (ert-deftest org-agent-newchat-a-new-local-model-restarts-its-server ()
   "Setting `org-agent-local-model' makes the next message start a server for it."
   (let* ((org-agent--source-directory (org-agent-newchat-test--fake-local-llm))
