@@ -226,9 +226,9 @@ Tiers, the pool they draw from, cooldown, retry cap, budget and consensus."
   "The context window the local model server is started with, in tokens.")
 
 (defun org-agent-backends--window ()
-  "The context window, in tokens, of the backend the next message goes to, or nil.
-The local model's; else the :context-window of the first backend of
-the cascade, when it says."
+  "Return the context window, in tokens, of the next message's backend, or nil.
+That is the local model's; else the :context-window of the first
+backend of the cascade, when it says."
   (if (org-agent-backends--local-p)
       org-agent-backends--local-context-window
     (let* ((name (car org-agent-cascade))
