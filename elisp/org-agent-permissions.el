@@ -91,24 +91,13 @@ and the skills'), and the module's edit verbs (`org-agent--action-names')."
 (defun org-agent-permissions--read-node ()
   "Read a headline of the store with completion; return its store id.
 The headline at point is the default in an Org buffer."
-  (let* ((here (and (derived-mode-p 'org-mode) (ignore-errors (org-agent-node-at-point))))
-         (candidates (org-agent--headline-candidates)))
+  (let ((here (and (derived-mode-p 'org-mode) (ignore-errors (org-agent-node-at-point)))))
     (if (and here (y-or-n-p (format "The headline at point (%s)? "
                                     (plist-get (org-agent-node here) :title))))
         here
-      (unless candidates
-        (user-error "The store has no headlines yet"))
-      (let* ((choice (completing-read
-                      "Node: "
-                      (lambda (string pred action)
-                        (if (eq action 'metadata)
-                            '(metadata (category . org-agent-headline))
-                          (complete-with-action action candidates string pred)))
-                      nil t))
-             (target (or (org-agent--headline-target choice)
-                         (user-error "No headline %s in the store now" choice))))
+      (let ((target (org-agent--read-headline "Node: ")))
         (or (org-agent--node-at (nth 0 target) (nth 1 target))
-            (user-error "No node at %s in the store" choice))))))
+            (user-error "No node at %s in the store" (nth 0 target)))))))
 
 (defun org-agent-permissions--read-action ()
   "Read an action to explain: a tool or verb with completion, then its subject.

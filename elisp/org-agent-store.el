@@ -588,6 +588,23 @@ first, so the store knows the text the user sees."
           (progn (org-agent-ingest-buffer)
                  (org-agent--node-at file pos))))))
 
+(defun org-agent--read-headline (prompt)
+  "Read a headline of the store with completion, after PROMPT; return (FILE POS).
+One string per headline, made by the module in one call; the module
+says which headline the chosen string is, so no table maps them here."
+  (let ((candidates (org-agent--headline-candidates)))
+    (unless candidates
+      (user-error "The org-agent store has no headlines yet; see `org-agent-ingest-directory'"))
+    (let ((choice (completing-read
+                   prompt
+                   (lambda (string pred action)
+                     (if (eq action 'metadata)
+                         '(metadata (category . org-agent-headline))
+                       (complete-with-action action candidates string pred)))
+                   nil t)))
+      (or (org-agent--headline-target choice)
+          (user-error "No headline %s in the store now" choice)))))
+
 (defun org-agent-store-stats ()
   "Return store statistics as a plist.
 Keys: :files :nodes :headlines :versions :duplicate-ids

@@ -100,21 +100,8 @@ thread only copies the text, a worker parses it."
   "Jump to a headline chosen from the store, by outline path, tags and TODO."
   (interactive)
   (org-agent--require-started)
-  ;; One string per headline, made by the module in one call; RET asks the
-  ;; module for the headline of the string chosen, so no table maps them here.
-  (let ((candidates (org-agent--headline-candidates)))
-    (unless candidates
-      (user-error "The org-agent store has no headlines yet; see `org-agent-ingest-directory'"))
-    (let* ((choice (completing-read
-                    "Headline: "
-                    (lambda (string pred action)
-                      (if (eq action 'metadata)
-                          '(metadata (category . org-agent-headline))
-                        (complete-with-action action candidates string pred)))
-                    nil t))
-           (target (or (org-agent--headline-target choice)
-                       (user-error "No headline %s in the store now" choice))))
-      (org-agent--visit (nth 0 target) (nth 1 target)))))
+  (let ((target (org-agent--read-headline "Headline: ")))
+    (org-agent--visit (nth 0 target) (nth 1 target))))
 
 (defun org-agent--visit (file position)
   "Show FILE at buffer POSITION, with the headline there revealed."

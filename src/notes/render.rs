@@ -38,7 +38,12 @@ fn headline_words(c: &NodeContent) -> String {
 /// no id and no path: for a model that calls no tools, which would only spend its few
 /// tokens on them.
 pub fn brief(r: &NodeRef) -> String {
-    let c = &r.node().content;
+    let file = r.doc.path.rsplit('/').next().unwrap_or(&r.doc.path);
+    format!("{} ({file})", planned_line(&r.node().content))
+}
+
+/// `- KEYWORD Title :tags:` and the node's planning, as the summary lines begin.
+fn planned_line(c: &NodeContent) -> String {
     let mut line = format!("- {}", headline_words(c));
     for (label, ts) in [
         ("SCHEDULED", &c.planning.scheduled),
@@ -49,27 +54,18 @@ pub fn brief(r: &NodeRef) -> String {
             line.push_str(&format!(" {label}: {ts}"));
         }
     }
-    let file = r.doc.path.rsplit('/').next().unwrap_or(&r.doc.path);
-    line.push_str(&format!(" ({file})"));
     line
 }
 
 /// One line describing a node: TODO keyword, title, tags, planning, id and file.
 pub fn summary(r: &NodeRef) -> String {
     let n = r.node();
-    let c = &n.content;
-    let mut line = format!("- {}", headline_words(c));
-    for (label, ts) in [
-        ("SCHEDULED", &c.planning.scheduled),
-        ("DEADLINE", &c.planning.deadline),
-        ("CLOSED", &c.planning.closed),
-    ] {
-        if let Some(ts) = ts {
-            line.push_str(&format!(" {label}: {ts}"));
-        }
-    }
-    line.push_str(&format!(" (id: {}, file: {})", n.id, r.doc.path));
-    line
+    format!(
+        "{} (id: {}, file: {})",
+        planned_line(&n.content),
+        n.id,
+        r.doc.path
+    )
 }
 
 /// Whether a file's preamble sets its title itself (`#+TITLE:`, any case).
