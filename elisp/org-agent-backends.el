@@ -169,14 +169,17 @@ the host of its :url."
   "The entry of `org-agent-backends' whose :name is NAME, or nil."
   (seq-find (lambda (b) (equal (plist-get b :name) name)) org-agent-backends))
 
+(defun org-agent-backends--first ()
+  "Return the configured backend asked first for the next message, or nil."
+  (let ((name (car org-agent-cascade)))
+    (or (and name (org-agent-backends--named name))
+        (car org-agent-backends))))
+
 (defun org-agent-backends--next-label ()
   "Who will answer the next message, before any has been sent."
   (cond
    (org-agent-backends
-    (let ((name (car org-agent-cascade)))
-      (org-agent-backends--label
-       (or (and name (org-agent-backends--named name))
-           (car org-agent-backends)))))
+    (org-agent-backends--label (org-agent-backends--first)))
    (org-agent-local-model
     (format "local %s (starts with your first message)" org-agent-local-model))
    (t "no backend: set org-agent-backends")))
@@ -231,9 +234,7 @@ That is the local model's; else the :context-window of the first
 backend of the cascade, when it says."
   (if (org-agent-backends--local-p)
       org-agent-backends--local-context-window
-    (let* ((name (car org-agent-cascade))
-           (first (or (and name (org-agent-backends--named name)) (car org-agent-backends))))
-      (plist-get first :context-window))))
+    (plist-get (org-agent-backends--first) :context-window)))
 
 (defun org-agent-backends--local-p ()
   "Whether the local model answers: no backend is configured, and one may run."

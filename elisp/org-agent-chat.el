@@ -221,9 +221,13 @@ Called in the chat buffer, so its keys are the ones it has."
       (with-current-buffer buffer (force-mode-line-update))
     (when (buffer-live-p buffer)
       (with-current-buffer buffer
-        (when org-agent-chat--ticker
-          (cancel-timer org-agent-chat--ticker)
-          (setq org-agent-chat--ticker nil))))))
+        (org-agent-chat--stop-ticker)))))
+
+(defun org-agent-chat--stop-ticker ()
+  "Stop refreshing this chat's header line each second."
+  (when org-agent-chat--ticker
+    (cancel-timer org-agent-chat--ticker)
+    (setq org-agent-chat--ticker nil)))
 
 (defun org-agent-chat--focus-here ()
   "The store id and title of the node at point, or nil (in the chat, or not Org)."
@@ -533,10 +537,9 @@ to use the skill."
   "The local model did not start: chats waiting for it stop waiting.
 Each says why, in the server's last words, above the last \"* You\";
 the message stays after it, to send again."
-  (dolist (buffer (buffer-list))
+  (dolist (buffer (org-agent-chat--buffers))
     (with-current-buffer buffer
-      (when (and (derived-mode-p 'org-agent-chat-mode)
-                 org-agent-chat--turn-start (not org-agent-chat--request))
+      (when (and org-agent-chat--turn-start (not org-agent-chat--request))
         (save-excursion
           (goto-char (point-max))
           (when (re-search-backward "^\\* You[ \t]*$" nil t)
@@ -544,12 +547,14 @@ the message stays after it, to send again."
                     (org-agent-chat--block
                      "example" (or (org-agent-backends--local-output 12) "(nothing)"))
                     "\n")))
-        (setq org-agent-chat--turn-start nil
-              org-agent-chat--state "idle: the local model did not start")
-        (when org-agent-chat--ticker
-          (cancel-timer org-agent-chat--ticker)
-          (setq org-agent-chat--ticker nil))
-        (force-mode-line-update)))))
+        (org-agent-chat--stop-waiting "idle: the local model did not start")))))
+
+(defun org-agent-chat--stop-waiting (state)
+  "This chat no longer waits to send its message; its state is STATE."
+  (setq org-agent-chat--turn-start nil
+        org-agent-chat--state state)
+  (org-agent-chat--stop-ticker)
+  (force-mode-line-update))
 
 (defun org-agent-chat--dispatch (prompt)
   "Send PROMPT, starting the local model first if it is the backend and not up."
@@ -775,12 +780,7 @@ not sent."
     (force-mode-line-update)
     t)
    (org-agent-chat--turn-start
-    (setq org-agent-chat--turn-start nil
-          org-agent-chat--state "idle: not sent, you interrupted")
-    (when org-agent-chat--ticker
-      (cancel-timer org-agent-chat--ticker)
-      (setq org-agent-chat--ticker nil))
-    (force-mode-line-update)
+    (org-agent-chat--stop-waiting "idle: not sent, you interrupted")
     t)))
 
 (defun org-agent-chat-quit ()
@@ -813,9 +813,7 @@ longer counted as in flight.  For `kill-buffer-hook'."
   (when org-agent-chat--request
     (remhash org-agent-chat--request org-agent-chat--in-flight)
     (setq org-agent-chat--request nil))
-  (when org-agent-chat--ticker
-    (cancel-timer org-agent-chat--ticker)
-    (setq org-agent-chat--ticker nil)))
+  (org-agent-chat--stop-ticker))
 
 (defun org-agent-chat--kill-emacs-query ()
   "Ask before Emacs exits while the agent answers in a chat, then stop it.
@@ -1113,9 +1111,7 @@ approves it once."
     (setq org-agent-chat--request nil
           org-agent-chat--turn-start nil
           org-agent-chat--state "idle")
-    (when org-agent-chat--ticker
-      (cancel-timer org-agent-chat--ticker)
-      (setq org-agent-chat--ticker nil))
+    (org-agent-chat--stop-ticker)
     (save-excursion
       (goto-char (point-max))
       (unless (bolp) (insert "\n"))

@@ -152,11 +152,11 @@ impl Runtime {
         };
         let skill = setup.skill.clone();
         let llm = Cascade::new(clients, self.health().clone(), policy);
-        let mut notes = notes_with_roots(self.notes(), &setup.permissions);
-        if let Some(dir) = &setup.paste_dir {
-            notes = notes_with_root(notes, dir);
-        }
-        let mut eq = Equipment::with(llm, notes);
+        // Where files may be read besides the notes: the directories the user's file rules
+        // name, and the folder of messages set aside as files.
+        let mut roots = setup.permissions.file_roots();
+        roots.extend(setup.paste_dir.clone());
+        let mut eq = Equipment::with(llm, notes_with_roots(self.notes(), &roots));
         if let Some(prompt) = setup.system_prompt {
             eq.prompts = vec![PromptFragment::users(prompt)];
         }
@@ -387,11 +387,7 @@ impl Runtime {
                 completion_tokens,
                 ..
             } => t.llm_request(backend, true, *took, (*prompt_tokens, *completion_tokens)),
-            TurnEvent::Failover { backend, error, .. } => {
-                t.llm_request(backend, false, Default::default(), (0, 0));
-                t.log("chat", format!("{backend} failed: {error}"));
-            }
-            TurnEvent::Failed { backend, error } => {
+            TurnEvent::Failover { backend, error, .. } | TurnEvent::Failed { backend, error } => {
                 t.llm_request(backend, false, Default::default(), (0, 0));
                 t.log("chat", format!("{backend} failed: {error}"));
             }
@@ -500,26 +496,14 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
     })
 }
 
-/// `notes` with `dir` added to where files may be read.
-fn notes_with_root(notes: crate::notes::Notes, dir: &str) -> crate::notes::Notes {
-    match notes.confinement() {
-        Some(c) => {
-            let mut c = (**c).clone();
-            c.add_root(dir);
-            notes.confined(Arc::new(c))
-        }
-        None => notes,
-    }
-}
-
 /// `notes` with the directories the user's file rules name (`(allow read_file "~/src/**")`
-/// opens `~/src`) added to where files may be read and written.
-fn notes_with_roots(notes: crate::notes::Notes, permissions: &Permissions) -> crate::notes::Notes {
-    let extra = permissions.file_roots();
+/// `notes` with `extra` directories added to where files may be read and written (the
+/// ones the user's file rules name: `(allow read_file "~/src/**")` opens `~/src`).
+fn notes_with_roots(notes: crate::notes::Notes, extra: &[String]) -> crate::notes::Notes {
     match notes.confinement() {
         Some(c) if !extra.is_empty() => {
             let mut c = (**c).clone();
-            for root in &extra {
+            for root in extra {
                 c.add_root(root);
             }
             notes.confined(Arc::new(c))

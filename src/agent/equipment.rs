@@ -472,9 +472,6 @@ pub fn explain_action(
             ctx.tools.insert(name.clone());
         }
     }
-    if permissions.enables("run_command") {
-        ctx.tools.insert("run_command".into());
-    }
     for s in skills {
         for rules in skill_gates(s, &notes) {
             pipeline.attach(rules);
@@ -488,6 +485,7 @@ pub fn explain_action(
     }
     if permissions.enables("run_command") {
         // As offered: a worker tool, judged by the command gate.
+        ctx.tools.insert("run_command".into());
         ctx.read_only_tools.insert("run_command".into());
         let rules = CommandRules::with_user(permissions.command_rules());
         pipeline.attach(GateRules::commands(rules));

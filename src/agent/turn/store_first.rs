@@ -80,17 +80,13 @@ pub fn prepare(
     cfg: &TurnConfig,
 ) -> Result<Option<Prepared>, TurnError> {
     let day = today(cfg);
-    let asked = match &source {
-        Source::Question(_) => text.to_string(),
-        Source::Scan(scan) => scan_question(*scan).to_string(),
-    };
-    let (facts, phrased_facts) = match source {
+    let (asked, facts, phrased_facts) = match source {
         Source::Question(q) => {
             let Some(understood) = understand(&eq.notes, q, day) else {
                 return Ok(None);
             };
             let a = answer(&eq.notes, &understood, day);
-            (a.text_limited(SHOWN), a.for_model(PHRASED))
+            (text, a.text_limited(SHOWN), a.for_model(PHRASED))
         }
         Source::Scan(scan) => {
             let input = ScanInput {
@@ -99,7 +95,11 @@ pub fn prepare(
                 inbox: cfg.inbox.clone(),
             };
             let report = scans::run(&eq.notes, scan, &input).map_err(TurnError::Store)?;
-            (report.brief(SHOWN, true), report.brief(PHRASED, false))
+            (
+                scan_question(scan),
+                report.brief(SHOWN, true),
+                report.brief(PHRASED, false),
+            )
         }
     };
     let request = ChatRequest {

@@ -11,7 +11,8 @@
 //! as the scans do. The model only phrases it. Questions it does not understand go to the
 //! model as before.
 
-use super::gtd::{archived, is_active_project, is_open, is_waiting};
+use super::briefing;
+use super::gtd::{archived, is_active_project, is_next_action, is_open, is_waiting, names_someone};
 use super::review::{planning_day, waiting_since};
 use super::{days, Cx, Day, ScanInput};
 use crate::notes::Notes;
@@ -790,16 +791,8 @@ pub fn answer(notes: &Notes, u: &Understood, today: Day) -> StoreAnswer {
 /// Open tasks whose deadline or schedule (not a habit's) is before `today`.
 fn overdue(cx: &Cx, today: Day) -> Vec<(NodeRef, String)> {
     cx.headlines()
-        .filter(|r| !archived(&r.doc, r.node()) && is_open(r.node()))
-        .filter_map(|r| {
-            let c = &r.node().content;
-            let habit = c.property("STYLE").is_some_and(|s| s.trim() == "habit");
-            if let Some(d) = planning_day(&c.planning.deadline).filter(|d| *d < today) {
-                return Some((r, format!("DEADLINE was {d}, {} ago", days(today.0 - d.0))));
-            }
-            let s = planning_day(&c.planning.scheduled).filter(|s| *s < today && !habit)?;
-            Some((r, format!("SCHEDULED {s}, {} ago", days(today.0 - s.0))))
-        })
+        .filter(|r| !archived(&r.doc, r.node()))
+        .filter_map(|r| briefing::overdue(r.node(), today).map(|late| (r, late)))
         .collect()
 }
 
@@ -822,14 +815,7 @@ fn next_actions(notes: &Notes, cx: &Cx, project: Option<&str>) -> (String, Vec<(
                 doc: p.doc.clone(),
                 index,
             })
-            .filter(|r| cx.shows(r) && is_open(r.node()) && !is_waiting(r.node()))
-            .filter(|r| !r.node().content.has_tag("project"))
-            .filter(|r| {
-                !matches!(
-                    r.node().content.todo.as_deref(),
-                    Some("HOLD" | "SOMEDAY" | "MAYBE" | "DEFERRED")
-                )
-            })
+            .filter(|r| cx.shows(r) && is_next_action(r.node()))
             .collect();
         // NEXT first, then by priority as Org sorts it, then in the notes' order.
         below.sort_by_key(|r| {
@@ -860,10 +846,7 @@ fn next_actions(notes: &Notes, cx: &Cx, project: Option<&str>) -> (String, Vec<(
 fn who_waits(r: &NodeRef) -> Option<String> {
     let c = &r.node().content;
     for (k, v) in c.properties.iter() {
-        let k = k.to_ascii_uppercase();
-        if (k.contains("WAIT") || k.contains("DELEGAT") || k == "WHO" || k == "ASSIGNEE")
-            && !v.trim().is_empty()
-        {
+        if names_someone(k) && !v.trim().is_empty() {
             return Some(v.trim().to_string());
         }
     }

@@ -18,8 +18,8 @@
 
 use super::gtd::{archived, is_open, is_waiting};
 use super::review::{planning_day, waiting_since};
-use super::{days, Cx, Finding};
-use crate::store::{NodeKind, TodoType};
+use super::{days, Cx, Day, Finding};
+use crate::store::{Node, NodeKind, TodoType};
 
 /// How many days ahead a deadline without a warning period of its own is "soon".
 pub const SOON_DAYS: i64 = 3;
@@ -45,21 +45,12 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
             let done = c.todo_type == Some(TodoType::Done);
             let deadline = planning_day(&p.deadline);
             let scheduled = planning_day(&p.scheduled);
-            let habit = c.property("STYLE").is_some_and(|s| s.trim() == "habit");
             let item: Option<(&'static str, String)> = if done {
                 planning_day(&p.closed)
                     .filter(|d| *d == today.plus(-1))
                     .map(|_| ("closed-yesterday", "closed yesterday".to_string()))
-            } else if let Some(d) = deadline.filter(|d| *d < today && is_open(n)) {
-                Some((
-                    "overdue",
-                    format!("DEADLINE was {d}, {} ago", days(today.0 - d.0)),
-                ))
-            } else if let Some(s) = scheduled.filter(|s| *s < today && is_open(n) && !habit) {
-                Some((
-                    "overdue",
-                    format!("SCHEDULED {s}, {} ago, not done", days(today.0 - s.0)),
-                ))
+            } else if let Some(late) = overdue(n, today) {
+                Some(("overdue", late))
             } else if deadline == Some(today) {
                 Some(("deadline-today", "DEADLINE today".to_string()))
             } else if scheduled == Some(today) {
@@ -99,6 +90,24 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Why the task `n` is overdue on `today`, if it is: open, and its DEADLINE or SCHEDULED
+/// date is past (a habit's past schedule is not: the habit graph tracks it).
+pub(super) fn overdue(n: &Node, today: Day) -> Option<String> {
+    if !is_open(n) {
+        return None;
+    }
+    let c = &n.content;
+    if let Some(d) = planning_day(&c.planning.deadline).filter(|d| *d < today) {
+        return Some(format!("DEADLINE was {d}, {} ago", days(today.0 - d.0)));
+    }
+    let habit = c.property("STYLE").is_some_and(|s| s.trim() == "habit");
+    let s = planning_day(&c.planning.scheduled).filter(|s| *s < today && !habit)?;
+    Some(format!(
+        "SCHEDULED {s}, {} ago, not done",
+        days(today.0 - s.0)
+    ))
 }
 
 /// The time of day a timestamp gives (` at 10:00`), or nothing.

@@ -211,7 +211,7 @@ pub(super) fn archived(doc: &FileDoc, n: &Node) -> bool {
 }
 
 /// A next action: an open task, not parked, not a project itself, not archived.
-fn is_next_action(n: &Node) -> bool {
+pub(super) fn is_next_action(n: &Node) -> bool {
     is_open(n)
         && !n
             .content
@@ -274,7 +274,7 @@ impl NextActions {
 }
 
 /// Property keys that name whom a task waits for.
-fn names_someone(key: &str) -> bool {
+pub(super) fn names_someone(key: &str) -> bool {
     let k = key.to_ascii_uppercase();
     k.contains("WAIT") || k.contains("DELEGAT") || matches!(k.as_str(), "WHO" | "ASSIGNEE")
 }
