@@ -34,9 +34,7 @@
 
 (defun org-agent-chat-test--fresh-chat ()
   "A new chat buffer."
-  (when (get-buffer org-agent-chat-buffer-name)
-    (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-    (kill-buffer org-agent-chat-buffer-name))
+  (org-agent-test-kill-chat)
   (org-agent-chat))
 
 (ert-deftest org-agent-chat-streams-an-answer-from-a-real-model ()

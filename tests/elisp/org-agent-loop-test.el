@@ -444,12 +444,6 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
         (should (equal (cdr (assoc "model" (nth 1 requests))) "m2"))
         (should (assoc "max_tokens" (nth 1 requests)))))))
 
-(defun org-agent-loop-test--unbound (body)
-  "BODY (a parsed request) as JSON text, each data-block boundary the same."
-  (replace-regexp-in-string
-   "data-[0-9a-f]\\{8\\}\\(?:-[0-9a-f]\\{4\\}\\)\\{3\\}-[0-9a-f]\\{12\\}" "data-BOUNDARY"
-   (json-encode body) t t))
-
 (ert-deftest org-agent-loop-context-preview-is-what-the-server-receives ()
   "`org-agent-context-preview' shows the very body the next request sends."
   (org-agent-loop-test--with-chat
@@ -481,9 +475,9 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
               (sent (car (org-agent-test-server-requests))))
           ;; Byte for byte but for the boundary of the data blocks, which each request
           ;; draws afresh (a note cannot know it).
-          (should (string-match-p "<</data-BOUNDARY>>" (org-agent-loop-test--unbound sent)))
-          (should (equal (org-agent-loop-test--unbound previewed)
-                         (org-agent-loop-test--unbound sent)))
+          (should (string-match-p "<</data-BOUNDARY>>" (org-agent-test-unbound sent)))
+          (should (equal (org-agent-test-unbound previewed)
+                         (org-agent-test-unbound sent)))
           (let ((system (cdr (assoc "content" (car (cdr (assoc "messages" sent)))))))
             (should (string-match-p "Call the plumber about the leak" system))
             (should (string-match-p "^\\* Active projects" system))))))))

@@ -42,9 +42,7 @@ types a message and sends it."
        (ignore finished send)
        (unwind-protect
            (progn
-             (when (get-buffer org-agent-chat-buffer-name)
-               (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-               (kill-buffer org-agent-chat-buffer-name))
+             (org-agent-test-kill-chat)
              (with-current-buffer (org-agent-chat)
                ,@body))
          (org-agent-interrupt)
@@ -179,9 +177,7 @@ types a message and sends it."
     (set-file-modes script #o755)
     (unwind-protect
         (progn
-          (when (get-buffer org-agent-chat-buffer-name)
-            (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-            (kill-buffer org-agent-chat-buffer-name))
+          (org-agent-test-kill-chat)
           (with-current-buffer (org-agent-chat)
             (insert "Hello?")
             (org-agent-chat-send)
@@ -208,9 +204,7 @@ types a message and sends it."
                               (and (process-live-p p) (nth 2 (process-command p)))))))
     (unwind-protect
         (progn
-          (when (get-buffer org-agent-chat-buffer-name)
-            (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-            (kill-buffer org-agent-chat-buffer-name))
+          (org-agent-test-kill-chat)
           (with-current-buffer (org-agent-chat)
             (insert "Hello?")
             (org-agent-chat-send)
@@ -239,9 +233,7 @@ types a message and sends it."
   "The chat begins with how to send, interrupt, begin anew and get help, and wraps."
   (let ((org-agent-backends nil)
         (org-agent-local-model 'qwen))
-    (when (get-buffer org-agent-chat-buffer-name)
-      (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-      (kill-buffer org-agent-chat-buffer-name))
+    (org-agent-test-kill-chat)
     (with-current-buffer (org-agent-chat)
       (let ((intro (buffer-substring-no-properties
                     (point-min) (save-excursion (goto-char (point-min))
@@ -358,9 +350,7 @@ types a message and sends it."
   (with-temp-buffer
     (should (equal (org-agent-newchat-test--offered (current-buffer))
                    (sort (copy-sequence org-agent-newchat-test--user-commands) #'string<))))
-  (when (get-buffer org-agent-chat-buffer-name)
-    (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-    (kill-buffer org-agent-chat-buffer-name))
+  (org-agent-test-kill-chat)
   (with-current-buffer (org-agent-chat)
     (let ((offered (org-agent-newchat-test--offered (current-buffer))))
       (dolist (c '(org-agent-chat-send org-agent-chat-quit org-agent-chat-approve

@@ -24,12 +24,6 @@
       (should (org-agent-test-wait (lambda () finished) seconds))
       (buffer-string))))
 
-(defun org-agent-size-test--fresh-chat ()
-  "Kill the chat buffer, so the next `org-agent-chat' starts a new conversation."
-  (when (get-buffer org-agent-chat-buffer-name)
-    (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-    (kill-buffer org-agent-chat-buffer-name)))
-
 (defun org-agent-size-test--sent-texts ()
   "The text of every message of every request the server received, one string each."
   (mapcar (lambda (request)
@@ -45,7 +39,7 @@
          (org-agent-tool-rounds 0))
     (unwind-protect
         (progn
-          (org-agent-size-test--fresh-chat)
+          (org-agent-test-kill-chat)
           (org-agent-test-server-push
            :status 400
            :message "the request exceeds the available context size, try increasing it")
@@ -60,7 +54,7 @@
             (should (= 2 (length sent)))
             (should (string-search "small question" (nth 1 sent)))
             (should-not (string-search "BIGPASTE" (nth 1 sent)))))
-      (org-agent-size-test--fresh-chat)
+      (org-agent-test-kill-chat)
       (org-agent-test-server-stop))))
 
 (defun org-agent-size-test--last-user-text (request)
@@ -79,8 +73,8 @@
                          (mapconcat (lambda (i) (format "Line %d of the long paste." i))
                                     (number-sequence 1 8000) "\n"))))
      (unwind-protect
-         (progn (org-agent-size-test--fresh-chat) ,@body)
-       (org-agent-size-test--fresh-chat)
+         (progn (org-agent-test-kill-chat) ,@body)
+       (org-agent-test-kill-chat)
        (org-agent-test-server-stop))))
 
 (ert-deftest org-agent-size-an-oversized-message-is-not-sent-unasked ()

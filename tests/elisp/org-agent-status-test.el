@@ -28,9 +28,7 @@
            (org-agent-turn-finished-functions (list (lambda (_c answer) (setq finished (list answer))))))
       (dotimes (_ 6)
         (org-agent-test-server-push :status 400 :message "bad request" :kind "invalid_request_error"))
-      (when (get-buffer org-agent-chat-buffer-name)
-        (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-        (kill-buffer org-agent-chat-buffer-name))
+      (org-agent-test-kill-chat)
       (with-current-buffer (org-agent-chat)
         ;; Each turn feeds the first error back to the model and fails on a later one; turns
         ;; go on until the server has refused six requests.

@@ -70,9 +70,7 @@
          (org-agent-turn-finished-functions
           (list (lambda (_c answer) (setq finished (list (or answer ""))))))
          (start (float-time)))
-    (when (get-buffer org-agent-chat-buffer-name)
-      (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-      (kill-buffer org-agent-chat-buffer-name))
+    (org-agent-test-kill-chat)
     (with-current-buffer (org-agent-chat)
       (goto-char (point-max))
       (insert question)
@@ -168,9 +166,7 @@ The real local model (Qwen2.5-0.5B) phrases; the store answers."
 (defun org-agent-store-first-test--preview-then-send (question)
   "Preview QUESTION in a fresh chat, then send it; return (PREVIEWED SENT) bodies."
   (let ((shown nil) (finished nil))
-    (when (get-buffer org-agent-chat-buffer-name)
-      (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-      (kill-buffer org-agent-chat-buffer-name))
+    (org-agent-test-kill-chat)
     (with-current-buffer (org-agent-chat)
       (goto-char (point-max))
       (insert question)
@@ -209,17 +205,12 @@ the store answers, else the notes with no tool schemas; with its max_tokens."
             (pcase-let ((`(,previewed ,sent)
                          (org-agent-store-first-test--preview-then-send
                           "Write a haiku about the sea")))
-              (should (equal (org-agent-store-first-test--unbound previewed)
-                             (org-agent-store-first-test--unbound sent)))
+              (should (equal (org-agent-test-unbound previewed)
+                             (org-agent-test-unbound sent)))
               (should (null (assoc "tools" sent)))
               (should (equal (cdr (assoc "max_tokens" sent)) org-agent-local-max-tokens))))
         (setq org-agent-backends--local nil)
         (org-agent-test-server-stop)))))
-
-(defun org-agent-store-first-test--unbound (body)
-  "BODY with the data blocks' boundaries, drawn afresh by each request, made equal."
-  (car (read-from-string
-        (replace-regexp-in-string "data-[A-Za-z0-9-]+" "data-BOUNDARY" (prin1-to-string body)))))
 
 (provide 'org-agent-store-first-test)
 ;;; org-agent-store-first-test.el ends here

@@ -10,6 +10,7 @@
 
 (require 'ert)
 (require 'cl-lib)
+(require 'json)
 
 (defconst org-agent-test-root
   (expand-file-name "../../" (file-name-directory (or load-file-name buffer-file-name)))
@@ -54,6 +55,20 @@ The directory is bound to `org-agent-test-state'."
            ,@body)
        (org-agent--store-close)
        (delete-directory org-agent-test-state t))))
+
+(defun org-agent-test-kill-chat ()
+  "Kill the chat buffer, unsaved.
+The next `org-agent-chat' then begins a new conversation."
+  (when (get-buffer org-agent-chat-buffer-name)
+    (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
+    (kill-buffer org-agent-chat-buffer-name)))
+
+(defun org-agent-test-unbound (body)
+  "BODY (a parsed request) as JSON text, each data-block boundary the same.
+Each request draws its boundary afresh, so two bodies compare equal only so."
+  (replace-regexp-in-string
+   "data-[0-9a-f]\\{8\\}\\(?:-[0-9a-f]\\{4\\}\\)\\{3\\}-[0-9a-f]\\{12\\}" "data-BOUNDARY"
+   (json-encode body) t t))
 
 (defun org-agent-test-wait (predicate &optional seconds)
   "Process events until PREDICATE returns non-nil or SECONDS (default 60) pass.
