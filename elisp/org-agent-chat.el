@@ -198,7 +198,7 @@ Called in the chat buffer, so its keys are the ones it has."
 
 (defun org-agent-chat--header ()
   "The header line: backend, state (time, tokens so far), tokens, focus, keys."
-  (format " org-agent  %s  %s%s  %d tokens%s%s"
+  (format " org-agent  %s  %s%s  %d tokens%s%s%s"
           (or org-agent-chat--backend-name (org-agent-backends--next-label))
           org-agent-chat--state
           (if org-agent-chat--turn-start
@@ -213,6 +213,10 @@ Called in the chat buffer, so its keys are the ones it has."
           (if org-agent-chat--focus-title
               (format "  focus: %s" org-agent-chat--focus-title)
             "")
+          (if org-agent-shell-sandbox
+              ""
+            (propertize "  commands unsandboxed (org-agent-shell-sandbox)"
+                        'face 'warning))
           (org-agent-chat--keys-hint)))
 
 (defun org-agent-chat--tick (buffer)

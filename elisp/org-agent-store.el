@@ -88,13 +88,52 @@ inside one of them.  The directories the file rules of
 `org-agent-permissions' name are added.  The tool is offered only
 when a rule of `org-agent-permissions' allows or asks `run_command'.")
 
+(defcustom org-agent-shell-sandbox t
+  "Whether the agent's commands run in the kernel's sandbox.
+When t (the default), each command of `run_command' runs under
+Landlock in namespaces of its own: it sees the notes directories as
+the notes layer shows them (private parts absent, secrets redacted,
+no version-control history), reads only the system's files and the
+directories it may run in, writes only its own /tmp (discarded) and
+`org-agent-shell-writable-directories', and has no network unless
+`org-agent-shell-network-commands' names it.  Where the kernel offers
+no sandbox, commands do not run at all.
+
+nil runs commands without the sandbox: they see the notes and
+everything else as the user does.  The chat's header line then says
+so."
+  :type 'boolean
+  :group 'org-agent)
+
+(defcustom org-agent-shell-writable-directories nil
+  "Directories the agent's commands may write in, inside the sandbox.
+Nothing else is writable but a command's own /tmp, which is
+discarded when it ends.  Notes directories are never writable: notes
+change through the edit tools, which show a diff."
+  :type '(repeat directory)
+  :group 'org-agent)
+
+(defcustom org-agent-shell-network-commands nil
+  "Commands that may use the network inside the sandbox, as argv prefixes.
+For example (\"git fetch\" \"curl\").  Every other command runs in a
+network namespace with no network at all."
+  :type '(repeat string)
+  :group 'org-agent)
+
 (defun org-agent-shell--options ()
   "Return the turn option of the shell tool, or nil when there is no directory."
   (let ((roots (or org-agent-shell--roots org-agent-directories)))
     (and roots
          (list :shell (list :roots (mapcar #'expand-file-name roots)
                             :timeout org-agent-shell-timeout
-                            :output-cap org-agent-shell-output-limit)))))
+                            :output-cap org-agent-shell-output-limit
+                            :notes (org-agent--directories)
+                            :view-dir (expand-file-name
+                                       "view" (expand-file-name org-agent-state-directory))
+                            :sandbox (if org-agent-shell-sandbox t nil)
+                            :writable (mapcar #'expand-file-name
+                                              org-agent-shell-writable-directories)
+                            :network org-agent-shell-network-commands)))))
 
 (defcustom org-agent-untrusted-tags '("untrusted" "web")
   "Tags that mark text the user did not write, which may give the agent orders.

@@ -161,7 +161,12 @@ impl Equipment {
     /// tool and its gate come together, so the tool is never offered ungated (as a worker
     /// tool it would otherwise pass as read-only). Lines `rules` allow exactly may run with
     /// a shell.
+    /// When the configuration names no notes directories, every root is taken for one: a
+    /// command sees it through the notes layer's view.
     pub fn offer_shell(&mut self, mut config: ShellConfig, rules: CommandRules) {
+        if config.notes_dirs.is_empty() {
+            config.notes_dirs = config.roots.clone();
+        }
         for line in rules.exact_allowed_lines() {
             if !config.exact_forms.contains(&line) {
                 config.exact_forms.push(line);

@@ -155,8 +155,10 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
     Ok(setup)
 }
 
-/// The shell tool's `:shell (:roots (DIR…) :timeout SECONDS :output-cap BYTES)`: offered
-/// only when the option is given, with at least one root.
+/// The shell tool's `:shell (:roots (DIR…) :timeout SECONDS :output-cap BYTES :notes (DIR…)
+/// :view-dir DIR :sandbox BOOL :writable (DIR…) :network (LINE…))`: offered only when the
+/// option is given, with at least one root. `:sandbox` defaults to t; without `:notes` every
+/// root is seen as notes (through the notes layer's view).
 fn shell_config(spec: &Value) -> Result<ShellConfig, ConfigError> {
     let s = Fields::new(spec, ":shell")?;
     let roots: Vec<PathBuf> = s.strings("roots")?.into_iter().map(PathBuf::from).collect();
@@ -171,6 +173,28 @@ fn shell_config(spec: &Value) -> Result<ShellConfig, ConfigError> {
     }
     if let Some(n) = s.integer("output-cap")? {
         config.output_cap = n.clamp(100, 10_000_000) as usize;
+    }
+    config.notes_dirs = s.strings("notes")?.into_iter().map(PathBuf::from).collect();
+    config.view_dir = s.opt_string("view-dir")?.map(PathBuf::from);
+    if !s.bool("sandbox", true) {
+        config.sandbox = crate::tools::shell::Sandboxing::Off;
+    }
+    config.writable = s
+        .strings("writable")?
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    for line in s.strings("network")? {
+        let argv = crate::gates::command::parse(&line)
+            .ok()
+            .filter(|c| c.parts.len() == 1)
+            .and_then(|c| c.parts.into_iter().next())
+            .ok_or_else(|| {
+                ConfigError::Shape(format!(
+                    ":shell :network {line:?} is not one plain command (an argv prefix)"
+                ))
+            })?;
+        config.network.push(argv);
     }
     Ok(config)
 }

@@ -8,6 +8,7 @@
 pub(crate) mod builtin;
 pub mod emacs;
 pub mod files;
+pub mod sandbox;
 pub mod shell;
 
 use crate::llm::http::CancelToken;

@@ -15,6 +15,7 @@
 //! line that is not plain commands runs (with `/bin/sh -c`) only when it is one of
 //! [`ShellConfig::exact_forms`], the lines the user's rules allow exactly.
 
+use super::sandbox::{self, view::NotesView, Policy, Prepared};
 use super::{Args, Param, ParamType, Tool, ToolSet};
 use crate::gates::command::{parse, Command, Join, RUN_COMMAND};
 use crate::llm::http::CancelToken;
@@ -38,17 +39,50 @@ pub struct ShellConfig {
     /// Lines the user's rules allow exactly although they are not plain commands (see
     /// [`crate::gates::command::Pattern::Exact`]): only these ever run with `/bin/sh -c`.
     pub exact_forms: Vec<String>,
+    /// Whether commands run in the kernel's sandbox ([`super::sandbox`]): by default they
+    /// do, and where there is none they do not run at all.
+    pub sandbox: Sandboxing,
+    /// The notes directories: a command sees them through their view.
+    pub notes_dirs: Vec<PathBuf>,
+    /// Where the views of the notes directories are kept (in the state directory).
+    pub view_dir: Option<PathBuf>,
+    /// Directories commands may write in (the user's; nothing else but their own `/tmp`).
+    pub writable: Vec<PathBuf>,
+    /// Commands (argv prefixes) that may use the network; no other may.
+    pub network: Vec<Vec<String>>,
+}
+
+/// Whether commands run sandboxed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sandboxing {
+    /// In the sandbox, or not at all (the default).
+    Required,
+    /// Without it: the user turned it off (`org-agent-shell-sandbox` nil).
+    Off,
 }
 
 impl ShellConfig {
-    /// Commands in `roots`, 30 seconds, 20,000 bytes of output, no exact forms.
+    /// Commands in `roots`, 30 seconds, 20,000 bytes of output, no exact forms, sandboxed,
+    /// no notes directories, nothing writable, no network.
     pub fn new(roots: Vec<PathBuf>) -> ShellConfig {
         ShellConfig {
             roots,
             timeout: Duration::from_secs(30),
             output_cap: 20_000,
             exact_forms: Vec::new(),
+            sandbox: Sandboxing::Required,
+            notes_dirs: Vec::new(),
+            view_dir: None,
+            writable: Vec::new(),
+            network: Vec::new(),
         }
+    }
+
+    /// Whether the command `argv` may use the network.
+    fn networked(&self, argv: &[String]) -> bool {
+        self.network
+            .iter()
+            .any(|prefix| !prefix.is_empty() && argv.starts_with(prefix))
     }
 }
 
@@ -90,18 +124,30 @@ pub fn run_command_tool(config: ShellConfig) -> Tool {
                 false,
             ),
         ],
-        body: Box::new(move |_: &Notes, args: &Args| {
+        body: Box::new(move |notes: &Notes, args: &Args| {
             let line = args.str("command").unwrap_or_default();
-            run(&config, line, args.str("cwd"), args.cancel())
+            run_seeing(&config, Some(notes), line, args.str("cwd"), args.cancel())
         }),
     }
 }
 
 /// Run `line` under `config` in `cwd` (default: the first root); `cancel` stops it. `Ok`:
 /// the exit status and output of a run that finished; `Err`: why it did not run or finish
-/// (with what it printed until then).
+/// (with what it printed until then). Without notes: for configurations with no notes
+/// directories.
 pub fn run(
     config: &ShellConfig,
+    line: &str,
+    cwd: Option<&str>,
+    cancel: Option<&CancelToken>,
+) -> Result<String, String> {
+    run_seeing(config, None, line, cwd, cancel)
+}
+
+/// [`run`], the notes directories seen through `notes`.
+pub fn run_seeing(
+    config: &ShellConfig,
+    notes: Option<&Notes>,
     line: &str,
     cwd: Option<&str>,
     cancel: Option<&CancelToken>,
@@ -115,16 +161,39 @@ pub fn run(
         },
         Err(refusal) => return Err(refusal.reason),
     };
+    let sandbox = match config.sandbox {
+        Sandboxing::Off => None,
+        Sandboxing::Required => Some(Sandbox::new(config, notes, &dir)?),
+    };
+    let mut env = scrubbed_environment();
+    env.extend(git_safety(&dir));
+    if let Some(s) = &sandbox {
+        let scratch = s
+            .policy
+            .scratch()
+            .first()
+            .copied()
+            .unwrap_or("/nonexistent");
+        for name in ["HOME", "TMPDIR"] {
+            env.retain(|(n, _)| n != name);
+            env.push((name.into(), scratch.into()));
+        }
+    }
     let run = Run {
         dir,
-        env: scrubbed_environment(),
+        env,
         deadline: Instant::now() + config.timeout,
         cancel,
         stdout: Capture::new(config.output_cap),
         stderr: Capture::new(config.output_cap),
+        sandbox: sandbox.as_ref(),
+        config,
     };
     let ended = run.line(&command);
-    let report = run.report();
+    let mut report = run.report();
+    if let Some(s) = &sandbox {
+        report.push_str(&s.note(&report));
+    }
     match ended {
         Ended::Exited(status) => Ok(format!("{}\n{report}", describe(status))),
         Ended::TimedOut => Err(format!(
@@ -133,6 +202,195 @@ pub fn run(
         )),
         Ended::Cancelled => Err(format!("the command was stopped (cancelled)\n{report}")),
     }
+}
+
+/// The sandbox of one line: the kernel's ABI and what its commands may see.
+struct Sandbox {
+    abi: i32,
+    policy: Policy,
+}
+
+impl Sandbox {
+    /// The sandbox for a line run in `dir`, the views brought up to date; `Err` when there
+    /// is no sandbox here, or `dir` is not in the notes as the notes layer shows them.
+    fn new(config: &ShellConfig, notes: Option<&Notes>, dir: &Path) -> Result<Sandbox, String> {
+        let abi = sandbox::available().map_err(|why| {
+            format!(
+                "run_command cannot run: commands run only in a sandbox, and {why}. \
+                 (The user may turn the sandbox off with org-agent-shell-sandbox.)"
+            )
+        })?;
+        let canonical = |dirs: &[PathBuf]| -> Vec<PathBuf> {
+            dirs.iter()
+                .filter_map(|d| std::fs::canonicalize(d).ok())
+                .filter(|d| d.is_dir())
+                .collect()
+        };
+        let mut policy = Policy {
+            views: Vec::new(),
+            reads: canonical(&config.roots),
+            writes: canonical(&config.writable),
+            network: false,
+        };
+        if !config.notes_dirs.is_empty() {
+            let notes = notes.ok_or("run_command: the notes are not open")?;
+            // SAFETY: getuid cannot fail.
+            let uid = unsafe { libc::getuid() };
+            let base = config.view_dir.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("org-agent-{uid}-views-{}", std::process::id()))
+            });
+            let shared = NotesView::shared(&base, &config.notes_dirs)
+                .map_err(|e| format!("run_command: cannot make the notes view: {e}"))?;
+            let mut view = shared
+                .lock()
+                .map_err(|_| "run_command: the notes view is broken (a panic)")?;
+            view.refresh(notes)
+                .map_err(|e| format!("run_command: cannot bring the notes view up to date: {e}"))?;
+            policy.views = view.dirs().to_vec();
+            for (notes_dir, view_dir) in &policy.views {
+                if let Ok(rel) = dir.strip_prefix(notes_dir) {
+                    if !view_dir.join(rel).is_dir() {
+                        return Err("cannot run there: the notes layer does not show that \
+                                    directory (it is private or protected)"
+                            .into());
+                    }
+                }
+            }
+        }
+        Ok(Sandbox { abi, policy })
+    }
+
+    /// The set-up of one command of the line.
+    fn prepare(
+        &self,
+        config: &ShellConfig,
+        argv: &[String],
+        dir: &Path,
+    ) -> std::io::Result<Prepared> {
+        let mut policy = self.policy.clone();
+        policy.network = config.networked(argv);
+        Prepared::new(&policy, dir, self.abi)
+    }
+
+    /// What the model is told of the sandbox after a run's output: the view, when the notes
+    /// were in it, and the rule, when the kernel denied something.
+    fn note(&self, report: &str) -> String {
+        let mut note = String::new();
+        if !self.policy.views.is_empty() {
+            note.push_str(
+                "\n[sandbox: the notes directories are seen as the notes layer shows them: \
+                 private parts absent, secrets redacted, no version-control history]",
+            );
+        }
+        if report.contains("Permission denied") || report.contains("Operation not permitted") {
+            note.push_str(
+                "\n[sandbox: the kernel denied an access. Commands read only the system's \
+                 files and the directories they may run in, write only their own /tmp \
+                 (discarded) and the directories org-agent-shell-writable-directories \
+                 names, and reach the network only when org-agent-shell-network-commands \
+                 names the command]",
+            );
+        }
+        note
+    }
+}
+
+/// Git's settings that run programs, turned off whatever a repository's configuration says
+/// (git reads `GIT_CONFIG_*` after every file): the file-system monitor, hooks, pagers,
+/// editors, SSH, external diff, credential helpers, signature programs, and the filter,
+/// diff and merge drivers and aliases the repository of `dir` defines.
+fn git_safety(dir: &Path) -> Vec<(String, String)> {
+    let mut settings: Vec<(String, String)> = [
+        ("core.fsmonitor", "false"),
+        ("core.hooksPath", "/dev/null"),
+        ("core.pager", "cat"),
+        ("core.editor", "false"),
+        ("sequence.editor", "false"),
+        ("core.sshCommand", "false"),
+        ("core.askPass", "false"),
+        ("diff.external", ""),
+        ("credential.helper", ""),
+        ("gpg.program", "false"),
+        ("gpg.ssh.program", "false"),
+        ("gpg.x509.program", "false"),
+        ("protocol.ext.allow", "never"),
+        ("core.gitProxy", ""),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    for (section, name) in repository_drivers(dir) {
+        let keys: &[&str] = match section.as_str() {
+            "filter" => &["clean", "smudge", "process"],
+            "diff" => &["textconv", "command"],
+            "merge" => &["driver"],
+            _ => &[],
+        };
+        for key in keys {
+            settings.push((format!("{section}.{name}.{key}"), String::new()));
+        }
+        if section == "alias" {
+            settings.push((format!("alias.{name}"), String::new()));
+        }
+    }
+    let mut env = vec![
+        ("GIT_CONFIG_COUNT".to_string(), settings.len().to_string()),
+        ("GIT_PAGER".to_string(), "cat".to_string()),
+        ("PAGER".to_string(), "cat".to_string()),
+        ("GIT_TERMINAL_PROMPT".to_string(), "0".to_string()),
+    ];
+    for (i, (key, value)) in settings.into_iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{i}"), key));
+        env.push((format!("GIT_CONFIG_VALUE_{i}"), value));
+    }
+    env
+}
+
+/// The drivers (`filter`, `diff`, `merge` with their names) and aliases the configuration
+/// of the repository around `dir` defines (its `.git/config`; a `.git` file's `gitdir:`).
+fn repository_drivers(dir: &Path) -> Vec<(String, String)> {
+    let Some(config) = dir.ancestors().find_map(|d| {
+        let git = d.join(".git");
+        if git.is_dir() {
+            return Some(git.join("config"));
+        }
+        let text = std::fs::read_to_string(&git).ok()?;
+        let target = text.trim().strip_prefix("gitdir:")?.trim();
+        Some(d.join(target).join("config"))
+    }) else {
+        return Vec::new();
+    };
+    let Ok(text) = std::fs::read_to_string(config) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut alias = false;
+    for line in text.lines().map(str::trim) {
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.split(']').next()) {
+            let (section, name) = header
+                .split_once(char::is_whitespace)
+                .map_or((header, ""), |(s, n)| (s, n.trim().trim_matches('"')));
+            let section = section.to_ascii_lowercase();
+            alias = section == "alias" && name.is_empty();
+            if ["filter", "diff", "merge"].contains(&section.as_str()) && !name.is_empty() {
+                found.push((section, name.to_string()));
+            }
+            continue;
+        }
+        if alias {
+            if let Some(key) = line
+                .split('=')
+                .next()
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+            {
+                if !key.starts_with(['#', ';']) {
+                    found.push(("alias".into(), key.to_string()));
+                }
+            }
+        }
+    }
+    found
 }
 
 /// The directory a command runs in: `cwd` (`~/` expanded, relative to the first root) or
@@ -258,6 +516,8 @@ enum Ended {
 
 /// One run of a line.
 struct Run<'c> {
+    config: &'c ShellConfig,
+    sandbox: Option<&'c Sandbox>,
     dir: PathBuf,
     env: Vec<(String, String)>,
     deadline: Instant,
@@ -316,7 +576,19 @@ impl Run<'_> {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .process_group(group.unwrap_or(0));
-            match cmd.spawn() {
+            let prepared = match self.sandbox {
+                Some(sandbox) => sandbox.prepare(self.config, argv, &self.dir).map(Some),
+                None => Ok(None),
+            };
+            let spawned = match prepared {
+                Ok(Some(p)) => {
+                    p.apply(&mut cmd);
+                    cmd.spawn()
+                }
+                Ok(None) => cmd.spawn(),
+                Err(e) => Err(e),
+            };
+            match spawned {
                 Ok(mut child) => {
                     group.get_or_insert(child.id() as i32);
                     if let Some(err) = child.stderr.take() {

@@ -7,10 +7,8 @@ use serde_json::json;
 
 fn config(root: &Path) -> ShellConfig {
     ShellConfig {
-        roots: vec![root.to_path_buf()],
         timeout: Duration::from_secs(10),
-        output_cap: 20_000,
-        exact_forms: Vec::new(),
+        ..ShellConfig::new(vec![root.to_path_buf()])
     }
 }
 
@@ -78,7 +76,20 @@ fn the_environment_is_scrubbed() {
         .collect();
     for name in names {
         assert!(
-            ["PATH", "HOME", "LANG", "TZ", "TERM"].contains(&name) || name.starts_with("LC_"),
+            [
+                "PATH",
+                "HOME",
+                "LANG",
+                "TZ",
+                "TERM",
+                "TMPDIR",
+                "PAGER",
+                "GIT_PAGER"
+            ]
+            .contains(&name)
+                || name.starts_with("LC_")
+                || name.starts_with("GIT_CONFIG_")
+                || name == "GIT_TERMINAL_PROMPT",
             "{name} was passed on"
         );
     }
@@ -230,6 +241,10 @@ fn only_exact_forms_run_with_a_shell() {
     assert!(err.contains("a redirection"), "{err}");
     assert!(!dir.path().join("out.txt").exists());
     cfg.exact_forms = vec!["echo hi > out.txt".into()];
+    // The sandbox lets it write only where the user said commands may write.
+    let out = run(&cfg, "echo hi > out.txt", None, None).unwrap();
+    assert!(out.contains("Permission denied"), "{out}");
+    cfg.writable = vec![dir.path().to_path_buf()];
     let out = run(&cfg, "echo hi > out.txt", None, None).unwrap();
     assert_eq!(out, "exit status 0\n(no output)");
     assert_eq!(
