@@ -29,6 +29,7 @@ mod llm_sse;
 mod paths;
 mod privacy;
 mod secrets;
+mod shell_adversarial;
 mod semantic;
 mod sexp_emacs;
 mod skills_local_llm;

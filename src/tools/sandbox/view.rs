@@ -176,11 +176,17 @@ impl NotesView {
                         continue;
                     };
                     let target = view.join(rel);
+                    // A protected path inside the notes is a directory (checked, with all
+                    // under it), a dot-file (the notes directory is the home directory) or
+                    // reached by a link: plain files skip the check, which costs a walk
+                    // of the path's components.
+                    let dotted = name.as_encoded_bytes().starts_with(b".");
                     let excluded = VCS_DIRS
                         .iter()
                         .any(|v| name.as_encoded_bytes() == v.as_bytes())
-                        || resolve(&filename::key(&path), &home)
-                            .map_or(true, |r| protected.covers(&r));
+                        || ((kind.is_dir() || kind.is_symlink() || dotted)
+                            && resolve(&filename::key(&path), &home)
+                                .map_or(true, |r| protected.covers(&r)));
                     if kind.is_dir() {
                         if excluded || notes.privacy().hides_file(&filename::key(&path)) {
                             report.left_out += 1;
