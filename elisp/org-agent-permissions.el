@@ -37,10 +37,15 @@ characters (\"set-*\"), and `_' and `-' are the same.
 
 PATTERNs say which subjects the rule is about: for the file tools
 and the edit verbs, globs over the real (resolved) file name
-\(\"~/notes/work/**\"); for `run_command', argv prefixes (\"git
-log\" matches \"git log -p\", each part of a compound command is
-judged on its own); for `eval_elisp', globs over the code.  No
-pattern: every use.
+\(\"~/notes/work/**\"); for `run_command', a command's words: an
+ask or a deny matches every command starting with them (\"git
+push\" matches \"git push -f\"), an allow only exactly those words,
+or, when it ends with a `*' word, those words and more (\"make
+test *\" matches \"make test -j2\"), each added argument still
+judged by the defaults: one that names a path outside the working
+directory, writes a file or runs code asks.  Each part of a
+compound command is judged on its own.  For `eval_elisp', globs
+over the code.  No pattern: every use.
 
 SCOPE is `chat', `background' (a skill's run nobody waits for) or
 a skill's name as a string (while that skill is in use).
@@ -55,7 +60,7 @@ the rules say.  Path patterns of the file tools also name the
 directories they may reach beyond `org-agent-directories'.
 
 Examples:
-  ((allow run_command \"make test\" :match \"make test V=1\")
+  ((allow run_command \"make test *\" :match \"make test -j2\")
    (deny run_command \"git push\")
    (allow read_file \"~/src/project/**\")
    (allow add-headline \"~/notes/inbox.org\" :scope chat)

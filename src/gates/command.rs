@@ -13,11 +13,21 @@
 //!
 //! [`CommandRules::judge`] judges every part of a line on its own and the strictest wins
 //! (deny > ask > allow). The defaults allow a short list of read-only commands (with relative
-//! paths only), deny known destructive forms, and ask for everything else. User rules (from
-//! `org-agent-permissions`) come on top: a user's deny or ask always holds, and a user's allow
-//! may loosen a default *ask* but never a default *deny*: a destructive form stays denied
-//! whatever a broad allow such as `(allow run_command "git")` says, so one careless rule
-//! cannot open `git push --force` or `rm -rf`.
+//! paths only, and without the options of each program's table that make it write a file or
+//! run a program), deny known destructive forms and any word naming a protected file (the
+//! file tools' list, [`crate::notes::paths::PROTECTED`]), and ask for everything else. The
+//! path checks read every word, every value after an `=` and every value a short option may
+//! have attached (`-f/abs`, `-rf../x`).
+//!
+//! User rules (from `org-agent-permissions`) come on top: a user's deny or ask holds for
+//! every command starting with its words; a user's allow covers exactly the argv it names
+//! (`(allow run_command "make test")` is not `make test --eval=…`), or, ending with a `*`
+//! word (`"make test *"`), its words followed by any arguments, each of which is still judged
+//! by the defaults' asks and path checks. An allow loosens the default *ask* of the words it
+//! names, never a default *deny*: a destructive form stays denied whatever a broad allow such
+//! as `(allow run_command "git *")` says, so one careless rule cannot open
+//! `git push --force` or `rm -rf`. The parser is the first wall, not the only one: the
+//! commands themselves run confined.
 
 use super::{Context, Decision, Gate, GateRules};
 use crate::action::Action;
@@ -348,10 +358,12 @@ pub enum RuleSource {
 /// What a rule matches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pattern {
-    /// A plain command whose argv starts with these words. The first word of a *default*
-    /// deny rule matches the program's file name wherever it lives (`/usr/bin/sudo`), and a
-    /// trailing `*` there matches a name prefix (`mkfs*`); allow rules match the word as
-    /// written, so `./ls` is not `ls`.
+    /// A plain command by its first words. Deny and ask rules match every argv starting
+    /// with these words, their first word the program's file name wherever it lives
+    /// (`/usr/bin/sudo`; a trailing `*` there matches a name prefix, `mkfs*`). Allow rules
+    /// match the first word as written (`./ls` is not `ls`), and a *user's* allow matches
+    /// only an argv of exactly these words, unless the rule ends with a `*` word (see
+    /// [`CommandRule::star`]).
     Prefix(Vec<String>),
     /// The whole line, exactly (surrounding blanks aside): the only way a refused construct
     /// (a redirection, a variable…) can be allowed, and then the line runs with `/bin/sh -c`.
@@ -372,15 +384,31 @@ pub struct CommandRule {
     /// The rule does not hold when some argument after the prefix is one of these options
     /// (a read-only command made to write or run something).
     pub without: Vec<String>,
+    /// The user's rule ended with a `*` word (`"make test *"`): a user's allow then also
+    /// matches an argv with more arguments after its words, each judged by the defaults'
+    /// asks and the path checks (see [`CommandRules::judge`]). Ask and deny rules match
+    /// every longer argv anyway.
+    pub star: bool,
 }
 
 impl CommandRule {
-    /// A user's rule for `line`: a plain command becomes an argv prefix, anything else (a
-    /// line of several commands, a refused construct) an exact form.
+    /// A user's rule for `line`: a plain command becomes its words (a trailing `*` word
+    /// opening an allow to more arguments), anything else (a line of several commands, a
+    /// refused construct) an exact form.
     pub fn user(decision: CommandDecision, line: &str, reason: impl Into<String>) -> CommandRule {
-        let pattern = match parse(line) {
-            Ok(c) if c.parts.len() == 1 => Pattern::Prefix(c.parts.into_iter().flatten().collect()),
-            _ => Pattern::Exact(line.trim().to_owned()),
+        let trimmed = line.trim();
+        let (words, star) = match trimmed.strip_suffix('*') {
+            Some(words) if words.ends_with([' ', '\t']) && !words.trim().is_empty() => {
+                (words, true)
+            }
+            _ => (trimmed, false),
+        };
+        let (pattern, star) = match parse(words) {
+            Ok(c) if c.parts.len() == 1 => (
+                Pattern::Prefix(c.parts.into_iter().flatten().collect()),
+                star,
+            ),
+            _ => (Pattern::Exact(trimmed.to_owned()), false),
         };
         CommandRule {
             decision,
@@ -389,6 +417,7 @@ impl CommandRule {
             source: RuleSource::User,
             with_any: Vec::new(),
             without: Vec::new(),
+            star,
         }
     }
 
@@ -407,36 +436,57 @@ impl CommandRule {
             source: RuleSource::Default,
             with_any: words(with_any),
             without: words(without),
+            star: false,
         }
     }
 
     /// Whether this rule holds for the plain command `argv`.
     pub(super) fn matches(&self, argv: &[String]) -> bool {
+        self.hits(argv).is_some()
+    }
+
+    /// How many words of an argv this rule names (0 for an exact form).
+    fn named(&self) -> usize {
+        match &self.pattern {
+            Pattern::Prefix(words) => words.len(),
+            Pattern::Exact(_) => 0,
+        }
+    }
+
+    /// Where in `argv` the rule's options are (empty when it has none), if the rule holds.
+    fn hits(&self, argv: &[String]) -> Option<Vec<usize>> {
         let Pattern::Prefix(prefix) = &self.pattern else {
-            return false;
+            return None;
         };
-        let Some((program, rest)) = prefix.split_first() else {
-            return false;
-        };
-        let Some(first) = argv.first() else {
-            return false;
-        };
-        let by_name = self.decision == CommandDecision::Deny;
+        let (program, rest) = prefix.split_first()?;
+        let first = argv.first()?;
+        let by_name = self.decision != CommandDecision::Allow;
         let name = if by_name { file_name(first) } else { first };
         let program_matches = match program.strip_suffix('*') {
             Some(stem) if by_name => name.starts_with(stem),
             _ => name == program,
         };
         if !program_matches || argv.len() < prefix.len() || argv[1..prefix.len()] != *rest {
-            return false;
+            return None;
         }
-        let args = &argv[prefix.len()..];
-        let has = |options: &[String]| {
-            options
-                .iter()
-                .any(|o| args.iter().any(|a| option_matches(o, a)))
+        // A user's allow covers the words it names, and more only after its `*`.
+        if self.source == RuleSource::User
+            && self.decision == CommandDecision::Allow
+            && !self.star
+            && argv.len() != prefix.len()
+        {
+            return None;
+        }
+        let found = |options: &[String]| {
+            (prefix.len()..argv.len())
+                .filter(|&at| options.iter().any(|o| option_matches(o, &argv[at])))
+                .collect::<Vec<usize>>()
         };
-        (self.with_any.is_empty() || has(&self.with_any)) && !has(&self.without)
+        if !found(&self.without).is_empty() {
+            return None;
+        }
+        let hits = found(&self.with_any);
+        (self.with_any.is_empty() || !hits.is_empty()).then_some(hits)
     }
 }
 
@@ -446,16 +496,23 @@ fn file_name(program: &str) -> &str {
 }
 
 /// Whether the argument `arg` is the option `option`:
-/// - `-x` (one letter) is also found in a cluster of short options (`-rf`, `-xdf`);
+/// - `-x` (one letter) is also found in a cluster of short options (`-rf`, `-xdf`), up to
+///   the first character that is not a letter or a digit (in `-r/etc/hostname` the `s` is
+///   the value's, as getopt reads it: no option letter follows a `/`, `.`, `-`…);
 /// - `--long` also as `--long=value` and as any abbreviation of at least one letter
 ///   (`--har` for `--hard`: git and GNU tools accept unambiguous abbreviations, and taking
 ///   every abbreviation is the cautious reading);
 /// - `-long` (find's) as itself or `-long=…`;
 /// - `+` and `:` are any argument starting with them (git's forced refspec `+main`, and
-///   `:main`, which deletes the remote branch).
+///   `:main`, which deletes the remote branch);
+/// - `=` is a variable assignment, any argument that is not an option and has a name
+///   before an `=` (`CC=x`: make takes it as one).
 pub fn option_matches(option: &str, arg: &str) -> bool {
     if option == "+" || option == ":" {
         return arg.len() > 1 && arg.starts_with(option);
+    }
+    if option == "=" {
+        return !arg.starts_with('-') && arg.find('=').is_some_and(|at| at > 0);
     }
     if let Some(long) = option.strip_prefix("--") {
         let Some(given) = arg.strip_prefix("--") else {
@@ -466,14 +523,38 @@ pub fn option_matches(option: &str, arg: &str) -> bool {
     }
     if let Some(short) = option.strip_prefix('-') {
         if short.chars().count() == 1 {
-            return arg.len() > 1
-                && arg.starts_with('-')
-                && !arg.starts_with("--")
-                && arg[1..].contains(short);
+            let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.starts_with('-')) else {
+                return false;
+            };
+            return cluster
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .next()
+                .is_some_and(|letters| letters.contains(short));
         }
         return arg == option || arg.split_once('=').is_some_and(|(name, _)| name == option);
     }
     arg == option
+}
+
+/// The values `option` is given in `args`: attached (`--file=F`, `-fF`, `-rfF`, `-newer=F`)
+/// or the next word (`--file F`, `-f F`, `-rf F`, `-newer F`).
+fn option_values<'a>(option: &str, args: &'a [String]) -> Vec<&'a str> {
+    let mut values = Vec::new();
+    for (at, arg) in args.iter().enumerate() {
+        if !option_matches(option, arg) {
+            continue;
+        }
+        let next = args.get(at + 1).map(String::as_str);
+        let attached = match option.strip_prefix('-') {
+            Some(short) if short.chars().count() == 1 => arg[1..]
+                .find(short)
+                .map(|i| &arg[1 + i + short.len()..])
+                .filter(|rest| !rest.is_empty()),
+            _ => arg.split_once('=').map(|(_, value)| value),
+        };
+        values.extend(attached.or(next));
+    }
+    values
 }
 
 /// The judgement of one plain command of a line.
@@ -534,63 +615,187 @@ const INTERPRETERS: &[&str] = &[
     "pwsh",
 ];
 
-/// File names no command may name: credentials and keys.
-const PROTECTED: &[&str] = &[
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".netrc",
-    ".authinfo",
-    ".authinfo.gpg",
-    ".pgpass",
-    ".git-credentials",
-    ".docker",
-    ".kube",
-    "id_rsa",
-    "id_ed25519",
-    "id_ecdsa",
-    "id_dsa",
-];
-
-/// System files no command may name.
-const PROTECTED_PATHS: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
-
-/// A default rule: the argv prefix, the options it holds with (allow: without), the reason.
+/// A default rule: the argv prefix, the options it holds with, the reason.
 type Row = (
     &'static [&'static str],
     &'static [&'static str],
     &'static str,
 );
 
-/// Git subcommands that only read the repository, unless given one of [`GIT_WRITES`].
+/// What an option of a program does beyond what the program does alone.
+#[derive(Clone, Copy, Debug)]
+enum Does {
+    /// It writes a file, runs a program, evaluates code or takes the names of the files to
+    /// read from elsewhere (where the path checks cannot see them): the command asks, for
+    /// this reason (a user's allow lifts it only for an argument the rule names).
+    Asks(&'static str),
+    /// Its value is a file the program reads: the value passes the path checks (they judge
+    /// every word and every attached value too; this names the ones that matter).
+    ReadsFile,
+}
+use Does::{Asks, ReadsFile};
+
+/// Whether a program is allowed by default (unless one of its asking options is given).
+#[derive(Clone, Copy, Debug)]
+enum Reads {
+    /// It only reads: allowed, for this reason.
+    Only(&'static str),
+    /// These subcommands only read: allowed, for this reason.
+    Subcommands(&'static [&'static str], &'static str),
+    /// It may change things: it asks.
+    No,
+}
+
+/// A program the defaults know, and its options that are more than reading.
+struct Program {
+    name: &'static str,
+    reads: Reads,
+    options: &'static [(&'static str, Does)],
+}
+
+const ONLY_READS: Reads = Reads::Only("only reads");
+const NOTHING: &[(&str, Does)] = &[];
+
+/// Git subcommands that only read the repository, unless given one of git's asking options.
 const GIT_READS: &[&str] = &[
     "status", "log", "diff", "show", "blame", "shortlog", "describe", "ls-files",
 ];
 
-/// Options that make git's reading subcommands write a file or run a program.
-const GIT_WRITES: &[&str] = &["--output", "--exec-path", "--ext-diff", "--textconv"];
-
-/// Programs that only read, unless given one of their options listed here.
+/// Git's options (of any subcommand).
 #[rustfmt::skip]
-const READ_ONLY: &[(&str, &[&str])] = &[
-    ("ls", &[]), ("rg", &["--pre", "--search-zip", "-z"]), ("grep", &[]), ("cat", &[]),
-    ("head", &[]), ("tail", &[]), ("wc", &[]), ("pwd", &[]), ("date", &["-s", "--set"]),
-    ("echo", &[]), ("printf", &["-v"]), ("true", &[]), ("false", &[]), ("file", &[]),
-    ("stat", &[]), ("du", &[]), ("df", &[]), ("which", &[]), ("basename", &[]),
-    ("dirname", &[]), ("uname", &[]), ("whoami", &[]),
-    ("sort", &["-o", "--output", "--compress-program"]),
-    ("find", &["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
-               "-fprintf", "-fls"]),
+const GIT: &[(&str, Does)] = &[
+    ("--output", Asks("git --output writes its output to a file")),
+    ("--ext-diff", Asks("git --ext-diff runs an external diff program")),
+    ("--textconv", Asks("git --textconv runs text conversion programs")),
+    ("--exec-path", Asks("git --exec-path runs git's programs from another directory")),
+    ("--show-signature", Asks("git --show-signature runs gpg to check signatures")),
+    ("--contents", ReadsFile), ("--ignore-revs-file", ReadsFile), ("-O", ReadsFile),
+    ("--exclude-from", ReadsFile),
 ];
 
-/// Default asks with a reason (a user's allow may loosen these).
 #[rustfmt::skip]
-const ASKS: &[Row] = &[
-    (&["git"], &["--output"], "writes its output to a file"),
-    (&["rg"], &["--pre"], "rg --pre runs a program on every file"),
-    (&["find"], &["-exec", "-execdir", "-ok", "-okdir"], "find -exec runs a program on every file"),
-    (&["find"], &["-delete"], "find -delete deletes files"),
-    (&["sort"], &["-o", "--output"], "writes its output to a file"),
+const RG: &[(&str, Does)] = &[
+    ("--pre", Asks("rg --pre runs a program on every file")),
+    ("--pre-glob", Asks("rg --pre-glob chooses the files rg --pre runs a program on")),
+    ("-z", Asks("rg -z runs decompression programs")),
+    ("--search-zip", Asks("rg --search-zip runs decompression programs")),
+    ("--hostname-bin", Asks("rg --hostname-bin runs a program")),
+    ("-f", ReadsFile), ("--file", ReadsFile), ("--ignore-file", ReadsFile),
+];
+
+#[rustfmt::skip]
+const GREP: &[(&str, Does)] = &[
+    ("-f", ReadsFile), ("--file", ReadsFile), ("--exclude-from", ReadsFile),
+];
+
+#[rustfmt::skip]
+const FILE: &[(&str, Does)] = &[
+    ("-C", Asks("file -C compiles a magic file, writing it")),
+    ("--compile", Asks("file --compile compiles a magic file, writing it")),
+    ("-f", Asks("file -f reads the names of the files to read from a file")),
+    ("--files-from", Asks("file --files-from reads the names of the files to read from a file")),
+    ("-z", Asks("file -z runs decompression programs")),
+    ("-Z", Asks("file -Z runs decompression programs")),
+    ("--uncompress", Asks("file --uncompress runs decompression programs")),
+    ("--uncompress-noreport", Asks("file --uncompress-noreport runs decompression programs")),
+    ("-m", ReadsFile), ("--magic-file", ReadsFile),
+];
+
+#[rustfmt::skip]
+const SORT: &[(&str, Does)] = &[
+    ("-o", Asks("sort -o writes its output to a file")),
+    ("--output", Asks("sort --output writes its output to a file")),
+    ("-T", Asks("sort -T writes temporary files to a directory")),
+    ("--temporary-directory", Asks("sort --temporary-directory writes temporary files to a directory")),
+    ("--compress-program", Asks("sort --compress-program runs a program")),
+    ("--files0-from", Asks("sort --files0-from reads the names of the files to read from a file")),
+    ("--random-source", ReadsFile),
+];
+
+#[rustfmt::skip]
+const FIND: &[(&str, Does)] = &[
+    ("-exec", Asks("find -exec runs a program on every file")),
+    ("-execdir", Asks("find -execdir runs a program on every file")),
+    ("-ok", Asks("find -ok runs a program on every file")),
+    ("-okdir", Asks("find -okdir runs a program on every file")),
+    ("-delete", Asks("find -delete deletes files")),
+    ("-fprint", Asks("find -fprint writes a file")),
+    ("-fprint0", Asks("find -fprint0 writes a file")),
+    ("-fprintf", Asks("find -fprintf writes a file")),
+    ("-fls", Asks("find -fls writes a file")),
+    ("-files0-from", Asks("find -files0-from reads the names of the files to read from a file")),
+    ("-newer", ReadsFile), ("-anewer", ReadsFile), ("-cnewer", ReadsFile),
+    ("-samefile", ReadsFile),
+];
+
+#[rustfmt::skip]
+const DU: &[(&str, Does)] = &[
+    ("--files0-from", Asks("du --files0-from reads the names of the files to read from a file")),
+    ("-X", ReadsFile), ("--exclude-from", ReadsFile),
+];
+
+#[rustfmt::skip]
+const WC: &[(&str, Does)] = &[
+    ("--files0-from", Asks("wc --files0-from reads the names of the files to read from a file")),
+];
+
+#[rustfmt::skip]
+const DATE: &[(&str, Does)] = &[
+    ("-s", Asks("date -s sets the system clock")),
+    ("--set", Asks("date --set sets the system clock")),
+    ("-f", ReadsFile), ("--file", ReadsFile), ("-r", ReadsFile), ("--reference", ReadsFile),
+];
+
+#[rustfmt::skip]
+const PRINTF: &[(&str, Does)] = &[("-v", Asks("printf -v assigns a shell variable"))];
+
+/// make runs the makefile's recipes, which the user's rule for `make test` means; these
+/// make it run other code.
+#[rustfmt::skip]
+const MAKE: &[(&str, Does)] = &[
+    ("--eval", Asks("make --eval evaluates make code, which can run any command")),
+    ("-E", Asks("make -E evaluates make code, which can run any command")),
+    ("-f", Asks("make -f reads another makefile, which can run any command")),
+    ("--file", Asks("make --file reads another makefile, which can run any command")),
+    ("--makefile", Asks("make --makefile reads another makefile, which can run any command")),
+    ("-C", Asks("make -C runs another directory's makefile")),
+    ("--directory", Asks("make --directory runs another directory's makefile")),
+    ("-I", Asks("make -I includes makefiles from another directory")),
+    ("--include-dir", Asks("make --include-dir includes makefiles from another directory")),
+    ("=", Asks("a variable assignment on make's command line (NAME=value) overrides the \
+                makefile's variables (SHELL, CC…), which can run any command")),
+];
+
+/// The programs the defaults know: one table of options each.
+#[rustfmt::skip]
+const PROGRAMS: &[Program] = &[
+    Program { name: "git", reads: Reads::Subcommands(GIT_READS, "reads the repository"), options: GIT },
+    Program { name: "ls", reads: ONLY_READS, options: NOTHING },
+    Program { name: "rg", reads: ONLY_READS, options: RG },
+    Program { name: "grep", reads: ONLY_READS, options: GREP },
+    Program { name: "cat", reads: ONLY_READS, options: NOTHING },
+    Program { name: "head", reads: ONLY_READS, options: NOTHING },
+    Program { name: "tail", reads: ONLY_READS, options: NOTHING },
+    Program { name: "wc", reads: ONLY_READS, options: WC },
+    Program { name: "pwd", reads: ONLY_READS, options: NOTHING },
+    Program { name: "date", reads: ONLY_READS, options: DATE },
+    Program { name: "echo", reads: ONLY_READS, options: NOTHING },
+    Program { name: "printf", reads: ONLY_READS, options: PRINTF },
+    Program { name: "true", reads: ONLY_READS, options: NOTHING },
+    Program { name: "false", reads: ONLY_READS, options: NOTHING },
+    Program { name: "file", reads: ONLY_READS, options: FILE },
+    Program { name: "stat", reads: ONLY_READS, options: NOTHING },
+    Program { name: "du", reads: ONLY_READS, options: DU },
+    Program { name: "df", reads: ONLY_READS, options: NOTHING },
+    Program { name: "which", reads: ONLY_READS, options: NOTHING },
+    Program { name: "basename", reads: ONLY_READS, options: NOTHING },
+    Program { name: "dirname", reads: ONLY_READS, options: NOTHING },
+    Program { name: "uname", reads: ONLY_READS, options: NOTHING },
+    Program { name: "whoami", reads: ONLY_READS, options: NOTHING },
+    Program { name: "sort", reads: ONLY_READS, options: SORT },
+    Program { name: "find", reads: ONLY_READS, options: FIND },
+    Program { name: "make", reads: Reads::No, options: MAKE },
+    Program { name: "gmake", reads: Reads::No, options: MAKE },
 ];
 
 /// Known destructive forms: denied whatever the user's rules allow.
@@ -635,26 +840,35 @@ const SHELLS: &[&str] = &[
 ];
 
 impl Default for CommandRules {
-    /// The defaults: read-only commands allowed, known destructive forms denied, the rest
-    /// asks.
+    /// The defaults: read-only commands allowed, known destructive forms denied, the
+    /// options that make a program write or run something asking, the rest asks.
     fn default() -> CommandRules {
         use CommandDecision::{Allow, Ask, Deny};
         let d = CommandRule::default;
         let mut rules = Vec::new();
-        for sub in GIT_READS {
-            rules.push(d(
-                Allow,
-                &["git", sub],
-                &[],
-                GIT_WRITES,
-                "reads the repository",
-            ));
-        }
-        for (program, without) in READ_ONLY {
-            rules.push(d(Allow, &[program], &[], without, "only reads"));
-        }
-        for (prefix, options, reason) in ASKS {
-            rules.push(d(Ask, prefix, options, &[], reason));
+        for program in PROGRAMS {
+            let asking: Vec<&str> = program
+                .options
+                .iter()
+                .filter(|(_, does)| matches!(does, Asks(_)))
+                .map(|(option, _)| *option)
+                .collect();
+            match program.reads {
+                Reads::Only(reason) => {
+                    rules.push(d(Allow, &[program.name], &[], &asking, reason));
+                }
+                Reads::Subcommands(subcommands, reason) => {
+                    for sub in subcommands {
+                        rules.push(d(Allow, &[program.name, sub], &[], &asking, reason));
+                    }
+                }
+                Reads::No => {}
+            }
+            for (option, does) in program.options {
+                if let Asks(reason) = does {
+                    rules.push(d(Ask, &[program.name], &[option], &[], reason));
+                }
+            }
         }
         for interpreter in INTERPRETERS {
             let options = ["-c", "-e", "--eval", "-r"];
@@ -729,6 +943,15 @@ impl CommandRules {
     }
 
     /// Judge `line`: every part passes the rules, the strictest part decides.
+    ///
+    /// A part is judged in this order: a deny rule (the defaults' or the user's, also for
+    /// a command a wrapper runs), a pipe into an interpreter and a word naming a protected
+    /// file deny; a user's ask asks; a user's allow allows the argv it names exactly, or,
+    /// when it ends with `*`, its words followed by arguments that raise none of the
+    /// defaults' asks and pass the path checks; then the defaults: git's options before
+    /// the subcommand ask, the asking options of the programs' tables ask, a read-only
+    /// program is allowed when no argument names a path outside the working directory, and
+    /// the rest asks.
     pub fn judge(&self, line: &str) -> Judgement {
         let exact = self.exact(line);
         let command = match parse(line) {
@@ -776,9 +999,10 @@ impl CommandRules {
             .map(|p| p.decision)
             .max()
             .unwrap_or(CommandDecision::Ask);
+        let home = std::env::var("HOME").ok();
         let mut reasons: Vec<String> = Vec::new();
         for part in parts.iter().filter(|p| p.decision == decision) {
-            let reason = format!("{}: {}", part.argv.join(" "), part.reason);
+            let reason = format!("{}: {}", shown(&part.argv, home.as_deref()), part.reason);
             if !reasons.contains(&reason) {
                 reasons.push(reason);
             }
@@ -812,11 +1036,11 @@ impl CommandRules {
                 format!("a pipe into {program} runs whatever the command before it prints"),
             );
         }
-        if let Some(arg) = argv.iter().find(|a| names_protected(a)) {
-            return verdict(
-                CommandDecision::Deny,
-                format!("{arg} names a protected file (keys and credentials)"),
-            );
+        if argv
+            .iter()
+            .any(|a| path_candidates(a).into_iter().any(names_protected))
+        {
+            return verdict(CommandDecision::Deny, PROTECTED_REASON.to_owned());
         }
         let holding = |source: RuleSource, decision: CommandDecision| {
             self.rules
@@ -826,39 +1050,41 @@ impl CommandRules {
         if let Some(rule) = holding(RuleSource::User, CommandDecision::Ask) {
             return verdict(CommandDecision::Ask, format!("{USER_ASK}{}", rule.reason));
         }
-        if let Some(rule) = holding(RuleSource::User, CommandDecision::Allow) {
+        // The user's allow naming the most words leaves the fewest arguments to judge.
+        let user_allow = self
+            .rules
+            .iter()
+            .filter(|r| {
+                r.source == RuleSource::User
+                    && r.decision == CommandDecision::Allow
+                    && r.matches(argv)
+            })
+            .max_by_key(|r| r.named());
+        if let Some(rule) = user_allow {
+            if let Some(reason) = self.added_ask(argv, rule.named()) {
+                return verdict(
+                    CommandDecision::Ask,
+                    format!(
+                        "{reason} (an argument after the words your rule names: {})",
+                        rule.reason
+                    ),
+                );
+            }
             return verdict(
                 CommandDecision::Allow,
                 format!("your rule: {}", rule.reason),
             );
         }
-        let global = git_global_options(argv);
-        if !global.is_empty() {
-            let config = global
-                .iter()
-                .any(|o| *o == "-c" || o.starts_with("--config-env"));
-            return verdict(
-                CommandDecision::Ask,
-                if config {
-                    "git -c sets configuration that can run programs".to_owned()
-                } else {
-                    format!(
-                        "git {} points git at other directories or programs",
-                        global.join(" ")
-                    )
-                },
-            );
+        if let Some(reason) = git_global_ask(argv, 1) {
+            return verdict(CommandDecision::Ask, reason);
         }
         if let Some(rule) = holding(RuleSource::Default, CommandDecision::Ask) {
             return verdict(CommandDecision::Ask, rule.reason.clone());
         }
         if let Some(rule) = holding(RuleSource::Default, CommandDecision::Allow) {
             // The defaults allow reading where the command runs, not anywhere.
-            if let Some(arg) = argv[1..].iter().find(|a| leaves_directory(a)) {
-                return verdict(
-                    CommandDecision::Ask,
-                    format!("{arg} names a path outside the working directory"),
-                );
+            if leaves_directory(argv, 1) {
+                return verdict(CommandDecision::Ask, OUTSIDE_REASON.to_owned());
             }
             return verdict(CommandDecision::Allow, rule.reason.clone());
         }
@@ -866,6 +1092,42 @@ impl CommandRules {
             CommandDecision::Ask,
             "no rule allows it: it may change things".to_owned(),
         )
+    }
+
+    /// Why the defaults ask about an argument of `argv` at `from` or later (after the words
+    /// of a user's allow), if they do: it is one of git's options before the subcommand, a
+    /// default ask rule holds through it (for `argv` or for a command a wrapper runs), or it
+    /// names a path outside the working directory.
+    fn added_ask(&self, argv: &[String], from: usize) -> Option<String> {
+        if let Some(reason) = git_global_ask(argv, from) {
+            return Some(reason);
+        }
+        let wrapper = WRAPPERS.contains(&argv.first().map_or("", |p| file_name(p)));
+        let starts = if wrapper { 0..argv.len() } else { 0..1 };
+        for at in starts {
+            let words = &argv[at..];
+            for rule in self
+                .rules
+                .iter()
+                .filter(|r| r.source == RuleSource::Default && r.decision == CommandDecision::Ask)
+            {
+                let Some(hits) = rule.hits(words) else {
+                    continue;
+                };
+                let added = if rule.with_any.is_empty() {
+                    at + rule.named() > from
+                } else {
+                    hits.iter().any(|hit| at + hit >= from)
+                };
+                if added {
+                    return Some(rule.reason.clone());
+                }
+            }
+            if let Some(reason) = git_global_ask(words, from.saturating_sub(at).max(1)) {
+                return Some(reason);
+            }
+        }
+        leaves_directory(argv, from).then(|| OUTSIDE_REASON.to_owned())
     }
 
     /// Why a deny rule holds for `argv` or for a command it wraps (`env`, `xargs`, `find
@@ -892,6 +1154,22 @@ impl CommandRules {
             .find_map(|at| denies(&argv[at..]))
             .map(|reason| format!("{reason} (run by {wrapper})"))
     }
+}
+
+/// `argv` as the user reads it: the home directory a leading `~` expanded to is `~` again
+/// (a reason never shows where the home directory is).
+fn shown(argv: &[String], home: Option<&str>) -> String {
+    let home = home.filter(|h| !h.is_empty() && *h != "/");
+    argv.iter()
+        .map(|word| match home {
+            Some(h) if word == h => "~".to_owned(),
+            Some(h) if word.starts_with(h) && word[h.len()..].starts_with('/') => {
+                format!("~{}", &word[h.len()..])
+            }
+            _ => word.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Git's options before the subcommand (`-C DIR`, `-c NAME=VALUE`, `--git-dir=…`,
@@ -921,40 +1199,90 @@ fn git_without_global_options(argv: &[String]) -> Option<Vec<String>> {
     })
 }
 
-/// Git's options before the subcommand, if any: they point git at other directories or
-/// configuration, which can run programs.
-fn git_global_options(argv: &[String]) -> Vec<&str> {
-    if argv.first().map(String::as_str) != Some("git") {
-        return Vec::new();
+/// Why git's options before the subcommand at `from` or later ask, if `argv` is a git
+/// command with some: they point git at other directories or configuration, which can run
+/// programs. The options are named, never their values.
+fn git_global_ask(argv: &[String], from: usize) -> Option<String> {
+    if argv.first().map(|p| file_name(p)) != Some("git") {
+        return None;
     }
-    argv[1..]
+    let global: Vec<&str> = argv[1..]
         .iter()
-        .take_while(|w| w.starts_with('-'))
-        .map(String::as_str)
-        .collect()
+        .enumerate()
+        .take_while(|(_, w)| w.starts_with('-'))
+        .filter(|(i, _)| i + 1 >= from)
+        .map(|(_, w)| w.split_once('=').map_or(w.as_str(), |(name, _)| name))
+        .collect();
+    if global.is_empty() {
+        return None;
+    }
+    let config = global
+        .iter()
+        .any(|o| *o == "-c" || o.starts_with("--config-env"));
+    Some(if config {
+        "git -c sets configuration that can run programs".to_owned()
+    } else {
+        format!(
+            "git {} points git at other directories or programs",
+            global.join(" ")
+        )
+    })
 }
 
 /// The prefix of the reason of a part a user's ask rule holds for.
 const USER_ASK: &str = "your rule asks: ";
 
-/// Whether `arg` (or the value of `--option=arg`) names a protected file.
-fn names_protected(arg: &str) -> bool {
-    let value = arg.split_once('=').map_or(arg, |(_, v)| v);
-    [arg, value].iter().any(|a| {
-        PROTECTED_PATHS.contains(a)
-            || a.split('/').any(|component| {
-                PROTECTED.contains(&component) || component.starts_with(".authinfo")
-            })
-    })
+/// Why a command naming a protected file is denied (never the file).
+const PROTECTED_REASON: &str = "an argument names a protected file (keys and credentials, Emacs \
+                                init files, .git internals, skill files, system password files)";
+
+/// Why a read-only command reaching out of the working directory asks (never the path).
+const OUTSIDE_REASON: &str = "an argument names a path outside the working directory (absolute, \
+                              starting with ~ or going up with ..)";
+
+/// The texts of `arg` a program may take as a path: the word itself, what follows each `=`
+/// (`--file=F`, `NAME=F`), and for a short option (`-fF`, `-rfF`) every suffix after its
+/// first letter, since any of them may be where an attached value starts.
+fn path_candidates(arg: &str) -> Vec<&str> {
+    let mut texts = vec![arg];
+    texts.extend(arg.match_indices('=').map(|(at, _)| &arg[at + 1..]));
+    if arg.starts_with('-') && !arg.starts_with("--") {
+        texts.extend(arg.char_indices().skip(2).map(|(at, _)| &arg[at..]));
+    }
+    texts
 }
 
-/// Whether `arg` (or the value of `--option=arg`) names a path that is not under the working
-/// directory: absolute, or with a `..` component.
-fn leaves_directory(arg: &str) -> bool {
-    let value = arg.split_once('=').map_or(arg, |(_, v)| v);
-    [arg, value]
+/// Whether `text` names a protected file (see [`crate::notes::paths::PROTECTED`]).
+fn names_protected(text: &str) -> bool {
+    crate::notes::paths::names_protected(std::path::Path::new(text))
+}
+
+/// Whether `text` is a path that may lead out of the working directory: absolute, starting
+/// with `~` (a literal one, quoted) or with a `..` component.
+fn leads_out(text: &str) -> bool {
+    text.starts_with('/') || text.starts_with('~') || text.split('/').any(|c| c == "..")
+}
+
+/// Whether an argument of `argv` at `from` or later names a path that may lead out of the
+/// working directory: the argument, a value in it (see [`path_candidates`]), or the value of
+/// one of the program's file options (its table's [`Does::ReadsFile`] options).
+fn leaves_directory(argv: &[String], from: usize) -> bool {
+    let Some(args) = argv.get(from..) else {
+        return false;
+    };
+    if args
         .iter()
-        .any(|a| a.starts_with('/') || a.split('/').any(|c| c == ".."))
+        .any(|a| path_candidates(a).into_iter().any(leads_out))
+    {
+        return true;
+    }
+    let program = argv.first().map_or("", |p| file_name(p));
+    PROGRAMS
+        .iter()
+        .filter(|p| p.name == program)
+        .flat_map(|p| p.options)
+        .filter(|(_, does)| matches!(does, ReadsFile))
+        .any(|(option, _)| option_values(option, args).into_iter().any(leads_out))
 }
 
 // ---------------------------------------------------------------------------------------------

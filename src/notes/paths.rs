@@ -342,20 +342,85 @@ impl Roots {
     }
 }
 
-/// How a protected entry covers paths.
+/// How a protected entry covers paths beyond its names (see [`names_protected`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Cover {
-    /// This path and everything under it.
+    /// This path and everything under it (a protected entry's real path, when a link leads
+    /// there; the user's `custom-file`, init file…).
     Tree(PathBuf),
-    /// Paths under this directory whose next name starts with this prefix (`~/.authinfo*`).
-    Prefix(PathBuf, OsString),
     /// org-agent's state directory and everything under it, but for the roots inside it (the
     /// demo's notes live in `~/.emacs.d/org-agent/demo-notes/`).
     State(PathBuf, Vec<PathBuf>),
 }
 
-/// Paths that are always denied, whatever the roots: credentials, the Emacs init files,
-/// `.git` internals, org-agent's own state.
+/// The protected files: the one list both the file tools ([`Protected`]) and the command
+/// gate (`run_command`, [`names_protected`]) refuse. Credentials and keys, the Emacs init
+/// files (which run at the next start), `.git` internals (hooks run, remotes hold tokens),
+/// system password files.
+///
+/// An entry is a run of names matched wherever it stands in a path (`.ssh` in
+/// `/srv/backup/.ssh/x`, `.emacs.d/init.el` in `~/.emacs.d/init.el`), with everything under
+/// it; a trailing `*` matches a name prefix (`.authinfo*`). `~/` and `/` say where the entry
+/// usually lives: the file tools also protect the real path it leads to when it is a link
+/// (`~/.aws` linked to `~/keys` protects `~/keys`). Entries without them (`.git`, `id_rsa`)
+/// are names alone. Names are compared with ASCII case folded (see [`Protected`]).
+#[rustfmt::skip]
+pub const PROTECTED: &[&str] = &[
+    // Credentials and keys.
+    "~/.ssh", "~/.gnupg", "~/.netrc", "~/.authinfo*", "~/.pgpass", "~/.aws", "~/.config/gh",
+    "~/.docker", "~/.kube", "~/.config/git/credentials", "~/.git-credentials",
+    "~/.password-store", "id_rsa", "id_ed25519", "id_ecdsa", "id_dsa",
+    // The Emacs init files.
+    "~/.emacs", "~/.emacs.el", "~/.emacs.elc", "~/.emacs.d/init.el", "~/.emacs.d/init.elc",
+    "~/.emacs.d/early-init.el", "~/.emacs.d/early-init.elc", "~/.emacs.d/custom.el",
+    "~/.config/emacs/init.el", "~/.config/emacs/init.elc", "~/.config/emacs/early-init.el",
+    "~/.config/emacs/early-init.elc", "~/.config/emacs/custom.el",
+    // Repositories' internals.
+    ".git",
+    // System files.
+    "/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d",
+];
+
+/// The names of a [`PROTECTED`] entry, without where it usually lives.
+fn entry_names(entry: &str) -> &str {
+    entry
+        .strip_prefix("~/")
+        .or_else(|| entry.strip_prefix('/'))
+        .unwrap_or(entry)
+}
+
+/// Whether `path` names a protected file by its names alone, as written (relative or
+/// absolute, links not followed): some run of its names is a [`PROTECTED`] entry (ASCII case
+/// folded), or its last name is a skill file's (see [`is_skill_file`]). The command gate
+/// judges every word of a command by this; the file tools judge a path's given and real
+/// forms by it and by the [`Protected`] covers.
+pub fn names_protected(path: &Path) -> bool {
+    let names: Vec<&[u8]> = path
+        .components()
+        .map(|c| c.as_os_str().as_bytes())
+        .collect();
+    if names.last().is_some_and(|n| is_skill_file(n)) {
+        return true;
+    }
+    PROTECTED.iter().any(|entry| {
+        let entry: Vec<&str> = entry_names(entry).split('/').collect();
+        names.windows(entry.len()).any(|run| {
+            run.iter().zip(&entry).enumerate().all(|(i, (name, want))| {
+                match want.strip_suffix('*').filter(|_| i + 1 == entry.len()) {
+                    Some(prefix) => {
+                        name.len() >= prefix.len()
+                            && name[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+                    }
+                    None => name.eq_ignore_ascii_case(want.as_bytes()),
+                }
+            })
+        })
+    })
+}
+
+/// Paths that are always denied, whatever the roots: what [`names_protected`] names (the
+/// [`PROTECTED`] list, skill files), the real paths the list's entries lead to, org-agent's
+/// own state and the user's extra files.
 ///
 /// Names are compared with ASCII case folded on every platform: denying `~/.SSH` on a
 /// case-sensitive Linux file system costs nothing, while letting it through on a file
@@ -364,36 +429,6 @@ enum Cover {
 pub struct Protected {
     covers: Vec<Cover>,
 }
-
-/// Under the home directory: trees (a directory or a file and what is under it).
-const HOME_TREES: &[&str] = &[
-    ".ssh",
-    ".gnupg",
-    ".netrc",
-    ".aws",
-    ".config/gh",
-    ".docker/config.json",
-    ".kube",
-    ".emacs",
-    ".emacs.el",
-    ".emacs.elc",
-    ".emacs.d/init.el",
-    ".emacs.d/init.elc",
-    ".emacs.d/early-init.el",
-    ".emacs.d/early-init.elc",
-    ".emacs.d/custom.el",
-    ".config/emacs/init.el",
-    ".config/emacs/init.elc",
-    ".config/emacs/early-init.el",
-    ".config/emacs/early-init.elc",
-    ".config/emacs/custom.el",
-    ".config/git/credentials",
-    ".git-credentials",
-    ".password-store",
-];
-
-/// Under the home directory: name prefixes (`.authinfo`, `.authinfo.gpg`…).
-const HOME_PREFIXES: &[&str] = &[".authinfo"];
 
 impl Protected {
     /// The protected paths of `home`, the state directory `state` and `extra` paths (the
@@ -404,13 +439,36 @@ impl Protected {
         extra: impl IntoIterator<Item = S>,
     ) -> Protected {
         let mut p = Protected::default();
-        for t in HOME_TREES {
-            p.add_tree(&home.join(t));
-        }
-        for prefix in HOME_PREFIXES {
-            p.push(Cover::Prefix(lexical(home), OsString::from(prefix)));
-            if let Some(real) = real_path(home) {
-                p.push(Cover::Prefix(real, OsString::from(prefix)));
+        for entry in PROTECTED {
+            let base = if entry.starts_with("~/") {
+                home
+            } else if entry.starts_with('/') {
+                Path::new("/")
+            } else {
+                continue;
+            };
+            let names = entry_names(entry);
+            match names.strip_suffix('*') {
+                // Each file of that prefix, in case it is a link.
+                Some(prefix) => {
+                    let (dir, prefix) = match prefix.rsplit_once('/') {
+                        Some((dir, prefix)) => (base.join(dir), prefix),
+                        None => (base.to_path_buf(), prefix),
+                    };
+                    let Ok(files) = std::fs::read_dir(&dir) else {
+                        continue;
+                    };
+                    for file in files.flatten() {
+                        let name = file.file_name();
+                        let name = name.as_bytes();
+                        if name.len() >= prefix.len()
+                            && name[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+                        {
+                            p.add_tree(&dir.join(file.file_name()));
+                        }
+                    }
+                }
+                None => p.add_tree(&base.join(names)),
             }
         }
         if let Some(Ok(r)) = state.map(|s| resolve(s, home)) {
@@ -441,12 +499,15 @@ impl Protected {
         }
     }
 
+    /// Protect the real path of `path` when a link leads elsewhere (its given path is
+    /// protected by its names).
     fn add_tree(&mut self, path: &Path) {
         let given = lexical(path);
         if let Some(real) = real_path(&given) {
-            self.push(Cover::Tree(real));
+            if real != given {
+                self.push(Cover::Tree(real));
+            }
         }
-        self.push(Cover::Tree(given));
     }
 
     fn push(&mut self, cover: Cover) {
@@ -455,39 +516,19 @@ impl Protected {
         }
     }
 
-    /// Whether `r` is protected: by its given or its real path, or because it is inside a
-    /// `.git` directory (or is one).
+    /// Whether `r` is protected: by its given or its real path.
     pub fn covers(&self, r: &Resolved) -> bool {
         [&r.given, &r.real].into_iter().any(|p| self.covers_path(p))
     }
 
     fn covers_path(&self, path: &Path) -> bool {
-        if path
-            .components()
-            .any(|c| c.as_os_str().as_bytes().eq_ignore_ascii_case(b".git"))
-        {
-            return true;
-        }
-        if path
-            .file_name()
-            .is_some_and(|n| is_skill_file(n.as_bytes()))
-        {
+        if names_protected(path) {
             return true;
         }
         self.covers.iter().any(|cover| match cover {
             Cover::Tree(t) => is_under(path, t, true),
             Cover::State(state, inside) => {
                 is_under(path, state, true) && !inside.iter().any(|r| is_under(path, r, false))
-            }
-            Cover::Prefix(dir, prefix) => {
-                let Ok(rest) = strip_folded(path, dir) else {
-                    return false;
-                };
-                rest.components().next().is_some_and(|c| {
-                    let name = c.as_os_str().as_bytes();
-                    name.len() >= prefix.len()
-                        && name[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-                })
             }
         })
     }
@@ -502,18 +543,6 @@ fn is_skill_file(name: &[u8]) -> bool {
         || name.eq_ignore_ascii_case(b"SKILL.md")
         || (name.len() > b".skill.org".len()
             && name[name.len() - b".skill.org".len()..].eq_ignore_ascii_case(b".skill.org"))
-}
-
-/// `path` without the leading `dir` (ASCII case folded), or `Err` when it is not under it.
-fn strip_folded<'p>(path: &'p Path, dir: &Path) -> Result<&'p Path, ()> {
-    if !is_under(path, dir, true) {
-        return Err(());
-    }
-    let mut rest = path.components();
-    for _ in dir.components() {
-        rest.next();
-    }
-    Ok(rest.as_path())
 }
 
 /// Why a path is refused, by rule: never naming the path, nor where a link leads.
@@ -780,14 +809,56 @@ mod tests {
     }
 
     #[test]
+    fn protected_names_are_runs_of_names_anywhere() {
+        for p in [
+            ".ssh",
+            "notes/.ssh/x",
+            "/home/u/.SSH",
+            ".emacs.d/init.el",
+            "a/.config/gh",
+            ".authinfo",
+            ".authinfo.gpg",
+            "../../etc/shadow",
+            ".git/config",
+            "skills/x/SKILL.org",
+            "id_dsa",
+        ] {
+            assert!(names_protected(Path::new(p)), "{p}");
+        }
+        for p in [
+            ".sshfoo",
+            "init.el",
+            ".emacs.d/notes.org",
+            "gh",
+            ".gitignore",
+            "etc/passwd",
+            "shadow",
+            "id_rsa.pub",
+            ".github/x",
+        ] {
+            assert!(!names_protected(Path::new(p)), "{p}");
+        }
+    }
+
+    #[test]
     fn protected_paths_are_denied_whatever_the_roots() {
         let t = tree();
         let home = t.root.join("home");
         let state = home.join("state");
-        for d in [".ssh", ".emacs.d", ".config/emacs", "notes/.git", "keys"] {
+        for d in [
+            ".ssh",
+            ".emacs.d",
+            ".config/emacs",
+            "notes/.git",
+            "keys",
+            "secret",
+        ] {
             std::fs::create_dir_all(home.join(d)).unwrap();
         }
         std::fs::write(home.join("keys/id_rsa"), "KEY").unwrap();
+        // ~/.authinfo.gpg as a link elsewhere.
+        std::fs::write(home.join("secret/auth.gpg"), "KEY").unwrap();
+        symlink(home.join("secret/auth.gpg"), home.join(".authinfo.gpg")).unwrap();
         // A link in the notes to the keys, and ~/.aws as a link elsewhere.
         symlink(home.join(".ssh"), home.join("notes/ssh")).unwrap();
         symlink(home.join("keys"), home.join(".aws")).unwrap();
@@ -827,6 +898,17 @@ mod tests {
             "~/notes/skills/tidy/skill.org",
             "~/notes/tidy.skill.org",
             "~/notes/imported/SKILL.md",
+            // The command gate's names too: one list (PROTECTED) for both.
+            "~/.pgpass",
+            "~/.docker/other.json",
+            "~/.config/git/credentials",
+            "~/.authinfo-work",
+            "~/secret/auth.gpg",
+            "~/notes/id_ed25519",
+            "/srv/backup/.ssh/authorized_keys",
+            "/srv/dotfiles/.emacs.d/init.el",
+            "/etc/shadow",
+            "/etc/sudoers.d/x",
         ];
         for p in denied {
             assert_eq!(c.judge(p), Err(Refusal::Protected), "{p}");
@@ -855,6 +937,9 @@ mod tests {
             "~/notes/skills/SKILL.org.txt",
             "~/notes/my-skill.org",
             "~/notes/.skill.org",
+            "~/notes/id_rsa.pub",
+            "~/secret",
+            "/etc/hosts",
         ];
         for p in allowed {
             assert!(c.judge(p).is_ok(), "{p}: {:?}", c.judge(p));
