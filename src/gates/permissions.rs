@@ -6,7 +6,7 @@
 //! EXAMPLES] [:reason TEXT])`. `TOOL` is a tool name (`run_command`, `read_file`) or an
 //! actuator verb (`add-headline`), `*` standing for any run of characters. The patterns say
 //! which subjects the rule is about: globs over resolved paths for the file tools and for the
-//! edit verbs (the file they edit), argv prefixes for `run_command`, globs over the code for
+//! edit verbs (the file they edit), argvs for `run_command` (an allow covers exactly its words, or more after a trailing `*`; ask and deny are prefixes), globs over the code for
 //! `eval_elisp`; a rule without patterns is about every subject. Among the rules that match,
 //! deny wins over ask over allow, whatever their order.
 //!
@@ -93,7 +93,7 @@ impl fmt::Display for Scope {
 pub enum SubjectKind {
     /// A file: the file tools' `path`, the file an edit verb changes.
     Path,
-    /// A command line, matched part by part as argv prefixes.
+    /// A command line, matched part by part by argv (see `CommandRule::user`).
     Command,
     /// Elisp code, matched as a glob over the text.
     Code,

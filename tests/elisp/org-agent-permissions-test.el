@@ -228,23 +228,23 @@ conversation, and names the buffer."
   "The explanation names every rule that matched, why, each gate's part and the decision;
 a rule whose example fails is an error naming the rule."
   (org-agent-test-with-store
-    (let ((org-agent-permissions '((allow run_command "git")
+    (let ((org-agent-permissions '((allow run_command "git *")
                                    (deny run_command "git push" :match "git push origin"))))
       (let ((text (org-agent-permissions-explain
                    '(:type :request :target :tool :name "run_command"
                            :args (:command "git push origin main")))))
-        (should (string-search "rule 1 (allow run_command \"git\"): allow" text))
+        (should (string-search "rule 1 (allow run_command \"git *\"): allow" text))
         (should (string-search "rule 2 (deny run_command \"git push\"): deny" text))
         (should (string-match-p "^  commands +deny: run_command: git push origin main: rule 2 of org-agent-permissions" text))
         (should (string-search "Decision: deny" text)))
       (let ((text (org-agent-permissions-explain
                    '(:type :request :target :emacs :action :eval-elisp :code "(+ 1 2)"))))
         (should (string-match-p "^  elisp-eval +deny: eval_elisp is off" text))))
-    (let ((org-agent-permissions '((allow run_command "git" :not-match "git push"))))
+    (let ((org-agent-permissions '((allow run_command "git *" :not-match "git push"))))
       (should (equal (cadr (should-error (org-agent-permissions-explain
                                           '(:type :request :target :tool :name "query_notes"))
                                          :type 'org-agent-config-error))
-                     (concat "org-agent-permissions, rule 1 (allow run_command \"git\" "
+                     (concat "org-agent-permissions, rule 1 (allow run_command \"git *\" "
                              ":not-match \"git push\"): its example \"git push\" "
                              "(:not-match) matches it"))))))
 

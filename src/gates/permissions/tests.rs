@@ -58,7 +58,7 @@ fn outcome(p: &Pipeline, a: Action, ctx: &Context) -> &'static str {
 #[test]
 fn deny_beats_ask_beats_allow_whatever_the_order() {
     let p = rules(
-        r#"((allow run_command "git") (deny run_command "git push") (ask run_command "git push"))"#,
+        r#"((allow run_command "git *") (deny run_command "git push") (ask run_command "git push"))"#,
     )
     .unwrap();
     let ctx = chat();
@@ -77,8 +77,14 @@ fn deny_beats_ask_beats_allow_whatever_the_order() {
 
 #[test]
 fn argv_prefixes_match_whole_words() {
+    // An allow names its argv exactly; with a trailing `*`, any argv it starts.
     let p = rules(r#"((allow run_command "git status"))"#).unwrap();
     let ctx = chat();
+    assert!(p.decide("run_command", Some("git status"), &ctx).is_some());
+    assert!(p
+        .decide("run_command", Some("git status -s"), &ctx)
+        .is_none());
+    let p = rules(r#"((allow run_command "git status *"))"#).unwrap();
     assert!(p
         .decide("run_command", Some("git status -s"), &ctx)
         .is_some());
@@ -114,7 +120,7 @@ fn scopes_hold_where_they_say() {
 #[test]
 fn examples_are_checked_when_the_rules_load() {
     assert!(rules(
-        r#"((allow run_command "git log" :match ("git log --oneline") :not-match ("git push")))"#
+        r#"((allow run_command "git log *" :match ("git log --oneline") :not-match ("git push")))"#
     )
     .is_ok());
     let e = rules(r#"((allow read_file "/srv/*" :match "/srv/a/b.txt"))"#).unwrap_err();
@@ -124,7 +130,7 @@ fn examples_are_checked_when_the_rules_load() {
                 .contains("\"/srv/a/b.txt\" (:match) does not match"),
         "{e}"
     );
-    let e = rules(r#"((deny run_command "rm") (allow run_command "git" :not-match "git push"))"#)
+    let e = rules(r#"((deny run_command "rm") (allow run_command "git *" :not-match "git push"))"#)
         .unwrap_err();
     assert!(e.to_string().contains("rule 2") && e.to_string().contains("(:not-match) matches"));
 }
@@ -246,7 +252,7 @@ fn edits_are_judged_by_the_file_they_change_and_tools_by_globs() {
 #[test]
 fn explain_shows_every_matching_rule_and_each_gates_part() {
     let p = rules(
-        r#"((allow run_command "git") (deny run_command "git push" :reason "never from here"))"#,
+        r#"((allow run_command "git *") (deny run_command "git push" :reason "never from here"))"#,
     )
     .unwrap();
     let pipe = pipeline(p.clone());
@@ -262,7 +268,7 @@ fn explain_shows_every_matching_rule_and_each_gates_part() {
         "{text}"
     );
     assert!(
-        text.contains("rule 1 (allow run_command \"git\"): allow"),
+        text.contains("rule 1 (allow run_command \"git *\"): allow"),
         "{text}"
     );
     assert!(
@@ -296,7 +302,7 @@ fn underscores_and_dashes_name_the_same_tool() {
 #[test]
 fn command_patterns_become_run_commands_rules_judged_part_by_part() {
     let p = rules(
-        r#"((allow run_command "make test" :match "make test V=1" :not-match "make install")
+        r#"((allow run_command "make test *" :match "make test -j2" :not-match "make install")
             (deny run_command "git push"))"#,
     )
     .unwrap();
@@ -306,7 +312,7 @@ fn command_patterns_become_run_commands_rules_judged_part_by_part() {
         .decide("run_command", Some("ls && git push"), &ctx)
         .is_some());
     let commands = crate::gates::command::CommandRules::with_user(p.command_rules());
-    let j = commands.judge("make test V=1");
+    let j = commands.judge("make test -j2");
     assert_eq!(j.decision, CommandDecision::Allow, "{j:?}");
     assert!(
         j.reason.contains("rule 1 of org-agent-permissions"),
