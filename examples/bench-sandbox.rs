@@ -104,7 +104,10 @@ fn main() {
     let (headlines, files) = if corpus.is_dir() {
         fill(&corpus, &notes_dir, want)
     } else {
-        println!("skipped: {} is not there; generating plain notes", corpus.display());
+        println!(
+            "skipped: {} is not there; generating plain notes",
+            corpus.display()
+        );
         let mut n = 0;
         let mut f = 0;
         while n < want {
@@ -142,7 +145,11 @@ fn main() {
         .map(|_| view.refresh(&layer).expect("a refresh").took)
         .collect();
     let (m, p) = median_p95(idle);
-    println!("view, per-command check with nothing changed: median {}, p95 {}", ms(m), ms(p));
+    println!(
+        "view, per-command check with nothing changed: median {}, p95 {}",
+        ms(m),
+        ms(p)
+    );
     let saved = Store::org_files_under(std::slice::from_ref(&notes_dir))
         .into_iter()
         .max_by_key(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
@@ -209,13 +216,39 @@ fn main() {
             .expect("git");
     }
     let lines = [
-        "ls", "ls -la", "cat notes.txt", "head -1 notes.txt", "tail -1 notes.txt",
-        "wc -l notes.txt", "grep beta notes.txt", "rg beta", "pwd", "date +%Y", "echo hi",
-        "printf %s hi", "true", "false", "file notes.txt", "stat -c %s notes.txt", "du -s .",
-        "df .", "which ls", "basename /a/b", "dirname /a/b", "uname", "whoami",
-        "sort notes.txt", "find . -name notes.txt", "git status --short", "git log --oneline",
-        "git diff", "git show --stat HEAD", "git blame notes.txt", "git shortlog -s HEAD",
-        "git describe --tags", "git ls-files",
+        "ls",
+        "ls -la",
+        "cat notes.txt",
+        "head -1 notes.txt",
+        "tail -1 notes.txt",
+        "wc -l notes.txt",
+        "grep beta notes.txt",
+        "rg beta",
+        "pwd",
+        "date +%Y",
+        "echo hi",
+        "printf %s hi",
+        "true",
+        "false",
+        "file notes.txt",
+        "stat -c %s notes.txt",
+        "du -s .",
+        "df .",
+        "which ls",
+        "basename /a/b",
+        "dirname /a/b",
+        "uname",
+        "whoami",
+        "sort notes.txt",
+        "find . -name notes.txt",
+        "git status --short",
+        "git log --oneline",
+        "git diff",
+        "git show --stat HEAD",
+        "git blame notes.txt",
+        "git shortlog -s HEAD",
+        "git describe --tags",
+        "git ls-files",
     ];
     let mut same = Vec::new();
     let mut differ = Vec::new();

@@ -82,6 +82,8 @@ pub struct NotesView {
     /// Each notes directory (real path) and its view.
     dirs: Vec<(PathBuf, PathBuf)>,
     copies: HashMap<PathBuf, (Stamp, Copy)>,
+    /// Each directory of the notes met so far, and whether the view shows it.
+    judged_dirs: HashMap<PathBuf, bool>,
     privacy: Option<Privacy>,
 }
 
@@ -112,6 +114,7 @@ impl NotesView {
             configured: notes_dirs.to_vec(),
             dirs,
             copies: HashMap::new(),
+            judged_dirs: HashMap::new(),
             privacy: None,
         })
     }
@@ -152,6 +155,7 @@ impl NotesView {
                 std::fs::create_dir_all(view)?;
             }
             self.copies.clear();
+            self.judged_dirs.clear();
             self.privacy = Some(notes.privacy().clone());
         }
         let home = crate::notes::paths::home_dir();
@@ -160,6 +164,7 @@ impl NotesView {
             .map(|c| c.protected().clone())
             .unwrap_or_else(|| Protected::new(&home, None, [""; 0]));
         let mut seen: HashSet<PathBuf> = HashSet::new();
+        let mut seen_dirs: HashSet<PathBuf> = HashSet::new();
         for (dir, view) in self.dirs.clone() {
             let mut todo = vec![dir.clone()];
             while let Some(d) = todo.pop() {
@@ -176,27 +181,40 @@ impl NotesView {
                         continue;
                     };
                     let target = view.join(rel);
-                    // A protected path inside the notes is a directory (checked, with all
-                    // under it), a dot-file (the notes directory is the home directory) or
-                    // reached by a link: plain files skip the check, which costs a walk
-                    // of the path's components.
-                    let dotted = name.as_encoded_bytes().starts_with(b".");
-                    let excluded = VCS_DIRS
-                        .iter()
-                        .any(|v| name.as_encoded_bytes() == v.as_bytes())
-                        || ((kind.is_dir() || kind.is_symlink() || dotted)
-                            && resolve(&filename::key(&path), &home)
-                                .map_or(true, |r| protected.covers(&r)));
                     if kind.is_dir() {
-                        if excluded || notes.privacy().hides_file(&filename::key(&path)) {
+                        // Judged once (a directory's verdict changes only with the rules,
+                        // which start a new view), made in the view once.
+                        let shown = match self.judged_dirs.get(&path) {
+                            Some(shown) => *shown,
+                            None => {
+                                let shown = !VCS_DIRS
+                                    .iter()
+                                    .any(|v| name.as_encoded_bytes() == v.as_bytes())
+                                    && !notes.privacy().hides_file(&filename::key(&path))
+                                    && resolve(&filename::key(&path), &home)
+                                        .is_ok_and(|r| !protected.covers(&r));
+                                if shown {
+                                    std::fs::create_dir_all(&target)?;
+                                }
+                                self.judged_dirs.insert(path.clone(), shown);
+                                shown
+                            }
+                        };
+                        if !shown {
                             report.left_out += 1;
                             continue;
                         }
-                        std::fs::create_dir_all(&target)?;
-                        seen.insert(target);
+                        seen_dirs.insert(path.clone());
                         todo.push(path);
                         continue;
                     }
+                    // A protected file inside the notes is a dot-file (the notes directory
+                    // is the home directory) or reached by a link: plain files skip the
+                    // check, which costs a walk of the path's components.
+                    let dotted = name.as_encoded_bytes().starts_with(b".");
+                    let excluded = (kind.is_symlink() || dotted)
+                        && resolve(&filename::key(&path), &home)
+                            .map_or(true, |r| protected.covers(&r));
                     // A link is followed only to a file inside the notes directories; the
                     // copy is of what it leads to, judged by both names.
                     let meta = match std::fs::metadata(&path) {
@@ -244,11 +262,29 @@ impl NotesView {
             }
             let _ = std::fs::remove_file(&target);
         }
-        for (_, view) in &self.dirs {
-            remove_unseen_dirs(view, &seen);
+        // Directories gone from the notes leave the view.
+        let gone: Vec<PathBuf> = self
+            .judged_dirs
+            .keys()
+            .filter(|d| !seen_dirs.contains(*d))
+            .cloned()
+            .collect();
+        for dir in gone {
+            if self.judged_dirs.remove(&dir) == Some(true) {
+                if let Some(target) = self.target_of(&dir) {
+                    let _ = std::fs::remove_dir_all(target);
+                }
+            }
         }
         report.took = started.elapsed();
         Ok(report)
+    }
+
+    /// Where `path` (inside a notes directory) is in the view.
+    fn target_of(&self, path: &Path) -> Option<PathBuf> {
+        self.dirs
+            .iter()
+            .find_map(|(dir, view)| Some(view.join(path.strip_prefix(dir).ok()?)))
     }
 
     /// Whether the link `path` leads to a file inside the notes directories.
@@ -301,23 +337,6 @@ fn shown_text(notes: &Notes, key: &str, text: &str) -> Option<String> {
             .text
             .into_owned(),
     )
-}
-
-/// Remove the directories under `dir` that the last walk did not see (gone, or private).
-fn remove_unseen_dirs(dir: &Path, seen: &HashSet<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            if seen.contains(&path) {
-                remove_unseen_dirs(&path, seen);
-            } else {
-                let _ = std::fs::remove_dir_all(&path);
-            }
-        }
-    }
 }
 
 /// Only the user may enter the views' directory.
