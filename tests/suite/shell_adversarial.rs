@@ -61,7 +61,10 @@ fn home() -> Home {
         std::fs::write(p, text).unwrap();
     };
     // The notes, with a history that once held a private subtree.
-    write(notes.join("tasks.org"), "* TODO Buy milk\n* Health :private:\nHISTORY-CANARY\n");
+    write(
+        notes.join("tasks.org"),
+        "* TODO Buy milk\n* Health :private:\nHISTORY-CANARY\n",
+    );
     git(&notes, &["init", "-q"]);
     git(&notes, &["add", "."]);
     git(&notes, &["commit", "-qm", "first"]);
@@ -85,11 +88,18 @@ fn home() -> Home {
     git(&notes.join("vendored"), &["init", "-q"]);
     git(
         &notes.join("vendored"),
-        &["config", "core.fsmonitor", &format!("touch {}/ran", root.display())],
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}/ran", root.display()),
+        ],
     );
     // A project beside the notes, with a Makefile.
     write(project.join("Makefile"), "test:\n\t@echo tests pass\n");
-    write(root.join("home/src/evil.mk"), "test:\n\t@cat ../../outside.txt\n");
+    write(
+        root.join("home/src/evil.mk"),
+        "test:\n\t@cat ../../outside.txt\n",
+    );
     let mut config = ShellConfig::new(vec![notes.clone(), project.clone()]);
     config.notes_dirs = vec![notes.clone()];
     config.view_dir = Some(root.join("state/view"));
@@ -99,7 +109,10 @@ fn home() -> Home {
         CommandRule::user(CommandDecision::Allow, "git log", "reads history"),
     ]);
     let privacy = Privacy::new(["private".to_string()], ["diary.org".to_string()]);
-    let layer = Notes::new(Arc::new(Store::in_memory(Config::default())), Arc::new(privacy));
+    let layer = Notes::new(
+        Arc::new(Store::in_memory(Config::default())),
+        Arc::new(privacy),
+    );
     Home {
         _dir: dir,
         root,
@@ -170,9 +183,19 @@ fn no_command_reads_what_the_notes_layer_hides() {
     let cases = vec![
         // Readers the defaults allow print the notes as the notes layer shows them.
         case("cat tasks.org", N, Allow, "Buy milk"),
-        case("head -50 tasks.org", N, Allow, "[a private subtree is left out]"),
+        case(
+            "head -50 tasks.org",
+            N,
+            Allow,
+            "[a private subtree is left out]",
+        ),
         case("tail tasks.org", N, Allow, "[REDACTED:"),
-        case("grep -r 'left out' .", N, Allow, "[a private subtree is left out]"),
+        case(
+            "grep -r 'left out' .",
+            N,
+            Allow,
+            "[a private subtree is left out]",
+        ),
         case("grep -r CANARY .", N, Allow, ""),
         case("sort tasks.org", N, Allow, "Buy milk"),
         case("ls -la", N, Allow, "tasks.org"),
@@ -218,7 +241,12 @@ fn no_command_reads_what_the_notes_layer_hides() {
         case("git log --outp=out.txt", N, Ask, ""),
         // make under the user's (allow run_command "make test"): exactly that argv.
         case("make test", P, Allow, "tests pass"),
-        case("make test --eval='$(shell cat ../../outside.txt)'", P, Ask, ""),
+        case(
+            "make test --eval='$(shell cat ../../outside.txt)'",
+            P,
+            Ask,
+            "",
+        ),
         case("make test -f ../evil.mk", P, Ask, ""),
         case("make test SHELL=/bin/cat", P, Ask, ""),
         case("make -C .. test", P, Ask, ""),
@@ -228,7 +256,9 @@ fn no_command_reads_what_the_notes_layer_hides() {
         case(format!("kill -9 {pid}"), P, Ask, ""),
         case(format!("cat /proc/{pid}/environ"), P, Ask, ""),
         case(
-            format!("python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}))\""),
+            format!(
+                "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}))\""
+            ),
             P,
             Ask,
             "",
@@ -272,7 +302,12 @@ fn no_command_reads_what_the_notes_layer_hides() {
         if !c.shows.is_empty() && !out.contains(c.shows) {
             failures.push(format!("{}: expected {:?} in:\n{out}", c.line, c.shows));
         }
-        println!("{:5} {:60} {}", judged.decision.name(), c.line, out.lines().next().unwrap_or(""));
+        println!(
+            "{:5} {:60} {}",
+            judged.decision.name(),
+            c.line,
+            out.lines().next().unwrap_or("")
+        );
     }
     // Nothing was written outside the scratch space, no program ran.
     for path in [
@@ -286,5 +321,10 @@ fn no_command_reads_what_the_notes_layer_hides() {
             failures.push(format!("{} was written", path.display()));
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
