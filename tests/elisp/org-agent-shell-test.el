@@ -28,6 +28,8 @@
             (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
                                          :model "test" :key "sk-test" :idle-timeout 2)))
             (org-agent-shell--roots (list root))
+            ;; The sandbox lets an approved command write only where the user said.
+            (org-agent-shell-writable-directories (list root))
             (org-agent-permissions '((allow run_command)))
             (org-agent-chat-ask-in-batch t)
             (finished nil)
@@ -82,6 +84,34 @@
 (defun org-agent-shell-test--group-alive-p (pgid)
   "Whether process group PGID has a process (`kill -0 -PGID')."
   (zerop (call-process "kill" nil nil nil "-0" "--" (format "-%d" pgid))))
+
+(ert-deftest org-agent-shell-sees-the-notes-through-the-view ()
+  "A command in the notes reads them as the notes layer shows them, in real Emacs.
+The private subtree and the key never reach the model; a write into
+the notes is denied by the kernel although the user approved it."
+  (org-agent-shell-test--with-chat
+    (let ((org-agent-directories (list root))
+          (org-agent-shell-writable-directories nil))
+      (with-temp-file (expand-file-name "health.org" root)
+        (insert "* Appointments\nDentist\n* Results :private:\nVIEW-CANARY\n"
+                "* Keys\nopenai sk-proj-Zq8xW2vR7tY5uI3oP1aS9dF6gH4jK0lM\n"))
+      (org-agent-test-server-push :text "" :calls [("run_command" ((command . "grep -r -o . .")))])
+      (org-agent-test-server-push :text "" :calls [("run_command" ((command . "touch planted.org")))])
+      (org-agent-test-server-push :text "Done.")
+      (org-agent-shell-test--send "Read everything.")
+      (should (org-agent-test-wait (lambda () org-agent-chat--question) 60))
+      (call-interactively (key-binding "y"))
+      (should (org-agent-test-wait (lambda () finished) 60))
+      (let* ((results (org-agent-shell-test--tool-messages))
+             (all (mapconcat #'identity results "\n"))
+             (joined (replace-regexp-in-string "\n\\(?:[^:\n]*:\\)?" "" all)))
+        (should (string-search "Dentist" joined))
+        (should (string-search "[a private subtree is left out]" joined))
+        (should (string-search "no version-control history" all))
+        (should-not (string-search "VIEW-CANARY" joined))
+        (should-not (string-search "Zq8xW2vR7tY5" joined))
+        (should (string-search "Permission denied" all)))
+      (should-not (file-exists-p (expand-file-name "planted.org" root))))))
 
 (ert-deftest org-agent-shell-asks-runs-and-denies ()
   "A read-only command runs at once; another asks and runs once approved; rm -rf is denied."
