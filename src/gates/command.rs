@@ -1328,10 +1328,24 @@ impl Gate for CommandGate {
             ));
         };
         let judgement = self.rules.judge(line);
-        Ok(match judgement.decision {
-            CommandDecision::Allow => Decision::Allow,
-            CommandDecision::Ask => Decision::Ask(format!("run_command: {}", judgement.reason)),
-            CommandDecision::Deny => Decision::Deny(format!("run_command: {}", judgement.reason)),
+        // A directory the command asks to write in is the user's to grant: the sandbox
+        // lets it write there only after this question was answered yes.
+        let writes = args["writes"]
+            .as_str()
+            .map(str::trim)
+            .filter(|w| !w.is_empty());
+        Ok(match (judgement.decision, writes) {
+            (CommandDecision::Deny, _) => {
+                Decision::Deny(format!("run_command: {}", judgement.reason))
+            }
+            (_, Some(dir)) => Decision::Ask(format!(
+                "run_command: {}; it would write in {dir}",
+                judgement.reason
+            )),
+            (CommandDecision::Allow, None) => Decision::Allow,
+            (CommandDecision::Ask, None) => {
+                Decision::Ask(format!("run_command: {}", judgement.reason))
+            }
         })
     }
 }

@@ -123,9 +123,21 @@ pub fn run_command_tool(config: ShellConfig) -> Tool {
                  to it when relative",
                 false,
             ),
+            Param::new(
+                "writes",
+                ParamType::String,
+                "A directory the command must write in (e.g. a build directory), inside the \
+                 directories commands run in and not in the notes. Commands can write \
+                 nowhere else but their own /tmp; naming one asks the user",
+                false,
+            ),
         ],
         body: Box::new(move |notes: &Notes, args: &Args| {
             let line = args.str("command").unwrap_or_default();
+            let mut config = config.clone();
+            if let Some(dir) = args.str("writes").map(str::trim).filter(|d| !d.is_empty()) {
+                config.writable.push(approved_write(&config, dir)?);
+            }
             run_seeing(&config, Some(notes), line, args.str("cwd"), args.cancel())
         }),
     }
@@ -391,6 +403,30 @@ fn repository_drivers(dir: &Path) -> Vec<(String, String)> {
         }
     }
     found
+}
+
+/// The directory `dir` a call asked to write in (approved by the user: the command gate
+/// asks whenever a call names one), if it may be granted: an existing directory inside the
+/// roots, outside the notes directories and the protected paths.
+fn approved_write(config: &ShellConfig, dir: &str) -> Result<PathBuf, String> {
+    let resolved = working_directory(&config.roots, Some(dir))
+        .map_err(|e| format!("run_command cannot write there: {e}"))?;
+    let in_notes = config
+        .notes_dirs
+        .iter()
+        .filter_map(|n| std::fs::canonicalize(n).ok())
+        .any(|n| resolved.starts_with(&n));
+    if in_notes {
+        return Err(
+            "run_command cannot write in the notes: notes change through the edit \
+                    tools, which show the user a diff"
+                .into(),
+        );
+    }
+    if crate::notes::paths::names_protected(&resolved) {
+        return Err("run_command cannot write there: the path is protected".into());
+    }
+    Ok(resolved)
 }
 
 /// The directory a command runs in: `cwd` (`~/` expanded, relative to the first root) or

@@ -410,6 +410,19 @@ fn the_gate_judges_run_command_calls_only() {
         gate.check(&call(serde_json::json!({"cwd": "."})), &ctx),
         Ok(Decision::Deny(r)) if r.contains("needs a command")
     ));
+    // Naming a directory to write in asks, even for a command that only reads; never
+    // lifts a deny.
+    assert!(matches!(
+        gate.check(&call(serde_json::json!({"command": "git status", "writes": "build"})), &ctx),
+        Ok(Decision::Ask(r)) if r == "run_command: git status: reads the repository; it would write in build"
+    ));
+    assert!(matches!(
+        gate.check(
+            &call(serde_json::json!({"command": "rm -rf /", "writes": "/"})),
+            &ctx
+        ),
+        Ok(Decision::Deny(_))
+    ));
     // Other tools are not its business.
     let other = Action::Tool {
         name: "read_node".into(),

@@ -256,3 +256,34 @@ fn git_in_a_project_runs_no_program_its_configuration_names() {
     assert!(out.starts_with("exit status 0"), "{out}");
     assert!(!witness.exists(), "{out}");
 }
+
+#[test]
+fn a_call_may_write_only_in_the_directory_it_named() {
+    let h = home();
+    let set = crate::tools::ToolSet::shell(h.config.clone());
+    let call = |args: serde_json::Value| match set.registry.call(&h.layer, "run_command", &args) {
+        Ok(out) => out,
+        Err(e) => e.to_string(),
+    };
+    let build = h.project.join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    let cwd = h.project.to_string_lossy().into_owned();
+    let out = call(serde_json::json!({"command": "touch build/out.o", "cwd": cwd}));
+    assert!(out.contains("Permission denied"), "{out}");
+    let out = call(serde_json::json!({
+        "command": "touch build/out.o", "cwd": cwd, "writes": build.to_string_lossy()
+    }));
+    assert!(out.starts_with("exit status 0"), "{out}");
+    assert!(build.join("out.o").exists());
+    // Only there: not beside it, and never in the notes.
+    let out = call(serde_json::json!({
+        "command": "touch beside.o", "cwd": cwd, "writes": build.to_string_lossy()
+    }));
+    assert!(out.contains("Permission denied"), "{out}");
+    let out = call(serde_json::json!({
+        "command": "touch planted.org", "cwd": h.notes.to_string_lossy(),
+        "writes": h.notes.to_string_lossy()
+    }));
+    assert!(out.contains("cannot write in the notes"), "{out}");
+    assert!(!h.notes.join("planted.org").exists());
+}
