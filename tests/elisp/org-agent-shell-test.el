@@ -113,6 +113,23 @@ the notes is denied by the kernel although the user approved it."
         (should (string-search "Permission denied" all)))
       (should-not (file-exists-p (expand-file-name "planted.org" root))))))
 
+(ert-deftest org-agent-shell-unsandboxed-is-named-in-the-header ()
+  "Turning the sandbox off is named in the chat's header line, and commands see all."
+  (org-agent-shell-test--with-chat
+    (should-not (string-search "unsandboxed" (org-agent-chat--header)))
+    (let ((org-agent-directories (list root))
+          (org-agent-shell-sandbox nil))
+      (should (string-search "commands unsandboxed" (org-agent-chat--header)))
+      (with-temp-file (expand-file-name "health.org" root)
+        (insert "* Results :private:\nOPEN-CANARY\n"))
+      (org-agent-test-server-push :text "" :calls [("run_command" ((command . "cat health.org")))])
+      (org-agent-test-server-push :text "Done.")
+      (org-agent-shell-test--send "Read it.")
+      (should (org-agent-test-wait (lambda () finished) 60))
+      ;; Without the sandbox a command reads the file as it is: the user's choice.
+      (should (string-search "OPEN-CANARY"
+                             (mapconcat #'identity (org-agent-shell-test--tool-messages) "\n"))))))
+
 (ert-deftest org-agent-shell-asks-runs-and-denies ()
   "A read-only command runs at once; another asks and runs once approved; rm -rf is denied."
   (org-agent-shell-test--with-chat
