@@ -19,7 +19,7 @@ pub use trust::Trust;
 
 use crate::action::EmacsAction;
 use crate::store::vectors::{self, Candidate};
-use crate::store::{FileDoc, NodeContent, NodeKind, NodeRef, Query, Store};
+use crate::store::{filename, FileDoc, NodeContent, NodeKind, NodeRef, Query, Store};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -48,6 +48,35 @@ pub struct Notes {
     /// roots), when configured; without it, edits are judged by privacy and protected paths
     /// alone, and there are no file tools.
     confinement: Option<Arc<Confinement>>,
+}
+
+/// Why a file is private as a whole (see [`Notes::why_private`]): the rule a refusal names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WhyPrivate {
+    /// A private pattern matches its name or its real path.
+    Name,
+    /// It is a copy of a file a private pattern matches (a backup, an auto-save file, an
+    /// archive…).
+    Original,
+    /// Its tags (`#+FILETAGS`, a file `:PRIVATE:` property), or its original's, as the
+    /// store holds them.
+    Tags,
+    /// It is another name (a hard link) of a file private as a whole.
+    HardLink,
+}
+
+impl std::fmt::Display for WhyPrivate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WhyPrivate::Name => "org-agent-private-files names it",
+            WhyPrivate::Original => {
+                "it is a backup, auto-save, copy or archive of a file org-agent-private-files \
+                 names"
+            }
+            WhyPrivate::Tags => "its tags, or its original's, make it private",
+            WhyPrivate::HardLink => "it is another name (a hard link) of a private file",
+        })
+    }
 }
 
 /// The file an edit would really write, once judged.
@@ -408,6 +437,82 @@ impl Notes {
         self.privacy.redact(&doc, text)
     }
 
+    /// The text of the file `file` (a store key: absolute path) as the notes layer shows it:
+    /// `None` when the file is private as a whole (its name or its original's name matches
+    /// a private pattern, its #+FILETAGS, a hard link to a private file…); otherwise the text
+    /// with private subtrees cut out (Org parsing applied to any text, backups and
+    /// archives under their original's rules), withheld properties replaced and secrets
+    /// replaced by `[REDACTED:rule]` placeholders.
+    ///
+    /// Any text is read as Org: a copy of a note under another name (`notes.txt`,
+    /// `tasks.bak`) is cut like the note, and a text that is not Org has no private
+    /// headlines, so nothing changes but its secrets. A text that could not hold anything
+    /// private (no private tag, no `PRIVATE`…: [`Privacy::could_hide`]) is not parsed; one
+    /// that could and does not parse (nesting too deep) is not shown.
+    pub fn text_as_shown(&self, file: &str, text: &str) -> Option<String> {
+        if self.hides_path(file) {
+            return None;
+        }
+        let cut = if self.privacy.could_hide(text) {
+            let doc = self.store.parse_unstored(file, text).ok()?;
+            self.privacy.redact(&doc, text)?
+        } else {
+            self.privacy.withhold_properties(text).into_owned()
+        };
+        let gate = crate::secrets::SecretGate::shared();
+        let redacted = gate.redact(&cut).text;
+        // The secret rules take `:TOKEN: [withheld]` for a password assignment: withheld
+        // values are said to be withheld, as `read_node` says it.
+        Some(self.privacy.withhold_properties(&redacted).into_owned())
+    }
+
+    /// Whether the file at `file` (a store key) is private as a whole, by any of the rules
+    /// above (name, original's name for backups, FILETAGS when the store holds it, hard link).
+    pub fn hides_path(&self, file: &str) -> bool {
+        self.why_private(file).is_some()
+    }
+
+    /// Why the file at `file` (a store key) is private as a whole, when it is (see
+    /// [`Notes::hides_path`]): to say the rule in a refusal, never the path.
+    ///
+    /// In order: a private pattern names it (or where it leads); one names the file it is a
+    /// copy of (an Emacs backup, auto-save or lock file, a `.bak`/`.orig`… copy, the
+    /// `.org_archive` of a file: see [`privacy::originals`]); the store holds it or its
+    /// original and its `#+FILETAGS` (or a `:PRIVATE:` file property) make it private; it is
+    /// a hard link to a file private as a whole (see [`Privacy::hard_link_to_private`]:
+    /// looked up only for a file with more than one name).
+    pub fn why_private(&self, file: &str) -> Option<WhyPrivate> {
+        if self.privacy.hides_file(file) {
+            return Some(WhyPrivate::Name);
+        }
+        let originals = privacy::originals(file);
+        if originals.iter().any(|o| self.privacy.hides_file(o)) {
+            return Some(WhyPrivate::Original);
+        }
+        if std::iter::once(file)
+            .chain(originals.iter().map(String::as_str))
+            .any(|f| self.hides_note_file(f))
+        {
+            return Some(WhyPrivate::Tags);
+        }
+        if file.starts_with('/') {
+            if let Ok(meta) = std::fs::metadata(filename::to_path(file)) {
+                let roots = self
+                    .confinement
+                    .as_ref()
+                    .map(|c| c.roots().dirs())
+                    .unwrap_or_default();
+                if self
+                    .privacy
+                    .hard_link_to_private(&meta, &self.store.state(), roots)
+                {
+                    return Some(WhyPrivate::HardLink);
+                }
+            }
+        }
+        None
+    }
+
     /// The nodes matching `q` that may be shown, in the store's order.
     pub fn query(&self, q: &Query) -> Vec<NodeRef> {
         let mut hits = self.store.query(q);
@@ -513,5 +618,57 @@ impl Notes {
     /// and one line per child it may see.
     pub fn render(&self, r: &NodeRef) -> String {
         render::node(r, &self.children(r), &self.privacy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Config;
+
+    #[test]
+    fn text_as_shown_applies_every_rule_of_the_notes_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let key = |name: &str| filename::key(&root.join(name)).into_owned();
+        let store = Arc::new(Store::in_memory(Config::default()));
+        let privacy = Privacy::new(["private".to_string()], ["diary.org".to_string()]);
+        let notes = Notes::new(store.clone(), Arc::new(privacy));
+        let text = "* Plans\nghp_16C7e42F292c6912E7710c838347Ae178B4a\n:PROPERTIES:\n\
+                    :TOKEN: abc\n:END:\n* Health :private:\nthe diagnosis\n";
+        let shown = notes.text_as_shown(&key("notes.txt"), text).unwrap();
+        assert_eq!(
+            shown,
+            "* Plans\n[REDACTED:github-token]\n:PROPERTIES:\n:TOKEN: [withheld]\n:END:\n\
+             * [a private subtree is left out]\n"
+        );
+        // Nothing private, no secret: the text as it is.
+        assert_eq!(
+            notes.text_as_shown(&key("a.txt"), "plain\n").as_deref(),
+            Some("plain\n")
+        );
+        for (file, why) in [
+            ("diary.org", WhyPrivate::Name),
+            ("diary.org~", WhyPrivate::Original),
+            ("#diary.org#", WhyPrivate::Original),
+            ("diary.org_archive", WhyPrivate::Original),
+        ] {
+            assert_eq!(notes.why_private(&key(file)), Some(why), "{file}");
+            assert!(notes.hides_path(&key(file)));
+            assert_eq!(notes.text_as_shown(&key(file), "* harmless\n"), None);
+        }
+        // By its FILETAGS: in the text itself, or, for a backup, its original's in the store.
+        assert_eq!(
+            notes.text_as_shown(&key("x.txt"), "#+FILETAGS: :private:\n* x\n"),
+            None
+        );
+        std::fs::write(root.join("tagged.org"), "#+FILETAGS: :private:\n* t\n").unwrap();
+        store.ingest_file(&key("tagged.org"), false).unwrap();
+        assert_eq!(
+            notes.why_private(&key("tagged.org~")),
+            Some(WhyPrivate::Tags)
+        );
+        assert_eq!(notes.text_as_shown(&key("tagged.org~"), "* t\n"), None);
+        assert!(!notes.hides_path(&key("tasks.org~")));
     }
 }

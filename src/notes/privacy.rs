@@ -12,9 +12,11 @@
 //! real path of each note is resolved once and kept (see [`RealPaths`]), not on every check.
 
 use super::paths;
-use crate::store::{filename, FileDoc, NodeRef};
+use crate::store::State;
+use crate::store::{filename, FileDoc, Node, NodeContent, NodeRef};
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -53,6 +55,8 @@ pub struct Privacy {
     secret_properties: Vec<String>,
     /// The real path of each note file seen, to match the patterns against.
     real_paths: RealPaths,
+    /// The inodes of the files private as a whole, to know a hard link to one.
+    inodes: PrivateInodes,
 }
 
 impl Default for Privacy {
@@ -85,6 +89,7 @@ impl Privacy {
                 .map(|p| p.to_string())
                 .collect(),
             real_paths: RealPaths::default(),
+            inodes: PrivateInodes::default(),
         }
     }
 
@@ -187,36 +192,101 @@ impl Privacy {
     }
 
     /// Whether the node is private: its file is, or it or an ancestor has a private tag or a
-    /// true `:PRIVATE:` property.
+    /// true `:PRIVATE:` property, or was archived from a private place (see
+    /// [`Privacy::hides_node`]).
     pub fn hides(&self, r: &NodeRef) -> bool {
-        if self.hides_doc(&r.doc) {
+        self.hides_doc(&r.doc) || self.hides_node(&r.doc.nodes, r.index)
+    }
+
+    /// Whether node `index` of `nodes` (one file's nodes in document order, as the store's
+    /// parser reads them) is private by what its text says, the file's name aside: it or an
+    /// ancestor has a private tag (own, inherited, from `#+FILETAGS`) or a true `:PRIVATE:`
+    /// property, or was archived from a private place. Org writes the tags an archived
+    /// subtree inherited into `:ARCHIVE_ITAGS:` and where it came from into
+    /// `:ARCHIVE_FILE:`: a subtree archived from under a private headline, or from a file a
+    /// private pattern names, stays private in the `.org_archive` file.
+    pub fn hides_node(&self, nodes: &[Node], index: u32) -> bool {
+        let Some(node) = nodes.get(index as usize) else {
             return true;
-        }
-        let node = r.node();
+        };
         if node.inherited_tags.iter().any(|t| self.is_private_tag(t)) {
             return true;
         }
-        let mut index = Some(r.index);
+        let mut index = Some(index);
         // A node's parent always comes before it in the file's list, so this ends; the bound
         // guards against a corrupt tree all the same.
         let mut steps = 0usize;
         while let Some(i) = index {
-            let Some(n) = r.doc.nodes.get(i as usize) else {
+            let Some(n) = nodes.get(i as usize) else {
                 return true;
             };
             let c = &n.content;
             if c.tags.iter().any(|t| self.is_private_tag(t))
                 || (self.property && c.property("PRIVATE").is_some_and(is_true))
+                || self.archived_from_private(c)
             {
                 return true;
             }
             index = n.parent();
             steps += 1;
-            if steps > r.doc.nodes.len() {
+            if steps > nodes.len() {
                 return true;
             }
         }
         false
+    }
+
+    /// Whether `c` was archived from a private place: `:ARCHIVE_ITAGS:` (the tags it
+    /// inherited where it was, space- or colon-separated) names a private tag, or
+    /// `:ARCHIVE_FILE:` (the file it came from, `~/…` as Org abbreviates it) matches a private
+    /// pattern. The file is judged by its name as written and with `~` expanded, not by
+    /// resolving links: this runs for every node a scan looks at.
+    fn archived_from_private(&self, c: &NodeContent) -> bool {
+        if c.property("ARCHIVE_ITAGS").is_some_and(|tags| {
+            tags.split(|ch: char| ch == ':' || ch.is_whitespace())
+                .any(|t| !t.is_empty() && self.is_private_tag(t))
+        }) {
+            return true;
+        }
+        if self.files.is_empty() {
+            return false;
+        }
+        let Some(file) = c.property("ARCHIVE_FILE").map(str::trim) else {
+            return false;
+        };
+        if file.is_empty() {
+            return false;
+        }
+        let expanded = file.strip_prefix("~/").map(|rest| {
+            format!(
+                "{}/{rest}",
+                filename::key(&paths::home_dir()).trim_end_matches('/')
+            )
+        });
+        self.matches_name(file) || expanded.is_some_and(|f| self.matches_name(&f))
+    }
+
+    /// Whether a text could hold anything [`Privacy::hides_node`] hides: one of the private
+    /// tags, `PRIVATE` in any case (the property), `ARCHIVE_FILE` when there are private
+    /// patterns, or `SETUPFILE` (whose `#+FILETAGS` the parser follows). When it cannot,
+    /// parsing it as Org to cut private subtrees would change nothing, and is skipped.
+    pub fn could_hide(&self, text: &str) -> bool {
+        let mut needles: Vec<&str> = self.tags.iter().map(String::as_str).collect();
+        if self.property {
+            needles.push("PRIVATE");
+        }
+        if !self.files.is_empty() {
+            needles.push("ARCHIVE_FILE");
+        }
+        needles.push("SETUPFILE");
+        // Tags are matched ignoring case too: more texts parsed, never fewer.
+        match aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(&needles)
+        {
+            Ok(ac) => ac.is_match(text),
+            Err(_) => true,
+        }
     }
 
     /// `text` (whose nodes are `doc`, parsed from exactly this text) without its private
@@ -257,6 +327,103 @@ impl Privacy {
         Some(self.withhold_properties(&out).into_owned())
     }
 
+    /// Whether the file `meta` describes is another name (a hard link) of a file private as a
+    /// whole: one of `state`'s files that privacy hides (by a pattern, its `#+FILETAGS`…), or
+    /// a file a private pattern names in `roots` or in the directory an absolute pattern
+    /// names. Only a regular file with more than one name is looked up, so an ordinary file
+    /// costs nothing; the set of private inodes is built when first needed and again when
+    /// the store's state changes, the roots differ, or after [`RESOLVE_AGAIN`].
+    ///
+    /// Its limits: a directory walk stops after [`MAX_WALKED`] entries, skips `.git`, `.hg`
+    /// and `.svn`, and follows no link; a file private by its `#+FILETAGS` counts only when
+    /// the store holds it; a link made after the set was built is known at the next build.
+    pub fn hard_link_to_private(
+        &self,
+        meta: &std::fs::Metadata,
+        state: &Arc<State>,
+        roots: &[PathBuf],
+    ) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        if !meta.is_file() || meta.nlink() < 2 {
+            return false;
+        }
+        let inodes = self
+            .inodes
+            .get(state, roots, || self.private_inodes(state, roots));
+        inodes.contains(&(meta.dev(), meta.ino()))
+    }
+
+    /// The (device, inode) of every file private as a whole that has more than one name
+    /// (see [`Privacy::hard_link_to_private`]).
+    fn private_inodes(&self, state: &State, roots: &[PathBuf]) -> HashSet<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let mut out = HashSet::new();
+        let mut add = |meta: &std::fs::Metadata| {
+            if meta.is_file() && meta.nlink() > 1 {
+                out.insert((meta.dev(), meta.ino()));
+            }
+        };
+        for doc in state.files.values() {
+            if !doc.path.starts_with('/') {
+                continue;
+            }
+            let file = NodeRef {
+                doc: doc.clone(),
+                index: 0,
+            };
+            if self.hides(&file) {
+                if let Ok(meta) = std::fs::metadata(filename::to_path(&doc.path)) {
+                    add(&meta);
+                }
+            }
+        }
+        if self.files.is_empty() {
+            return out;
+        }
+        let mut stack: Vec<PathBuf> = roots.to_vec();
+        for place in self.files.iter().filter_map(Glob::literal_place) {
+            match place {
+                Ok(file) => {
+                    if let Ok(meta) = std::fs::metadata(file) {
+                        add(&meta);
+                    }
+                }
+                Err(dir) => stack.push(dir),
+            }
+        }
+        let mut seen_dirs: HashSet<PathBuf> = HashSet::new();
+        let mut walked = 0usize;
+        while let Some(dir) = stack.pop() {
+            if !seen_dirs.insert(dir.clone()) {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                walked += 1;
+                if walked > MAX_WALKED {
+                    return out;
+                }
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let path = entry.path();
+                if kind.is_dir() {
+                    let name = entry.file_name();
+                    if ![".git", ".hg", ".svn"].iter().any(|v| name == *v) {
+                        stack.push(path);
+                    }
+                } else if kind.is_file() && self.matches_name(&filename::key(&path)) {
+                    if let Ok(meta) = entry.metadata() {
+                        add(&meta);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     fn is_private_tag(&self, tag: &str) -> bool {
         self.tags.iter().any(|t| t == tag)
     }
@@ -290,6 +457,70 @@ fn real_pattern(pattern: &str) -> Option<String> {
         real.trim_end_matches('/'),
         &pattern[dir_end..]
     ))
+}
+
+/// The path of the file Emacs made `path` from, in the same directory, when `path` is
+/// one of Emacs's copies of it: a backup `x.org~`, a numbered backup `x.org.~3~`, an
+/// auto-save file `#x.org#` or a lock link `.#x.org`. `None` for any other name. A copy is
+/// private under its original's rules: its name says nothing of what it holds.
+pub fn backup_original(path: &str) -> Option<String> {
+    let (dir, name) = match path.rfind('/') {
+        Some(i) => path.split_at(i + 1),
+        None => ("", path),
+    };
+    let original = if let Some(inner) = name.strip_prefix('#').and_then(|n| n.strip_suffix('#')) {
+        inner
+    } else if let Some(rest) = name.strip_prefix(".#") {
+        rest
+    } else if let Some(rest) = name.strip_suffix('~') {
+        // `x.org.~3~` (numbered) before `x.org~` (simple).
+        match rest.rsplit_once(".~") {
+            Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+            _ => rest,
+        }
+    } else {
+        return None;
+    };
+    (!original.is_empty() && original != "." && original != "..")
+        .then(|| format!("{dir}{original}"))
+}
+
+/// The endings of copies people and tools make of a file (`x.org.bak`, `x.org.orig`…): a
+/// copy of a private file by one of these names is private as its original is.
+const COPY_SUFFIXES: [&str; 7] = [".bak", ".orig", ".old", ".backup", ".save", ".tmp", ".rej"];
+
+/// The paths whose privacy `path` shares, nearest first: what [`backup_original`] gives,
+/// what a copy suffix (`.bak`, `.orig`…) was added to, and the file an Org archive
+/// `x.org_archive` (Org's default `%s_archive`) is of, followed to the end (`#x.org_archive#`
+/// → `x.org_archive` → `x.org`). `path` itself is not among them.
+pub fn originals(path: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut at = path.to_string();
+    // Each step shortens the name, so this ends; the bound is for the reader.
+    for _ in 0..16 {
+        let name = at.rsplit('/').next().unwrap_or(&at);
+        let next = backup_original(&at)
+            .or_else(|| {
+                COPY_SUFFIXES.iter().find_map(|suffix| {
+                    name.strip_suffix(suffix)
+                        .filter(|base| !base.is_empty())
+                        .map(|_| at[..at.len() - suffix.len()].to_string())
+                })
+            })
+            .or_else(|| {
+                name.strip_suffix("_archive")
+                    .filter(|base| !base.is_empty())
+                    .map(|_| at[..at.len() - "_archive".len()].to_string())
+            });
+        match next {
+            Some(n) if n != at && !out.contains(&n) => {
+                out.push(n.clone());
+                at = n;
+            }
+            _ => break,
+        }
+    }
+    out
 }
 
 /// The real paths of the note files privacy has judged, each resolved once per version of
@@ -351,6 +582,67 @@ impl RealPaths {
     }
 }
 
+/// Entries a walk for private files looks at before it stops (see
+/// [`Privacy::hard_link_to_private`]).
+pub const MAX_WALKED: usize = 200_000;
+
+/// The inodes of the files private as a whole (see [`Privacy::hard_link_to_private`]), with
+/// what they were built from. Shared by the clones of one [`Privacy`].
+#[derive(Default, Clone)]
+struct PrivateInodes {
+    built: Arc<Mutex<Option<InodeSet>>>,
+}
+
+struct InodeSet {
+    state: Weak<State>,
+    roots: Vec<PathBuf>,
+    at: Instant,
+    inodes: Arc<HashSet<(u64, u64)>>,
+}
+
+impl PrivateInodes {
+    /// The set built for `state` and `roots` when it is recent, else `build()`'s.
+    fn get(
+        &self,
+        state: &Arc<State>,
+        roots: &[PathBuf],
+        build: impl FnOnce() -> HashSet<(u64, u64)>,
+    ) -> Arc<HashSet<(u64, u64)>> {
+        if let Some(set) = &*self.built.lock() {
+            if std::ptr::eq(set.state.as_ptr(), Arc::as_ptr(state))
+                && set.roots == roots
+                && set.at.elapsed() < RESOLVE_AGAIN
+            {
+                return set.inodes.clone();
+            }
+        }
+        // Built without the lock: it reads the file system.
+        let inodes = Arc::new(build());
+        *self.built.lock() = Some(InodeSet {
+            state: Arc::downgrade(state),
+            roots: roots.to_vec(),
+            at: Instant::now(),
+            inodes: inodes.clone(),
+        });
+        inodes
+    }
+}
+
+impl PartialEq for PrivateInodes {
+    /// A cache: two rules are equal whatever they have built so far.
+    fn eq(&self, _: &PrivateInodes) -> bool {
+        true
+    }
+}
+
+impl Eq for PrivateInodes {}
+
+impl std::fmt::Debug for PrivateInodes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PrivateInodes")
+    }
+}
+
 impl PartialEq for RealPaths {
     /// A cache: two rules are equal whatever they have resolved so far.
     fn eq(&self, _: &RealPaths) -> bool {
@@ -403,6 +695,29 @@ impl Glob {
                 .collect(),
             name_only: false,
         }
+    }
+
+    /// Where the files an absolute pattern matches are: the file it names when it has no
+    /// wildcard (`Ok`), else the directory before its first wildcard (`Err`: `/n/journal`
+    /// for `/n/journal/**`). `None` for a name-only pattern.
+    fn literal_place(&self) -> Option<Result<PathBuf, PathBuf>> {
+        if self.name_only || self.pattern.first() != Some(&'/') {
+            return None;
+        }
+        let literal: String = self
+            .pattern
+            .iter()
+            .take_while(|c| **c != '*' && **c != '?')
+            .collect();
+        if literal.len() == self.pattern.len() {
+            return Some(Ok(filename::to_path(&literal)));
+        }
+        let dir = &literal[..literal.rfind('/')?];
+        Some(Err(filename::to_path(if dir.is_empty() {
+            "/"
+        } else {
+            dir
+        })))
     }
 
     pub fn matches(&self, path: &str) -> bool {
@@ -523,5 +838,92 @@ mod tests {
         for v in ["nil", "", "no", "false", "tt"] {
             assert!(!is_true(v), "{v}");
         }
+    }
+
+    #[test]
+    fn emacs_copies_name_their_original() {
+        for (copy, original) in [
+            ("/n/x.org~", Some("/n/x.org")),
+            ("/n/x.org.~3~", Some("/n/x.org")),
+            ("/n/x.org.~12~", Some("/n/x.org")),
+            ("/n/#x.org#", Some("/n/x.org")),
+            ("/n/.#x.org", Some("/n/x.org")),
+            ("x.org~", Some("x.org")),
+            // Not a numbered backup: the `~` alone is the backup's.
+            ("/n/x.org.~a~", Some("/n/x.org.~a")),
+            ("/n/x.org", None),
+            ("/n/#x.org", None),
+            ("/n/~", None),
+            ("/n/##", None),
+            ("/n/.#", None),
+            ("/n/#/x.org", None),
+        ] {
+            assert_eq!(backup_original(copy).as_deref(), original, "{copy}");
+        }
+        assert_eq!(
+            originals("/n/#diary.org_archive.bak#"),
+            [
+                "/n/diary.org_archive.bak",
+                "/n/diary.org_archive",
+                "/n/diary.org"
+            ]
+        );
+        assert_eq!(originals("/n/x.org.orig"), ["/n/x.org"]);
+        assert!(originals("/n/x.org").is_empty());
+        assert!(originals("/n/.bak").is_empty());
+    }
+
+    /// A file's nodes as the store parses them.
+    fn nodes(text: &str) -> Vec<Node> {
+        crate::store::parse::parse_with_defaults(text, std::path::Path::new("/n/a.org_archive"))
+            .unwrap()
+            .nodes
+    }
+
+    fn hidden_titles(p: &Privacy, text: &str) -> Vec<String> {
+        let nodes = nodes(text);
+        (0..nodes.len() as u32)
+            .filter(|&i| p.hides_node(&nodes, i))
+            .map(|i| nodes[i as usize].content.title.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn archived_subtrees_stay_private_by_their_inherited_tags_and_their_file() {
+        let home = filename::key(&paths::home_dir()).into_owned();
+        let home = home.trim_end_matches('/');
+        let p = Privacy::new(
+            ["private".to_string(), "@personal".to_string()],
+            [format!("{home}/org/diary.org"), "*.secret.org".to_string()],
+        );
+        let text = "* Itags\n:PROPERTIES:\n:ARCHIVE_ITAGS: work private\n:END:\n** Under\n\
+                    * Colons\n:PROPERTIES:\n:ARCHIVE_ITAGS: :@personal:\n:END:\n\
+                    * Home\n:PROPERTIES:\n:ARCHIVE_FILE: ~/org/diary.org\n:END:\n\
+                    * Named\n:PROPERTIES:\n:ARCHIVE_FILE: /x/health.secret.org\n:END:\n\
+                    * Kept\n:PROPERTIES:\n:ARCHIVE_FILE: ~/org/tasks.org\n\
+                    :ARCHIVE_ITAGS: work privately\n:END:\n";
+        assert_eq!(
+            hidden_titles(&p, text),
+            ["Itags", "Under", "Colons", "Home", "Named"]
+        );
+        // Without private patterns, the file an entry came from says nothing.
+        let tags_only = Privacy::new(["private".to_string()], []);
+        assert_eq!(hidden_titles(&tags_only, text), ["Itags", "Under"]);
+        assert!(hidden_titles(&Privacy::none(), text).is_empty());
+    }
+
+    #[test]
+    fn only_texts_that_could_hold_something_private_need_parsing() {
+        let p = Privacy::new(["private".to_string()], []);
+        assert!(!p.could_hide("* Plain\nwords\n"));
+        assert!(p.could_hide("* x :private:\n"));
+        assert!(p.could_hide("* x\n:PROPERTIES:\n:private: t\n:END:\n"));
+        assert!(p.could_hide("#+setupfile: other.org\n"));
+        // ARCHIVE_FILE matters only with private patterns.
+        assert!(!p.could_hide(":ARCHIVE_FILE: ~/x.org\n"));
+        let files = Privacy::new([], ["x.org".to_string()]);
+        assert!(files.could_hide(":archive_file: ~/x.org\n"));
+        let none = Privacy::none();
+        assert!(!none.could_hide("* x :private:\n:PRIVATE: t\n"));
     }
 }

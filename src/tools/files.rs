@@ -5,9 +5,14 @@
 //! [`crate::notes::paths`]): it must lie in the roots, not be protected and not be a private
 //! file, by its name or by where it really leads. The path gate refuses the same before a
 //! body runs; the bodies judge again, since a tool may be called without the gates (a
-//! skill's alias, a test). An Org file is shown as the notes show it: private subtrees cut
-//! out. `write_file` never writes an Org file (notes change through the edit tools, which
-//! show a diff and keep Org's structure) and writes atomically, to the real file.
+//! skill's alias, a test). Every text is shown as the notes layer shows it
+//! ([`Notes::text_as_shown`]), whatever its name: private subtrees cut out (a copy of a note
+//! as `notes.txt` is a note), withheld properties and secrets replaced; a file private as a
+//! whole ([`Notes::why_private`]: by its name, as an Emacs backup, copy or archive of a
+//! private file, by its tags, as a hard link to a private file) is refused, and a listing
+//! leaves it out. `write_file` never writes an Org file (notes change through the edit
+//! tools, which show a diff and keep Org's structure) and writes atomically, to the real
+//! file.
 
 use super::{Args, Param, ParamType, Tool};
 use crate::notes::Refusal;
@@ -48,9 +53,24 @@ fn is_org(r: &Resolved) -> bool {
     })
 }
 
+/// Why the file `r` is private as a whole, by its given or its real path, if it is: the
+/// refusal names the rule, never the path.
+fn private_file(notes: &Notes, r: &Resolved) -> Result<(), String> {
+    match notes
+        .why_private(&r.given_key())
+        .or_else(|| notes.why_private(&r.real_key()))
+    {
+        Some(why) => Err(format!(
+            "that file is private ({why}): the agent may not read or change it"
+        )),
+        None => Ok(()),
+    }
+}
+
 fn read_file(notes: &Notes, confinement: &Confinement, args: &Args) -> Result<String, String> {
     let path = args.str("path").unwrap_or_default();
     let r = judge(notes, confinement, path)?;
+    private_file(notes, &r)?;
     let meta = std::fs::metadata(r.real()).map_err(|_| format!("there is no file {path:?}"))?;
     if meta.is_dir() {
         return Err(format!("{path:?} is a directory: use list_directory"));
@@ -68,15 +88,12 @@ fn read_file(notes: &Notes, confinement: &Confinement, args: &Args) -> Result<St
     let Ok(text) = String::from_utf8(bytes) else {
         return Err(format!("{path:?} is not UTF-8 text (a binary file?)"));
     };
-    let text = if is_org(&r) {
-        // As the notes show it: private subtrees cut out; a file private by its tags is
-        // refused in the words of any private file.
-        notes
-            .redact_org(&r.given_key(), &text)
-            .ok_or_else(|| Refusal::Private.to_string())?
-    } else {
-        text
-    };
+    // Every text as the notes layer shows it, whatever its name: private subtrees cut out
+    // (a copy of a note is a note), withheld properties and secrets replaced; a file private
+    // by its tags is refused in the words of any private file.
+    let text = notes
+        .text_as_shown(&r.given_key(), &text)
+        .ok_or_else(|| Refusal::Private.to_string())?;
     Ok(page(path, &text, args))
 }
 
@@ -125,12 +142,7 @@ fn list_directory(notes: &Notes, confinement: &Confinement, args: &Args) -> Resu
         // Each entry judged as a path of its own: a link in the directory is judged by
         // where it leads; private, protected and outside ones are counted, never named.
         let child_r = match judge(notes, confinement, &filename::key(&child)) {
-            Ok(r)
-                if !notes.hides_note_file(&r.given_key())
-                    && !notes.hides_note_file(&r.real_key()) =>
-            {
-                r
-            }
+            Ok(r) if private_file(notes, &r).is_ok() => r,
             _ => {
                 hidden += 1;
                 continue;
@@ -229,8 +241,8 @@ pub fn reading_tools(confinement: Arc<Confinement>) -> Vec<Tool> {
         Tool {
             name: "read_file".into(),
             description: "Read a text file in the user's directories (absolute path or ~/…), a \
-                          page of lines at a time. Org files are shown as the notes are: \
-                          private parts left out."
+                          page of lines at a time, as the notes are shown: private parts \
+                          left out, secrets replaced."
                 .into(),
             params: vec![
                 param(
@@ -541,5 +553,229 @@ mod tests {
         );
         assert!(!f.root.join("outside/new.txt").exists());
         assert!(!f.root.join(".ssh/authorized_keys").exists());
+    }
+
+    /// `f`'s file tools over `notes` (other rules, another store).
+    fn call_with(f: &Fixture, notes: &Notes, tool: &str, path: &Path) -> Result<String, String> {
+        f.registry
+            .call(notes, tool, &json!({ "path": key(path) }))
+            .map_err(|e| e.to_string())
+    }
+
+    /// A refusal that names the privacy rule and neither the private text nor the file.
+    fn assert_private_refusal(e: &str, rule: &str, secrets: &[&str]) {
+        assert!(e.contains("private") && e.contains(rule), "{e}");
+        for s in secrets {
+            assert!(!e.contains(s), "{s}: {e}");
+        }
+    }
+
+    const MIXED: &str =
+        "* Shopping\nmilk\n* Health :private:\nthe secret diagnosis\n* After\nbread\n";
+
+    #[test]
+    fn emacs_backups_auto_saves_and_locks_are_shown_as_their_original() {
+        let f = fixture();
+        let d = &f.notes_dir;
+        // Copies of a note with a private subtree: the subtree is cut, as in the note.
+        for name in ["mixed.org~", "mixed.org.~3~", "#mixed.org#", ".#mixed.org"] {
+            std::fs::write(d.join(name), MIXED).unwrap();
+            let text = f.read(&d.join(name)).unwrap();
+            assert!(
+                text.contains("milk") && text.contains("bread"),
+                "{name}: {text}"
+            );
+            assert!(!text.contains("secret diagnosis"), "{name}: {text}");
+            assert!(
+                text.contains("private subtree is left out"),
+                "{name}: {text}"
+            );
+        }
+        // Copies of a file private by its name: private as a whole, whatever they hold.
+        for name in ["diary.org~", "diary.org.~12~", "#diary.org#", ".#diary.org"] {
+            std::fs::write(d.join(name), "* Dear diary\nmy secret\n").unwrap();
+            let e = f.read(&d.join(name)).unwrap_err();
+            assert_private_refusal(&e, "backup", &["my secret", "diary"]);
+        }
+        // Emacs's lock is usually a link to nothing: refused, its target never read.
+        std::fs::remove_file(d.join(".#diary.org")).unwrap();
+        std::os::unix::fs::symlink("user@host.1234:1700000000", d.join(".#diary.org")).unwrap();
+        let e = f.read(&d.join(".#diary.org")).unwrap_err();
+        assert!(!e.contains("user@host"), "{e}");
+        assert!(f.notes.hides_path(&key(&d.join(".#diary.org"))));
+        // And a listing leaves them all out, counting them.
+        let list = f.call("list_directory", json!({"path": key(d)})).unwrap();
+        assert!(!list.contains("diary"), "{list}");
+        assert!(list.contains("- mixed.org~ ("), "{list}");
+        assert!(list.contains("10 hidden"), "{list}");
+    }
+
+    #[test]
+    fn archived_subtrees_keep_their_privacy() {
+        let f = fixture();
+        let d = &f.notes_dir;
+        let archive = format!(
+            "#    -*- mode: org -*-\n\nArchived entries from file {tasks}\n\n\
+             * Old health note\n:PROPERTIES:\n:ARCHIVE_TIME: 2024-01-01 Mon 10:00\n\
+             :ARCHIVE_FILE: {tasks}\n:ARCHIVE_OLPATH: Health\n:ARCHIVE_ITAGS: work private\n\
+             :END:\nthe archived diagnosis\n\
+             * Old diary entry\n:PROPERTIES:\n:ARCHIVE_FILE: {diary}\n:END:\n\
+             dear diary, archived\n\
+             * Old shopping\n:PROPERTIES:\n:ARCHIVE_FILE: {tasks}\n:ARCHIVE_ITAGS: work\n\
+             :END:\neggs\n",
+            tasks = key(&d.join("tasks.org")),
+            diary = key(&d.join("diary.org")),
+        );
+        let file = d.join("tasks.org_archive");
+        std::fs::write(&file, &archive).unwrap();
+        let text = f.read(&file).unwrap();
+        assert!(
+            text.contains("eggs") && text.contains("Old shopping"),
+            "{text}"
+        );
+        for hidden in [
+            "archived diagnosis",
+            "Old health",
+            "dear diary",
+            "Old diary",
+        ] {
+            assert!(!text.contains(hidden), "{hidden}: {text}");
+        }
+        // The archive of a file private by its name is private as a whole.
+        std::fs::write(d.join("diary.org_archive"), "* Old\nold secret\n").unwrap();
+        let e = f.read(&d.join("diary.org_archive")).unwrap_err();
+        assert_private_refusal(&e, "archive", &["old secret", "diary"]);
+        // The whole notes layer hides them too: queries and lookups, once the store holds it.
+        let store = Arc::new(Store::in_memory(Config::default()));
+        store.ingest_file(&key(&file), false).unwrap();
+        let notes = Notes::new(store, Arc::new(f.notes.privacy().clone()));
+        let titles: Vec<String> = notes
+            .query(&crate::store::Query::default())
+            .iter()
+            .map(|r| r.node().content.title.to_string())
+            .collect();
+        assert!(titles.contains(&"Old shopping".to_string()), "{titles:?}");
+        assert!(
+            !titles
+                .iter()
+                .any(|t| t.contains("health") || t.contains("diary")),
+            "{titles:?}"
+        );
+    }
+
+    #[test]
+    fn org_text_is_redacted_whatever_the_file_is_called() {
+        let f = fixture();
+        let d = &f.notes_dir;
+        for name in ["notes.txt", "tasks.bak", "x.org.orig", "README"] {
+            std::fs::write(d.join(name), MIXED).unwrap();
+            let text = f.read(&d.join(name)).unwrap();
+            assert!(
+                text.contains("milk") && text.contains("bread"),
+                "{name}: {text}"
+            );
+            assert!(!text.contains("secret diagnosis"), "{name}: {text}");
+        }
+        // A copy of a private file by a copy's name is private as its original.
+        std::fs::write(d.join("diary.org.bak"), "* Dear diary\nmy secret\n").unwrap();
+        let e = f.read(&d.join("diary.org.bak")).unwrap_err();
+        assert_private_refusal(&e, "copy", &["my secret", "diary"]);
+        // A copy carrying its #+FILETAGS is private by them.
+        std::fs::write(
+            d.join("tagged.txt"),
+            "#+FILETAGS: :private:\n* x\nhidden words\n",
+        )
+        .unwrap();
+        let e = f.read(&d.join("tagged.txt")).unwrap_err();
+        assert_private_refusal(&e, "tags", &["hidden words"]);
+        // Text that is not Org is shown as it is, but for the values of withheld properties.
+        std::fs::write(
+            d.join("plain.md"),
+            "# Title\n- a list * with stars\n:PASSWORD: hunter2\n",
+        )
+        .unwrap();
+        let text = f.read(&d.join("plain.md")).unwrap();
+        assert!(
+            text.ends_with(":\n# Title\n- a list * with stars\n:PASSWORD: [withheld]\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn hard_links_to_private_files_are_private() {
+        let f = fixture();
+        let d = &f.notes_dir;
+        // A private file by its pattern in the roots, never ingested: found by the walk.
+        std::fs::hard_link(d.join("diary.org"), d.join("sub/plain.txt")).unwrap();
+        let e = f.read(&d.join("sub/plain.txt")).unwrap_err();
+        assert_private_refusal(&e, "hard link", &["my secret", "diary"]);
+        // A private directory outside the roots, named by an absolute pattern.
+        let vault = f.root.join("vault");
+        std::fs::create_dir_all(&vault).unwrap();
+        std::fs::write(vault.join("keys.txt"), "the vault's words\n").unwrap();
+        std::fs::hard_link(vault.join("keys.txt"), d.join("harmless.txt")).unwrap();
+        let privacy = Privacy::new(
+            ["private".to_string()],
+            ["diary.org".to_string(), format!("{}/**", key(&vault))],
+        );
+        let store = Arc::new(Store::in_memory(Config::default()));
+        let notes = Notes::new(store.clone(), Arc::new(privacy))
+            .confined(f.notes.confinement().unwrap().clone());
+        let e = call_with(&f, &notes, "read_file", &d.join("harmless.txt")).unwrap_err();
+        assert_private_refusal(&e, "hard link", &["vault"]);
+        // A file private by its #+FILETAGS once the store holds it: the link's own text has
+        // lost them (the note changed since, or the link is to a copy Org rewrote).
+        std::fs::write(
+            d.join("filed.org"),
+            "#+FILETAGS: :private:\n* y\nfiled words\n",
+        )
+        .unwrap();
+        store
+            .ingest_file(&key(&d.join("filed.org")), false)
+            .unwrap();
+        std::fs::hard_link(d.join("filed.org"), d.join("other.txt")).unwrap();
+        std::fs::write(d.join("filed.org"), "* y\nfiled words\n").unwrap();
+        let e = call_with(&f, &notes, "read_file", &d.join("other.txt")).unwrap_err();
+        assert_private_refusal(&e, "hard link", &["filed words", "filed.org"]);
+        let list = call_with(&f, &notes, "list_directory", d).unwrap();
+        for hidden in ["harmless", "other.txt", "filed.org"] {
+            assert!(!list.contains(hidden), "{hidden}: {list}");
+        }
+        // Two names of an ordinary file are both shown.
+        std::fs::write(d.join("a.txt"), "shared words\n").unwrap();
+        std::fs::hard_link(d.join("a.txt"), d.join("b.txt")).unwrap();
+        let text = call_with(&f, &notes, "read_file", &d.join("b.txt")).unwrap();
+        assert!(text.contains("shared words"), "{text}");
+        assert!(notes.hides_path(&key(&d.join("other.txt"))));
+        assert!(!notes.hides_path(&key(&d.join("b.txt"))));
+    }
+
+    #[test]
+    fn read_file_replaces_secrets() {
+        let f = fixture();
+        let file = f.notes_dir.join("deploy.txt");
+        std::fs::write(
+            &file,
+            "token ghp_16C7e42F292c6912E7710c838347Ae178B4a ok\n\
+             db postgres://app:S3cr3t!pw@db.example.com:5432/app\n",
+        )
+        .unwrap();
+        let text = f.read(&file).unwrap();
+        assert!(text.contains("token [REDACTED:github-token] ok"), "{text}");
+        assert!(text.contains("[REDACTED:url-password]"), "{text}");
+        assert!(
+            !text.contains("ghp_16C7") && !text.contains("S3cr3t"),
+            "{text}"
+        );
+        // In an Org note as well, after its private subtrees are cut.
+        let note = f.notes_dir.join("ops.org");
+        std::fs::write(
+            &note,
+            "* Deploy\ntoken ghp_16C7e42F292c6912E7710c838347Ae178B4a\n* Mine :private:\nx\n",
+        )
+        .unwrap();
+        let text = f.read(&note).unwrap();
+        assert!(text.contains("[REDACTED:github-token]"), "{text}");
+        assert!(!text.contains("ghp_") && !text.contains("Mine"), "{text}");
     }
 }
