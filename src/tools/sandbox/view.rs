@@ -15,7 +15,7 @@
 //! again. New privacy rules start a new view.
 
 use crate::notes::paths::{resolve, Protected};
-use crate::notes::{Notes, Privacy};
+use crate::notes::{Confinement, Notes, Privacy};
 use crate::store::filename;
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -163,6 +163,15 @@ impl NotesView {
             .confinement()
             .map(|c| c.protected().clone())
             .unwrap_or_else(|| Protected::new(&home, None, [""; 0]));
+        // Judged within the notes directories (a hard link is private when the file's other
+        // name there is), whatever the roots of the notes handed in.
+        let confined = notes.clone().confined(Arc::new(Confinement::new(
+            &home,
+            self.dirs.iter().map(|(d, _)| filename::key(d).into_owned()),
+            None,
+            [""; 0],
+        )));
+        let notes = &confined;
         let mut seen: HashSet<PathBuf> = HashSet::new();
         let mut seen_dirs: HashSet<PathBuf> = HashSet::new();
         for (dir, view) in self.dirs.clone() {
@@ -306,10 +315,7 @@ fn copy_shown(notes: &Notes, source: &Path, target: &Path) -> io::Result<Copy> {
         .ok()
         .filter(|bytes| !bytes.contains(&0))
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .and_then(|text| {
-            let key = filename::key(source);
-            shown_text(notes, &key, &text)
-        });
+        .and_then(|text| notes.text_as_shown(&filename::key(source), &text));
     match shown {
         Some(text) => {
             std::fs::write(target, text)?;
@@ -323,20 +329,6 @@ fn copy_shown(notes: &Notes, source: &Path, target: &Path) -> io::Result<Copy> {
             Ok(Copy::LeftOut)
         }
     }
-}
-
-/// `text` of the file `key` as the notes layer shows it (`None`: nothing of it).
-fn shown_text(notes: &Notes, key: &str, text: &str) -> Option<String> {
-    if notes.privacy().hides_file(key) {
-        return None;
-    }
-    let org = notes.redact_org(key, text)?;
-    Some(
-        crate::secrets::SecretGate::shared()
-            .redact(&org)
-            .text
-            .into_owned(),
-    )
 }
 
 /// Only the user may enter the views' directory.
