@@ -198,12 +198,16 @@ fn the_network_is_off_unless_the_command_may_use_it() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let mut h = home();
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("a system python3 (Debian's python3 package)");
     let probe = format!(
-        "/usr/bin/python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('connected')\""
+        "{python} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('connected')\""
     );
     let out = h.run(&probe, &h.project);
     assert!(!out.contains("connected\n"), "{out}");
-    h.config.network = vec![vec!["/usr/bin/python3".into()]];
+    h.config.network = vec![vec![python.into()]];
     let out = h.run(&probe, &h.project);
     assert!(out.contains("connected"), "{out}");
 }
