@@ -6,12 +6,21 @@
 //!
 //! No maintained Rust library does this as a library with an allowlist for notes (the
 //! crates found are command-line scanners of repositories), so the rules are our own,
-//! written from the formats' public descriptions (see `rules.rs`). Cost: one
-//! Aho-Corasick pass over the text for every rule's keywords and one byte scan for long
-//! tokens; a rule's regex runs only when one of its keywords occurred, so ordinary text
-//! costs two linear scans.
+//! written from the formats' public descriptions (see `rules.rs`).
+//!
+//! Besides the rules' regexes, passes of our own catch what a regex on the text as it
+//! stands cannot:
+//!
+//! - long random tokens anywhere (`high-entropy-token`);
+//! - a URL's query parameters named like credentials (`?api_key=…`, `&token=…`): only the
+//!   value goes, the URL keeps its shape (`url-credential`, `query.rs`).
+//!
+//! Cost: one Aho-Corasick pass over the text for every rule's keywords and one byte scan
+//! for long tokens; a rule's regex runs only when one of its keywords occurred (the URL
+//! pass only after a `://`), so ordinary text costs two linear scans.
 
 mod allow;
+mod query;
 mod rules;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -37,10 +46,20 @@ pub struct Redacted<'a> {
 /// The shortest token the keyword-free rule looks at.
 const MIN_RANDOM_TOKEN: usize = 32;
 
+/// The rules found by scans of their own, in the order of [`rules::pass_rules`]: each one's
+/// index is the number of table rules plus its own.
+#[derive(Debug, Clone, Copy)]
+enum Pass {
+    Random = 0,
+    Url = 1,
+}
+
 /// The detector: the rules and their keyword pre-filter.
 pub struct Detector {
+    /// The regex rules, then the rules of the hand-written passes ([`Pass`]).
     rules: Vec<Rule>,
-    random: Rule,
+    /// How many of `rules` are regex rules.
+    table: usize,
     prefilter: AhoCorasick,
     /// For each pattern of the pre-filter, the rules whose keyword it is (bit i: rule i).
     keyword_rules: Vec<u64>,
@@ -82,7 +101,9 @@ struct Found {
 impl Detector {
     /// The detector with the default rules.
     pub fn new() -> Detector {
-        let rules = rules::default_rules();
+        let mut rules = rules::default_rules();
+        let table = rules.len();
+        rules.extend(rules::pass_rules());
         assert!(rules.len() <= 64, "the rule sets are bit masks");
         let mut keywords: Vec<String> = Vec::new();
         let mut keyword_rules: Vec<u64> = Vec::new();
@@ -110,7 +131,7 @@ impl Detector {
             .unwrap_or_else(|e| panic!("secret keywords: {e}"));
         Detector {
             rules,
-            random: rules::random_token_rule(),
+            table,
             prefilter,
             keyword_rules,
             always,
@@ -119,11 +140,7 @@ impl Detector {
 
     /// The rule names, in the order rules are tried.
     pub fn rule_names(&self) -> Vec<&'static str> {
-        self.rules
-            .iter()
-            .chain(std::iter::once(&self.random))
-            .map(|r| r.name)
-            .collect()
+        self.rules.iter().map(|r| r.name).collect()
     }
 
     /// `text` with each secret replaced by `[REDACTED:rule-name]`.
@@ -173,7 +190,12 @@ impl Detector {
     }
 
     fn rule(&self, i: usize) -> &Rule {
-        self.rules.get(i).unwrap_or(&self.random)
+        &self.rules[i]
+    }
+
+    /// The index of a pass's rule.
+    fn pass(&self, p: Pass) -> usize {
+        self.table + p as usize
     }
 
     /// The secrets in `text`, in order, none overlapping.
@@ -183,12 +205,19 @@ impl Detector {
             triggered |= self.keyword_rules[m.pattern().as_usize()];
         }
         let mut found = Vec::new();
-        for (i, rule) in self.rules.iter().enumerate() {
+        for (i, rule) in self.rules[..self.table].iter().enumerate() {
             if triggered & (1 << i) != 0 {
                 matches_of(rule, i, text, &mut found);
             }
         }
-        random_tokens(text, self.rules.len(), &mut found);
+        random_tokens(text, self.pass(Pass::Random), &mut found);
+        let url = self.pass(Pass::Url);
+        if triggered & (1 << url) != 0 {
+            let queries = query::credentials(text, url, &mut found);
+            // A query's parameters are judged by their names there: the generic rules (an
+            // assignment's value runs on over `&`) keep out.
+            found.retain(|f| !(self.rule(f.rule).generic && query::inside(&queries, f.start)));
+        }
         // The formats' own rules first, then the generic ones where no format matched; among
         // equals the earliest, then the longest, then the earlier rule.
         found.sort_unstable_by_key(|f| {

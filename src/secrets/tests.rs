@@ -139,3 +139,90 @@ fn spans_are_what_redact_replaces() {
     assert_eq!(cut, d.redact(text).text);
     assert!(d.spans("nothing here").is_empty());
 }
+
+/// Each `(text, redacted)` pair: the detector's output is exactly `redacted`.
+fn assert_redacts(cases: &[(&str, &str)]) {
+    for (text, want) in cases {
+        assert_eq!(redacted(text), *want, "{text}");
+    }
+}
+
+#[test]
+fn credentials_in_url_queries_go_and_the_url_stays() {
+    assert_redacts(&[
+        (
+            "https://api.example.com/v1?api_key=Xk9fQ2mLp7Rt4wZ8&page=2",
+            "https://api.example.com/v1?api_key=[REDACTED:url-credential]&page=2",
+        ),
+        (
+            "[[https://x.io/feed.xml?token=abc123def456][my feed]]",
+            "[[https://x.io/feed.xml?token=[REDACTED:url-credential]][my feed]]",
+        ),
+        (
+            "GET https://x.io/me?fields=name&access_token=EAAB9xZk27Qp#top",
+            "GET https://x.io/me?fields=name&access_token=[REDACTED:url-credential]#top",
+        ),
+        (
+            "https://maps.x.com/api?key=Zq81mN0vR3tY5uW7x",
+            "https://maps.x.com/api?key=[REDACTED:url-credential]",
+        ),
+        (
+            "ftp://h/x?secret=s3cr3tValue9&passwd=Tr0ub4dor&pwd=9fk2LmQ8z",
+            "ftp://h/x?secret=[REDACTED:url-credential]&passwd=[REDACTED:url-credential]&pwd=[REDACTED:url-credential]",
+        ),
+        (
+            "https://x/y?password=hunter22&auth=dXNlcjpwYXNzMTIz&a=dXNlcjpwYXNz",
+            "https://x/y?password=[REDACTED:url-credential]&auth=[REDACTED:url-credential]&a=dXNlcjpwYXNz",
+        ),
+        (
+            "https://s3.x.com/f?X-Amz-Expires=300&X-Amz-Signature=5f2b8c0e9d7a4f6e1b3c8d2a9e7f0c1d&sig=Q2hlY2tTaWc%3D",
+            "https://s3.x.com/f?X-Amz-Expires=300&X-Amz-Signature=[REDACTED:url-credential]&sig=[REDACTED:url-credential]",
+        ),
+        (
+            "https://login.x.com/token?client_id=app&client_secret=q8Z-2mL_9xPw&apikey=K3y9Zq7Wm2",
+            "https://login.x.com/token?client_id=app&client_secret=[REDACTED:url-credential]&apikey=[REDACTED:url-credential]",
+        ),
+        // OAuth's implicit flow answers in the fragment; prose after a URL is not its value.
+        (
+            "back to https://app/cb#access_token=ya29a0AfH6SMB&expires_in=3600.",
+            "back to https://app/cb#access_token=[REDACTED:url-credential]&expires_in=3600.",
+        ),
+        // `sig` in a signed URL (an Azure SAS: a version, an expiry, permissions).
+        (
+            "https://acct.blob.core.windows.net/c/f.pdf?sv=2022-11-02&se=2026-01-01&sp=r&sig=Q2hlY2tTaWc9%2BabcD%3D",
+            "https://acct.blob.core.windows.net/c/f.pdf?sv=2022-11-02&se=2026-01-01&sp=r&sig=[REDACTED:url-credential]",
+        ),
+        (
+            "(see https://x.io/a?token=Ab12cd34Ef)",
+            "(see https://x.io/a?token=[REDACTED:url-credential])",
+        ),
+        // A key with its own rule keeps that rule's name.
+        (
+            "https://x.io/?token=ghp_16C7e42F292c6912E7710c838347Ae178B4a&a=1",
+            "https://x.io/?token=[REDACTED:github-token]&a=1",
+        ),
+    ]);
+}
+
+#[test]
+fn ordinary_url_parameters_stay() {
+    for text in [
+        "https://example.com/search?page=2&sort=asc",
+        "https://x.io/a?key=1&token=next",
+        "https://x.io/a?token=next&page=2",
+        "https://x.io/a?token=&key=",
+        "https://x.io/a?api_key=YOUR_API_KEY",
+        "https://x.io/a?api_key=${API_KEY}&x=1",
+        "https://x.io/a?key=some-setting-name",
+        "https://x.io/a?pageToken=CAoQAA12345678&keyword=abc12345",
+        "https://x.io/a?since=2026-11-24&pass=12345678",
+        "[[https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42][video]]",
+        // A `sig` outside a signed URL, a publisher's proxy token, a storage link's
+        // download token (a UUID).
+        "[[https://books.google.ca/books?id=NJ_xBwAAQBAJ&pg=PA232&ots=1EDj-63h7P&sig=AOvVaw3kZ9x2Lp7QmT4r&hl=en][book]]",
+        "[[https://dl.acm.org/doi/pdf/10.1145/1297081?casa_token=ue30hIDzLJAAAAAA:UjEJpdcbRA6NAgB2][paper]]",
+        "https://firebasestorage.googleapis.com/v0/b/x.appspot.com/o/a.png?alt=media&token=5b9c2c9e-3f2a-4b7e-9d1c-0a1b2c3d4e5f",
+    ] {
+        assert_eq!(redacted(text), text, "{text}");
+    }
+}
