@@ -11,15 +11,23 @@
 //! Besides the rules' regexes, passes of our own catch what a regex on the text as it
 //! stands cannot:
 //!
-//! - long random tokens anywhere (`high-entropy-token`);
+//! - long random tokens anywhere (`high-entropy-token`), unless the token decodes to words
+//!   that hold no secret (base64 of a sentence);
 //! - a URL's query parameters named like credentials (`?api_key=…`, `&token=…`): only the
-//!   value goes, the URL keeps its shape (`url-credential`, `query.rs`).
+//!   value goes, the URL keeps its shape (`url-credential`, `query.rs`);
+//! - hex and base64 runs: one that decodes to text is rescanned with every rule, and a hit
+//!   withholds the whole run (`hex-encoded`, `base64-encoded`, `encoded.rs`).
 //!
-//! Cost: one Aho-Corasick pass over the text for every rule's keywords and one byte scan
-//! for long tokens; a rule's regex runs only when one of its keywords occurred (the URL
-//! pass only after a `://`), so ordinary text costs two linear scans.
+//! Cost: one Aho-Corasick pass over the text for every rule's keywords and one byte scan for
+//! runs of token characters (the random tokens and the encoded runs); a rule's regex runs
+//! only when one of its keywords occurred (the URL pass only after a `://`), so ordinary
+//! text costs two linear scans. A run is decoded only when its first bytes decode to text (a
+//! hash or a key's binary decodes to garbage at once), and decoded text is rescanned the
+//! same way, at most [`encoded::BUDGET`] bytes per call and two levels deep, so the whole
+//! stays linear.
 
 mod allow;
+mod encoded;
 mod query;
 mod rules;
 
@@ -52,7 +60,13 @@ const MIN_RANDOM_TOKEN: usize = 32;
 enum Pass {
     Random = 0,
     Url = 1,
+    Hex = 2,
+    Base64 = 3,
 }
+
+/// How many levels of decoding a text goes through (the text, then what a run of it decodes
+/// to): `base64(hex(key))` is found, deeper nestings are not.
+const MAX_DECODE_DEPTH: usize = 2;
 
 /// The detector: the rules and their keyword pre-filter.
 pub struct Detector {
@@ -200,6 +214,13 @@ impl Detector {
 
     /// The secrets in `text`, in order, none overlapping.
     fn find(&self, text: &str) -> Vec<Found> {
+        let mut budget = encoded::BUDGET;
+        self.find_in(text, 0, &mut budget)
+    }
+
+    /// The secrets in `text` at `depth` (0: the text given; 1 and on: what was decoded from
+    /// it), decoding at most `budget` more bytes.
+    fn find_in(&self, text: &str, depth: usize, budget: &mut usize) -> Vec<Found> {
         let mut triggered = self.always;
         for m in self.prefilter.find_overlapping_iter(text) {
             triggered |= self.keyword_rules[m.pattern().as_usize()];
@@ -210,7 +231,15 @@ impl Detector {
                 matches_of(rule, i, text, &mut found);
             }
         }
-        random_tokens(text, self.pass(Pass::Random), &mut found);
+        let random = self.pass(Pass::Random);
+        for (start, end) in encoded::token_runs(text) {
+            let prose = depth < MAX_DECODE_DEPTH
+                && self.encoded_run(text, start, end, depth, budget, &mut found);
+            // A run that decodes to words without a secret is encoded prose, not a key.
+            if end - start >= MIN_RANDOM_TOKEN && !prose {
+                random_token(text, start, end, random, &mut found);
+            }
+        }
         let url = self.pass(Pass::Url);
         if triggered & (1 << url) != 0 {
             let queries = query::credentials(text, url, &mut found);
@@ -218,8 +247,50 @@ impl Detector {
             // assignment's value runs on over `&`) keep out.
             found.retain(|f| !(self.rule(f.rule).generic && query::inside(&queries, f.start)));
         }
-        // The formats' own rules first, then the generic ones where no format matched; among
-        // equals the earliest, then the longest, then the earlier rule.
+        self.resolve(found)
+    }
+
+    /// The hex or base64 pieces of the token run `text[start..end]` that decode to text
+    /// holding a secret, whole. Whether the whole run decodes to words (text with a space)
+    /// holding none.
+    fn encoded_run(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        depth: usize,
+        budget: &mut usize,
+        found: &mut Vec<Found>,
+    ) -> bool {
+        if encoded::skipped_context(text, start) {
+            return false;
+        }
+        let mut prose = false;
+        for (s, e) in encoded::pieces(text, start, end) {
+            let Some((encoding, decoded)) = encoded::decode(&text[s..e], budget) else {
+                continue;
+            };
+            if self.find_in(&decoded, depth + 1, budget).is_empty() {
+                prose = (s, e) == (start, end) && decoded.contains(' ');
+            } else {
+                let pass = match encoding {
+                    encoded::Encoding::Hex => Pass::Hex,
+                    encoded::Encoding::Base64 => Pass::Base64,
+                };
+                found.push(Found {
+                    start: s,
+                    end: e,
+                    rule: self.pass(pass),
+                });
+            }
+        }
+        prose
+    }
+
+    /// `found` with overlaps settled: the formats' own rules first, then the generic ones
+    /// where no format matched; among equals the earliest, then the longest, then the
+    /// earlier rule. In order of position.
+    fn resolve(&self, mut found: Vec<Found>) -> Vec<Found> {
         found.sort_unstable_by_key(|f| {
             (
                 self.rule(f.rule).generic,
@@ -262,13 +333,11 @@ fn matches_of(rule: &Rule, index: usize, text: &str, found: &mut Vec<Found>) {
     }
 }
 
-/// Long random tokens anywhere in `text` (the keyword-free rule), word by word: a word that
-/// is a URL or a file path is left alone (a secret in a URL is a password or a named
-/// parameter, which other rules find), as are public keys and hashes named as such.
-fn random_tokens(text: &str, index: usize, found: &mut Vec<Found>) {
+/// A long random token (the keyword-free rule) in the token run `text[start..i]`: a run in a
+/// word that is a URL or a file path is left alone (a secret in a URL is a password or a
+/// named parameter, which other rules find), as are public keys and hashes named as such.
+fn random_token(text: &str, start: usize, i: usize, index: usize, found: &mut Vec<Found>) {
     let bytes = text.as_bytes();
-    let is_token =
-        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-' | b'=');
     let is_word = |b: u8| {
         !b.is_ascii_whitespace()
             && !matches!(
@@ -276,71 +345,55 @@ fn random_tokens(text: &str, index: usize, found: &mut Vec<Found>) {
                 b'[' | b']' | b'(' | b')' | b'<' | b'>' | b'"' | b'\'' | b'`' | b'{' | b'}'
             )
     };
-    let mut i = 0;
-    while i < bytes.len() {
-        // Find a run of token characters long enough.
-        if !is_token(bytes[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && is_token(bytes[i]) {
-            i += 1;
-        }
-        if i - start < MIN_RANDOM_TOKEN {
-            continue;
-        }
-        let word_start = bytes[..start]
-            .iter()
-            .rposition(|&b| !is_word(b))
-            .map_or(0, |p| p + 1);
-        let word_prefix = &text[word_start..start];
-        let token = &text[start..i];
-        let path_like = word_prefix.contains("://")
-            || word_prefix.contains('/')
-            || word_prefix.starts_with(['~', '.', '@'])
-            || word_prefix.contains(':') && !word_prefix.ends_with(':')
-            || token.contains("//")
-            || token.starts_with('/');
-        let before = text[..word_start].trim_end();
-        let public = [
-            "ssh-ed25519",
-            "ssh-rsa",
-            "ssh-dss",
-            "nistp256",
-            "nistp384",
-            "nistp521",
-        ]
+    let word_start = bytes[..start]
         .iter()
-        .any(|k| before.ends_with(k))
-            || before
-                .rsplit(|c: char| c.is_whitespace())
-                .next()
-                .is_some_and(|w| {
-                    w.to_ascii_lowercase()
-                        .trim_matches(['=', ':', '"'])
-                        .starts_with("sha")
-                })
-            || token.starts_with("sha256-")
-            || token.starts_with("sha512-");
-        // The local part of a mail address or message id (`…@mail.gmail.com`), a hash that
-        // names a directory (`<sha256>/VERSION`).
-        let addressed = bytes.get(i) == Some(&b'@');
-        let hashed_path = token
-            .split('/')
-            .any(|part| part.len() >= 32 && allow::is_hex_hash(part));
-        if path_like || public || addressed || hashed_path || allow::in_allowed_context(text, start)
-        {
-            continue;
-        }
-        let token = token.trim_end_matches('=');
-        if rules::random_token_ok(token) {
-            found.push(Found {
-                start,
-                end: start + token.len(),
-                rule: index,
-            });
-        }
+        .rposition(|&b| !is_word(b))
+        .map_or(0, |p| p + 1);
+    let word_prefix = &text[word_start..start];
+    let token = &text[start..i];
+    let path_like = word_prefix.contains("://")
+        || word_prefix.contains('/')
+        || word_prefix.starts_with(['~', '.', '@'])
+        || word_prefix.contains(':') && !word_prefix.ends_with(':')
+        || token.contains("//")
+        || token.starts_with('/');
+    let before = text[..word_start].trim_end();
+    let public = [
+        "ssh-ed25519",
+        "ssh-rsa",
+        "ssh-dss",
+        "nistp256",
+        "nistp384",
+        "nistp521",
+    ]
+    .iter()
+    .any(|k| before.ends_with(k))
+        || before
+            .rsplit(|c: char| c.is_whitespace())
+            .next()
+            .is_some_and(|w| {
+                w.to_ascii_lowercase()
+                    .trim_matches(['=', ':', '"'])
+                    .starts_with("sha")
+            })
+        || token.starts_with("sha256-")
+        || token.starts_with("sha512-");
+    // The local part of a mail address or message id (`…@mail.gmail.com`), a hash that
+    // names a directory (`<sha256>/VERSION`).
+    let addressed = bytes.get(i) == Some(&b'@');
+    let hashed_path = token
+        .split('/')
+        .any(|part| part.len() >= 32 && allow::is_hex_hash(part));
+    if path_like || public || addressed || hashed_path || allow::in_allowed_context(text, start) {
+        return;
+    }
+    let token = token.trim_end_matches('=');
+    if rules::random_token_ok(token) {
+        found.push(Found {
+            start,
+            end: start + token.len(),
+            rule: index,
+        });
     }
 }
 

@@ -462,5 +462,23 @@ pub(super) fn pass_rules() -> Vec<Rule> {
             always,
             false,
         ),
+        // A run of hex digits that decodes to text holding a secret (`super::encoded`).
+        rule(
+            "hex-encoded",
+            &[],
+            r"(?:0x)?[0-9A-Fa-f]{32,}",
+            &[0],
+            always,
+            false,
+        ),
+        // A base64 or base64url run that decodes to text holding a secret.
+        rule(
+            "base64-encoded",
+            &[],
+            r"[A-Za-z0-9+/_\-]{24,}={0,2}",
+            &[0],
+            always,
+            false,
+        ),
     ]
 }

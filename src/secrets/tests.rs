@@ -148,6 +148,78 @@ fn assert_redacts(cases: &[(&str, &str)]) {
 }
 
 #[test]
+fn hex_and_base64_keys_go_whole() {
+    assert_redacts(&[
+        // "ghp_…" in hex; "AKIA…" in hex with 0x.
+        (
+            "blob 6768705f313643376534324632393263363931324537373130633833383334374165313738423461 end",
+            "blob [REDACTED:hex-encoded] end",
+        ),
+        (
+            "k = 0x414b4941494f53464f444e4e374558414d504c45;",
+            "k = [REDACTED:hex-encoded];",
+        ),
+        // An OpenAI key in base64, padded.
+        (
+            "OPENAI=c2stcHJvai1BYjNkRWY2aElqOWtMbTJuT3A1cVJzOHRVdjF3WHk0eg==",
+            "OPENAI=[REDACTED:base64-encoded]",
+        ),
+        // `DB_PASSWORD=…?` in base64, found by the assignment rule in the decoded text.
+        (
+            "env: REJfUEFTU1dPUkQ9ZTVAb3RLZ1VKM2omdj8=",
+            "env: [REDACTED:base64-encoded]",
+        ),
+        // base64url (`-`, `_`) and standard (`+`, `/`) of the same text.
+        (
+            "t dG9rZW49Z2hwXzE2QzdlNDJGMjkyYzY5MTJFNzcxMGM4MzgzNDdBZTE3OEI0YT9-Pg== t",
+            "t [REDACTED:base64-encoded] t",
+        ),
+        (
+            "t dG9rZW49Z2hwXzE2QzdlNDJGMjkyYzY5MTJFNzcxMGM4MzgzNDdBZTE3OEI0YT9+Pg== t",
+            "t [REDACTED:base64-encoded] t",
+        ),
+        (
+            "ZXhwb3J0IFBBU1NXT1JEPSJUcjB1YjRkb3ImM3g_PiI=",
+            "[REDACTED:base64-encoded]",
+        ),
+        // Padding cut off.
+        (
+            "ZXhwb3J0IFBBU1NXT1JEPSJUcjB1YjRkb3ImM3g_PiI",
+            "[REDACTED:base64-encoded]",
+        ),
+        // Two levels: base64 of the hex of a GitHub token.
+        (
+            "x Njc2ODcwNWYzMTM2NDMzNzY1MzQzMjQ2MzIzOTMyNjMzNjM5MzEzMjQ1MzczNzMxMzA2MzM4MzMzODMzMzQzNzQxNjUzMTM3Mzg0MjM0NjE= y",
+            "x [REDACTED:base64-encoded] y",
+        ),
+        // A data URL of text is decoded (one of an image is not).
+        (
+            "[[data:text/plain;base64,ZXhwb3J0IFBBU1NXT1JEPSJUcjB1YjRkb3ImM3g_PiI=]]",
+            "[[data:text/plain;base64,[REDACTED:base64-encoded]]]",
+        ),
+    ]);
+}
+
+#[test]
+fn hashes_colours_ids_and_encoded_prose_stay() {
+    for text in [
+        "#+begin_src css\nh1 { color: #ff00ff; background: #A0B1C2 }\n#+end_src",
+        ":PROPERTIES:\n:ID:       5b9c2c9e-3f2a-4b7e-9d1c-0a1b2c3d4e5f\n:END:",
+        "sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "Checksum e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 matches.",
+        "Fixed in 30040a6f1c2b3d4e5f60718293a4b5c6d7e8f901.",
+        "md5 d41d8cd98f00b204e9800998ecf8427e",
+        // An English sentence in base64 and in hex: decoded, nothing found.
+        "VGhlIG1lZXRpbmcgbW92ZWQgdG8gVGh1cnNkYXkgYXQgdGVuLCBicmluZyB0aGUgc2xpZGVzLg==",
+        "546865206d656574696e67206d6f76656420746f2054687572736461792061742074656e2c206272696e672074686520736c696465732e",
+        "org-agent-secret-properties and internationalization_of_software_products",
+        "/home/user/projects/org-agent/src/secrets/encoded.rs",
+    ] {
+        assert_eq!(redacted(text), text, "{text}");
+    }
+}
+
+#[test]
 fn credentials_in_url_queries_go_and_the_url_stays() {
     assert_redacts(&[
         (
