@@ -8,7 +8,7 @@
 //! crates found are command-line scanners of repositories), so the rules are our own,
 //! written from the formats' public descriptions (see `rules.rs`).
 //!
-//! Besides the rules' regexes, passes of our own catch what a regex on the text as it
+//! Besides the rules' regexes, four passes of our own catch what a regex on the text as it
 //! stands cannot:
 //!
 //! - long random tokens anywhere (`high-entropy-token`), unless the token decodes to words
@@ -16,18 +16,22 @@
 //! - a URL's query parameters named like credentials (`?api_key=…`, `&token=…`): only the
 //!   value goes, the URL keeps its shape (`url-credential`, `query.rs`);
 //! - hex and base64 runs: one that decodes to text is rescanned with every rule, and a hit
-//!   withholds the whole run (`hex-encoded`, `base64-encoded`, `encoded.rs`).
+//!   withholds the whole run (`hex-encoded`, `base64-encoded`, `encoded.rs`);
+//! - a key split over adjacent string literals (`"sk-proj-abc" "def…"`, `'a' + 'b'`, `..`):
+//!   the literals' contents are joined and rescanned, and a hit withholds the literals it
+//!   covers, named by the rule that found it (`literals.rs`).
 //!
-//! Cost: one Aho-Corasick pass over the text for every rule's keywords and one byte scan for
-//! runs of token characters (the random tokens and the encoded runs); a rule's regex runs
-//! only when one of its keywords occurred (the URL pass only after a `://`), so ordinary
-//! text costs two linear scans. A run is decoded only when its first bytes decode to text (a
-//! hash or a key's binary decodes to garbage at once), and decoded text is rescanned the
-//! same way, at most [`encoded::BUDGET`] bytes per call and two levels deep, so the whole
-//! stays linear.
+//! Cost: one Aho-Corasick pass over the text for every rule's keywords, one byte scan for
+//! runs of token characters (the random tokens and the encoded runs) and one `memchr` scan
+//! for quotes; a rule's regex runs only when one of its keywords occurred, so ordinary text
+//! costs those three linear scans. What they find is rescanned the same way: a run is
+//! decoded only when its first bytes decode to text (a hash or a key's binary decodes to
+//! garbage at once), decoded text at most [`encoded::BUDGET`] bytes per call and two levels
+//! deep, the joined literals once (they are not joined again), so the whole stays linear.
 
 mod allow;
 mod encoded;
+mod literals;
 mod query;
 mod rules;
 
@@ -218,8 +222,8 @@ impl Detector {
         self.find_in(text, 0, &mut budget)
     }
 
-    /// The secrets in `text` at `depth` (0: the text given; 1 and on: what was decoded from
-    /// it), decoding at most `budget` more bytes.
+    /// The secrets in `text` at `depth` (0: the text given; 1 and on: what was decoded or
+    /// joined from it), decoding at most `budget` more bytes.
     fn find_in(&self, text: &str, depth: usize, budget: &mut usize) -> Vec<Found> {
         let mut triggered = self.always;
         for m in self.prefilter.find_overlapping_iter(text) {
@@ -246,6 +250,15 @@ impl Detector {
             // A query's parameters are judged by their names there: the generic rules (an
             // assignment's value runs on over `&`) keep out.
             found.retain(|f| !(self.rule(f.rule).generic && query::inside(&queries, f.start)));
+        }
+        if depth == 0 {
+            for chain in literals::chains(text) {
+                for f in self.find_in(&chain.joined, depth + 1, budget) {
+                    if let Some((start, end)) = chain.to_text(f.start, f.end) {
+                        found.push(Found { start, end, ..f });
+                    }
+                }
+            }
         }
         self.resolve(found)
     }

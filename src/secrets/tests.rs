@@ -148,6 +148,79 @@ fn assert_redacts(cases: &[(&str, &str)]) {
 }
 
 #[test]
+fn a_key_split_over_adjacent_literals_goes_whole() {
+    assert_redacts(&[
+        // C and Python join adjacent literals.
+        (
+            r#"key = "sk-proj-Ab3dEf6hIj9k" "Lm2nOp5qRs8tUv1wXy4z""#,
+            r#"key = "[REDACTED:openai-key]""#,
+        ),
+        (
+            "aws = 'AKIA' 'IOSFODNN7EXAMPLE'",
+            "aws = '[REDACTED:aws-access-key-id]'",
+        ),
+        // JS and Java `+`, Lua `..`, PHP `.`, SQL `||`.
+        (
+            r#"const t = "ghp_16C7e42F292c" + "6912E7710c838347Ae178B4a";"#,
+            r#"const t = "[REDACTED:github-token]";"#,
+        ),
+        (
+            r#"local k = "glpat-" .. "Xk9fQ2mLp7Rt4wZ8vB3n""#,
+            r#"local k = "[REDACTED:gitlab-token]""#,
+        ),
+        (
+            "$k = 'AKIAIOSF' . 'ODNN7EXAMPLE';",
+            "$k = '[REDACTED:aws-access-key-id]';",
+        ),
+        (
+            "select 'AKIAIOSF' || 'ODNN7EXAMPLE';",
+            "select '[REDACTED:aws-access-key-id]';",
+        ),
+        // Over line breaks with indentation, a Python continuation and prefix.
+        (
+            "key = (\n    \"sk-proj-Ab3dEf6hIj9k\"\n    \"Lm2nOp5qRs8tUv1wXy4z\"\n)",
+            "key = (\n    \"[REDACTED:openai-key]\"\n)",
+        ),
+        (
+            "key = 'sk-proj-Ab3dEf6hIj9k' \\\n      f'Lm2nOp5qRs8tUv1wXy4z'",
+            "key = '[REDACTED:openai-key]'",
+        ),
+        (
+            "t = \"ghp_16C7e42F292c\" +\n    \"6912E7710c838347Ae178B4a\"",
+            "t = \"[REDACTED:github-token]\"",
+        ),
+        // Three pieces; a split that only the joined string shows as a URL's key.
+        (
+            r#"k = "AKIA" "IOSFODNN" "7EXAMPLE" + x"#,
+            r#"k = "[REDACTED:aws-access-key-id]" + x"#,
+        ),
+        (
+            r#"url = "https://api.x.io/v1?api_key=" "Ab12Cd34Ef56Gh78""#,
+            r#"url = "https://api.x.io/v1?api_key=" "[REDACTED:url-credential]""#,
+        ),
+        // Prose apostrophes before the literals do not hide them.
+        (
+            "don't: 'AKIA' 'IOSFODNN7EXAMPLE'",
+            "don't: '[REDACTED:aws-access-key-id]'",
+        ),
+    ]);
+}
+
+#[test]
+fn adjacent_literals_without_a_key_stay() {
+    for text in [
+        r#"(setq org-agenda-files '("~/org/work.org" "~/org/home.org"))"#,
+        r#"print("hello " + "world")"#,
+        r#"He said "yes" and "no", then "maybe"."#,
+        "It's Bob's and Alice's 'plan' 'B'.",
+        r#"names = ["AKIA", "IOSFODNN7EXAMPLE"]"#,
+        "\"AKIA\"\n\n\"IOSFODNN7EXAMPLE\"",
+    ] {
+        assert_eq!(redacted(text), text, "{text}");
+    }
+}
+
+#[test]
 fn hex_and_base64_keys_go_whole() {
     assert_redacts(&[
         // "ghp_…" in hex; "AKIA…" in hex with 0x.
@@ -297,4 +370,31 @@ fn ordinary_url_parameters_stay() {
     ] {
         assert_eq!(redacted(text), text, "{text}");
     }
+}
+
+#[test]
+fn long_and_odd_inputs_stay_linear() {
+    let d = Detector::new();
+    let started = std::time::Instant::now();
+    let unchanged = |text: &str| {
+        let r = d.redact(text);
+        assert!(r.hits.is_empty(), "{:?} in {}…", r.hits, &text[..60]);
+    };
+    // A hundred thousand adjacent literals, a run of quotes, of backslashes before quotes.
+    unchanged(&"\"ab\" ".repeat(100_000));
+    unchanged(&"'".repeat(200_000));
+    unchanged(&"\\\\\\\"".repeat(50_000));
+    // Half a megabyte of base64 prose, words of token characters without a space, URLs
+    // inside URLs.
+    unchanged(
+        &"VGhlIG1lZXRpbmcgbW92ZWQgdG8gVGh1cnNkYXkgYXQgdGVuLCBicmluZyB0aGUgc2xpZGVzLiAg"
+            .repeat(7_000),
+    );
+    unchanged(&"abcdefghijklmnopqrstuvwxyz.".repeat(40_000));
+    unchanged(&"https://x.io/?key=".repeat(50_000));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 }
