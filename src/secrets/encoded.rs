@@ -98,6 +98,46 @@ pub(super) fn pieces(
     })
 }
 
+/// The block of lines that the run `text[start..end]` begins when it is the first line of
+/// hex or base64 wrapped at a fixed width (`base64` wraps at 76, `xxd -p` at 60, PEM at 64):
+/// lines of one token run each, all as long as the first (at least [`MIN_BASE64`], a
+/// multiple of four) but the last, which may be shorter. Where the block ends, and its lines
+/// joined without the breaks and indentation. `None` for a single line.
+pub(super) fn wrapped(text: &str, start: usize, end: usize) -> Option<(usize, String)> {
+    let bytes = text.as_bytes();
+    let width = end - start;
+    if width < MIN_BASE64 || !width.is_multiple_of(4) || bytes[start..end].contains(&b'=') {
+        return None;
+    }
+    let mut joined = text[start..end].to_owned();
+    let mut at = end;
+    loop {
+        // A line break, the next line's indentation, a run, the line's end.
+        let mut i = at;
+        if bytes.get(i) == Some(&b'\r') {
+            i += 1;
+        }
+        if bytes.get(i) != Some(&b'\n') {
+            break;
+        }
+        i += 1;
+        while matches!(bytes.get(i), Some(b' ' | b'\t')) {
+            i += 1;
+        }
+        let run = bytes[i..].iter().take_while(|&&b| is_token(b)).count();
+        let line_end = matches!(bytes.get(i + run), None | Some(b'\n' | b'\r'));
+        if run == 0 || run > width || !line_end {
+            break;
+        }
+        joined.push_str(&text[i..i + run]);
+        at = i + run;
+        if run < width || bytes[i..at].contains(&b'=') {
+            break;
+        }
+    }
+    (at > end).then_some((at, joined))
+}
+
 /// Whether the run at `start` is one not worth decoding: an inline image or other media
 /// (`data:image/png;base64,…`; a `data:text/…` payload is decoded). Looks at most 100 bytes
 /// back.
@@ -246,6 +286,17 @@ mod tests {
         let (s, e) = runs[0];
         let p: Vec<&str> = pieces(t, s, e).map(|(s, e)| &t[s..e]).collect();
         assert_eq!(p, ["aGVsbG8sIHdvcmxkLCBoZWxsbyE="]);
+        // Wrapped lines join; lines of other widths do not.
+        let w = "k:\n  aGVsbG8sIHdvcmxkLCBoZWxs\n  bywgd29ybGQsIGhlbGxvIQ==\nnext";
+        let (s, e) = token_runs(w).next().unwrap_or_default();
+        let (block_end, joined) = wrapped(w, s, e).unwrap_or_default();
+        assert_eq!(
+            &w[s..block_end],
+            "aGVsbG8sIHdvcmxkLCBoZWxs\n  bywgd29ybGQsIGhlbGxvIQ=="
+        );
+        assert_eq!(joined, "aGVsbG8sIHdvcmxkLCBoZWxsbywgd29ybGQsIGhlbGxvIQ==");
+        let w = "aGVsbG8sIHdvcmxkLCBoZWxs\naGVsbG8sIHdvcmxkLCBoZWxsbywgd29ybGQsIGhlbGxvIQ==";
+        assert_eq!(wrapped(w, 0, 24), None);
         assert!(skipped_context("[[data:image/png;base64,iVBOR", 24));
         assert!(!skipped_context("data:text/plain;base64,aGVs", 23));
     }

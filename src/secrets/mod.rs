@@ -15,8 +15,9 @@
 //!   that hold no secret (base64 of a sentence);
 //! - a URL's query parameters named like credentials (`?api_key=…`, `&token=…`): only the
 //!   value goes, the URL keeps its shape (`url-credential`, `query.rs`);
-//! - hex and base64 runs: one that decodes to text is rescanned with every rule, and a hit
-//!   withholds the whole run (`hex-encoded`, `base64-encoded`, `encoded.rs`);
+//! - hex and base64 runs, and blocks of them wrapped over lines (as `base64` and `xxd -p`
+//!   write them): one that decodes to text is rescanned with every rule, and a hit
+//!   withholds the whole run or block (`hex-encoded`, `base64-encoded`, `encoded.rs`);
 //! - a key split over adjacent string literals (`"sk-proj-abc" "def…"`, `'a' + 'b'`, `..`):
 //!   the literals' contents are joined and rescanned, and a hit withholds the literals it
 //!   covers, named by the rule that found it (`literals.rs`).
@@ -236,7 +237,15 @@ impl Detector {
             }
         }
         let random = self.pass(Pass::Random);
+        // Where the last block of wrapped lines ended (its lines start none of their own).
+        let mut wrapped_until = 0;
         for (start, end) in encoded::token_runs(text) {
+            if depth < MAX_DECODE_DEPTH && start >= wrapped_until {
+                if let Some((block_end, joined)) = encoded::wrapped(text, start, end) {
+                    wrapped_until = block_end;
+                    self.encoded_block(&joined, start, block_end, depth, budget, &mut found);
+                }
+            }
             let prose = depth < MAX_DECODE_DEPTH
                 && self.encoded_run(text, start, end, depth, budget, &mut found);
             // A run that decodes to words without a secret is encoded prose, not a key.
@@ -298,6 +307,33 @@ impl Detector {
             }
         }
         prose
+    }
+
+    /// A block of hex or base64 wrapped over lines (`joined`: its lines without the breaks,
+    /// at `text[start..end]`), whole if it decodes to text holding a secret.
+    fn encoded_block(
+        &self,
+        joined: &str,
+        start: usize,
+        end: usize,
+        depth: usize,
+        budget: &mut usize,
+        found: &mut Vec<Found>,
+    ) {
+        let Some((encoding, decoded)) = encoded::decode(joined, budget) else {
+            return;
+        };
+        if !self.find_in(&decoded, depth + 1, budget).is_empty() {
+            let pass = match encoding {
+                encoded::Encoding::Hex => Pass::Hex,
+                encoded::Encoding::Base64 => Pass::Base64,
+            };
+            found.push(Found {
+                start,
+                end,
+                rule: self.pass(pass),
+            });
+        }
     }
 
     /// `found` with overlaps settled: the formats' own rules first, then the generic ones

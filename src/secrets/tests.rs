@@ -255,6 +255,15 @@ fn hex_and_base64_keys_go_whole() {
             "ZXhwb3J0IFBBU1NXT1JEPSJUcjB1YjRkb3ImM3g_PiI=",
             "[REDACTED:base64-encoded]",
         ),
+        // Wrapped over lines (as `base64` writes it), the key across a break.
+        (
+            "secret.env: |\n    ZXhwb3J0IE9QRU5BSV9BUElf\n    S0VZPXNrLXByb2otQWIzZEVm\n    NmhJajlrTG0ybk9wNXFSczh0\n    VXYxd1h5NHoK\nnext line",
+            "secret.env: |\n    [REDACTED:base64-encoded]\nnext line",
+        ),
+        (
+            "c2stcHJvai1BYjNkRWY2aElqOWtMbTJuT3A1cVJz\nOHRVdjF3WHk0eg==",
+            "[REDACTED:base64-encoded]",
+        ),
         // Padding cut off.
         (
             "ZXhwb3J0IFBBU1NXT1JEPSJUcjB1YjRkb3ImM3g_PiI",
