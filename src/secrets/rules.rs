@@ -438,16 +438,47 @@ pub(super) fn default_rules() -> Vec<Rule> {
     ]
 }
 
-/// The rule for long random tokens anywhere: found by a scan of its own (no keyword), so
-/// it is kept apart from the table.
-pub(super) fn random_token_rule() -> Rule {
-    rule(
-        "high-entropy-token",
-        &[],
-        // Never run: `super::random_tokens` scans for these by hand.
-        r"[A-Za-z0-9+/_\-]{32,}={0,2}",
-        &[0],
-        always,
-        true,
-    )
+/// The rules found by scans of their own rather than by a regex (see [`super::Detector`]),
+/// in the order of [`super::Pass`]: their regexes are never run and only say what they find.
+pub(super) fn pass_rules() -> Vec<Rule> {
+    vec![
+        // Long random tokens anywhere (`super::random_token`).
+        rule(
+            "high-entropy-token",
+            &[],
+            r"[A-Za-z0-9+/_\-]{32,}={0,2}",
+            &[0],
+            always,
+            true,
+        ),
+        // A URL's query or fragment parameter named like a credential (`?api_key=…`): only the
+        // value goes (`super::query`). Not generic: in a query it judges what the generic
+        // rules would.
+        rule(
+            "url-credential",
+            &["://"],
+            r"[?&;#][A-Za-z_\-]*(?:key|token|secret|pass|pwd|auth|sig)[A-Za-z_\-]*=[^&#\]\s]+",
+            &[0],
+            always,
+            false,
+        ),
+        // A run of hex digits that decodes to text holding a secret (`super::encoded`).
+        rule(
+            "hex-encoded",
+            &[],
+            r"(?:0x)?[0-9A-Fa-f]{32,}",
+            &[0],
+            always,
+            false,
+        ),
+        // A base64 or base64url run that decodes to text holding a secret.
+        rule(
+            "base64-encoded",
+            &[],
+            r"[A-Za-z0-9+/_\-]{24,}={0,2}",
+            &[0],
+            always,
+            false,
+        ),
+    ]
 }

@@ -139,3 +139,271 @@ fn spans_are_what_redact_replaces() {
     assert_eq!(cut, d.redact(text).text);
     assert!(d.spans("nothing here").is_empty());
 }
+
+/// Each `(text, redacted)` pair: the detector's output is exactly `redacted`.
+fn assert_redacts(cases: &[(&str, &str)]) {
+    for (text, want) in cases {
+        assert_eq!(redacted(text), *want, "{text}");
+    }
+}
+
+#[test]
+fn a_key_split_over_adjacent_literals_goes_whole() {
+    assert_redacts(&[
+        // C and Python join adjacent literals.
+        (
+            r#"key = "sk-proj-Ab3dEf6hIj9k" "Lm2nOp5qRs8tUv1wXy4z""#,
+            r#"key = "[REDACTED:openai-key]""#,
+        ),
+        (
+            "aws = 'AKIA' 'IOSFODNN7EXAMPLE'",
+            "aws = '[REDACTED:aws-access-key-id]'",
+        ),
+        // JS and Java `+`, Lua `..`, PHP `.`, SQL `||`.
+        (
+            r#"const t = "ghp_16C7e42F292c" + "6912E7710c838347Ae178B4a";"#,
+            r#"const t = "[REDACTED:github-token]";"#,
+        ),
+        (
+            r#"local k = "glpat-" .. "Xk9fQ2mLp7Rt4wZ8vB3n""#,
+            r#"local k = "[REDACTED:gitlab-token]""#,
+        ),
+        (
+            "$k = 'AKIAIOSF' . 'ODNN7EXAMPLE';",
+            "$k = '[REDACTED:aws-access-key-id]';",
+        ),
+        (
+            "select 'AKIAIOSF' || 'ODNN7EXAMPLE';",
+            "select '[REDACTED:aws-access-key-id]';",
+        ),
+        // Over line breaks with indentation, a Python continuation and prefix.
+        (
+            "key = (\n    \"sk-proj-Ab3dEf6hIj9k\"\n    \"Lm2nOp5qRs8tUv1wXy4z\"\n)",
+            "key = (\n    \"[REDACTED:openai-key]\"\n)",
+        ),
+        (
+            "key = 'sk-proj-Ab3dEf6hIj9k' \\\n      f'Lm2nOp5qRs8tUv1wXy4z'",
+            "key = '[REDACTED:openai-key]'",
+        ),
+        (
+            "t = \"ghp_16C7e42F292c\" +\n    \"6912E7710c838347Ae178B4a\"",
+            "t = \"[REDACTED:github-token]\"",
+        ),
+        // Three pieces; a split that only the joined string shows as a URL's key.
+        (
+            r#"k = "AKIA" "IOSFODNN" "7EXAMPLE" + x"#,
+            r#"k = "[REDACTED:aws-access-key-id]" + x"#,
+        ),
+        (
+            r#"url = "https://api.x.io/v1?api_key=" "Ab12Cd34Ef56Gh78""#,
+            r#"url = "https://api.x.io/v1?api_key=" "[REDACTED:url-credential]""#,
+        ),
+        // Prose apostrophes before the literals do not hide them.
+        (
+            "don't: 'AKIA' 'IOSFODNN7EXAMPLE'",
+            "don't: '[REDACTED:aws-access-key-id]'",
+        ),
+    ]);
+}
+
+#[test]
+fn adjacent_literals_without_a_key_stay() {
+    for text in [
+        r#"(setq org-agenda-files '("~/org/work.org" "~/org/home.org"))"#,
+        r#"print("hello " + "world")"#,
+        r#"He said "yes" and "no", then "maybe"."#,
+        "It's Bob's and Alice's 'plan' 'B'.",
+        r#"names = ["AKIA", "IOSFODNN7EXAMPLE"]"#,
+        "\"AKIA\"\n\n\"IOSFODNN7EXAMPLE\"",
+    ] {
+        assert_eq!(redacted(text), text, "{text}");
+    }
+}
+
+#[test]
+fn hex_and_base64_keys_go_whole() {
+    assert_redacts(&[
+        // "ghp_…" in hex; "AKIA…" in hex with 0x.
+        (
+            "blob 6768705f313643376534324632393263363931324537373130633833383334374165313738423461 end",
+            "blob [REDACTED:hex-encoded] end",
+        ),
+        (
+            "k = 0x414b4941494f53464f444e4e374558414d504c45;",
+            "k = [REDACTED:hex-encoded];",
+        ),
+        // An OpenAI key in base64, padded.
+        (
+            "OPENAI=c2stcHJvai1BYjNkRWY2aElqOWtMbTJuT3A1cVJzOHRVdjF3WHk0eg==",
+            "OPENAI=[REDACTED:base64-encoded]",
+        ),
+        // `DB_PASSWORD=…?` in base64, found by the assignment rule in the decoded text.
+        (
+            "env: REJfUEFTU1dPUkQ9ZTVAb3RLZ1VKM2omdj8=",
+            "env: [REDACTED:base64-encoded]",
+        ),
+        // base64url (`-`, `_`) and standard (`+`, `/`) of the same text.
+        (
+            "t dG9rZW49Z2hwXzE2QzdlNDJGMjkyYzY5MTJFNzcxMGM4MzgzNDdBZTE3OEI0YT9-Pg== t",
+            "t [REDACTED:base64-encoded] t",
+        ),
+        (
+            "t dG9rZW49Z2hwXzE2QzdlNDJGMjkyYzY5MTJFNzcxMGM4MzgzNDdBZTE3OEI0YT9+Pg== t",
+            "t [REDACTED:base64-encoded] t",
+        ),
+        (
+            "ZXhwb3J0IFBBU1NXT1JEPSJUcjB1YjRkb3ImM3g_PiI=",
+            "[REDACTED:base64-encoded]",
+        ),
+        // Wrapped over lines (as `base64` writes it), the key across a break.
+        (
+            "secret.env: |\n    ZXhwb3J0IE9QRU5BSV9BUElf\n    S0VZPXNrLXByb2otQWIzZEVm\n    NmhJajlrTG0ybk9wNXFSczh0\n    VXYxd1h5NHoK\nnext line",
+            "secret.env: |\n    [REDACTED:base64-encoded]\nnext line",
+        ),
+        (
+            "c2stcHJvai1BYjNkRWY2aElqOWtMbTJuT3A1cVJz\nOHRVdjF3WHk0eg==",
+            "[REDACTED:base64-encoded]",
+        ),
+        // Padding cut off.
+        (
+            "ZXhwb3J0IFBBU1NXT1JEPSJUcjB1YjRkb3ImM3g_PiI",
+            "[REDACTED:base64-encoded]",
+        ),
+        // Two levels: base64 of the hex of a GitHub token.
+        (
+            "x Njc2ODcwNWYzMTM2NDMzNzY1MzQzMjQ2MzIzOTMyNjMzNjM5MzEzMjQ1MzczNzMxMzA2MzM4MzMzODMzMzQzNzQxNjUzMTM3Mzg0MjM0NjE= y",
+            "x [REDACTED:base64-encoded] y",
+        ),
+        // A data URL of text is decoded (one of an image is not).
+        (
+            "[[data:text/plain;base64,ZXhwb3J0IFBBU1NXT1JEPSJUcjB1YjRkb3ImM3g_PiI=]]",
+            "[[data:text/plain;base64,[REDACTED:base64-encoded]]]",
+        ),
+    ]);
+}
+
+#[test]
+fn hashes_colours_ids_and_encoded_prose_stay() {
+    for text in [
+        "#+begin_src css\nh1 { color: #ff00ff; background: #A0B1C2 }\n#+end_src",
+        ":PROPERTIES:\n:ID:       5b9c2c9e-3f2a-4b7e-9d1c-0a1b2c3d4e5f\n:END:",
+        "sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "Checksum e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 matches.",
+        "Fixed in 30040a6f1c2b3d4e5f60718293a4b5c6d7e8f901.",
+        "md5 d41d8cd98f00b204e9800998ecf8427e",
+        // An English sentence in base64 and in hex: decoded, nothing found.
+        "VGhlIG1lZXRpbmcgbW92ZWQgdG8gVGh1cnNkYXkgYXQgdGVuLCBicmluZyB0aGUgc2xpZGVzLg==",
+        "546865206d656574696e67206d6f76656420746f2054687572736461792061742074656e2c206272696e672074686520736c696465732e",
+        "org-agent-secret-properties and internationalization_of_software_products",
+        "/home/user/projects/org-agent/src/secrets/encoded.rs",
+    ] {
+        assert_eq!(redacted(text), text, "{text}");
+    }
+}
+
+#[test]
+fn credentials_in_url_queries_go_and_the_url_stays() {
+    assert_redacts(&[
+        (
+            "https://api.example.com/v1?api_key=Xk9fQ2mLp7Rt4wZ8&page=2",
+            "https://api.example.com/v1?api_key=[REDACTED:url-credential]&page=2",
+        ),
+        (
+            "[[https://x.io/feed.xml?token=abc123def456][my feed]]",
+            "[[https://x.io/feed.xml?token=[REDACTED:url-credential]][my feed]]",
+        ),
+        (
+            "GET https://x.io/me?fields=name&access_token=EAAB9xZk27Qp#top",
+            "GET https://x.io/me?fields=name&access_token=[REDACTED:url-credential]#top",
+        ),
+        (
+            "https://maps.x.com/api?key=Zq81mN0vR3tY5uW7x",
+            "https://maps.x.com/api?key=[REDACTED:url-credential]",
+        ),
+        (
+            "ftp://h/x?secret=s3cr3tValue9&passwd=Tr0ub4dor&pwd=9fk2LmQ8z",
+            "ftp://h/x?secret=[REDACTED:url-credential]&passwd=[REDACTED:url-credential]&pwd=[REDACTED:url-credential]",
+        ),
+        (
+            "https://x/y?password=hunter22&auth=dXNlcjpwYXNzMTIz&a=dXNlcjpwYXNz",
+            "https://x/y?password=[REDACTED:url-credential]&auth=[REDACTED:url-credential]&a=dXNlcjpwYXNz",
+        ),
+        (
+            "https://s3.x.com/f?X-Amz-Expires=300&X-Amz-Signature=5f2b8c0e9d7a4f6e1b3c8d2a9e7f0c1d&sig=Q2hlY2tTaWc%3D",
+            "https://s3.x.com/f?X-Amz-Expires=300&X-Amz-Signature=[REDACTED:url-credential]&sig=[REDACTED:url-credential]",
+        ),
+        (
+            "https://login.x.com/token?client_id=app&client_secret=q8Z-2mL_9xPw&apikey=K3y9Zq7Wm2",
+            "https://login.x.com/token?client_id=app&client_secret=[REDACTED:url-credential]&apikey=[REDACTED:url-credential]",
+        ),
+        // OAuth's implicit flow answers in the fragment; prose after a URL is not its value.
+        (
+            "back to https://app/cb#access_token=ya29a0AfH6SMB&expires_in=3600.",
+            "back to https://app/cb#access_token=[REDACTED:url-credential]&expires_in=3600.",
+        ),
+        // `sig` in a signed URL (an Azure SAS: a version, an expiry, permissions).
+        (
+            "https://acct.blob.core.windows.net/c/f.pdf?sv=2022-11-02&se=2026-01-01&sp=r&sig=Q2hlY2tTaWc9%2BabcD%3D",
+            "https://acct.blob.core.windows.net/c/f.pdf?sv=2022-11-02&se=2026-01-01&sp=r&sig=[REDACTED:url-credential]",
+        ),
+        (
+            "(see https://x.io/a?token=Ab12cd34Ef)",
+            "(see https://x.io/a?token=[REDACTED:url-credential])",
+        ),
+        // A key with its own rule keeps that rule's name.
+        (
+            "https://x.io/?token=ghp_16C7e42F292c6912E7710c838347Ae178B4a&a=1",
+            "https://x.io/?token=[REDACTED:github-token]&a=1",
+        ),
+    ]);
+}
+
+#[test]
+fn ordinary_url_parameters_stay() {
+    for text in [
+        "https://example.com/search?page=2&sort=asc",
+        "https://x.io/a?key=1&token=next",
+        "https://x.io/a?token=next&page=2",
+        "https://x.io/a?token=&key=",
+        "https://x.io/a?api_key=YOUR_API_KEY",
+        "https://x.io/a?api_key=${API_KEY}&x=1",
+        "https://x.io/a?key=some-setting-name",
+        "https://x.io/a?pageToken=CAoQAA12345678&keyword=abc12345",
+        "https://x.io/a?since=2026-11-24&pass=12345678",
+        "[[https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42][video]]",
+        // A `sig` outside a signed URL, a publisher's proxy token, a storage link's
+        // download token (a UUID).
+        "[[https://books.google.ca/books?id=NJ_xBwAAQBAJ&pg=PA232&ots=1EDj-63h7P&sig=AOvVaw3kZ9x2Lp7QmT4r&hl=en][book]]",
+        "[[https://dl.acm.org/doi/pdf/10.1145/1297081?casa_token=ue30hIDzLJAAAAAA:UjEJpdcbRA6NAgB2][paper]]",
+        "https://firebasestorage.googleapis.com/v0/b/x.appspot.com/o/a.png?alt=media&token=5b9c2c9e-3f2a-4b7e-9d1c-0a1b2c3d4e5f",
+    ] {
+        assert_eq!(redacted(text), text, "{text}");
+    }
+}
+
+#[test]
+fn long_and_odd_inputs_stay_linear() {
+    let d = Detector::new();
+    let started = std::time::Instant::now();
+    let unchanged = |text: &str| {
+        let r = d.redact(text);
+        assert!(r.hits.is_empty(), "{:?} in {}…", r.hits, &text[..60]);
+    };
+    // A hundred thousand adjacent literals, a run of quotes, of backslashes before quotes.
+    unchanged(&"\"ab\" ".repeat(100_000));
+    unchanged(&"'".repeat(200_000));
+    unchanged(&"\\\\\\\"".repeat(50_000));
+    // Half a megabyte of base64 prose, words of token characters without a space, URLs
+    // inside URLs.
+    unchanged(
+        &"VGhlIG1lZXRpbmcgbW92ZWQgdG8gVGh1cnNkYXkgYXQgdGVuLCBicmluZyB0aGUgc2xpZGVzLiAg"
+            .repeat(7_000),
+    );
+    unchanged(&"abcdefghijklmnopqrstuvwxyz.".repeat(40_000));
+    unchanged(&"https://x.io/?key=".repeat(50_000));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
