@@ -56,6 +56,18 @@ pub const CREDENTIALS: &[Planted] = &[
         needle: "sk_live_51Hq8rT2vX7nB4mK9pL3wZc6dF",
     },
     Planted {
+        what: "OpenAI key split over two string literals",
+        needle: "Bn1Rk8Sw3Yz6Cd0Eh5JaU2pQ",
+    },
+    Planted {
+        what: "GitHub token, hex-encoded",
+        needle: "6768705f4878396b4c6d325178377642316e5238735733795a366344306548356a41327550714d",
+    },
+    Planted {
+        what: "api_key in a link's query string",
+        needle: "Wq7Lx2Rk9Tz4Vb8Nm3Pc",
+    },
+    Planted {
         what: "JWT",
         needle:
             "eyJzdWIiOiJ1c2VyLTQyIiwibmFtZSI6IkFkYSJ9.Xq3vR8kLm2Tz9pWbC7nF4sHd1JgY6aKeUoPi5NqWx0c",
@@ -201,6 +213,22 @@ postgres://billing:Sup3rS3cretPw@db.internal.example:5432/ledger
 :ID: n-jwt
 :END:
 Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwibmFtZSI6IkFkYSJ9.Xq3vR8kLm2Tz9pWbC7nF4sHd1JgY6aKeUoPi5NqWx0c
+* The client script
+:PROPERTIES:
+:ID: n-split
+:END:
+client = Client(\"sk-proj-4Tq9Lm2Xv7\"
+                \"Bn1Rk8Sw3Yz6Cd0Eh5JaU2pQ\")
+* The deploy token, as the CI log printed it
+:PROPERTIES:
+:ID: n-hex
+:END:
+6768705f4878396b4c6d325178377642316e5238735733795a366344306548356a41327550714d
+* The forecast
+:PROPERTIES:
+:ID: n-query
+:END:
+[[https://api.weather.example/v1/forecast?city=Oslo&api_key=Wq7Lx2Rk9Tz4Vb8Nm3Pc][forecast]]
 ";
 
 const PRIVATE_ORG: &str = "#+TITLE: Personal
