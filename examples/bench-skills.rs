@@ -198,7 +198,13 @@ fn main() {
         ms(evals.iter().copied().max().unwrap_or_default())
     );
 
-    let catalog = catalog(&loaded.active).map(|c| c.text).unwrap_or_default();
+    let notes = org_agent::notes::Notes::new(
+        std::sync::Arc::new(Store::in_memory(Config::default())),
+        std::sync::Arc::new(org_agent::notes::Privacy::default()),
+    );
+    let catalog = catalog(&loaded.active, &notes)
+        .map(|c| c.text)
+        .unwrap_or_default();
     println!(
         "skill catalog in the system prompt  {} bytes = ~{} tokens   (target <= 2,000 tokens)",
         catalog.len(),

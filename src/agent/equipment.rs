@@ -134,14 +134,14 @@ impl Equipment {
     /// to the tools, their gate tables and ceilings after the user's policy. The skills
     /// always in use are in use.
     pub fn attach_skills(&mut self, skills: Arc<[Skill]>) -> Result<(), String> {
-        if let Some(catalog) = disclosure::catalog(&skills) {
+        if let Some(catalog) = disclosure::catalog(&skills, &self.notes) {
             self.prompts.push(catalog);
         }
         for skill in skills.iter() {
             for rules in skill_gates(skill, &self.notes) {
                 self.gates.attach(rules);
             }
-            let tools = SkillTools::of(skill)?;
+            let tools = SkillTools::shown(skill, &self.notes)?;
             if !tools.is_empty() {
                 self.skill_tools.push(tools);
             }
@@ -179,7 +179,7 @@ impl Equipment {
     /// Put `skill` in use from the start of the turn: its prompt in the system prompt, its
     /// tools offered, its ceiling enforced.
     pub fn use_skill_from_start(&mut self, skill: &Skill) {
-        self.prompts.push(disclosure::in_use(skill));
+        self.prompts.push(disclosure::in_use(skill, &self.notes));
         if !self.skills_in_use.contains(&skill.name) {
             self.skills_in_use.push(skill.name.clone());
         }

@@ -453,17 +453,24 @@ impl Notes {
         if self.hides_path(file) {
             return None;
         }
-        let cut = if self.privacy.could_hide(text) {
-            let doc = self.store.parse_unstored(file, text).ok()?;
-            self.privacy.redact(&doc, text)?
-        } else {
-            self.privacy.withhold_properties(text).into_owned()
-        };
+        if !self.privacy.could_hide(text) {
+            return Some(self.clean_text(text));
+        }
+        let doc = self.store.parse_unstored(file, text).ok()?;
+        let cut = self.privacy.redact(&doc, text)?;
+        Some(self.clean_text(&cut))
+    }
+
+    /// `text` with the values of withheld properties and secrets replaced: what
+    /// [`Notes::text_as_shown`] does to a text once its private subtrees are cut, for a text
+    /// shown apart from its file (a skill's description, a part of its prompt).
+    pub fn clean_text(&self, text: &str) -> String {
+        let withheld = self.privacy.withhold_properties(text);
         let gate = crate::secrets::SecretGate::shared();
-        let redacted = gate.redact(&cut).text;
+        let redacted = gate.redact(&withheld).text;
         // The secret rules take `:TOKEN: [withheld]` for a password assignment: withheld
         // values are said to be withheld, as `read_node` says it.
-        Some(self.privacy.withhold_properties(&redacted).into_owned())
+        self.privacy.withhold_properties(&redacted).into_owned()
     }
 
     /// Whether the file at `file` (a store key) is private as a whole, by any of the rules

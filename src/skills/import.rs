@@ -310,6 +310,7 @@ impl SkillMd {
             file: self.file,
             source: Source::Imported,
             always: false,
+            org: None,
         }
     }
 

@@ -19,6 +19,7 @@ mod org_match;
 mod parse;
 pub mod prompt;
 mod rules;
+mod shown;
 pub mod tools;
 pub mod trigger;
 pub mod turns;
@@ -210,6 +211,10 @@ pub struct Skill {
     pub tests: Vec<Test>,
     pub file: String,
     pub source: Source,
+    /// The Org text the skill was read from (`None` for an imported `SKILL.md`): its parts
+    /// are read again from it under the privacy rules in force when they are shown (see
+    /// [`Skill::as_shown`]).
+    pub org: Option<std::sync::Arc<str>>,
 }
 
 /// What is wrong with a skill file, and where.

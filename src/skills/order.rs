@@ -105,6 +105,7 @@ mod tests {
             tests: vec![],
             file: format!("/s/{name}.org"),
             source: crate::skills::Source::User,
+            org: None,
         }
     }
 

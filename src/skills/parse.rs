@@ -10,6 +10,7 @@ use crate::store::node::children;
 use crate::store::parse::parse_with_defaults;
 use crate::store::text::unescape_org_code;
 use crate::store::{Node, StoreError};
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::Duration;
 
@@ -61,14 +62,53 @@ impl Doc<'_> {
         self.line_of(node)
     }
 
-    /// The children of `node`, one of this file's nodes (a skill file has a few dozen, so
-    /// finding its index by address costs nothing).
+    /// The index of `node`, one of this file's nodes (a skill file has a few dozen, so
+    /// finding it by address costs nothing).
+    fn index_of(&self, node: &Node) -> Option<usize> {
+        self.nodes.iter().position(|n| std::ptr::eq(n, node))
+    }
+
+    /// The children of `node`, one of this file's nodes.
     fn children<'a>(&'a self, node: &'a Node) -> impl Iterator<Item = &'a Node> + 'a {
-        let index = self.nodes.iter().position(|n| std::ptr::eq(n, node));
-        index
+        self.index_of(node)
             .into_iter()
             .flat_map(move |i| children(&self.nodes, i as u32))
             .map(move |c| &self.nodes[c as usize])
+    }
+
+    /// Whether `hidden` (by index) says `node` is private; a node not of this file is.
+    fn is_hidden(&self, node: &Node, hidden: &dyn Fn(usize) -> bool) -> bool {
+        self.index_of(node).is_none_or(hidden)
+    }
+
+    /// The subtree text of `node` (headline included) with each outermost subtree below it
+    /// that `hidden` says is private replaced by a line saying so.
+    fn subtree_shown(&self, node: &Node, hidden: &dyn Fn(usize) -> bool) -> Cow<'_, str> {
+        let whole = self.subtree(node);
+        let Some(index) = self.index_of(node) else {
+            return Cow::Borrowed(whole);
+        };
+        let (begin, end) = (node.begin as usize, node.begin as usize + whole.len());
+        let mut out = String::new();
+        let mut from = begin;
+        for (i, n) in self.nodes.iter().enumerate().skip(index + 1) {
+            let (b, e) = (n.begin as usize, (n.end as usize).min(end));
+            if b >= end {
+                break;
+            }
+            if b < from || !hidden(i) {
+                continue;
+            }
+            out.push_str(self.text.get(from..b).unwrap_or_default());
+            out.push_str(&left_out(n));
+            out.push('\n');
+            from = e;
+        }
+        if from == begin {
+            return Cow::Borrowed(whole);
+        }
+        out.push_str(self.text.get(from..end).unwrap_or_default());
+        Cow::Owned(out)
     }
 }
 
@@ -146,12 +186,19 @@ pub fn parse_skill(file: &str, text: &str, source: Source) -> Result<Skill, Skil
         tests: Vec::new(),
         file: file.to_owned(),
         source,
+        org: Some(text.into()),
     };
     let sections: Vec<&Node> = doc.nodes.iter().filter(|n| n.content.level == 1).collect();
     for section in sections {
         match section.content.title.trim().to_ascii_lowercase().as_str() {
             "trigger" => skill.trigger = trigger(&doc, section)?,
-            "prompt" => prompt(&doc, section, &mut skill),
+            "prompt" => prompt(
+                &doc,
+                section,
+                &|_| false,
+                &mut skill.prompt,
+                &mut skill.references,
+            ),
             "gate" => skill.gate = gate(&doc, section)?,
             "tools" => skill.tools = tools(&doc, section, &skill.name, source)?,
             "tests" => skill.tests = tests(&doc, section)?,
@@ -326,22 +373,107 @@ pub(super) fn interval(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(secs))
 }
 
-fn prompt(doc: &Doc, section: &Node, skill: &mut Skill) {
+/// The prompt of the `* Prompt` section `section` into `prompt`, its `:reference:` parts
+/// added to `references`, leaving out the subtrees `hidden` (a node's index) says are
+/// private: a hidden reference part is absent, title and all; a hidden part of the prompt
+/// is a line saying a private part is left out; a hidden `* Prompt` is that line alone.
+fn prompt(
+    doc: &Doc,
+    section: &Node,
+    hidden: &dyn Fn(usize) -> bool,
+    prompt: &mut String,
+    references: &mut Vec<(String, String)>,
+) {
+    if doc.is_hidden(section, hidden) {
+        *prompt = PRIVATE_PART.to_owned();
+        return;
+    }
     let mut text = markdown_unwrapped(&section.content.body_or_notice())
         .trim_end()
         .to_owned();
     for child in doc.children(section) {
-        let sub = markdown_unwrapped(doc.subtree(child).trim_end());
-        if child.content.tags.iter().any(|t| t == "reference") {
-            skill
-                .references
-                .push((child.content.title.to_string(), sub.trim_end().to_owned()));
+        let reference = child.content.tags.iter().any(|t| t == "reference");
+        if doc.is_hidden(child, hidden) {
+            if !reference {
+                text.push_str("\n\n");
+                text.push_str(&left_out(child));
+            }
+            continue;
+        }
+        let sub = markdown_unwrapped(doc.subtree_shown(child, hidden).trim_end());
+        if reference {
+            references.push((child.content.title.to_string(), sub.trim_end().to_owned()));
         } else {
             text.push_str("\n\n");
             text.push_str(sub.trim_end());
         }
     }
-    skill.prompt = trim_blank_lines(&text).to_owned();
+    *prompt = trim_blank_lines(&text).to_owned();
+}
+
+/// What the model reads instead of a skill's prompt that is private as a whole.
+pub(super) const PRIVATE_PART: &str = "[a private part of the skill is left out]";
+
+/// The line that stands for the private subtree `node`, as the notes write it.
+fn left_out(node: &Node) -> String {
+    format!(
+        "{} [a private subtree is left out]",
+        "*".repeat(node.content.level.max(1) as usize)
+    )
+}
+
+/// The parts of a skill the model reads, as the privacy rules let it see them (see
+/// [`shown_parts`]).
+pub(super) struct ShownParts {
+    pub prompt: String,
+    pub references: Vec<(String, String)>,
+    /// The tools whose headings are private: not offered.
+    pub hidden_tools: Vec<String>,
+}
+
+/// The prompt, reference parts and private tools of the skill in `text` (the contents of
+/// `file`, which read as a skill before), read again leaving out the nodes `hides` says
+/// are private (given the file's nodes and an index): what the model may see of it. `None`
+/// when the whole file is private, or it no longer reads as Org.
+pub(super) fn shown_parts(
+    file: &str,
+    text: &str,
+    hides: impl Fn(&[Node], u32) -> bool,
+) -> Option<ShownParts> {
+    let nodes = org_nodes(file, text).ok()?;
+    let hidden: Vec<bool> = (0..nodes.len() as u32).map(|i| hides(&nodes, i)).collect();
+    if hidden.first().copied().unwrap_or(true) {
+        return None;
+    }
+    let doc = Doc { file, text, nodes };
+    let hidden = |i: usize| hidden.get(i).copied().unwrap_or(true);
+    let mut shown = ShownParts {
+        prompt: String::new(),
+        references: Vec::new(),
+        hidden_tools: Vec::new(),
+    };
+    for section in doc.nodes.iter().filter(|n| n.content.level == 1) {
+        match section.content.title.trim().to_ascii_lowercase().as_str() {
+            "prompt" => prompt(
+                &doc,
+                section,
+                &hidden,
+                &mut shown.prompt,
+                &mut shown.references,
+            ),
+            "tools" => {
+                for tool in doc.children(section) {
+                    if doc.is_hidden(tool, &hidden) {
+                        shown
+                            .hidden_tools
+                            .push(tool.content.title.trim().to_owned());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(shown)
 }
 
 /// `text` without its leading blank lines and trailing white space; the first line keeps

@@ -150,6 +150,21 @@ mod tests {
         assert_eq!(agent.conventions(false, true), without);
     }
 
+    /// The agent skill is compiled in and sent before any turn's rules are known, so it
+    /// does not pass through the notes layer when it is sent: it must be what the notes
+    /// layer would show under the default rules, nothing private, no secret.
+    #[test]
+    fn the_agent_skill_is_sent_as_the_notes_layer_would_show_it() {
+        use crate::notes::{Notes, Privacy};
+        use crate::store::{Config, Store};
+        let skill = parse_skill(AGENT_SKILL_FILE, AGENT_SKILL_TEXT, Source::Shipped).unwrap();
+        let notes = Notes::new(
+            std::sync::Arc::new(Store::in_memory(Config::default())),
+            std::sync::Arc::new(Privacy::default()),
+        );
+        assert_eq!(skill.as_shown(&notes).as_ref(), Some(&skill));
+    }
+
     #[test]
     fn an_agent_skill_without_its_parts_says_which() {
         let text = AGENT_SKILL_TEXT.replace("** Editing :reference:", "** Edits :reference:");

@@ -287,8 +287,22 @@ pub struct SkillElispTool {
 }
 
 impl SkillTools {
+    /// The tools of `skill` the model may see under `notes`' privacy rules, to offer: those
+    /// whose headings are not private, described as the notes layer shows text (see
+    /// [`Skill::as_shown`]); none when the skill's file is private as a whole.
+    pub fn shown(skill: &Skill, notes: &Notes) -> Result<SkillTools, String> {
+        match skill.as_shown(notes) {
+            Some(shown) => SkillTools::of(&shown),
+            None => SkillTools::of(&Skill {
+                tools: Vec::new(),
+                ..skill.clone()
+            }),
+        }
+    }
+
     /// The tools of `skill`, which the loader checked; `Err` when a built-in it aliases is
-    /// gone.
+    /// gone. All of them, private or not: for the rules that bound the skill; a turn offers
+    /// [`SkillTools::shown`].
     pub fn of(skill: &Skill) -> Result<SkillTools, String> {
         let builtins = Registry::for_aliases();
         let mut registry = Registry::default();

@@ -192,6 +192,8 @@ fn write_file(notes: &Notes, confinement: &Confinement, args: &Args) -> Result<S
         ));
     }
     let r = judge(notes, confinement, path)?;
+    // Nor a file the notes layer hides (a backup of a private note, another name of one).
+    private_file(notes, &r)?;
     if is_org(&r) {
         return Err(
             "write_file does not write Org files: change the notes with the edit tools \
@@ -741,6 +743,21 @@ mod tests {
         for hidden in ["harmless", "other.txt", "filed.org"] {
             assert!(!list.contains(hidden), "{hidden}: {list}");
         }
+        // Nor is it written: the private file's other name is not the agent's to replace.
+        let e = f
+            .registry
+            .call(
+                &notes,
+                "write_file",
+                &json!({"path": key(&d.join("harmless.txt")), "content": "x"}),
+            )
+            .unwrap_err()
+            .to_string();
+        assert_private_refusal(&e, "hard link", &["vault"]);
+        assert_eq!(
+            std::fs::read_to_string(vault.join("keys.txt")).unwrap(),
+            "the vault's words\n"
+        );
         // Two names of an ordinary file are both shown.
         std::fs::write(d.join("a.txt"), "shared words\n").unwrap();
         std::fs::hard_link(d.join("a.txt"), d.join("b.txt")).unwrap();

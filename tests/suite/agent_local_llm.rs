@@ -339,7 +339,7 @@ fn real_model_loads_the_matching_skill_with_use_skill() {
         ),
         skill("link-gardener", "Use to find broken links between notes."),
     ]);
-    eq.prompts.extend(catalog(&skills));
+    eq.prompts.extend(catalog(&skills, &eq.notes));
     eq.tools.push(Arc::new(use_skill_tools(skills.clone())));
     let cfg = TurnConfig {
         temperature: Some(0.0),

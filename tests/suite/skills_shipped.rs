@@ -105,7 +105,7 @@ fn every_shipped_skill_reads_orders_and_passes_its_own_tests() {
         );
         assert!(count("turn") >= 1, "{}: no turn test", s.name);
     }
-    let offered = catalog(&loaded.active).expect("the domain skills are offered");
+    let offered = catalog(&loaded.active, &no_notes()).expect("the domain skills are offered");
     assert!(!offered.text.contains("safety"), "{}", offered.text);
     assert!(skill(&loaded, "safety").prompt.is_empty());
 }
@@ -359,7 +359,7 @@ fn the_readme_example_is_a_skill_that_loads_and_passes_its_tests() {
     assert_eq!(skill.name, "project-closing");
     assert_eq!(skill.references[0].0, "What a project is");
     assert_eq!(run_gate_tests(skill).ok(), Some(2));
-    let listed = catalog(&loaded.active).expect("it is offered");
+    let listed = catalog(&loaded.active, &no_notes()).expect("it is offered");
     assert!(
         listed
             .text
@@ -403,4 +403,12 @@ fn the_readme_elisp_tool_example_loads_with_its_optional_parameter() {
         count.declaration.parameters["properties"]["max"]["type"],
         "integer"
     );
+}
+
+/// Notes with nothing in them, under the default privacy rules: to show skills through.
+fn no_notes() -> Notes {
+    Notes::new(
+        Arc::new(Store::in_memory(Config::default())),
+        Arc::new(Privacy::default()),
+    )
 }
