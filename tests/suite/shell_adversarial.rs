@@ -250,8 +250,8 @@ fn no_command_reads_what_the_notes_layer_hides() {
         case("make test -f ../evil.mk", P, Ask, ""),
         case("make test SHELL=/bin/cat", P, Ask, ""),
         case("make -C .. test", P, Ask, ""),
-        // Untrusted repositories run nothing; git in the project is the user's own.
-        case("git status", N, Allow, ""),
+        // An untrusted repository in the notes (its config names an fsmonitor) runs nothing.
+        case("git -C vendored status", N, Ask, "not a git repository"),
         // Reaching Emacs (here: this process), the network, the session's sockets.
         case(format!("kill -9 {pid}"), P, Ask, ""),
         case(format!("cat /proc/{pid}/environ"), P, Ask, ""),
