@@ -450,7 +450,7 @@ impl Notes {
     /// private (no private tag, no `PRIVATE`…: [`Privacy::could_hide`]) is not parsed; one
     /// that could and does not parse (nesting too deep) is not shown.
     pub fn text_as_shown(&self, file: &str, text: &str) -> Option<String> {
-        if self.hides_path(file) {
+        if self.hides_path(file) || self.copies_a_private_file(text) {
             return None;
         }
         if !self.privacy.could_hide(text) {
@@ -471,6 +471,23 @@ impl Notes {
         // The secret rules take `:TOKEN: [withheld]` for a password assignment: withheld
         // values are said to be withheld, as `read_node` says it.
         self.privacy.withhold_properties(&redacted).into_owned()
+    }
+
+    /// Whether `text` is, byte for byte, the text of a note private as a whole (`cp diary.org
+    /// notes.txt`: a copy whose name says nothing of its original). Only notes of the same
+    /// size are hashed.
+    fn copies_a_private_file(&self, text: &str) -> bool {
+        let state = self.store.state();
+        let len = text.len() as u64;
+        let private = state.files.values().any(|doc| {
+            doc.size == len
+                && doc.is_text(text)
+                && self.privacy.hides(&NodeRef {
+                    doc: doc.clone(),
+                    index: 0,
+                })
+        });
+        private
     }
 
     /// Whether the file at `file` (a store key) is private as a whole, by any of the rules

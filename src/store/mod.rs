@@ -57,6 +57,12 @@ pub struct FileDoc {
 }
 
 impl FileDoc {
+    /// Whether `text` is exactly the text this version of the file was parsed from (with
+    /// the same settings): a copy of the file under another name.
+    pub fn is_text(&self, text: &str) -> bool {
+        self.size == text.len() as u64 && text_digest(text, &self.settings) == self.text_hash
+    }
+
     fn new(
         path: Arc<str>,
         mtime: i64,

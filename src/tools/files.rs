@@ -704,6 +704,27 @@ mod tests {
     }
 
     #[test]
+    fn a_renamed_copy_of_a_private_note_is_private() {
+        let f = fixture();
+        let d = &f.notes_dir;
+        let store = Arc::new(Store::in_memory(Config::default()));
+        store
+            .ingest_file(&key(&d.join("diary.org")), false)
+            .unwrap();
+        let notes = Notes::new(store, Arc::new(f.notes.privacy().clone()))
+            .confined(f.notes.confinement().unwrap().clone());
+        // `cp diary.org notes.txt`: a name that says nothing of its original.
+        std::fs::copy(d.join("diary.org"), d.join("sub/notes.txt")).unwrap();
+        let e = call_with(&f, &notes, "read_file", &d.join("sub/notes.txt")).unwrap_err();
+        assert!(e.contains("private") && !e.contains("my secret"), "{e}");
+        // The limit: one byte changed, it is no longer the note's text, and is shown as any
+        // text (read as Org: no private headline in it).
+        std::fs::write(d.join("sub/notes.txt"), "* Dear diary\nmy secreT\n").unwrap();
+        let text = call_with(&f, &notes, "read_file", &d.join("sub/notes.txt")).unwrap();
+        assert!(text.contains("my secreT"), "{text}");
+    }
+
+    #[test]
     fn hard_links_to_private_files_are_private() {
         let f = fixture();
         let d = &f.notes_dir;

@@ -205,6 +205,7 @@ fn no_command_reads_what_the_notes_layer_hides() {
         case("cat '#diary.org#'", N, Allow, ""),
         case("cat tasks.org_archive", N, Allow, ""),
         case("cat journal-copy.txt", N, Allow, "No such file"),
+        case("cat renamed.txt", N, Allow, "No such file"),
         case(format!("cat {notes}/tasks.org"), P, Ask, "Buy milk"),
         // Version control: no history in the view.
         case("git log -p", N, Allow, "not a git repository"),
