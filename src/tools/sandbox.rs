@@ -293,6 +293,18 @@ impl Prepared {
         for (notes, view) in &policy.views {
             binds.push((view.clone(), notes.clone()));
         }
+        // A command with the network needs the resolver's configuration, which
+        // systemd-resolved keeps under /run (covered by the scratch file systems): its
+        // directory alone comes back.
+        if policy.network {
+            if let Some(dir) = std::fs::canonicalize("/etc/resolv.conf")
+                .ok()
+                .filter(|real| SCRATCH.iter().any(|s| real.starts_with(s)))
+                .and_then(|real| real.parent().map(Path::to_path_buf))
+            {
+                binds.push((dir.clone(), dir));
+            }
+        }
         // Outer directories first, so an inner mount lands on top.
         binds.sort_by_key(|(_, target)| target.components().count());
         binds.dedup_by(|a, b| a.1 == b.1);
