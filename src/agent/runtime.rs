@@ -150,7 +150,9 @@ impl Runtime {
             .worker_threads(workers.max(1))
             .max_blocking_threads(4)
             .thread_name("org-agent-worker")
-            // Parsing recurses per headline level; give it room.
+            // The Org scanner and the sexp reader no longer recurse; what still does
+            // (serde_json up to its 128 levels, dropping deep trees) gets headroom. A stack
+            // is reserved address space, committed only as it is used.
             .thread_stack_size(16 << 20)
             .on_thread_start(crate::block_sigpipe)
             .enable_all()
