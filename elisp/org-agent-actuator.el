@@ -27,9 +27,10 @@
 (require 'org-agent-store)
 ;; Not required: org-agent-skills needs the tools, which need the actuator.  A skill
 ;; draft is written only once org-agent (which loads them all) runs.
-(declare-function org-agent-skills--draft-file "org-agent-skills" (name))
+(declare-function org-agent-skills-draft-file "org-agent-skills" (name))
+(declare-function org-agent-skills-loaded "org-agent-skills" (name))
+(declare-function org-agent-chat-answer-marker "org-agent-chat" (&optional buffer))
 (declare-function org-agent-skills-reload "org-agent-skills" (&optional callback))
-(defvar org-agent-skills--active)
 (defvar org-element-cache-persistent)   ; Org 9.6 and later
 (require 'subr-x)
 (require 'cl-lib)
@@ -308,10 +309,6 @@ stays pending, untouched."
 
 ;;;; The vocabulary
 
-;; The chat's state, set by org-agent-chat (which requires this file).
-(defvar org-agent-chat--marker)
-(defvar org-agent-chat--request)
-
 (defun org-agent-actuator--answer-area (buffer-name)
   "The chat buffer named BUFFER-NAME, if its answer is being written now.
 Signal otherwise: display actions write only into the answer area of
@@ -321,10 +318,8 @@ save would keep the text) and never after the chat's \"* You\"."
     (unless (and buffer
                  (with-current-buffer buffer (derived-mode-p 'org-agent-chat-mode)))
       (org-agent-actuator--fail "%s is not an org-agent chat buffer" buffer-name))
-    (with-current-buffer buffer
-      (unless (and org-agent-chat--request (markerp org-agent-chat--marker)
-                   (marker-buffer org-agent-chat--marker))
-        (org-agent-actuator--fail "%s has no answer being written" buffer-name)))
+    (unless (org-agent-chat-answer-marker buffer)
+      (org-agent-actuator--fail "%s has no answer being written" buffer-name))
     buffer))
 
 (defun org-agent-actuator--neutral-text (text at-line-start)
@@ -341,7 +336,7 @@ TEXT's first line begins a line of the buffer."
   "Write TEXT, neutralised, where the answer grows in the chat BUFFER-NAME."
   (with-current-buffer (org-agent-actuator--answer-area buffer-name)
     (save-excursion
-      (goto-char org-agent-chat--marker)
+      (goto-char (org-agent-chat-answer-marker))
       (insert (org-agent-actuator--neutral-text text (bolp))))))
 
 (org-agent-actuator-define :insert ((buffer string) (text string))
@@ -757,9 +752,8 @@ A draft never replaces a file, nor a skill already loaded under its name."
   (unless (let ((case-fold-search nil))
             (string-match-p "\\`[a-z0-9]+\\(?:-[a-z0-9]+\\)*\\'" name))
     (org-agent-actuator--fail "create-skill: %S is not a kebab-case skill name" name))
-  (let ((file (org-agent-skills--draft-file name))
-        (loaded (seq-find (lambda (skill) (equal (plist-get skill :name) name))
-                          org-agent-skills--active)))
+  (let ((file (org-agent-skills-draft-file name))
+        (loaded (org-agent-skills-loaded name)))
     (when (file-exists-p file)
       (org-agent-actuator--fail "create-skill: %s exists, and a draft never replaces a file"
                                 file))

@@ -156,6 +156,17 @@ MARKER is where its keys line starts; OVERLAY carries the keys;
 ONCE-ONLY is non-nil when it cannot be approved for the conversation
 \(a new skill).")
 
+(defun org-agent-chat-answer-marker (&optional buffer)
+  "Return the marker where the answer grows in the chat BUFFER, or nil.
+BUFFER defaults to the current buffer.  The value is nil unless BUFFER
+is an org-agent chat whose answer is being written now."
+  (with-current-buffer (or buffer (current-buffer))
+    (and (derived-mode-p 'org-agent-chat-mode)
+         org-agent-chat--request
+         (markerp org-agent-chat--marker)
+         (marker-buffer org-agent-chat--marker)
+         org-agent-chat--marker)))
+
 ;;;; The chat buffer
 
 (defvar org-agent-chat-mode-map

@@ -125,9 +125,14 @@ OPERATION is what changed it; a `let' ending is a change too."
 It is \"drafts\" in the first of the user's skill directories."
   (expand-file-name "drafts" (car (org-agent-skills--user-directories))))
 
-(defun org-agent-skills--draft-file (name)
+(defun org-agent-skills-draft-file (name)
   "Return the file the agent's draft of the skill NAME is written to."
   (expand-file-name (concat name "/SKILL.org") (org-agent-skills--drafts-directory)))
+
+(defun org-agent-skills-loaded (name)
+  "Return the active skill named NAME (a plist), or nil."
+  (seq-find (lambda (skill) (equal (plist-get skill :name) name))
+            org-agent-skills--active))
 
 (defun org-agent-skills--directories ()
   "Return the skill directories as the module takes them: ((DIR . SOURCE) ...).
