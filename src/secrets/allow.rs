@@ -72,6 +72,17 @@ pub fn entropy(s: &str) -> f64 {
         .sum()
 }
 
+/// Whether `v` is a name in code, not a credential: snake_case, kebab-case or dotted lower
+/// case (`next_page`, `my-app.v2`), or an upper-case constant with an underscore
+/// (`YOUR_API_KEY`).
+pub fn is_identifier(v: &str) -> bool {
+    v.bytes()
+        .all(|b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b'.'))
+        || v.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+            && v.contains('_')
+}
+
 /// Which classes of character `s` has: (lower, upper, digit).
 pub fn classes(s: &str) -> (bool, bool, bool) {
     let b = s.as_bytes();

@@ -164,12 +164,7 @@ pub(super) fn credential_value(value: &str) -> bool {
         .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b':' | b'+'));
     let (lower, upper, digit) = allow::classes(v);
     let letters = v.bytes().all(|b| b.is_ascii_alphabetic());
-    let identifier = v
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b'.'))
-        || v.bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-            && v.contains('_');
+    let identifier = allow::is_identifier(v);
     // A UUID is an id, as everywhere in the detector (a storage link's download token).
     if placeholder || number || identifier || allow::is_timestamp(v) || allow::is_uuid(v) {
         return false;

@@ -141,13 +141,7 @@ fn credential_like(value: &str, min_len: usize) -> bool {
     let symbol = v
         .bytes()
         .any(|b| b.is_ascii_punctuation() && !matches!(b, b'_' | b'-'));
-    // A snake_case or kebab-case name is an identifier, not a password.
-    let identifier = v
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b'.'))
-        || v.bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-            && v.contains('_');
+    let identifier = allow::is_identifier(v);
     // camelCase letters alone are a name in code (`getLine`); a password has a digit or a
     // symbol.
     !identifier && ((digit && (lower || upper)) || symbol)

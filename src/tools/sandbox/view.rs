@@ -54,7 +54,7 @@ impl Stamp {
 
 /// What one file came to in the view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Copy {
+enum Copied {
     /// Copied as the notes layer shows it.
     Shown,
     /// Left out: private, binary, too large, unreadable.
@@ -76,12 +76,11 @@ pub struct Refresh {
 
 /// The views of the notes directories, under one directory of the state.
 pub struct NotesView {
-    base: PathBuf,
     /// The notes directories as configured (to know a view of others is another view).
     configured: Vec<PathBuf>,
     /// Each notes directory (real path) and its view.
     dirs: Vec<(PathBuf, PathBuf)>,
-    copies: HashMap<PathBuf, (Stamp, Copy)>,
+    copies: HashMap<PathBuf, (Stamp, Copied)>,
     /// Each directory of the notes met so far, and whether the view shows it.
     judged_dirs: HashMap<PathBuf, bool>,
     privacy: Option<Privacy>,
@@ -110,7 +109,6 @@ impl NotesView {
             std::fs::create_dir_all(view)?;
         }
         Ok(NotesView {
-            base: base.to_path_buf(),
             configured: notes_dirs.to_vec(),
             dirs,
             copies: HashMap::new(),
@@ -252,8 +250,8 @@ impl NotesView {
                         }
                     };
                     match copy {
-                        Copy::Shown => report.shown += 1,
-                        Copy::LeftOut => report.left_out += 1,
+                        Copied::Shown => report.shown += 1,
+                        Copied::LeftOut => report.left_out += 1,
                     }
                 }
             }
@@ -266,7 +264,7 @@ impl NotesView {
             .cloned()
             .collect();
         for target in stale {
-            if let Some((_, Copy::Shown)) = self.copies.remove(&target) {
+            if let Some((_, Copied::Shown)) = self.copies.remove(&target) {
                 report.removed += 1;
             }
             let _ = std::fs::remove_file(&target);
@@ -301,16 +299,11 @@ impl NotesView {
         std::fs::canonicalize(path)
             .is_ok_and(|real| self.dirs.iter().any(|(dir, _)| real.starts_with(dir)))
     }
-
-    /// Where the views are kept.
-    pub fn base(&self) -> &Path {
-        &self.base
-    }
 }
 
 /// Copy `source` to `target` as the notes layer shows it, or remove `target` when the
 /// notes layer shows nothing of it.
-fn copy_shown(notes: &Notes, source: &Path, target: &Path) -> io::Result<Copy> {
+fn copy_shown(notes: &Notes, source: &Path, target: &Path) -> io::Result<Copied> {
     let shown = std::fs::read(source)
         .ok()
         .filter(|bytes| !bytes.contains(&0))
@@ -319,14 +312,14 @@ fn copy_shown(notes: &Notes, source: &Path, target: &Path) -> io::Result<Copy> {
     match shown {
         Some(text) => {
             std::fs::write(target, text)?;
-            Ok(Copy::Shown)
+            Ok(Copied::Shown)
         }
         None => {
             match std::fs::remove_file(target) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             }
-            Ok(Copy::LeftOut)
+            Ok(Copied::LeftOut)
         }
     }
 }
