@@ -575,19 +575,27 @@ mod tests {
     const MIXED: &str =
         "* Shopping\nmilk\n* Health :private:\nthe secret diagnosis\n* After\nbread\n";
 
+    /// [`MIXED`] written to the notes as `name` and read back: the shared text is there,
+    /// the private subtree is not.
+    fn read_mixed_as(f: &Fixture, name: &str) -> String {
+        let path = f.notes_dir.join(name);
+        std::fs::write(&path, MIXED).unwrap();
+        let text = f.read(&path).unwrap();
+        assert!(
+            text.contains("milk") && text.contains("bread"),
+            "{name}: {text}"
+        );
+        assert!(!text.contains("secret diagnosis"), "{name}: {text}");
+        text
+    }
+
     #[test]
     fn emacs_backups_auto_saves_and_locks_are_shown_as_their_original() {
         let f = fixture();
         let d = &f.notes_dir;
         // Copies of a note with a private subtree: the subtree is cut, as in the note.
         for name in ["mixed.org~", "mixed.org.~3~", "#mixed.org#", ".#mixed.org"] {
-            std::fs::write(d.join(name), MIXED).unwrap();
-            let text = f.read(&d.join(name)).unwrap();
-            assert!(
-                text.contains("milk") && text.contains("bread"),
-                "{name}: {text}"
-            );
-            assert!(!text.contains("secret diagnosis"), "{name}: {text}");
+            let text = read_mixed_as(&f, name);
             assert!(
                 text.contains("private subtree is left out"),
                 "{name}: {text}"
@@ -670,13 +678,7 @@ mod tests {
         let f = fixture();
         let d = &f.notes_dir;
         for name in ["notes.txt", "tasks.bak", "x.org.orig", "README"] {
-            std::fs::write(d.join(name), MIXED).unwrap();
-            let text = f.read(&d.join(name)).unwrap();
-            assert!(
-                text.contains("milk") && text.contains("bread"),
-                "{name}: {text}"
-            );
-            assert!(!text.contains("secret diagnosis"), "{name}: {text}");
+            read_mixed_as(&f, name);
         }
         // A copy of a private file by a copy's name is private as its original.
         std::fs::write(d.join("diary.org.bak"), "* Dear diary\nmy secret\n").unwrap();
