@@ -175,6 +175,18 @@ fn fire_trigger<'e>(
     list(env, names)
 }
 
+/// The names of the skills' scans, in the order `org-agent-scan' offers them: the list
+/// `org-agent--scan' takes, owned here so that Elisp never keeps a copy.
+#[defun]
+fn scan_names(env: &Env) -> Result<Value<'_>> {
+    use crate::notes::scans::Scan;
+    let names = Scan::ALL
+        .iter()
+        .map(|s| s.name().into_lisp(env))
+        .collect::<Result<Vec<_>>>()?;
+    list(env, names)
+}
+
 /// Run the skills' scan NAME (`ids', `gtd-integrity', `inbox', `weekly-review',
 /// `daily-briefing', `garden', `secrets') over the notes and return its findings as plists
 /// (:kind :id :file :begin :level :todo :title :detail :fix), in the order of the notes.
