@@ -7,7 +7,6 @@
 ;; Version: 0.1.0
 ;; Package-Requires: ((emacs "28.1"))
 ;; Keywords: outlines, tools
-;; URL: https://example.invalid/org-agent
 
 ;;; Commentary:
 
