@@ -107,13 +107,18 @@ MODEL is the `org-agent-local-model' it was started for: when the
 option names another, the server is stopped before the next turn and
 one for the new model started.")
 
+(defun org-agent-backends-local-started-p ()
+  "Return non-nil when the local model server was started and has not stopped.
+It may still be loading its model: see `org-agent-backends-local-backend'."
+  (and org-agent-backends--local t))
+
 (defun org-agent-backends--set-local-model (symbol value)
   "Set SYMBOL (`org-agent-local-model') to VALUE.
 A local model server running for another model is stopped: the next
 message starts one for VALUE."
   (set-default symbol value)
-  (when (fboundp 'org-agent-backends--drop-stale-local)
-    (org-agent-backends--drop-stale-local)))
+  (when (fboundp 'org-agent-backends-drop-stale-local)
+    (org-agent-backends-drop-stale-local)))
 
 (defcustom org-agent-local-model 'qwen
   "The model a local server runs when `org-agent-backends' is empty.
@@ -160,26 +165,26 @@ the host of its :url."
   (or (plist-get backend :name)
       (format "%s @ %s" (plist-get backend :model) (plist-get backend :url))))
 
-(defun org-agent-backends--label (backend)
+(defun org-agent-backends-label (backend)
   "BACKEND's name and model, for the chat's header line."
   (format "%s (%s)" (or (plist-get backend :name) "backend")
           (or (plist-get backend :model) "?")))
 
-(defun org-agent-backends--named (name)
+(defun org-agent-backends-named (name)
   "The entry of `org-agent-backends' whose :name is NAME, or nil."
   (seq-find (lambda (b) (equal (plist-get b :name) name)) org-agent-backends))
 
 (defun org-agent-backends--first ()
   "Return the configured backend asked first for the next message, or nil."
   (let ((name (car org-agent-cascade)))
-    (or (and name (org-agent-backends--named name))
+    (or (and name (org-agent-backends-named name))
         (car org-agent-backends))))
 
-(defun org-agent-backends--next-label ()
+(defun org-agent-backends-next-label ()
   "Who will answer the next message, before any has been sent."
   (cond
    (org-agent-backends
-    (org-agent-backends--label (org-agent-backends--first)))
+    (org-agent-backends-label (org-agent-backends--first)))
    (org-agent-local-model
     (format "local %s (starts with your first message)" org-agent-local-model))
    (t "no backend: set org-agent-backends")))
@@ -191,17 +196,17 @@ the host of its :url."
                 (or (plist-get backend :name) (plist-get backend :model))))
   (plist-put (copy-sequence backend) :key (org-agent--backend-key backend)))
 
-(defun org-agent-backends--cascade ()
+(defun org-agent-backends-cascade ()
   "The backend plists of the cascade, in order, with their keys resolved.
 Without `org-agent-backends', the local model's, once it is ready."
   (let ((backends
          (cond
           ((null org-agent-backends)
-           (let ((local (org-agent-backends--local-backend)))
+           (let ((local (org-agent-backends-local-backend)))
              (and local (list local))))
           ((null org-agent-cascade) org-agent-backends)
           (t (mapcar (lambda (name)
-                       (or (org-agent-backends--named name)
+                       (or (org-agent-backends-named name)
                            (user-error "`org-agent-cascade' names %S, which is not in \
 `org-agent-backends'" name)))
                      org-agent-cascade)))))
@@ -209,7 +214,7 @@ Without `org-agent-backends', the local model's, once it is ready."
       (user-error "Set `org-agent-backends' to the LLM servers you use first"))
     (mapcar #'org-agent-backends--resolved backends)))
 
-(defun org-agent-backends--options ()
+(defun org-agent-backends-options ()
   "The settings of the next turn about its backends, a plist for the module.
 Tiers, the pool they draw from, cooldown, retry cap, budget and consensus."
   (list
@@ -228,19 +233,19 @@ Tiers, the pool they draw from, cooldown, retry cap, budget and consensus."
 (defconst org-agent-backends--local-context-window 4096
   "The context window the local model server is started with, in tokens.")
 
-(defun org-agent-backends--window ()
+(defun org-agent-backends-window ()
   "Return the context window, in tokens, of the next message's backend, or nil.
 That is the local model's; else the :context-window of the first
 backend of the cascade, when it says."
-  (if (org-agent-backends--local-p)
+  (if (org-agent-backends-local-p)
       org-agent-backends--local-context-window
     (plist-get (org-agent-backends--first) :context-window)))
 
-(defun org-agent-backends--local-p ()
+(defun org-agent-backends-local-p ()
   "Whether the local model answers: no backend is configured, and one may run."
   (and (null org-agent-backends) org-agent-local-model t))
 
-(defun org-agent-backends--drop-stale-local ()
+(defun org-agent-backends-drop-stale-local ()
   "Stop the local model server if it serves another model than the option names.
 That is, when `org-agent-local-model' was changed since it started.
 Return non-nil when one was stopped."
@@ -251,7 +256,7 @@ Return non-nil when one was stopped."
     (org-agent-backends--stop-local)
     t))
 
-(defun org-agent-backends--local-backend ()
+(defun org-agent-backends-local-backend ()
   "The backend plist of the local model server, if it is ready.
 Nil too when it serves another model than `org-agent-local-model'."
   (pcase org-agent-backends--local
@@ -267,9 +272,9 @@ Nil too when it serves another model than `org-agent-local-model'."
              ;; Small models on shared machines can be slow to start answering.
              :first-byte-timeout 300)))))
 
-(defun org-agent-backends--local-model-note ()
+(defun org-agent-backends-local-model-note ()
   "Return the text the chat begins with when the local model answers, or \"\"."
-  (if (not (org-agent-backends--local-p))
+  (if (not (org-agent-backends-local-p))
       ""
     (format "No LLM backend is configured, so a small model runs on this
 computer (%s, on the CPU).  It starts with your first
@@ -301,11 +306,11 @@ One line configures one, with its key in ~/.authinfo.gpg (see README.org,
     (delete-process probe)
     port))
 
-(defun org-agent-backends--start-local (then failed)
+(defun org-agent-backends-start-local (then failed)
   "Start the local model server, then call THEN once it is ready.
 The model is `org-agent-local-model'.  When the server stops before
 it is ready, call FAILED."
-  (org-agent-backends--drop-stale-local)
+  (org-agent-backends-drop-stale-local)
   (let ((port (org-agent-backends--free-port))
         (model org-agent-local-model)
         (script (expand-file-name "scripts/local-llm" org-agent--source-directory)))
@@ -350,7 +355,7 @@ it is ready, call FAILED."
             org-agent-backends--local entry)
       (add-hook 'kill-emacs-hook #'org-agent-backends--stop-local))))
 
-(defun org-agent-backends--local-output (lines)
+(defun org-agent-backends-local-output (lines)
   "The last LINES lines the local model server printed, or nil."
   (let ((buffer (get-buffer " *org-agent-local-llm*")))
     (when (buffer-live-p buffer)

@@ -84,7 +84,7 @@ and the skills'), and the module's edit verbs (`org-agent--action-names')."
   (append
    org-agent-permissions--tools
    (mapcar (lambda (spec) (cons (plist-get spec :name) "an Elisp tool"))
-           (org-agent-tools--specs))
+           (org-agent-tools-specs))
    (delq nil
          (mapcar (lambda (k)
                    (let ((verb (substring (symbol-name k) 1)))

@@ -54,7 +54,7 @@ and the agent can search by meaning."
 
 ;;;; Embedding
 
-(defun org-agent-semantic--backend ()
+(defun org-agent-semantic-backend ()
   "The embedding backend plist with its key resolved, or nil."
   (when org-agent-embedding-backend
     (plist-put (copy-sequence org-agent-embedding-backend) :key
@@ -74,7 +74,7 @@ them with `org-agent-embed-all'; never a private one.  CALLBACK, if
 given, is called with the final event plist."
   (interactive)
   (org-agent--require-started)
-  (let ((backend (or (org-agent-semantic--backend)
+  (let ((backend (or (org-agent-semantic-backend)
                      (user-error "Set `org-agent-embedding-backend' first")))
         (by-user (called-interactively-p 'interactive)))
     (if org-agent-semantic--running
@@ -225,7 +225,7 @@ them with `org-agent-embed-all' (see `org-agent-embed-notes')."
   (org-agent--require-started)
   (when (string-empty-p (string-trim query))
     (user-error "Nothing to search for"))
-  (let ((backend (or (org-agent-semantic--backend)
+  (let ((backend (or (org-agent-semantic-backend)
                      (user-error "Set `org-agent-embedding-backend' first"))))
     (unless (org-agent-semantic--anything-to-embed-p)
       (user-error "Nothing to search by meaning: %s" (org-agent-semantic--why-nothing)))

@@ -71,6 +71,12 @@ skills, so those win over an imported skill of the same name."
 Each is a plist (:name :description :file :source :triggers :tests-passed
 :elisp-tools).")
 
+(defun org-agent-skills-active ()
+  "Return the active skills, as the module last reported them.
+Each is a plist (:name :description :file :source :triggers :tests-passed
+:elisp-tools).  Nil until the skills are loaded."
+  org-agent-skills--active)
+
 (defvar org-agent-skills--inactive nil
   "The skills (or files) that are not active, as (NAME . REASON).")
 
@@ -165,7 +171,7 @@ Then call CALLBACK, if given, with EVENT."
       (message "org-agent: %d skills active; not active: %s"
                (length org-agent-skills--active)
                (mapconcat (lambda (pair) (cdr pair)) org-agent-skills--inactive "; ")))
-    (when-let ((problems (org-agent-tools--define-skill-tools org-agent-skills--active)))
+    (when-let ((problems (org-agent-tools-define-skill-tools org-agent-skills--active)))
       (message "org-agent: %s" (mapconcat #'identity problems "; "))))
   (when callback (funcall callback event)))
 

@@ -120,7 +120,7 @@ network namespace with no network at all."
   :type '(repeat string)
   :group 'org-agent)
 
-(defun org-agent-shell--options ()
+(defun org-agent-shell-options ()
   "Return the turn option of the shell tool, or nil when there is no directory."
   (let ((roots (or org-agent-shell--roots org-agent-directories)))
     (and roots

@@ -290,7 +290,7 @@ For `org-agent-status'."
         (pending (length (org-agent-approvals-list))))
     (insert "* Skills\n")
     (insert (format "- active :: %d\n- approvals waiting :: %d%s\n"
-                    (length org-agent-skills--active) pending
+                    (length (org-agent-skills-active)) pending
                     (if (> pending 0) " (M-x org-agent-approvals)" "")))
     (dolist (s ran)
       (insert (format "- %s :: %s, %d runs, %d failed%s\n"

@@ -82,7 +82,7 @@ Return PREDICATE's value."
 
 ;; The shipped skills load on a worker when org-agent starts; wait for them once, so that
 ;; every test sees their rules from its first turn on.
-(unless (org-agent-test-wait (lambda () org-agent-skills--active) 30)
+(unless (org-agent-test-wait #'org-agent-skills-active 30)
   (error "The shipped skills did not load: %S" org-agent-skills--inactive))
 
 (defun org-agent-test-corpus-files ()
