@@ -30,13 +30,20 @@
 ;; org-agent-store.el; `org-agent-define-tool' (org-agent-tools.el)
 ;; gives the agent tools of your own.
 ;;
-;; The files: org-agent-base.el (the group, the errors, the module's
-;; functions), org-agent-build.el (building and loading the module),
-;; org-agent-store.el (the store and the module's events),
-;; org-agent-actuator.el (the agent's edits), org-agent-tools.el
-;; (tools in Elisp), org-agent-backends.el (the LLM backends),
-;; org-agent-semantic.el (search by meaning), org-agent-chat.el (the
-;; chat), and this one (the mode and the commands around the store).
+;; The files: org-agent-base.el (the groups, the errors, the
+;; module's functions), org-agent-build.el (building and loading the
+;; module), org-agent-dispatch.el (the module's events, to their hooks
+;; and callbacks), org-agent-store.el (the store: start-up, ingest,
+;; queries), org-agent-actuator.el (the agent's edits),
+;; org-agent-tools.el (tools in Elisp), org-agent-backends.el (the LLM
+;; backends), org-agent-semantic.el (search by meaning),
+;; org-agent-chat.el (the chat), org-agent-permissions.el (the user's
+;; rules and the shell tool), org-agent-skills.el (the skills),
+;; org-agent-runs.el (skills run in the background),
+;; org-agent-approvals.el (what those runs propose),
+;; org-agent-scans.el (the scans and the daily briefing),
+;; org-agent-sentinel.el (credentials moved into auth-source), and
+;; this one (the mode and the commands around the store).
 
 ;;; Code:
 

@@ -319,7 +319,7 @@ types a message and sends it."
   '("org-agent-chat" "org-agent-backends" "org-agent" "org-agent-base" "org-agent-permissions"
     "org-agent-runs" "org-agent-tools" "org-agent-semantic" "org-agent-sentinel"
     "org-agent-build" "org-agent-approvals" "org-agent-skills" "org-agent-scans"
-    "org-agent-store" "org-agent-actuator")
+    "org-agent-store" "org-agent-dispatch" "org-agent-actuator")
   "The files whose commands this test checks.")
 
 (defconst org-agent-newchat-test--user-commands
