@@ -46,14 +46,14 @@ a cons of prices per million input and output tokens (see
 time limits, answering garbage) the next is asked; see
 `org-agent-cascade'."
   :type '(repeat (plist :key-type symbol :value-type sexp))
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-cascade nil
   "The names of the backends to try, in order, or nil for all of them.
 Names are the :name of entries of `org-agent-backends'.  A backend
 that failed is tried last for `org-agent-cooldown' seconds."
   :type '(repeat string)
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-model-tiers nil
   "Which backends serve each tier of request, an alist.
@@ -66,7 +66,7 @@ the cascade.  Example:
    (reasoning (\"anthropic\" . \"claude-opus-4-1\") \"openai\"))"
   :type '(alist :key-type (choice (const reflex) (const cognition) (const reasoning))
                 :value-type (repeat (choice string (cons string string))))
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-budget nil
   "Limits on what requests to LLMs may spend, a plist, or nil for none.
@@ -77,7 +77,7 @@ prices per million input and output tokens, e.g. (3.0 . 15.0)).
 \(the default; the chat says why and nothing is sent) or a tier of
 `org-agent-model-tiers' (e.g. `reflex') whose backends answer instead."
   :type '(plist :key-type symbol :value-type sexp)
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-consensus nil
   "Consensus mode: how many backends of the cascade to ask at once, or nil.
@@ -87,19 +87,19 @@ by name and arguments) and the majority's is taken.  The chat shows
 who proposed what.  On a tie you are asked before any action runs.
 Answers do not stream in this mode."
   :type '(choice (const :tag "Off" nil) (integer :tag "Backends"))
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-cooldown 600
   "Seconds a backend that failed is tried after the others."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-retry-cap 10
   "The longest wait, in seconds, a backend may ask for before it is asked again.
 A backend that asks for a longer wait (HTTP retry-after) is not
 waited for: the next one is asked."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defvar org-agent-backends--local nil
   "The local model server: (PROCESS PORT READY MODEL).
@@ -130,7 +130,7 @@ is stopped when this changes (through Customize, or with `setq' before
 the next message), and the next message starts the new one."
   :type '(choice (const qwen) (const smollm2) (const :tag "Never" nil))
   :set #'org-agent-backends--set-local-model
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-local-max-tokens 384
   "The most tokens one answer of the local model may take.
@@ -138,7 +138,7 @@ The local model (see `org-agent-local-model') writes a few tokens a
 second on a CPU; without a bound a confused small model rambles for
 minutes."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 ;;;; Keys
 

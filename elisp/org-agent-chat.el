@@ -36,18 +36,18 @@ Nil means a quarter of the first backend's :context-window, or 8000
 tokens when it has none.  The node you are on is always shown; the
 rest is filled by priority, whole notes only."
   :type '(choice (const :tag "From the backend" nil) natnum)
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-context-due-days 7
   "Open tasks scheduled or due within this many days are shown to the agent.
 Overdue ones too; today's date always goes with them."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-context-recent-days 7
   "Tasks closed in this many last days are shown to the agent."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-tool-rounds nil
   "How many rounds of tool calls one chat turn may make before it must answer.
@@ -56,33 +56,33 @@ tools.  nil means no bound but `org-agent-max-depth'; 0 means no tools.
 The local model (see `org-agent-local-model') is offered no tools: it
 answers from the notes in its context."
   :type '(choice (const :tag "Only the depth limit" nil) natnum)
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-max-depth 10
   "How many steps (LLM requests) one chat turn may take."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-temperature nil
   "Sampling temperature sent with chat requests, or nil for the server's default."
   :type '(choice (const :tag "Server default" nil) number)
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-chat-buffer-name "*org-agent-chat*"
   "Name of the chat buffer."
   :type 'string
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-audit-file nil
   "The Org file every gate decision and answer is appended to.
 nil means \"audit.org\" in `org-agent-state-directory'."
   :type '(choice (const :tag "audit.org in the state directory" nil) file)
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-summarize-max-chars 60000
   "Most characters of a buffer `org-agent-summarize-buffer' sends."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 ;;;; State
 
@@ -126,7 +126,7 @@ Emacs, `ask' refuses."
   :type '(choice (const :tag "Ask" ask) (const :tag "Send it trimmed" trim)
                  (const :tag "As a file read in pages" file)
                  (const :tag "Send nothing" refuse))
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defvar org-agent-chat--pasted nil
   "The file (or buffer name) whose text the next message carries, or nil.

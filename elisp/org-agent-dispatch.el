@@ -41,7 +41,7 @@ The chat inserts each piece as it arrives.  Set it with
 plain `setq' does not reach the module."
   :type 'number
   :set #'org-agent--set-redisplay-interval-option
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 ;;;; Hooks and callbacks
 

@@ -66,7 +66,7 @@ Examples:
    (allow add-headline \"~/notes/inbox.org\" :scope chat)
    (deny * \"~/notes/archive/**\" :scope background))"
   :type '(repeat (sexp :tag "Rule"))
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defconst org-agent-permissions--tools
   '(("query_notes" . "reads the notes") ("read_node" . "reads the notes")
@@ -172,13 +172,13 @@ When they are up, the command and every process it started (its
 process group) are killed, and the agent reads what it printed so
 far.  Interrupting the turn (`org-agent-interrupt') kills them too."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-shell-output-limit 20000
   "Most bytes of a command's output the agent reads, of stdout and of stderr.
 The rest is cut, and the agent is told how much was cut."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defvar org-agent-shell--roots nil
   "Directories the agent's commands may run in; nil means `org-agent-directories'.
@@ -202,7 +202,7 @@ nil runs commands without the sandbox: they see the notes and
 everything else as the user does.  The chat's header line then says
 so."
   :type 'boolean
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-shell-writable-directories nil
   "Directories the agent's commands may write in, inside the sandbox.
@@ -210,14 +210,14 @@ Nothing else is writable but a command's own /tmp, which is
 discarded when it ends.  Notes directories are never writable: notes
 change through the edit tools, which show a diff."
   :type '(repeat directory)
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-shell-network-commands nil
   "Commands that may use the network inside the sandbox, as argv prefixes.
 For example (\"git fetch\" \"curl\").  Every other command runs in a
 network namespace with no network at all."
   :type '(repeat string)
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defun org-agent-shell-options ()
   "Return the turn option of the shell tool, or nil when there is no directory."

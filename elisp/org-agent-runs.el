@@ -26,14 +26,14 @@
 (defcustom org-agent-skill-run-timeout 300
   "Seconds a background run of a skill may take before it is stopped."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-runs)
 
 (defcustom org-agent-skill-max-failures 3
   "Failed background runs in a row after which a skill is suspended.
 A suspended skill runs again once the skills are reloaded (saving its
 file does that)."
   :type 'integer
-  :group 'org-agent)
+  :group 'org-agent-runs)
 
 (defcustom org-agent-skill-finished-functions nil
   "Functions called when a background run of a skill ends.
@@ -42,19 +42,19 @@ Each is called with the skill's name and a plist: :outcome (`done' or
 ids of the proposals it put in the approvals queue), :request and
 :seconds."
   :type 'hook
-  :group 'org-agent)
+  :group 'org-agent-runs)
 
 (defcustom org-agent-skill-runs-quiet nil
   "Non-nil means background runs report nothing in the echo area.
 They are always in `org-agent-log'."
   :type 'boolean
-  :group 'org-agent)
+  :group 'org-agent-runs)
 
 (defcustom org-agent-skill-idle-seconds 300
   "Seconds of idleness after which skills triggered on idle run.
 nil means never."
   :type '(choice (const :tag "Never" nil) number)
-  :group 'org-agent)
+  :group 'org-agent-runs)
 
 (defvar org-agent-runs--idle-timer nil
   "The idle timer of the skills triggered on idle.")
@@ -141,7 +141,7 @@ named here, or for all of them when this is t.  Your own skills'
 triggers always fire."
   :type '(choice (const :tag "All of them" t)
                  (repeat :tag "These skills" string))
-  :group 'org-agent)
+  :group 'org-agent-skills)
 
 (defun org-agent-runs--may-fire-p (name)
   "Non-nil when skill NAME's triggers may start a background run."

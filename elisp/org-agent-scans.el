@@ -47,7 +47,7 @@
 The briefing is `org-agent-daily-briefing': deterministic, read
 from the store, with no model involved."
   :type 'boolean
-  :group 'org-agent)
+  :group 'org-agent-scans)
 
 (defcustom org-agent-inbox nil
   "Where captured items wait to be filed, for the inbox scan and /inbox.
@@ -56,7 +56,7 @@ inbox.org, refile.org or notes.org, else a top-level headline titled
 Inbox or Refile; else `org-default-notes-file' when it is a note."
   :type '(choice (const :tag "Found in the notes" nil)
                  (string :tag "File, FILE::Headline or id"))
-  :group 'org-agent)
+  :group 'org-agent-scans)
 
 (defun org-agent-scans--run (name file)
   "The findings of scan NAME over FILE (nil: all notes).

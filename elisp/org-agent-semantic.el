@@ -33,22 +33,22 @@ Like (:type openai :url \"http://127.0.0.1:8080/v1\" :model \"all-minilm\"):
 When set, the chat shows notes related by meaning to each question
 and the agent can search by meaning."
   :type '(choice (const :tag "None" nil) (plist :key-type symbol :value-type sexp))
-  :group 'org-agent)
+  :group 'org-agent-semantic)
 
 (defcustom org-agent-embed-all nil
   "Whether every headline is embedded, not only those with EMBED t."
   :type 'boolean
-  :group 'org-agent)
+  :group 'org-agent-semantic)
 
 (defcustom org-agent-related-threshold 0.75
   "How similar a note must be to a question to be shown with it (0 to 1)."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-semantic)
 
 (defcustom org-agent-embed-idle-delay 5
   "Seconds of idle time after an ingest before new notes are embedded."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-semantic)
 
 (declare-function org-agent--visit "org-agent" (file position))
 

@@ -47,13 +47,13 @@ come after them, so a user's skill of the same name wins;
 `org-agent-import-skill' writes into the first of them, and the
 skills the agent drafts go to drafts/ in it."
   :type '(repeat directory)
-  :group 'org-agent)
+  :group 'org-agent-skills)
 
 (defcustom org-agent-disabled-skills nil
   "Names of skills that do not load, nor the skills that depend on them.
 \\<org-agent-skills-mode-map>In `org-agent-skills', \\[org-agent-skills-disable] and \\[org-agent-skills-enable] change it."
   :type '(repeat string)
-  :group 'org-agent)
+  :group 'org-agent-skills)
 
 (defcustom org-agent-skill-import-directories
   '("~/.agents/skills" "~/.claude/skills")
@@ -62,7 +62,7 @@ Their skills are prompt only: no tools, no gate rules, and their
 scripts never run.  They come after the user's and the shipped
 skills, so those win over an imported skill of the same name."
   :type '(repeat directory)
-  :group 'org-agent)
+  :group 'org-agent-skills)
 
 ;;;; State
 

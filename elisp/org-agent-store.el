@@ -27,18 +27,18 @@
   (locate-user-emacs-file "org-agent/")
   "Directory where org-agent keeps its state (the persisted store)."
   :type 'directory
-  :group 'org-agent)
+  :group 'org-agent-store)
 
 (defcustom org-agent-directories nil
   "Directories whose Org files org-agent ingests.
 When nil, use `org-directory'."
   :type '(repeat directory)
-  :group 'org-agent)
+  :group 'org-agent-store)
 
 (defcustom org-agent-snapshot-count 20
   "How many store snapshots to keep for rollback."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-store)
 
 (defun org-agent--set-privacy-option (symbol value)
   "Set SYMBOL to VALUE and hand the privacy rules to the module if it is loaded."
@@ -55,7 +55,7 @@ embedding request, and the agent cannot edit it.  Tag inheritance
 settings do not matter here."
   :type '(repeat string)
   :set #'org-agent--set-privacy-option
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-private-files nil
   "Org files the LLM never sees, as glob patterns.
@@ -65,7 +65,7 @@ A pattern without a slash matches the file name (\"diary.org\",
 directories, `?' one character."
   :type '(repeat string)
   :set #'org-agent--set-privacy-option
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-untrusted-tags '("untrusted" "web")
   "Tags that mark text the user did not write, which may give the agent orders.
@@ -80,7 +80,7 @@ what was read.  Files read from outside the notes, command output
 and the results of Elisp tools count as untrusted too."
   :type '(repeat string)
   :set #'org-agent--set-privacy-option
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-secret-properties
   '("PASSWORD" "PASS" "PASSWD" "SECRET" "TOKEN" "API_KEY" "APIKEY"
@@ -94,7 +94,7 @@ an LLM or embedding server; this list catches what no pattern
 would, such as a password made of plain words."
   :type '(repeat string)
   :set #'org-agent--set-privacy-option
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-protected-files nil
   "Files and directories the agent may never read or write.
@@ -106,7 +106,7 @@ Always protected besides these, whatever the directories: ~/.ssh,
 leads: a symbolic link to a protected file is protected."
   :type '(repeat file)
   :set #'org-agent--set-privacy-option
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 ;;;; State
 

@@ -127,7 +127,7 @@ thread only copies the text, a worker parses it."
   "Seconds between refreshes of `*org-agent-log*' while it is shown.
 nil: refresh it only on \\[revert-buffer] or \\[org-agent-log]."
   :type '(choice (const :tag "Only on request" nil) number)
-  :group 'org-agent)
+  :group 'org-agent-module)
 
 (defvar-local org-agent-log--entries []
   "The log entries the buffer shows, a vector, oldest first.")
