@@ -43,10 +43,7 @@ OUTCOME) of finished runs, newest first."
             (skills (make-temp-file "org-agent-skills" t))
             (org-agent-skill-directories (list skills))
             (org-agent-skill-runs-quiet t)
-            (port (org-agent-test-server-start
-                   (org-agent-test-server-binary org-agent-test-root)))
-            (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
-                                         :model "test" :key "sk-test" :idle-timeout 2)))
+            (org-agent-backends (org-agent-test-backends (org-agent-test-start-server)))
             (finished nil)
             (org-agent-skill-finished-functions
              (list (lambda (name outcome) (push (list name outcome) finished)))))

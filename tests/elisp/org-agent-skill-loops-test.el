@@ -52,10 +52,7 @@ Schedule what the note says should be.
             (skills (make-temp-file "org-agent-skills" t))
             (org-agent-skill-directories (list skills))
             (org-agent-skill-runs-quiet t)
-            (port (org-agent-test-server-start
-                   (org-agent-test-server-binary org-agent-test-root)))
-            (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
-                                         :model "test" :key "sk-test" :idle-timeout 2)))
+            (org-agent-backends (org-agent-test-backends (org-agent-test-start-server)))
             (org-agent-skill-loops-test--finished nil)
             (org-agent-skill-loops-test--triggered nil)
             (org-agent-skill-loops-test--tasks nil)
