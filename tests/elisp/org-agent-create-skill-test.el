@@ -18,9 +18,7 @@
 
 (defun org-agent-create-skill-test--reload ()
   "Load the skills again; return when the module reported them."
-  (let (report)
-    (org-agent-skills-reload (lambda (event) (setq report event)))
-    (org-agent-test-wait (lambda () report) 30)))
+  (org-agent-test-reload-skills))
 
 (defun org-agent-create-skill-test--named (name)
   "The skill NAME as `org-agent-skills-list' reports it, or nil."

@@ -41,10 +41,7 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
              (org-agent-test-kill-chat)
              (with-current-buffer (org-agent-chat)
                ,@body))
-         (dolist (b (buffer-list))
-           (when (and (buffer-file-name b) (string-prefix-p notes (buffer-file-name b)))
-             (with-current-buffer b (set-buffer-modified-p nil))
-             (kill-buffer b)))
+         (org-agent-test-kill-file-buffers notes)
          (delete-directory notes t)))))
 
 (defun org-agent-loop-test--send (text)

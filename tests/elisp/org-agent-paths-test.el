@@ -58,10 +58,7 @@ notes/link.org to the target, notes/alias.org to notes/plain.org.
            (org-agent-test-kill-chat)
            (with-current-buffer (org-agent-chat)
              ,@body))
-       (dolist (b (buffer-list))
-         (when (and (buffer-file-name b) (string-prefix-p root (buffer-file-name b)))
-           (with-current-buffer b (set-buffer-modified-p nil))
-           (kill-buffer b)))
+       (org-agent-test-kill-file-buffers root)
        (delete-directory root t))))
 
 (defun org-agent-paths-test--id (title)

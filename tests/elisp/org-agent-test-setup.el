@@ -95,6 +95,24 @@ and sends it with `org-agent-chat-send'."
        (ignore port finished send)
        ,@body)))
 
+;;;; Files
+
+(defun org-agent-test-kill-file-buffers (directory)
+  "Kill, unsaved, every buffer visiting a file under DIRECTORY."
+  (dolist (buffer (buffer-list))
+    (let ((file (buffer-file-name buffer)))
+      (when (and file (string-prefix-p directory file))
+        (with-current-buffer buffer (set-buffer-modified-p nil))
+        (kill-buffer buffer)))))
+
+;;;; Skills
+
+(defun org-agent-test-reload-skills ()
+  "Load the skills again; return the module's report, or nil after 30 seconds."
+  (let (report)
+    (org-agent-skills-reload (lambda (event) (setq report event)))
+    (org-agent-test-wait (lambda () report) 30)))
+
 ;;;; Fixtures
 
 (defun org-agent-test-fixture (name)
