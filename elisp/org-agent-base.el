@@ -153,6 +153,7 @@ permissions, the shell tool's sandbox and the audit file."
     (org-agent--fire-trigger kind file pos)
     (org-agent--permissions-explain rules action scope)
     (org-agent--scan name file inbox)
+    (org-agent--scan-names)
     (org-agent--secret-spans text))
   "The functions of the module, `org-agent-module', as (NAME ARGUMENT...).
 Every `#[defun]' of src/emacs/: Rust's fn NAME is org-agent--NAME
