@@ -44,7 +44,7 @@ A buffer with unsaved changes of the user's is never saved by the
 agent.  The store sees the edit either way, and the edit stays one
 undo step in the buffer."
   :type 'boolean
-  :group 'org-agent)
+  :group 'org-agent-actions)
 
 (defvar org-agent-actuator--actions (make-hash-table :test #'eq)
   "Action keyword → (ARG-SPECS . FUNCTION).")
@@ -217,7 +217,7 @@ edit, before it (so a refiled or archived note carries it along).
 The ids skill (skills/ids/SKILL.org) relies on it for \"every note
 the agent touches has an id\"."
   :type 'boolean
-  :group 'org-agent)
+  :group 'org-agent-actions)
 
 (defmacro org-agent-actuator--at-node (id &rest body)
   "Run BODY at the headline of node ID as one undo step; return BODY's value."
@@ -716,12 +716,12 @@ code that computes without ever waiting is stopped by \[keyboard-quit].
 `eval_elisp' is offered only when `org-agent-permissions' enables it,
 and each call is shown and approved."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-actions)
 
 (defcustom org-agent-eval-result-max-chars 4000
   "Most characters of an evaluated value sent back to the model."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-actions)
 
 (org-agent-actuator-define :eval-elisp ((code string))
   "Evaluate CODE, one Elisp form, with lexical binding and a time limit.

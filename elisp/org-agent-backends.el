@@ -46,14 +46,14 @@ a cons of prices per million input and output tokens (see
 time limits, answering garbage) the next is asked; see
 `org-agent-cascade'."
   :type '(repeat (plist :key-type symbol :value-type sexp))
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-cascade nil
   "The names of the backends to try, in order, or nil for all of them.
 Names are the :name of entries of `org-agent-backends'.  A backend
 that failed is tried last for `org-agent-cooldown' seconds."
   :type '(repeat string)
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-model-tiers nil
   "Which backends serve each tier of request, an alist.
@@ -66,7 +66,7 @@ the cascade.  Example:
    (reasoning (\"anthropic\" . \"claude-opus-4-1\") \"openai\"))"
   :type '(alist :key-type (choice (const reflex) (const cognition) (const reasoning))
                 :value-type (repeat (choice string (cons string string))))
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-budget nil
   "Limits on what requests to LLMs may spend, a plist, or nil for none.
@@ -77,7 +77,7 @@ prices per million input and output tokens, e.g. (3.0 . 15.0)).
 \(the default; the chat says why and nothing is sent) or a tier of
 `org-agent-model-tiers' (e.g. `reflex') whose backends answer instead."
   :type '(plist :key-type symbol :value-type sexp)
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-consensus nil
   "Consensus mode: how many backends of the cascade to ask at once, or nil.
@@ -87,19 +87,19 @@ by name and arguments) and the majority's is taken.  The chat shows
 who proposed what.  On a tie you are asked before any action runs.
 Answers do not stream in this mode."
   :type '(choice (const :tag "Off" nil) (integer :tag "Backends"))
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-cooldown 600
   "Seconds a backend that failed is tried after the others."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-retry-cap 10
   "The longest wait, in seconds, a backend may ask for before it is asked again.
 A backend that asks for a longer wait (HTTP retry-after) is not
 waited for: the next one is asked."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defvar org-agent-backends--local nil
   "The local model server: (PROCESS PORT READY MODEL).
@@ -107,13 +107,18 @@ MODEL is the `org-agent-local-model' it was started for: when the
 option names another, the server is stopped before the next turn and
 one for the new model started.")
 
+(defun org-agent-backends-local-started-p ()
+  "Return non-nil when the local model server was started and has not stopped.
+It may still be loading its model: see `org-agent-backends-local-backend'."
+  (and org-agent-backends--local t))
+
 (defun org-agent-backends--set-local-model (symbol value)
   "Set SYMBOL (`org-agent-local-model') to VALUE.
 A local model server running for another model is stopped: the next
 message starts one for VALUE."
   (set-default symbol value)
-  (when (fboundp 'org-agent-backends--drop-stale-local)
-    (org-agent-backends--drop-stale-local)))
+  (when (fboundp 'org-agent-backends-drop-stale-local)
+    (org-agent-backends-drop-stale-local)))
 
 (defcustom org-agent-local-model 'qwen
   "The model a local server runs when `org-agent-backends' is empty.
@@ -125,7 +130,7 @@ is stopped when this changes (through Customize, or with `setq' before
 the next message), and the next message starts the new one."
   :type '(choice (const qwen) (const smollm2) (const :tag "Never" nil))
   :set #'org-agent-backends--set-local-model
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-local-max-tokens 384
   "The most tokens one answer of the local model may take.
@@ -133,7 +138,7 @@ The local model (see `org-agent-local-model') writes a few tokens a
 second on a CPU; without a bound a confused small model rambles for
 minutes."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 ;;;; Keys
 
@@ -160,26 +165,26 @@ the host of its :url."
   (or (plist-get backend :name)
       (format "%s @ %s" (plist-get backend :model) (plist-get backend :url))))
 
-(defun org-agent-backends--label (backend)
+(defun org-agent-backends-label (backend)
   "BACKEND's name and model, for the chat's header line."
   (format "%s (%s)" (or (plist-get backend :name) "backend")
           (or (plist-get backend :model) "?")))
 
-(defun org-agent-backends--named (name)
+(defun org-agent-backends-named (name)
   "The entry of `org-agent-backends' whose :name is NAME, or nil."
   (seq-find (lambda (b) (equal (plist-get b :name) name)) org-agent-backends))
 
 (defun org-agent-backends--first ()
   "Return the configured backend asked first for the next message, or nil."
   (let ((name (car org-agent-cascade)))
-    (or (and name (org-agent-backends--named name))
+    (or (and name (org-agent-backends-named name))
         (car org-agent-backends))))
 
-(defun org-agent-backends--next-label ()
+(defun org-agent-backends-next-label ()
   "Who will answer the next message, before any has been sent."
   (cond
    (org-agent-backends
-    (org-agent-backends--label (org-agent-backends--first)))
+    (org-agent-backends-label (org-agent-backends--first)))
    (org-agent-local-model
     (format "local %s (starts with your first message)" org-agent-local-model))
    (t "no backend: set org-agent-backends")))
@@ -191,17 +196,17 @@ the host of its :url."
                 (or (plist-get backend :name) (plist-get backend :model))))
   (plist-put (copy-sequence backend) :key (org-agent--backend-key backend)))
 
-(defun org-agent-backends--cascade ()
+(defun org-agent-backends-cascade ()
   "The backend plists of the cascade, in order, with their keys resolved.
 Without `org-agent-backends', the local model's, once it is ready."
   (let ((backends
          (cond
           ((null org-agent-backends)
-           (let ((local (org-agent-backends--local-backend)))
+           (let ((local (org-agent-backends-local-backend)))
              (and local (list local))))
           ((null org-agent-cascade) org-agent-backends)
           (t (mapcar (lambda (name)
-                       (or (org-agent-backends--named name)
+                       (or (org-agent-backends-named name)
                            (user-error "`org-agent-cascade' names %S, which is not in \
 `org-agent-backends'" name)))
                      org-agent-cascade)))))
@@ -209,7 +214,7 @@ Without `org-agent-backends', the local model's, once it is ready."
       (user-error "Set `org-agent-backends' to the LLM servers you use first"))
     (mapcar #'org-agent-backends--resolved backends)))
 
-(defun org-agent-backends--options ()
+(defun org-agent-backends-options ()
   "The settings of the next turn about its backends, a plist for the module.
 Tiers, the pool they draw from, cooldown, retry cap, budget and consensus."
   (list
@@ -228,19 +233,19 @@ Tiers, the pool they draw from, cooldown, retry cap, budget and consensus."
 (defconst org-agent-backends--local-context-window 4096
   "The context window the local model server is started with, in tokens.")
 
-(defun org-agent-backends--window ()
+(defun org-agent-backends-window ()
   "Return the context window, in tokens, of the next message's backend, or nil.
 That is the local model's; else the :context-window of the first
 backend of the cascade, when it says."
-  (if (org-agent-backends--local-p)
+  (if (org-agent-backends-local-p)
       org-agent-backends--local-context-window
     (plist-get (org-agent-backends--first) :context-window)))
 
-(defun org-agent-backends--local-p ()
+(defun org-agent-backends-local-p ()
   "Whether the local model answers: no backend is configured, and one may run."
   (and (null org-agent-backends) org-agent-local-model t))
 
-(defun org-agent-backends--drop-stale-local ()
+(defun org-agent-backends-drop-stale-local ()
   "Stop the local model server if it serves another model than the option names.
 That is, when `org-agent-local-model' was changed since it started.
 Return non-nil when one was stopped."
@@ -251,7 +256,7 @@ Return non-nil when one was stopped."
     (org-agent-backends--stop-local)
     t))
 
-(defun org-agent-backends--local-backend ()
+(defun org-agent-backends-local-backend ()
   "The backend plist of the local model server, if it is ready.
 Nil too when it serves another model than `org-agent-local-model'."
   (pcase org-agent-backends--local
@@ -267,9 +272,9 @@ Nil too when it serves another model than `org-agent-local-model'."
              ;; Small models on shared machines can be slow to start answering.
              :first-byte-timeout 300)))))
 
-(defun org-agent-backends--local-model-note ()
+(defun org-agent-backends-local-model-note ()
   "Return the text the chat begins with when the local model answers, or \"\"."
-  (if (not (org-agent-backends--local-p))
+  (if (not (org-agent-backends-local-p))
       ""
     (format "No LLM backend is configured, so a small model runs on this
 computer (%s, on the CPU).  It starts with your first
@@ -301,11 +306,11 @@ One line configures one, with its key in ~/.authinfo.gpg (see README.org,
     (delete-process probe)
     port))
 
-(defun org-agent-backends--start-local (then failed)
+(defun org-agent-backends-start-local (then failed)
   "Start the local model server, then call THEN once it is ready.
 The model is `org-agent-local-model'.  When the server stops before
 it is ready, call FAILED."
-  (org-agent-backends--drop-stale-local)
+  (org-agent-backends-drop-stale-local)
   (let ((port (org-agent-backends--free-port))
         (model org-agent-local-model)
         (script (expand-file-name "scripts/local-llm" org-agent--source-directory)))
@@ -350,7 +355,7 @@ it is ready, call FAILED."
             org-agent-backends--local entry)
       (add-hook 'kill-emacs-hook #'org-agent-backends--stop-local))))
 
-(defun org-agent-backends--local-output (lines)
+(defun org-agent-backends-local-output (lines)
   "The last LINES lines the local model server printed, or nil."
   (let ((buffer (get-buffer " *org-agent-local-llm*")))
     (when (buffer-live-p buffer)

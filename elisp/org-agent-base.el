@@ -6,8 +6,8 @@
 ;;; Commentary:
 
 ;; Every other org-agent file requires this one first.  It holds the
-;; customization group (so it exists before any `defcustom' of the
-;; package is evaluated), the error symbols callers can
+;; customization group and its subgroups, one per feature (so they
+;; exist before any `defcustom' of the package is evaluated), the error symbols callers can
 ;; `condition-case' on, and the list of the functions of the Rust
 ;; module, `org-agent-module', which each file declares to the byte
 ;; compiler with `org-agent--declare-module-functions'.
@@ -17,6 +17,60 @@
 (defgroup org-agent nil
   "An AI agent that lives inside Emacs and works in your Org notes."
   :group 'org
+  :prefix "org-agent-")
+
+;; Each option is in one of these, under `org-agent'.
+
+(defgroup org-agent-store nil
+  "Where your notes and org-agent's store are."
+  :group 'org-agent
+  :prefix "org-agent-")
+
+(defgroup org-agent-backends nil
+  "The LLMs that answer: backends, cascade, tiers, the local model."
+  :group 'org-agent
+  :prefix "org-agent-")
+
+(defgroup org-agent-chat nil
+  "The chat: its buffer, what each turn sends, how it streams."
+  :group 'org-agent
+  :prefix "org-agent-")
+
+(defgroup org-agent-security nil
+  "What the LLM may see and the agent may do.
+Private and untrusted notes, secrets, protected files, the
+permissions, the shell tool's sandbox and the audit file."
+  :group 'org-agent
+  :prefix "org-agent-")
+
+(defgroup org-agent-actions nil
+  "How the agent's edits and evaluations are carried out."
+  :group 'org-agent
+  :prefix "org-agent-")
+
+(defgroup org-agent-skills nil
+  "Where the skills are and which are loaded."
+  :group 'org-agent
+  :prefix "org-agent-")
+
+(defgroup org-agent-runs nil
+  "Skills run in the background, with no user waiting."
+  :group 'org-agent
+  :prefix "org-agent-")
+
+(defgroup org-agent-scans nil
+  "The scans and the daily briefing."
+  :group 'org-agent
+  :prefix "org-agent-")
+
+(defgroup org-agent-semantic nil
+  "Search by meaning: the embedding backend and what it embeds."
+  :group 'org-agent
+  :prefix "org-agent-")
+
+(defgroup org-agent-module nil
+  "The Rust module: where it is installed, how it is built, its log."
+  :group 'org-agent
   :prefix "org-agent-")
 
 ;;;; Errors
@@ -99,6 +153,7 @@
     (org-agent--fire-trigger kind file pos)
     (org-agent--permissions-explain rules action scope)
     (org-agent--scan name file inbox)
+    (org-agent--scan-names)
     (org-agent--secret-spans text))
   "The functions of the module, `org-agent-module', as (NAME ARGUMENT...).
 Every `#[defun]' of src/emacs/: Rust's fn NAME is org-agent--NAME

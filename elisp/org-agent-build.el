@@ -29,17 +29,17 @@
   "Directory where the built `org-agent-module' is installed.
 It is added to `load-path'."
   :type 'directory
-  :group 'org-agent)
+  :group 'org-agent-module)
 
 (defcustom org-agent-build-without-asking nil
   "When non-nil, build a missing or stale module without asking first."
   :type 'boolean
-  :group 'org-agent)
+  :group 'org-agent-module)
 
 (defcustom org-agent-cargo-program "cargo"
   "The cargo program used to build the module."
   :type 'string
-  :group 'org-agent)
+  :group 'org-agent-module)
 
 ;;;; Where the module is
 

@@ -25,6 +25,7 @@
 (require 'org-agent-backends)
 (require 'org-agent-semantic)
 (require 'org-agent-permissions)
+(require 'org-agent-skills)
 (org-agent--declare-module-functions)
 
 ;;;; Options
@@ -35,18 +36,18 @@ Nil means a quarter of the first backend's :context-window, or 8000
 tokens when it has none.  The node you are on is always shown; the
 rest is filled by priority, whole notes only."
   :type '(choice (const :tag "From the backend" nil) natnum)
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-context-due-days 7
   "Open tasks scheduled or due within this many days are shown to the agent.
 Overdue ones too; today's date always goes with them."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-context-recent-days 7
   "Tasks closed in this many last days are shown to the agent."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-tool-rounds nil
   "How many rounds of tool calls one chat turn may make before it must answer.
@@ -55,33 +56,33 @@ tools.  nil means no bound but `org-agent-max-depth'; 0 means no tools.
 The local model (see `org-agent-local-model') is offered no tools: it
 answers from the notes in its context."
   :type '(choice (const :tag "Only the depth limit" nil) natnum)
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-max-depth 10
   "How many steps (LLM requests) one chat turn may take."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-temperature nil
   "Sampling temperature sent with chat requests, or nil for the server's default."
   :type '(choice (const :tag "Server default" nil) number)
-  :group 'org-agent)
+  :group 'org-agent-backends)
 
 (defcustom org-agent-chat-buffer-name "*org-agent-chat*"
   "Name of the chat buffer."
   :type 'string
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defcustom org-agent-audit-file nil
   "The Org file every gate decision and answer is appended to.
 nil means \"audit.org\" in `org-agent-state-directory'."
   :type '(choice (const :tag "audit.org in the state directory" nil) file)
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-summarize-max-chars 60000
   "Most characters of a buffer `org-agent-summarize-buffer' sends."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 ;;;; State
 
@@ -117,7 +118,7 @@ When its backend fails mid-answer, the text from here on is dropped.")
 (defcustom org-agent-oversized-message 'ask
   "What to do with a message too large for the model's context window.
 A message may take half of the window (the notes and the answer need
-the rest), by `org-agent-backends--window'.  `ask' offers the choice;
+the rest), by `org-agent-backends-window'.  `ask' offers the choice;
 `trim' sends its beginning, as much as fits; `file' sets the text aside
 in a file the model reads in pages with read_file (a model that calls
 tools only; else it is trimmed); `refuse' sends nothing.  In batch
@@ -125,7 +126,7 @@ Emacs, `ask' refuses."
   :type '(choice (const :tag "Ask" ask) (const :tag "Send it trimmed" trim)
                  (const :tag "As a file read in pages" file)
                  (const :tag "Send nothing" refuse))
-  :group 'org-agent)
+  :group 'org-agent-chat)
 
 (defvar org-agent-chat--pasted nil
   "The file (or buffer name) whose text the next message carries, or nil.
@@ -210,7 +211,7 @@ Called in the chat buffer, so its keys are the ones it has."
 (defun org-agent-chat--header ()
   "The header line: backend, state (time, tokens so far), tokens, focus, keys."
   (format " org-agent  %s  %s%s  %d tokens%s%s%s"
-          (or org-agent-chat--backend-name (org-agent-backends--next-label))
+          (or org-agent-chat--backend-name (org-agent-backends-next-label))
           org-agent-chat--state
           (if org-agent-chat--turn-start
               (format " %ds%s"
@@ -281,7 +282,7 @@ and this returns nil."
   (insert (format "#+TITLE: org-agent chat\n#+CONVERSATION: %s\n\n%s%s* You\n"
                   org-agent-chat--conversation
                   (org-agent-chat--keys-note)
-                  (org-agent-backends--local-model-note))))
+                  (org-agent-backends-local-model-note))))
 
 (defun org-agent-chat--keys-note ()
   "The chat's first lines: how to send, interrupt, start anew and get help."
@@ -455,8 +456,6 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
 (defvar org-agent-chat--skill nil
   "The skill the turn being sent uses from its start (\"/NAME …\"), or nil.")
 
-(defvar org-agent-skills--active)
-
 (defun org-agent-chat-send ()
   "Send the text after the last \"* You\" heading to the agent."
   (interactive nil org-agent-chat-mode)
@@ -478,10 +477,10 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
 A message larger than half the context window is trimmed, set aside
 in a file, or not sent (a `user-error'), as `org-agent-oversized-message'
 says or the user chooses."
-  (let* ((window (org-agent-backends--window))
+  (let* ((window (org-agent-backends-window))
          (limit (and window (/ window 2)))
          (tokens (/ (string-bytes text) 4))
-         (tools (not (org-agent-backends--local-p))))
+         (tools (not (org-agent-backends-local-p))))
     (if (or (null limit) (<= tokens limit))
         (cons text nil)
       (let ((choice
@@ -532,9 +531,8 @@ read it with read_file in pages (offset, limit) as you need it.]"
 Any other PROMPT is (nil . PROMPT).  A bare \"/NAME\" asks the model
 to use the skill."
   (if (and (string-match "\\`/\\([a-z0-9]+\\(?:-[a-z0-9]+\\)*\\)\\(?:[ \t\n]+\\|\\'\\)" prompt)
-           (boundp 'org-agent-skills--active)
            (seq-find (lambda (s) (equal (plist-get s :name) (match-string 1 prompt)))
-                     org-agent-skills--active))
+                     (org-agent-skills-active)))
       (let ((name (match-string 1 prompt))
             (rest (string-trim (substring prompt (match-end 0)))))
         (cons name (if (string-empty-p rest) (format "Use the skill %s." name) rest)))
@@ -560,7 +558,7 @@ the message stays after it, to send again."
           (when (re-search-backward "^\\* You[ \t]*$" nil t)
             (insert "- /The local model did not start./  What its server said last:\n"
                     (org-agent-chat--block
-                     "example" (or (org-agent-backends--local-output 12) "(nothing)"))
+                     "example" (or (org-agent-backends-local-output 12) "(nothing)"))
                     "\n")))
         (org-agent-chat--stop-waiting "idle: the local model did not start")))))
 
@@ -577,24 +575,24 @@ the message stays after it, to send again."
   ;; Now, while the command's bindings (tier, tool rounds) hold.
   (let ((options (org-agent-chat--options)))
     ;; `org-agent-local-model' may have been `setq'd since its server started.
-    (org-agent-backends--drop-stale-local)
-    (if (and (org-agent-backends--local-p) (not (org-agent-backends--local-backend)))
+    (org-agent-backends-drop-stale-local)
+    (if (and (org-agent-backends-local-p) (not (org-agent-backends-local-backend)))
         ;; No backend configured: bring up the local model, then send.
         (let ((buffer (current-buffer)))
           (setq org-agent-chat--state "starting the local model…")
-          (unless org-agent-backends--local
-            (org-agent-backends--start-local
+          (unless (org-agent-backends-local-started-p)
+            (org-agent-backends-start-local
              (lambda ()
                (when (buffer-live-p buffer)
                  (with-current-buffer buffer
                    ;; Unless the user stopped waiting (C-g, C-c C-k).
                    (when (and org-agent-chat--turn-start (not org-agent-chat--request))
-                     (org-agent-chat--send-prompt prompt (org-agent-backends--cascade)
+                     (org-agent-chat--send-prompt prompt (org-agent-backends-cascade)
                                                   options)))))
              #'org-agent-chat--local-failed))
           (force-mode-line-update)
           nil)
-      (org-agent-chat--send-prompt prompt (org-agent-backends--cascade) options))))
+      (org-agent-chat--send-prompt prompt (org-agent-backends-cascade) options))))
 
 (defun org-agent-chat--options ()
   "The options of the next turn for the module."
@@ -606,8 +604,8 @@ the message stays after it, to send again."
    (let ((pastes (expand-file-name "pasted" org-agent-state-directory)))
      (and (file-directory-p pastes) (list :paste-dir pastes)))
    ;; The chat's only: a background run has no one to ask about a command.
-   (org-agent-shell--options)
-   (and (org-agent-backends--local-p)
+   (org-agent-shell-options)
+   (and (org-agent-backends-local-p)
         ;; A small model on a CPU answers from the notes in its context, greedily
         ;; decoded: llama.cpp's tool grammar made it write a token every few seconds,
         ;; and its tool template refused prose while tools were offered.
@@ -616,23 +614,23 @@ the message stays after it, to send again."
         (list :tool-rounds 0
               :store-first t
               :temperature (or org-agent-temperature 0)))
-   (org-agent-chat--common-options)))
+   (org-agent-chat-common-options)))
 
-(defun org-agent-chat--common-options ()
+(defun org-agent-chat-common-options ()
   "The options of the next turn, whatever the backend."
   (append
    (list :max-depth org-agent-max-depth
          :tool-rounds org-agent-tool-rounds
          :temperature org-agent-temperature
          :focus org-agent-chat--focus
-         :tools (org-agent-tools--specs)
+         :tools (org-agent-tools-specs)
          :audit-file (expand-file-name (or org-agent-audit-file
                                            (expand-file-name "audit.org" org-agent-state-directory)))
          :interactive (or (not noninteractive) org-agent-chat-ask-in-batch)
          :permissions org-agent-permissions
          :tier org-agent-chat--tier)
-   (org-agent-backends--options)
-   (list :embedding (org-agent-semantic--backend)
+   (org-agent-backends-options)
+   (list :embedding (org-agent-semantic-backend)
          :inbox (bound-and-true-p org-agent-inbox)
          :related-threshold org-agent-related-threshold
          :context-budget org-agent-context-budget
@@ -653,7 +651,7 @@ OPTIONS are the turn's, from `org-agent-chat--options'."
         org-agent-chat--after-tool nil
         org-agent-chat--state "thinking…"
         org-agent-chat--step-start nil
-        org-agent-chat--backend-name (org-agent-backends--label (car backends)))
+        org-agent-chat--backend-name (org-agent-backends-label (car backends)))
   (condition-case err
       (let ((request (progn
                        ;; The options may have been `setq'd since the last turn.
@@ -745,7 +743,7 @@ clearer bodies — each shown in the chat for you to approve or deny."
     (user-error "Not in an Org buffer"))
   (when (org-before-first-heading-p)
     (user-error "Point is not in a subtree"))
-  (when (org-agent-backends--local-p)
+  (when (org-agent-backends-local-p)
     (user-error "Organizing a subtree edits it with tools, which the local model cannot \
 call: set `org-agent-backends' (README.org, \"LLM backends and API keys\")"))
   (let* ((id (or (org-agent-node-at-point)
@@ -909,7 +907,7 @@ is sent to the LLM."
   (with-current-buffer (if (derived-mode-p 'org-agent-chat-mode) (current-buffer) (org-agent-chat))
     (let* ((prompt (org-agent-chat--prompt))
            (text (if (string-empty-p prompt) "(your next message)" prompt))
-           (backends (org-agent-backends--cascade)))
+           (backends (org-agent-backends-cascade)))
       (org-agent--send-privacy)
       (puthash (org-agent--preview-request org-agent-chat--conversation text
                                            backends (org-agent-chat--options))
@@ -1149,8 +1147,8 @@ approves it once."
   (let ((next (plist-get event :next)))
     (when next
       (setq org-agent-chat--backend-name
-            (org-agent-backends--label
-             (or (org-agent-backends--named next) (list :name next)))))
+            (org-agent-backends-label
+             (or (org-agent-backends-named next) (list :name next)))))
     (org-agent-chat--insert
      (format "\n- /%s failed: %s%s/\n" (plist-get event :backend) (plist-get event :message)
              (if next (format "; asking %s" next) "")))))

@@ -66,7 +66,7 @@ Examples:
    (allow add-headline \"~/notes/inbox.org\" :scope chat)
    (deny * \"~/notes/archive/**\" :scope background))"
   :type '(repeat (sexp :tag "Rule"))
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defconst org-agent-permissions--tools
   '(("query_notes" . "reads the notes") ("read_node" . "reads the notes")
@@ -84,7 +84,7 @@ and the skills'), and the module's edit verbs (`org-agent--action-names')."
   (append
    org-agent-permissions--tools
    (mapcar (lambda (spec) (cons (plist-get spec :name) "an Elisp tool"))
-           (org-agent-tools--specs))
+           (org-agent-tools-specs))
    (delq nil
          (mapcar (lambda (k)
                    (let ((verb (substring (symbol-name k) 1)))
@@ -160,6 +160,79 @@ SHOW (interactively), show it in a help window."
       (with-help-window "*org-agent-permissions*"
         (princ text)))
     text))
+
+;;;; The shell tool
+
+;; `run_command' is offered only when a rule of `org-agent-permissions' allows or asks it;
+;; these options say how its commands run.
+
+(defcustom org-agent-shell-timeout 30
+  "Seconds a command the agent runs with `run_command' may take.
+When they are up, the command and every process it started (its
+process group) are killed, and the agent reads what it printed so
+far.  Interrupting the turn (`org-agent-interrupt') kills them too."
+  :type 'number
+  :group 'org-agent-security)
+
+(defcustom org-agent-shell-output-limit 20000
+  "Most bytes of a command's output the agent reads, of stdout and of stderr.
+The rest is cut, and the agent is told how much was cut."
+  :type 'natnum
+  :group 'org-agent-security)
+
+(defvar org-agent-shell--roots nil
+  "Directories the agent's commands may run in; nil means `org-agent-directories'.
+The first is where commands run unless the agent names another
+inside one of them.  The directories the file rules of
+`org-agent-permissions' name are added.  The tool is offered only
+when a rule of `org-agent-permissions' allows or asks `run_command'.")
+
+(defcustom org-agent-shell-sandbox t
+  "Whether the agent's commands run in the kernel's sandbox.
+When t (the default), each command of `run_command' runs under
+Landlock in namespaces of its own: it sees the notes directories as
+the notes layer shows them (private parts absent, secrets redacted,
+no version-control history), reads only the system's files and the
+directories it may run in, writes only its own /tmp (discarded) and
+`org-agent-shell-writable-directories', and has no network unless
+`org-agent-shell-network-commands' names it.  Where the kernel offers
+no sandbox, commands do not run at all.
+
+nil runs commands without the sandbox: they see the notes and
+everything else as the user does.  The chat's header line then says
+so."
+  :type 'boolean
+  :group 'org-agent-security)
+
+(defcustom org-agent-shell-writable-directories nil
+  "Directories the agent's commands may write in, inside the sandbox.
+Nothing else is writable but a command's own /tmp, which is
+discarded when it ends.  Notes directories are never writable: notes
+change through the edit tools, which show a diff."
+  :type '(repeat directory)
+  :group 'org-agent-security)
+
+(defcustom org-agent-shell-network-commands nil
+  "Commands that may use the network inside the sandbox, as argv prefixes.
+For example (\"git fetch\" \"curl\").  Every other command runs in a
+network namespace with no network at all."
+  :type '(repeat string)
+  :group 'org-agent-security)
+
+(defun org-agent-shell-options ()
+  "Return the turn option of the shell tool, or nil when there is no directory."
+  (let ((roots (or org-agent-shell--roots org-agent-directories)))
+    (and roots
+         (list :shell (list :roots (mapcar #'expand-file-name roots)
+                            :timeout org-agent-shell-timeout
+                            :output-cap org-agent-shell-output-limit
+                            :notes (org-agent--directories)
+                            :view-dir (expand-file-name
+                                       "view" (expand-file-name org-agent-state-directory))
+                            :sandbox (if org-agent-shell-sandbox t nil)
+                            :writable (mapcar #'expand-file-name
+                                              org-agent-shell-writable-directories)
+                            :network org-agent-shell-network-commands)))))
 
 (provide 'org-agent-permissions)
 ;;; org-agent-permissions.el ends here

@@ -19,20 +19,21 @@
 (require 'org-agent-store)
 (require 'org-agent-backends)
 (require 'org-agent-chat)
+(require 'org-agent-skills)
 (require 'seq)
 (org-agent--declare-module-functions)
 
 (defcustom org-agent-skill-run-timeout 300
   "Seconds a background run of a skill may take before it is stopped."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-runs)
 
 (defcustom org-agent-skill-max-failures 3
   "Failed background runs in a row after which a skill is suspended.
 A suspended skill runs again once the skills are reloaded (saving its
 file does that)."
   :type 'integer
-  :group 'org-agent)
+  :group 'org-agent-runs)
 
 (defcustom org-agent-skill-finished-functions nil
   "Functions called when a background run of a skill ends.
@@ -41,19 +42,19 @@ Each is called with the skill's name and a plist: :outcome (`done' or
 ids of the proposals it put in the approvals queue), :request and
 :seconds."
   :type 'hook
-  :group 'org-agent)
+  :group 'org-agent-runs)
 
 (defcustom org-agent-skill-runs-quiet nil
   "Non-nil means background runs report nothing in the echo area.
 They are always in `org-agent-log'."
   :type 'boolean
-  :group 'org-agent)
+  :group 'org-agent-runs)
 
 (defcustom org-agent-skill-idle-seconds 300
   "Seconds of idleness after which skills triggered on idle run.
 nil means never."
   :type '(choice (const :tag "Never" nil) number)
-  :group 'org-agent)
+  :group 'org-agent-runs)
 
 (defvar org-agent-runs--idle-timer nil
   "The idle timer of the skills triggered on idle.")
@@ -64,12 +65,12 @@ nil means never."
 
 (defun org-agent-runs--options ()
   "The options of a background run: the chat's, with no one to ask."
-  (let ((options (copy-sequence (org-agent-chat--common-options))))
+  (let ((options (copy-sequence (org-agent-chat-common-options))))
     (setq options (plist-put options :interactive nil))
     (setq options (plist-put options :focus nil))
     (setq options (plist-put options :run-timeout org-agent-skill-run-timeout))
     (setq options (plist-put options :max-failures org-agent-skill-max-failures))
-    (if (org-agent-backends--local-p)
+    (if (org-agent-backends-local-p)
         ;; As in the chat: the small local model answers without tools.
         (plist-put options :tool-rounds 0)
       options)))
@@ -84,17 +85,17 @@ when it ends.  When no backend is configured and the local model is
 not running, it is started first, and nil is returned."
   (org-agent--require-started)
   (let ((provenance (or provenance "org-agent-skill-run")))
-    (org-agent-backends--drop-stale-local)
-    (if (and (org-agent-backends--local-p) (not (org-agent-backends--local-backend)))
+    (org-agent-backends-drop-stale-local)
+    (if (and (org-agent-backends-local-p) (not (org-agent-backends-local-backend)))
         (progn
-          (unless org-agent-backends--local
-            (org-agent-backends--start-local
+          (unless (org-agent-backends-local-started-p)
+            (org-agent-backends-start-local
              (lambda () (org-agent-skill-run name text provenance))
              (lambda () (message "org-agent: skill %s did not run: the local model did not start"
                                  name))))
           nil)
       (org-agent--send-privacy)
-      (org-agent--skill-run name text provenance (org-agent-backends--cascade)
+      (org-agent--skill-run name text provenance (org-agent-backends-cascade)
                             (org-agent-runs--options)))))
 
 ;;;###autoload
@@ -104,17 +105,13 @@ As typing \"/NAME TEXT\" in the chat: the skill is in use from the
 start of the turn and the user is asked as in any chat turn."
   (interactive
    (list (completing-read "Skill: " (mapcar (lambda (s) (plist-get s :name))
-                                             (org-agent-skills--active-list))
+                                             (org-agent-skills-active))
                           nil t)
          (read-string "Text (optional): ")))
   (org-agent-chat)
   (goto-char (point-max))
   (insert (format "/%s%s" name (if (and text (not (string-empty-p text))) (concat " " text) "")))
   (org-agent-chat-send))
-
-(defun org-agent-skills--active-list ()
-  "The active skills as the module last reported them."
-  (and (boundp 'org-agent-skills--active) org-agent-skills--active))
 
 (defun org-agent-runs--event (event)
   "Act on a `skill-run' EVENT: tell the user, call the hooks."
@@ -144,12 +141,12 @@ named here, or for all of them when this is t.  Your own skills'
 triggers always fire."
   :type '(choice (const :tag "All of them" t)
                  (repeat :tag "These skills" string))
-  :group 'org-agent)
+  :group 'org-agent-skills)
 
 (defun org-agent-runs--may-fire-p (name)
   "Non-nil when skill NAME's triggers may start a background run."
   (let ((skill (seq-find (lambda (s) (equal (plist-get s :name) name))
-                         (org-agent-skills--active-list))))
+                         (org-agent-skills-active))))
     (or (not (eq (plist-get skill :source) 'shipped))
         (eq org-agent-shipped-skill-triggers t)
         (member name org-agent-shipped-skill-triggers))))

@@ -47,7 +47,7 @@
 The briefing is `org-agent-daily-briefing': deterministic, read
 from the store, with no model involved."
   :type 'boolean
-  :group 'org-agent)
+  :group 'org-agent-scans)
 
 (defcustom org-agent-inbox nil
   "Where captured items wait to be filed, for the inbox scan and /inbox.
@@ -56,7 +56,7 @@ inbox.org, refile.org or notes.org, else a top-level headline titled
 Inbox or Refile; else `org-default-notes-file' when it is a note."
   :type '(choice (const :tag "Found in the notes" nil)
                  (string :tag "File, FILE::Headline or id"))
-  :group 'org-agent)
+  :group 'org-agent-scans)
 
 (defun org-agent-scans--run (name file)
   "The findings of scan NAME over FILE (nil: all notes).
@@ -75,10 +75,6 @@ the user can set."
            (org-agent--scan name file (expand-file-name capture)))
           (t (user-error "No inbox found: create inbox.org in your notes, or set \
 `org-agent-inbox' to your inbox (a file, FILE::Headline or a headline's id)"))))))))
-
-(defconst org-agent-scans--names
-  '("ids" "gtd-integrity" "inbox" "weekly-review" "daily-briefing" "garden" "secrets")
-  "The scans of the module, as `org-agent--scan' takes them.")
 
 (defconst org-agent-scans--briefing-headings
   '(("scheduled-today" . "Scheduled today")
@@ -176,12 +172,15 @@ the user can set."
 ;;;###autoload
 (defun org-agent-scan (name &optional file)
   "List the findings of the scan NAME in the notes, grouped by kind.
-NAME is one of the skills' scans (see `org-agent-scans--names').
+NAME is one of the skills' scans, as the module names them
+\(`org-agent--scan-names').
 With a prefix argument, only the current buffer's FILE.  Private
 notes are included: you are the one asking."
   (interactive
-   (list (completing-read "Scan: " org-agent-scans--names nil t)
-         (and current-prefix-arg (buffer-file-name))))
+   (progn
+     (org-agent--require-started)
+     (list (completing-read "Scan: " (org-agent--scan-names) nil t)
+           (and current-prefix-arg (buffer-file-name)))))
   (pop-to-buffer (org-agent-scans--show name (and file (expand-file-name file)))))
 
 ;;;###autoload

@@ -33,28 +33,28 @@ Like (:type openai :url \"http://127.0.0.1:8080/v1\" :model \"all-minilm\"):
 When set, the chat shows notes related by meaning to each question
 and the agent can search by meaning."
   :type '(choice (const :tag "None" nil) (plist :key-type symbol :value-type sexp))
-  :group 'org-agent)
+  :group 'org-agent-semantic)
 
 (defcustom org-agent-embed-all nil
   "Whether every headline is embedded, not only those with EMBED t."
   :type 'boolean
-  :group 'org-agent)
+  :group 'org-agent-semantic)
 
 (defcustom org-agent-related-threshold 0.75
   "How similar a note must be to a question to be shown with it (0 to 1)."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-semantic)
 
 (defcustom org-agent-embed-idle-delay 5
   "Seconds of idle time after an ingest before new notes are embedded."
   :type 'number
-  :group 'org-agent)
+  :group 'org-agent-semantic)
 
 (declare-function org-agent--visit "org-agent" (file position))
 
 ;;;; Embedding
 
-(defun org-agent-semantic--backend ()
+(defun org-agent-semantic-backend ()
   "The embedding backend plist with its key resolved, or nil."
   (when org-agent-embedding-backend
     (plist-put (copy-sequence org-agent-embedding-backend) :key
@@ -74,7 +74,7 @@ them with `org-agent-embed-all'; never a private one.  CALLBACK, if
 given, is called with the final event plist."
   (interactive)
   (org-agent--require-started)
-  (let ((backend (or (org-agent-semantic--backend)
+  (let ((backend (or (org-agent-semantic-backend)
                      (user-error "Set `org-agent-embedding-backend' first")))
         (by-user (called-interactively-p 'interactive)))
     (if org-agent-semantic--running
@@ -225,7 +225,7 @@ them with `org-agent-embed-all' (see `org-agent-embed-notes')."
   (org-agent--require-started)
   (when (string-empty-p (string-trim query))
     (user-error "Nothing to search for"))
-  (let ((backend (or (org-agent-semantic--backend)
+  (let ((backend (or (org-agent-semantic-backend)
                      (user-error "Set `org-agent-embedding-backend' first"))))
     (unless (org-agent-semantic--anything-to-embed-p)
       (user-error "Nothing to search by meaning: %s" (org-agent-semantic--why-nothing)))

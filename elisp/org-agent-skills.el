@@ -47,13 +47,13 @@ come after them, so a user's skill of the same name wins;
 `org-agent-import-skill' writes into the first of them, and the
 skills the agent drafts go to drafts/ in it."
   :type '(repeat directory)
-  :group 'org-agent)
+  :group 'org-agent-skills)
 
 (defcustom org-agent-disabled-skills nil
   "Names of skills that do not load, nor the skills that depend on them.
 \\<org-agent-skills-mode-map>In `org-agent-skills', \\[org-agent-skills-disable] and \\[org-agent-skills-enable] change it."
   :type '(repeat string)
-  :group 'org-agent)
+  :group 'org-agent-skills)
 
 (defcustom org-agent-skill-import-directories
   '("~/.agents/skills" "~/.claude/skills")
@@ -62,7 +62,7 @@ Their skills are prompt only: no tools, no gate rules, and their
 scripts never run.  They come after the user's and the shipped
 skills, so those win over an imported skill of the same name."
   :type '(repeat directory)
-  :group 'org-agent)
+  :group 'org-agent-skills)
 
 ;;;; State
 
@@ -70,6 +70,12 @@ skills, so those win over an imported skill of the same name."
   "The active skills, as the module last reported them.
 Each is a plist (:name :description :file :source :triggers :tests-passed
 :elisp-tools).")
+
+(defun org-agent-skills-active ()
+  "Return the active skills, as the module last reported them.
+Each is a plist (:name :description :file :source :triggers :tests-passed
+:elisp-tools).  Nil until the skills are loaded."
+  org-agent-skills--active)
 
 (defvar org-agent-skills--inactive nil
   "The skills (or files) that are not active, as (NAME . REASON).")
@@ -165,7 +171,7 @@ Then call CALLBACK, if given, with EVENT."
       (message "org-agent: %d skills active; not active: %s"
                (length org-agent-skills--active)
                (mapconcat (lambda (pair) (cdr pair)) org-agent-skills--inactive "; ")))
-    (when-let ((problems (org-agent-tools--define-skill-tools org-agent-skills--active)))
+    (when-let ((problems (org-agent-tools-define-skill-tools org-agent-skills--active)))
       (message "org-agent: %s" (mapconcat #'identity problems "; "))))
   (when callback (funcall callback event)))
 

@@ -6,11 +6,11 @@
 ;;; Commentary:
 
 ;; The public Elisp API of org-agent's object store: ingesting files
-;; and buffers, queries, nodes and their history, snapshots, and the
-;; wake-up channel through which the module's worker threads report
-;; back.  Workers never call Emacs: they queue events in Rust and write
-;; one byte to a pipe process whose filter drains the queue here, on
-;; the main thread.
+;; and buffers, queries, nodes and their history, snapshots.  Here too
+;; are the options that say where the notes and the store are and what
+;; of them the LLM may see, and `org-agent--start', which loads the
+;; module, opens the store and the wake-up channel.  The module's
+;; events reach the store through org-agent-dispatch.el.
 
 ;;; Code:
 
@@ -18,6 +18,7 @@
 (require 'org)
 (require 'subr-x)
 (require 'org-agent-build)
+(require 'org-agent-dispatch)
 (org-agent--declare-module-functions)
 
 ;;;; Options
@@ -26,18 +27,18 @@
   (locate-user-emacs-file "org-agent/")
   "Directory where org-agent keeps its state (the persisted store)."
   :type 'directory
-  :group 'org-agent)
+  :group 'org-agent-store)
 
 (defcustom org-agent-directories nil
   "Directories whose Org files org-agent ingests.
 When nil, use `org-directory'."
   :type '(repeat directory)
-  :group 'org-agent)
+  :group 'org-agent-store)
 
 (defcustom org-agent-snapshot-count 20
   "How many store snapshots to keep for rollback."
   :type 'natnum
-  :group 'org-agent)
+  :group 'org-agent-store)
 
 (defun org-agent--set-privacy-option (symbol value)
   "Set SYMBOL to VALUE and hand the privacy rules to the module if it is loaded."
@@ -54,7 +55,7 @@ embedding request, and the agent cannot edit it.  Tag inheritance
 settings do not matter here."
   :type '(repeat string)
   :set #'org-agent--set-privacy-option
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-private-files nil
   "Org files the LLM never sees, as glob patterns.
@@ -64,76 +65,7 @@ A pattern without a slash matches the file name (\"diary.org\",
 directories, `?' one character."
   :type '(repeat string)
   :set #'org-agent--set-privacy-option
-  :group 'org-agent)
-
-;; The shell tool (`run_command'): off unless the permissions enable it.
-(defcustom org-agent-shell-timeout 30
-  "Seconds a command the agent runs with `run_command' may take.
-When they are up, the command and every process it started (its
-process group) are killed, and the agent reads what it printed so
-far.  Interrupting the turn (`org-agent-interrupt') kills them too."
-  :type 'number
-  :group 'org-agent)
-
-(defcustom org-agent-shell-output-limit 20000
-  "Most bytes of a command's output the agent reads, of stdout and of stderr.
-The rest is cut, and the agent is told how much was cut."
-  :type 'natnum
-  :group 'org-agent)
-
-(defvar org-agent-shell--roots nil
-  "Directories the agent's commands may run in; nil means `org-agent-directories'.
-The first is where commands run unless the agent names another
-inside one of them.  The directories the file rules of
-`org-agent-permissions' name are added.  The tool is offered only
-when a rule of `org-agent-permissions' allows or asks `run_command'.")
-
-(defcustom org-agent-shell-sandbox t
-  "Whether the agent's commands run in the kernel's sandbox.
-When t (the default), each command of `run_command' runs under
-Landlock in namespaces of its own: it sees the notes directories as
-the notes layer shows them (private parts absent, secrets redacted,
-no version-control history), reads only the system's files and the
-directories it may run in, writes only its own /tmp (discarded) and
-`org-agent-shell-writable-directories', and has no network unless
-`org-agent-shell-network-commands' names it.  Where the kernel offers
-no sandbox, commands do not run at all.
-
-nil runs commands without the sandbox: they see the notes and
-everything else as the user does.  The chat's header line then says
-so."
-  :type 'boolean
-  :group 'org-agent)
-
-(defcustom org-agent-shell-writable-directories nil
-  "Directories the agent's commands may write in, inside the sandbox.
-Nothing else is writable but a command's own /tmp, which is
-discarded when it ends.  Notes directories are never writable: notes
-change through the edit tools, which show a diff."
-  :type '(repeat directory)
-  :group 'org-agent)
-
-(defcustom org-agent-shell-network-commands nil
-  "Commands that may use the network inside the sandbox, as argv prefixes.
-For example (\"git fetch\" \"curl\").  Every other command runs in a
-network namespace with no network at all."
-  :type '(repeat string)
-  :group 'org-agent)
-
-(defun org-agent-shell--options ()
-  "Return the turn option of the shell tool, or nil when there is no directory."
-  (let ((roots (or org-agent-shell--roots org-agent-directories)))
-    (and roots
-         (list :shell (list :roots (mapcar #'expand-file-name roots)
-                            :timeout org-agent-shell-timeout
-                            :output-cap org-agent-shell-output-limit
-                            :notes (org-agent--directories)
-                            :view-dir (expand-file-name
-                                       "view" (expand-file-name org-agent-state-directory))
-                            :sandbox (if org-agent-shell-sandbox t nil)
-                            :writable (mapcar #'expand-file-name
-                                              org-agent-shell-writable-directories)
-                            :network org-agent-shell-network-commands)))))
+  :group 'org-agent-security)
 
 (defcustom org-agent-untrusted-tags '("untrusted" "web")
   "Tags that mark text the user did not write, which may give the agent orders.
@@ -148,7 +80,7 @@ what was read.  Files read from outside the notes, command output
 and the results of Elisp tools count as untrusted too."
   :type '(repeat string)
   :set #'org-agent--set-privacy-option
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-secret-properties
   '("PASSWORD" "PASS" "PASSWD" "SECRET" "TOKEN" "API_KEY" "APIKEY"
@@ -162,7 +94,7 @@ an LLM or embedding server; this list catches what no pattern
 would, such as a password made of plain words."
   :type '(repeat string)
   :set #'org-agent--set-privacy-option
-  :group 'org-agent)
+  :group 'org-agent-security)
 
 (defcustom org-agent-protected-files nil
   "Files and directories the agent may never read or write.
@@ -174,65 +106,15 @@ Always protected besides these, whatever the directories: ~/.ssh,
 leads: a symbolic link to a protected file is protected."
   :type '(repeat file)
   :set #'org-agent--set-privacy-option
-  :group 'org-agent)
+  :group 'org-agent-security)
 
-(defun org-agent--set-redisplay-interval-option (symbol value)
-  "Set SYMBOL to VALUE and hand it to the module if it is loaded.
-The module refuses a value out of range before anything is set."
-  (when (fboundp 'org-agent--set-redisplay-interval)
-    (org-agent--set-redisplay-interval value))
-  (set-default symbol value))
-
-;; Here, beside the wake-up channel it paces, so that it reaches the module whenever the
-;; module is configured, whichever files are loaded.
-(defcustom org-agent-chat-redisplay-interval 0.1
-  "How often, in seconds, a streaming answer wakes Emacs (0 to 10).
-The module holds streamed text back for that long and hands over
-the pieces that arrived meanwhile together, so a fast stream costs
-Emacs a few insertions and redisplays a second, not one per token.
-The chat inserts each piece as it arrives.  Set it with
-`customize-set-variable' or Customize: once org-agent has started, a
-plain `setq' does not reach the module."
-  :type 'number
-  :set #'org-agent--set-redisplay-interval-option
-  :group 'org-agent)
-
-;;;; Events from the module
-
-(defvar org-agent-ingest-functions nil
-  "Functions called with an event plist after each ingest reported by a worker.
-The plist has :type (`ingested', `superseded' or `failed'), :file,
-and for `ingested' :nodes and :changed.")
-
-(defvar org-agent-chat-functions nil
-  "Functions called with each chat event plist from the module.
-The plist has :request, :conversation and :kind (`text', `reasoning',
-`tool', `ask', `tool-result', `retrying', `usage', `done' or `error').")
-
-(defvar org-agent-actuate-functions nil
-  "Functions called with each request of the module to run an Emacs action.
-The plist has :request, :reply and :action; the actuator answers
-with `org-agent--actuated'.")
-
-(defvar org-agent-skill-run-functions nil
-  "Functions called with each `skill-run' event plist from the module.
-The plist has :request, :skill and :kind (`started', `queued' or
-`finished').")
-
-(defvar org-agent-skill-triggered-functions nil
-  "Functions called with each `skill-triggered' event plist (:skill :provenance).")
+;;;; State
 
 (defvar org-agent--started nil
   "Non-nil once the module is loaded and the store is open.")
 
 (defvar org-agent-start-hook nil
   "Functions run once the module is loaded and the store is open.")
-
-(defvar org-agent--wake-process nil
-  "The pipe process the module's workers write to when events are waiting.")
-
-(defvar org-agent--callbacks (make-hash-table)
-  "Request id → function called with the request's final event.")
 
 (defvar org-agent--progress-reporters (make-hash-table)
   "Request id → progress reporter of a directory ingest.")
@@ -243,14 +125,32 @@ A second request for the same directories joins it rather than
 running beside it: two ingests of one file race, and the loser
 reported the file done before the winner had stored it.")
 
-(defun org-agent--add-callback (request callback)
-  "Call CALLBACK with the final event of REQUEST, after any callback already set."
-  (let ((before (gethash request org-agent--callbacks)))
-    (puthash request
-             (if before
-                 (lambda (event) (funcall before event) (funcall callback event))
-               callback)
-             org-agent--callbacks)))
+;;;; Directory ingests
+
+(defun org-agent--directory-event (event)
+  "Show the progress of a directory ingest from EVENT; forget it when it ends."
+  (let ((request (plist-get event :request)))
+    (when (and (memq (plist-get event :type) '(directory-done failed))
+               (eql request (car org-agent--directory-ingest)))
+      (setq org-agent--directory-ingest nil))
+    (pcase (plist-get event :type)
+      ('progress
+       (let ((reporter (or (gethash request org-agent--progress-reporters)
+                           (puthash request
+                                    (make-progress-reporter "org-agent: ingesting Org files..."
+                                                            0 (plist-get event :total))
+                                    org-agent--progress-reporters))))
+         (progress-reporter-update reporter (plist-get event :done))))
+      ('directory-done
+       (remhash request org-agent--progress-reporters)
+       (let ((errors (plist-get event :errors)))
+         (message "org-agent: %d Org files (%d ingested, %d unchanged, %d removed), %d nodes%s"
+                  (plist-get event :files) (plist-get event :ingested)
+                  (plist-get event :unchanged) (plist-get event :removed)
+                  (plist-get event :nodes)
+                  (if errors (format "; %d errors, first: %s" (length errors) (car errors)) "")))))))
+
+(add-hook 'org-agent-directory-ingest-functions #'org-agent--directory-event)
 
 ;;;; Starting
 
@@ -365,79 +265,6 @@ no store file could be written, so it will be rebuilt again at the next start.")
   "Write every pending change to disk before Emacs exits."
   (when org-agent--started
     (ignore-errors (org-agent--store-flush))))
-
-;;;; The wake-up channel
-
-(defun org-agent--open-channel ()
-  "Create the wake-up pipe process and hand it to the module."
-  (unless (process-live-p org-agent--wake-process)
-    (setq org-agent--wake-process
-          (make-pipe-process :name "org-agent-wake"
-                             :buffer nil
-                             :noquery t
-                             :coding 'binary
-                             :filter #'org-agent--wake-filter
-                             :sentinel #'ignore))
-    (org-agent--set-channel org-agent--wake-process)))
-
-(defun org-agent--wake-filter (_process _output)
-  "Drain and dispatch the module's events."
-  (org-agent-process-events))
-
-(defun org-agent-process-events ()
-  "Handle every event the module's workers have queued.  Return how many."
-  (let ((events (org-agent--drain)))
-    (dolist (event events)
-      (condition-case err
-          (org-agent--dispatch event)
-        (error (message "org-agent: error handling %S: %s"
-                        (plist-get event :type) (error-message-string err)))))
-    (length events)))
-
-(defun org-agent--dispatch (event)
-  "Act on one EVENT plist from the module."
-  (let ((request (plist-get event :request)))
-    (when (and (memq (plist-get event :type) '(directory-done failed))
-               (eql request (car org-agent--directory-ingest)))
-      (setq org-agent--directory-ingest nil))
-    (pcase (plist-get event :type)
-      ('progress
-       (let ((reporter (or (gethash request org-agent--progress-reporters)
-                           (puthash request
-                                    (make-progress-reporter "org-agent: ingesting Org files..."
-                                                            0 (plist-get event :total))
-                                    org-agent--progress-reporters))))
-         (progress-reporter-update reporter (plist-get event :done))))
-      ('directory-done
-       (remhash request org-agent--progress-reporters)
-       (let ((errors (plist-get event :errors)))
-         (message "org-agent: %d Org files (%d ingested, %d unchanged, %d removed), %d nodes%s"
-                  (plist-get event :files) (plist-get event :ingested)
-                  (plist-get event :unchanged) (plist-get event :removed)
-                  (plist-get event :nodes)
-                  (if errors (format "; %d errors, first: %s" (length errors) (car errors)) ""))))
-      ('failed
-       ;; A failure of a request someone waits for is theirs to report.
-       (unless (gethash request org-agent--callbacks)
-         (message "org-agent: %s" (plist-get event :message)))
-       (run-hook-with-args 'org-agent-ingest-functions event))
-      ((or 'ingested 'superseded)
-       (run-hook-with-args 'org-agent-ingest-functions event))
-      ('chat
-       (run-hook-with-args 'org-agent-chat-functions event))
-      ('actuate
-       (run-hook-with-args 'org-agent-actuate-functions event))
-      ('skill-run
-       (run-hook-with-args 'org-agent-skill-run-functions event))
-      ('skill-triggered
-       (run-hook-with-args 'org-agent-skill-triggered-functions event)))
-    (when-let ((callback (and (memq (plist-get event :type)
-                                    '(ingested superseded failed directory-done
-                                               embedded search-results preview models
-                                               skills-loaded))
-                              (gethash request org-agent--callbacks))))
-      (remhash request org-agent--callbacks)
-      (funcall callback event))))
 
 (defun org-agent--require-started ()
   "Start org-agent or signal that it cannot run yet."

@@ -39,7 +39,7 @@
 
 (defvar org-agent-tools--skill-table (make-hash-table :test #'equal)
   "Tool name → its definition plist, for the Elisp tools of the active skills.
-Replaced whenever the skills load (`org-agent-tools--define-skill-tools').")
+Replaced whenever the skills load (`org-agent-tools-define-skill-tools').")
 
 (defconst org-agent-tools--types
   '(string number integer boolean array object null)
@@ -120,7 +120,7 @@ definition signals `org-agent-config-error'."
   (sort (hash-table-values org-agent-tools--table)
         (lambda (a b) (string< (plist-get a :name) (plist-get b :name)))))
 
-(defun org-agent-tools--specs ()
+(defun org-agent-tools-specs ()
   "The declarations the module sends to the LLM, one plist per tool."
   (mapcar (lambda (tool)
             (list :name (plist-get tool :name)
@@ -154,7 +154,7 @@ Signal an error when an argument is not a name or CODE does not read."
     ;; Evaluating a `function' form makes the closure; its body is not run.
     (eval `(function (lambda ,(mapcar #'intern args) ,@body)) t)))
 
-(defun org-agent-tools--define-skill-tools (skills)
+(defun org-agent-tools-define-skill-tools (skills)
   "Define the Elisp tools of SKILLS, replacing the skills' tools defined before.
 SKILLS are the :active plists of a skills-loaded event; only those of
 source `shipped' or `user' define tools, from their :elisp-tools

@@ -7,7 +7,6 @@
 ;; Version: 0.1.0
 ;; Package-Requires: ((emacs "28.1"))
 ;; Keywords: outlines, tools
-;; URL: https://example.invalid/org-agent
 
 ;;; Commentary:
 
@@ -31,13 +30,20 @@
 ;; org-agent-store.el; `org-agent-define-tool' (org-agent-tools.el)
 ;; gives the agent tools of your own.
 ;;
-;; The files: org-agent-base.el (the group, the errors, the module's
-;; functions), org-agent-build.el (building and loading the module),
-;; org-agent-store.el (the store and the module's events),
-;; org-agent-actuator.el (the agent's edits), org-agent-tools.el
-;; (tools in Elisp), org-agent-backends.el (the LLM backends),
-;; org-agent-semantic.el (search by meaning), org-agent-chat.el (the
-;; chat), and this one (the mode and the commands around the store).
+;; The files: org-agent-base.el (the groups, the errors, the
+;; module's functions), org-agent-build.el (building and loading the
+;; module), org-agent-dispatch.el (the module's events, to their hooks
+;; and callbacks), org-agent-store.el (the store: start-up, ingest,
+;; queries), org-agent-actuator.el (the agent's edits),
+;; org-agent-tools.el (tools in Elisp), org-agent-backends.el (the LLM
+;; backends), org-agent-semantic.el (search by meaning),
+;; org-agent-chat.el (the chat), org-agent-permissions.el (the user's
+;; rules and the shell tool), org-agent-skills.el (the skills),
+;; org-agent-runs.el (skills run in the background),
+;; org-agent-approvals.el (what those runs propose),
+;; org-agent-scans.el (the scans and the daily briefing),
+;; org-agent-sentinel.el (credentials moved into auth-source), and
+;; this one (the mode and the commands around the store).
 
 ;;; Code:
 
@@ -121,7 +127,7 @@ thread only copies the text, a worker parses it."
   "Seconds between refreshes of `*org-agent-log*' while it is shown.
 nil: refresh it only on \\[revert-buffer] or \\[org-agent-log]."
   :type '(choice (const :tag "Only on request" nil) number)
-  :group 'org-agent)
+  :group 'org-agent-module)
 
 (defvar-local org-agent-log--entries []
   "The log entries the buffer shows, a vector, oldest first.")
@@ -291,7 +297,7 @@ For `org-agent-status'."
         (pending (length (org-agent-approvals-list))))
     (insert "* Skills\n")
     (insert (format "- active :: %d\n- approvals waiting :: %d%s\n"
-                    (length org-agent-skills--active) pending
+                    (length (org-agent-skills-active)) pending
                     (if (> pending 0) " (M-x org-agent-approvals)" "")))
     (dolist (s ran)
       (insert (format "- %s :: %s, %d runs, %d failed%s\n"

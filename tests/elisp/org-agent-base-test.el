@@ -65,11 +65,12 @@
      (defvar early nil)
      (advice-add 'custom-declare-variable :before
                  (lambda (symbol _default _doc &rest args)
-                   (when (and (eq (plist-get args :group) 'org-agent)
-                              (not (get 'org-agent 'group-documentation)))
-                     (push symbol early)))))"
+                   (let ((group (plist-get args :group)))
+                     (when (and (string-prefix-p \"org-agent-\" (symbol-name symbol))
+                                (not (and group (get group 'group-documentation))))
+                       (push symbol early))))))"
   "Code a child Emacs runs before loading a file: it notes each option of
-group `org-agent' declared before the group.")
+org-agent declared without a group or before its group.")
 
 (ert-deftest org-agent-base-each-file-loads-alone-with-its-group-first ()
   "Each file of the package loads in a fresh Emacs on its own; no option precedes the group."
@@ -90,6 +91,33 @@ group `org-agent' declared before the group.")
             (goto-char (point-min))
             (should (re-search-forward "^RESULT \\(.*\\)$" nil t))
             (should (equal (list file (match-string 1)) (list file "t nil")))))))))
+
+;; Options are found by their group in Customize: each is in one subgroup of `org-agent'.
+(ert-deftest org-agent-base-every-option-is-in-one-subgroup ()
+  "Each option of the package is in one group, a subgroup of `org-agent'."
+  (let ((subgroups (mapcar #'car (seq-filter (lambda (member) (eq (cadr member) 'custom-group))
+                                             (get 'org-agent 'custom-group))))
+        (groups-of (make-hash-table))
+        options)
+    (should (>= (length subgroups) 5))
+    (mapatoms
+     (lambda (symbol)
+       (when (and (get symbol 'group-documentation)
+                  (string-prefix-p "org-agent" (symbol-name symbol)))
+         (dolist (member (get symbol 'custom-group))
+           (when (eq (cadr member) 'custom-variable)
+             (push symbol (gethash (car member) groups-of)))))
+       ;; `org-agent-mode', the package's switch, stays in `org-agent' itself; its hook too.
+       (when (and (custom-variable-p symbol)
+                  (string-prefix-p "org-agent-" (symbol-name symbol))
+                  (not (memq symbol '(org-agent-mode org-agent-mode-hook))))
+         (push symbol options))))
+    (should (> (length options) 50))
+    (dolist (option options)
+      (let ((groups (gethash option groups-of)))
+        (should (equal (list option (length groups)) (list option 1)))
+        (should (memq (car groups) subgroups))
+        (should (get (car groups) 'group-documentation))))))
 
 (provide 'org-agent-base-test)
 ;;; org-agent-base-test.el ends here

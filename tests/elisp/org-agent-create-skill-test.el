@@ -16,34 +16,9 @@
 (require 'org-agent-test-server)
 (require 'cl-lib)
 
-(defun org-agent-create-skill-test--draft (name)
-  "A skill draft named NAME: one deny rule and the test that holds it."
-  (concat "#+SKILL_NAME: " name "
-#+DESCRIPTION: Keeps finished projects finished. Use when editing projects.
-* Prompt
-Do not reopen a project marked DONE.
-* Gate
-| action   | condition              | decision | reason                      |
-|----------+------------------------+----------+-----------------------------|
-| set_todo | todo=DONE & state=TODO | deny     | a closed project stays done |
-* Tests
-** a done project cannot be reopened :gate:
-:PROPERTIES:
-:ACTION: set_todo
-:TARGET: Launch
-:ARGS: state=TODO
-:EXPECT: deny
-:END:
-#+begin_example
-,* DONE Launch
-#+end_example
-"))
-
 (defun org-agent-create-skill-test--reload ()
   "Load the skills again; return when the module reported them."
-  (let (report)
-    (org-agent-skills-reload (lambda (event) (setq report event)))
-    (org-agent-test-wait (lambda () report) 30)))
+  (org-agent-test-reload-skills))
 
 (defun org-agent-create-skill-test--named (name)
   "The skill NAME as `org-agent-skills-list' reports it, or nil."
@@ -60,42 +35,27 @@ Do not reopen a project marked DONE.
 The user's skill directory is bound to `skills'; `finished' holds
 \(CONVERSATION ANSWER) once a turn ends; `send' sends a message."
   (declare (indent 0) (debug t))
-  `(org-agent-test-with-store
-     (let* ((skills (make-temp-file "org-agent-skills" t))
-            (org-agent-skill-directories (list skills))
-            (org-agent-chat-ask-in-batch t)
-            (port (org-agent-test-server-start
-                   (org-agent-test-server-binary org-agent-test-root)))
-            (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
-                                         :model "test" :key "sk-test" :idle-timeout 2)))
-            (finished nil)
-            (org-agent-turn-finished-functions
-             (list (lambda (conv answer) (setq finished (list conv answer)))))
-            (send (lambda (text)
-                    (setq finished nil)
-                    (goto-char (point-max))
-                    (insert text)
-                    (org-agent-chat-send))))
-       (ignore finished send)
-       (unwind-protect
-           (progn
-             (org-agent-create-skill-test--reload)
-             (when (get-buffer org-agent-chat-buffer-name)
-               (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-               (kill-buffer org-agent-chat-buffer-name))
-             (with-current-buffer (org-agent-chat)
-               ,@body))
-         (delete-directory skills t)
-         ;; The other tests' skills: the shipped ones alone again.
-         (let ((org-agent-skill-directories (list (make-temp-file "org-agent-skills" t))))
+  `(org-agent-test-with-server
+       ((skills (make-temp-file "org-agent-skills" t))
+        (org-agent-skill-directories (list skills))
+        (org-agent-chat-ask-in-batch t))
+     (unwind-protect
+         (progn
            (org-agent-create-skill-test--reload)
-           (delete-directory (car org-agent-skill-directories) t))))))
+           (org-agent-test-kill-chat)
+           (with-current-buffer (org-agent-chat)
+             ,@body))
+       (delete-directory skills t)
+       ;; The other tests' skills: the shipped ones alone again.
+       (let ((org-agent-skill-directories (list (make-temp-file "org-agent-skills" t))))
+         (org-agent-create-skill-test--reload)
+         (delete-directory (car org-agent-skill-directories) t)))))
 
 (ert-deftest org-agent-create-skill-asks-and-writes-a-draft ()
   "`create_skill' asks, showing the draft in full and its tests' results; approved,
 the draft is written under drafts/ and is active as an agent skill."
   (org-agent-create-skill-test--with-chat
-    (let* ((text (org-agent-create-skill-test--draft "closed-projects"))
+    (let* ((text (org-agent-test-skill-draft "closed-projects"))
            (file (expand-file-name "drafts/closed-projects/SKILL.org" skills)))
       (org-agent-test-server-push
        :text "" :calls `[("create_skill" ((name . "closed-projects") (text . ,text)))])
@@ -155,11 +115,11 @@ is not written and the model learns why."
   (org-agent-create-skill-test--with-chat
     (org-agent-test-server-push
      :text "" :calls `[("create_skill" ((name . "closed-projects")
-                                        (text . ,(org-agent-create-skill-test--draft
+                                        (text . ,(org-agent-test-skill-draft
                                                   "closed-projects"))))])
     (org-agent-test-server-push
      :text "" :calls `[("create_skill" ((name . "closed-areas")
-                                        (text . ,(org-agent-create-skill-test--draft
+                                        (text . ,(org-agent-test-skill-draft
                                                   "closed-areas"))))])
     (org-agent-test-server-push :text "One of two.")
     (funcall send "Draft two skills.")
@@ -190,7 +150,7 @@ is not written and the model learns why."
   (org-agent-create-skill-test--with-chat
     (let ((broken (replace-regexp-in-string
                    "state=TODO |" "state=NEXT |"
-                   (org-agent-create-skill-test--draft "closed-projects") t t)))
+                   (org-agent-test-skill-draft "closed-projects") t t)))
       (org-agent-test-server-push
        :text "" :calls `[("create_skill" ((name . "closed-projects") (text . ,broken)))])
       (org-agent-test-server-push :text "My draft does not pass its test.")

@@ -28,8 +28,7 @@ embedding backend is the test server."
   (declare (indent 1) (debug t))
   `(org-agent-test-with-store
      (let* ((file (make-temp-file "org-agent-firstrun" nil ".org" ,text))
-            (port (org-agent-test-server-start
-                   (org-agent-test-server-binary org-agent-test-root)))
+            (port (org-agent-test-start-server))
             (org-agent-embedding-backend
              `(:type openai :url ,(format "http://127.0.0.1:%d/v1" port) :model "e"))
             (org-agent-embed-all nil)

@@ -30,32 +30,19 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
 \(CONVERSATION ANSWER) once a turn ends."
   (declare (indent 0) (debug t))
   `(progn
-     (org-agent-test-with-store
-       (let* ((notes (make-temp-file "org-agent-notes" t))
-              (org-agent-directories (list notes)) ; edits stay inside the notes' directories
-              (port (org-agent-test-server-start
-                     (org-agent-test-server-binary org-agent-test-root)))
-              (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
-                                           :model "test" :key "sk-test" :idle-timeout 2)))
-              (finished nil)
-              (org-agent-turn-finished-functions
-               (list (lambda (conv answer) (setq finished (list conv answer))))))
-         (ignore finished)
-         (unwind-protect
-             (progn
-               (copy-directory (expand-file-name "demo/notes" org-agent-test-root) notes nil t t)
-               (dolist (f (directory-files notes t "\\.org\\'"))
-                 (org-agent-ingest-file f))
-               (when (get-buffer org-agent-chat-buffer-name)
-                 (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-                 (kill-buffer org-agent-chat-buffer-name))
-               (with-current-buffer (org-agent-chat)
-                 ,@body))
-           (dolist (b (buffer-list))
-             (when (and (buffer-file-name b) (string-prefix-p notes (buffer-file-name b)))
-               (with-current-buffer b (set-buffer-modified-p nil))
-               (kill-buffer b)))
-           (delete-directory notes t))))))
+     (org-agent-test-with-server
+         ((notes (make-temp-file "org-agent-notes" t))
+          (org-agent-directories (list notes))) ; edits stay inside the notes' directories
+       (unwind-protect
+           (progn
+             (copy-directory (expand-file-name "demo/notes" org-agent-test-root) notes nil t t)
+             (dolist (f (directory-files notes t "\\.org\\'"))
+               (org-agent-ingest-file f))
+             (org-agent-test-kill-chat)
+             (with-current-buffer (org-agent-chat)
+               ,@body))
+         (org-agent-test-kill-file-buffers notes)
+         (delete-directory notes t)))))
 
 (defun org-agent-loop-test--send (text)
   "Type TEXT in the chat and send it."

@@ -26,27 +26,15 @@
 `finished' holds (CONVERSATION ANSWER) once a turn ends; `send'
 types a message and sends it."
   (declare (indent 0) (debug t))
-  `(org-agent-test-with-store
-     (let* ((port (org-agent-test-server-start
-                   (org-agent-test-server-binary org-agent-test-root)))
-            (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
-                                         :model "test" :key "sk-test" :idle-timeout 5)))
-            (finished nil)
-            (org-agent-turn-finished-functions
-             (list (lambda (conv answer) (setq finished (list conv answer)))))
-            (send (lambda (text)
-                    (setq finished nil)
-                    (goto-char (point-max))
-                    (insert text)
-                    (org-agent-chat-send))))
-       (ignore finished send)
-       (unwind-protect
-           (progn
-             (org-agent-test-kill-chat)
-             (with-current-buffer (org-agent-chat)
-               ,@body))
-         (org-agent-interrupt)
-         (org-agent-test-wait (lambda () (not (org-agent-busy-p))) 10)))))
+  `(org-agent-test-with-server
+       ((org-agent-test-idle-timeout 5))
+     (unwind-protect
+         (progn
+           (org-agent-test-kill-chat)
+           (with-current-buffer (org-agent-chat)
+             ,@body))
+       (org-agent-interrupt)
+       (org-agent-test-wait (lambda () (not (org-agent-busy-p))) 10))))
 
 (defun org-agent-newchat-test--slow-answer ()
   "Queue an answer that streams for about a minute."
@@ -319,7 +307,7 @@ types a message and sends it."
   '("org-agent-chat" "org-agent-backends" "org-agent" "org-agent-base" "org-agent-permissions"
     "org-agent-runs" "org-agent-tools" "org-agent-semantic" "org-agent-sentinel"
     "org-agent-build" "org-agent-approvals" "org-agent-skills" "org-agent-scans"
-    "org-agent-store" "org-agent-actuator")
+    "org-agent-store" "org-agent-dispatch" "org-agent-actuator")
   "The files whose commands this test checks.")
 
 (defconst org-agent-newchat-test--user-commands

@@ -26,40 +26,25 @@
 sends a message; `note' is an Org file in the store with a TODO of
 id perm-task."
   (declare (indent 0) (debug t))
-  `(org-agent-test-with-store
-     (let* ((org-agent-chat-ask-in-batch t)
-            (dir (make-temp-file "org-agent-perm" t))
-            (note (expand-file-name "tasks.org" dir))
-            (org-agent-directories (list dir))
-            (port (org-agent-test-server-start
-                   (org-agent-test-server-binary org-agent-test-root)))
-            (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
-                                         :model "test" :key "sk-test" :idle-timeout 2)))
-            (finished nil)
-            (org-agent-turn-finished-functions
-             (list (lambda (conv answer) (setq finished (list conv answer)))))
-            (send (lambda (text)
-                    (setq finished nil)
-                    (goto-char (point-max))
-                    (insert text)
-                    (org-agent-chat-send))))
-       (ignore finished send)
-       (setq org-agent-permissions-test--ran nil)
-       (with-temp-file note
-         (insert "* TODO Renew the passport\n:PROPERTIES:\n:ID: perm-task\n:END:\n"))
-       (org-agent--ingest-file note t)
-       (unwind-protect
-           (progn
-             (when (get-buffer org-agent-chat-buffer-name)
-               (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-               (kill-buffer org-agent-chat-buffer-name))
-             (with-current-buffer (org-agent-chat)
-               ,@body))
-         (let ((buffer (find-buffer-visiting note)))
-           (when buffer
-             (with-current-buffer buffer (set-buffer-modified-p nil))
-             (kill-buffer buffer)))
-         (delete-directory dir t)))))
+  `(org-agent-test-with-server
+       ((org-agent-chat-ask-in-batch t)
+        (dir (make-temp-file "org-agent-perm" t))
+        (note (expand-file-name "tasks.org" dir))
+        (org-agent-directories (list dir)))
+     (setq org-agent-permissions-test--ran nil)
+     (with-temp-file note
+       (insert "* TODO Renew the passport\n:PROPERTIES:\n:ID: perm-task\n:END:\n"))
+     (org-agent--ingest-file note t)
+     (unwind-protect
+         (progn
+           (org-agent-test-kill-chat)
+           (with-current-buffer (org-agent-chat)
+             ,@body))
+       (let ((buffer (find-buffer-visiting note)))
+         (when buffer
+           (with-current-buffer buffer (set-buffer-modified-p nil))
+           (kill-buffer buffer)))
+       (delete-directory dir t))))
 
 (defun org-agent-permissions-test--tool-names (n)
   "The names of the tools offered in the Nth request the server received."

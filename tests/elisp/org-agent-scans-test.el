@@ -110,5 +110,14 @@
                 (should (< (string-match "Scheduled today" text) (string-match "Overdue" text)))))
           (kill-buffer buffer))))))
 
+;; The scans are the module's: `org-agent-scan' offers the list the module gives, with no copy.
+(ert-deftest org-agent-scans-the-names-are-the-modules ()
+  "`org-agent--scan-names' lists the scans the module runs, as its error names them."
+  (org-agent-test-with-store
+    (let ((err (should-error (org-agent--scan "everything" nil nil) :type 'org-agent-error)))
+      (should (string-match "the scans are \\(.*\\)\\'" (cadr err)))
+      (should (equal (org-agent--scan-names) (split-string (match-string 1 (cadr err)) ", ")))
+      (should (member "daily-briefing" (org-agent--scan-names))))))
+
 (provide 'org-agent-scans-test)
 ;;; org-agent-scans-test.el ends here

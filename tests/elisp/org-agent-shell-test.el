@@ -21,31 +21,21 @@
   "Run BODY in a fresh chat whose commands run in a fresh directory `root'.
 `finished' holds (CONVERSATION ANSWER) once a turn ends."
   (declare (indent 0) (debug t))
-  `(org-agent-test-with-store
-     (let* ((root (file-name-as-directory (make-temp-file "org-agent-shell" t)))
-            (port (org-agent-test-server-start
-                   (org-agent-test-server-binary org-agent-test-root)))
-            (org-agent-backends `((:name "test" :url ,(format "http://127.0.0.1:%d/v1" port)
-                                         :model "test" :key "sk-test" :idle-timeout 2)))
-            (org-agent-shell--roots (list root))
-            ;; The sandbox lets an approved command write only where the user said.
-            (org-agent-shell-writable-directories (list root))
-            (org-agent-permissions '((allow run_command)))
-            (org-agent-chat-ask-in-batch t)
-            (finished nil)
-            (org-agent-turn-finished-functions
-             (list (lambda (conv answer) (setq finished (list conv answer))))))
-       (ignore finished)
-       (unwind-protect
-           (progn
-             (with-temp-file (expand-file-name "inbox.org" root)
-               (insert "* TODO Buy milk\n"))
-             (when (get-buffer org-agent-chat-buffer-name)
-               (with-current-buffer org-agent-chat-buffer-name (set-buffer-modified-p nil))
-               (kill-buffer org-agent-chat-buffer-name))
-             (with-current-buffer (org-agent-chat)
-               ,@body))
-         (delete-directory root t)))))
+  `(org-agent-test-with-server
+       ((root (file-name-as-directory (make-temp-file "org-agent-shell" t)))
+        (org-agent-shell--roots (list root))
+        ;; The sandbox lets an approved command write only where the user said.
+        (org-agent-shell-writable-directories (list root))
+        (org-agent-permissions '((allow run_command)))
+        (org-agent-chat-ask-in-batch t))
+     (unwind-protect
+         (progn
+           (with-temp-file (expand-file-name "inbox.org" root)
+             (insert "* TODO Buy milk\n"))
+           (org-agent-test-kill-chat)
+           (with-current-buffer (org-agent-chat)
+             ,@body))
+       (delete-directory root t))))
 
 (defun org-agent-shell-test--send (text)
   "Type TEXT in the chat and send it."

@@ -26,9 +26,7 @@ List stuck projects first.
 
 (defun org-agent-skills-test--reload ()
   "Load the skills again and return the module's report."
-  (let (report)
-    (org-agent-skills-reload (lambda (event) (setq report event)))
-    (org-agent-test-wait (lambda () report) 30)))
+  (org-agent-test-reload-skills))
 
 (defun org-agent-skills-test--named (name)
   "The skill NAME as `org-agent-skills-list' reports it, or nil."

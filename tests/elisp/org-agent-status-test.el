@@ -19,8 +19,7 @@
 (ert-deftest org-agent-status-counts-requests-refused-with-http-400 ()
   "Six requests answered with HTTP 400 are six failures of their backend."
   (org-agent-test-with-store
-    (let* ((port (org-agent-test-server-start
-                  (org-agent-test-server-binary org-agent-test-root)))
+    (let* ((port (org-agent-test-start-server))
            (name (format "refusing-%d" port))
            (org-agent-backends `((:name ,name :url ,(format "http://127.0.0.1:%d/v1" port)
                                         :model "test" :key "sk-test")))

@@ -25,10 +25,7 @@ The copy's directory is bound to `notes'."
              (dolist (f (directory-files org-agent-test-demo t "\\.org\\'"))
                (copy-file f notes))
              ,@body)
-         (dolist (b (buffer-list))
-           (when (and (buffer-file-name b) (string-prefix-p notes (buffer-file-name b)))
-             (with-current-buffer b (set-buffer-modified-p nil))
-             (kill-buffer b)))
+         (org-agent-test-kill-file-buffers notes)
          (delete-directory notes t)))))
 
 (defun org-agent-test-titles (nodes)

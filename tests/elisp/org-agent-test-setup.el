@@ -56,6 +56,80 @@ The directory is bound to `org-agent-test-state'."
        (org-agent--store-close)
        (delete-directory org-agent-test-state t))))
 
+;;;; The scripted LLM server as the backend
+
+(require 'org-agent-test-server)
+
+(defvar org-agent-test-idle-timeout 2
+  "Seconds the test backend may stay silent before its request fails.")
+
+(defun org-agent-test-start-server ()
+  "Start a fresh scripted LLM server, built from this checkout; return its port."
+  (org-agent-test-server-start (org-agent-test-server-binary org-agent-test-root)))
+
+(defun org-agent-test-backends (port)
+  "Return a value of `org-agent-backends' naming only the test server on PORT.
+Its idle timeout is `org-agent-test-idle-timeout'."
+  (list (list :name "test" :url (format "http://127.0.0.1:%d/v1" port)
+              :model "test" :key "sk-test" :idle-timeout org-agent-test-idle-timeout)))
+
+(defmacro org-agent-test-with-server (bindings &rest body)
+  "Run BODY with a fresh store and a fresh test server as the only backend.
+BINDINGS, `let*' bindings, are made first.  Then `port' is the
+server's, `finished' holds (CONVERSATION ANSWER) once a chat turn
+ends, and `send' types its argument at the end of the current buffer
+and sends it with `org-agent-chat-send'."
+  (declare (indent 1) (debug t))
+  `(org-agent-test-with-store
+     (let* (,@bindings
+            (port (org-agent-test-start-server))
+            (org-agent-backends (org-agent-test-backends port))
+            (finished nil)
+            (org-agent-turn-finished-functions
+             (list (lambda (conv answer) (setq finished (list conv answer)))))
+            (send (lambda (text)
+                    (setq finished nil)
+                    (goto-char (point-max))
+                    (insert text)
+                    (org-agent-chat-send))))
+       (ignore port finished send)
+       ,@body)))
+
+;;;; Files
+
+(defun org-agent-test-kill-file-buffers (directory)
+  "Kill, unsaved, every buffer visiting a file under DIRECTORY."
+  (dolist (buffer (buffer-list))
+    (let ((file (buffer-file-name buffer)))
+      (when (and file (string-prefix-p directory file))
+        (with-current-buffer buffer (set-buffer-modified-p nil))
+        (kill-buffer buffer)))))
+
+;;;; Skills
+
+(defun org-agent-test-reload-skills ()
+  "Load the skills again; return the module's report, or nil after 30 seconds."
+  (let (report)
+    (org-agent-skills-reload (lambda (event) (setq report event)))
+    (org-agent-test-wait (lambda () report) 30)))
+
+;;;; Fixtures
+
+(defun org-agent-test-fixture (name)
+  "Return the text of the file NAME in tests/fixtures/."
+  (with-temp-buffer
+    (insert-file-contents (expand-file-name name (expand-file-name "tests/fixtures"
+                                                                   org-agent-test-root)))
+    (buffer-string)))
+
+(defun org-agent-test-skill-draft (name)
+  "Return the skill draft of tests/fixtures/skill-draft.org, named NAME.
+One deny rule (a project marked DONE stays done) and the test that holds it."
+  (replace-regexp-in-string "^#\\+SKILL_NAME: .*$" (concat "#+SKILL_NAME: " name)
+                            (org-agent-test-fixture "skill-draft.org") t t))
+
+;;;; Chat
+
 (defun org-agent-test-kill-chat ()
   "Kill the chat buffer, unsaved.
 The next `org-agent-chat' then begins a new conversation."
@@ -82,7 +156,7 @@ Return PREDICATE's value."
 
 ;; The shipped skills load on a worker when org-agent starts; wait for them once, so that
 ;; every test sees their rules from its first turn on.
-(unless (org-agent-test-wait (lambda () org-agent-skills--active) 30)
+(unless (org-agent-test-wait #'org-agent-skills-active 30)
   (error "The shipped skills did not load: %S" org-agent-skills--inactive))
 
 (defun org-agent-test-corpus-files ()
