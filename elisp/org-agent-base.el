@@ -35,6 +35,7 @@
 
 (defconst org-agent--module-functions
   '((org-agent--action-names)
+    (org-agent--verb-specs)
     (org-agent--set-redisplay-interval seconds)
     (org-agent--load-skills dirs disabled)
     (org-agent--set-shipped-triggers names)
