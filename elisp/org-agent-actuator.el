@@ -46,28 +46,89 @@ undo step in the buffer."
   :type 'boolean
   :group 'org-agent-actions)
 
-(defvar org-agent-actuator--actions (make-hash-table :test #'eq)
-  "Action keyword → (ARG-SPECS . FUNCTION).")
+;; The verbs themselves are declared once, in the module's table (src/action/verbs.rs):
+;; what each does, its arguments and their types, whether it edits Org.  Here each gets
+;; its body, and the table is read from the module (`org-agent--verb-specs') once it is
+;; loaded, which is after this file: the arguments are checked, and the previews chosen,
+;; from the table.
 
-(defmacro org-agent-actuator-define (action args doc &rest body)
-  "Define the Emacs ACTION (a keyword) with ARGS, documented by DOC, running BODY.
-ARGS is a list of (NAME TYPE [optional]) where TYPE is `string',
-`strings' (a list of strings), `pairs' (an alist of strings) or
-`plist'; BODY
-sees each NAME bound to the validated value and returns a plist of
-extra result data (or nil)."
+(defvar org-agent-actuator--actions (make-hash-table :test #'eq)
+  "Action keyword → (ARGS . FUNCTION), as `org-agent-actuator-define' made them.")
+
+(defmacro org-agent-actuator-define (action args &rest body)
+  "Give the Emacs ACTION (a keyword) its BODY, which sees ARGS bound.
+The module's table of verbs declares ACTION: what it does, the types
+of its arguments, whether it edits Org.  ARGS names the arguments
+BODY sees, each bound to its checked value: a symbol, or a list
+\(NAME TYPE [optional]) whose type must then be the table's.  BODY
+may start with a docstring that says how it is done; it returns a
+plist of extra result data (or nil).  A body whose ARGS are not the
+table's, or for an action the table lacks, is an error when it runs
+\(see `org-agent-actuator--definition-problem')."
   (declare (indent 2) (doc-string 3))
-  (let ((plist (make-symbol "plist")))
+  (let* ((plist (make-symbol "plist"))
+         (doc (and (stringp (car body)) (cdr body) (car body)))
+         (forms (if doc (cdr body) body)))
     `(puthash ,action
               (cons ',args
                     (lambda (,plist)
-                      ,doc
-                      (let ,(mapcar (lambda (spec)
-                                      `(,(car spec)
-                                        (plist-get ,plist ,(intern (format ":%s" (car spec))))))
+                      ,@(and doc (list doc))
+                      (let ,(mapcar (lambda (arg)
+                                      (let ((name (if (consp arg) (car arg) arg)))
+                                        `(,name (plist-get ,plist ,(intern (format ":%s" name))))))
                                     args)
-                        ,@body)))
+                        ,@forms)))
               org-agent-actuator--actions)))
+
+(defvar org-agent-actuator--verbs nil
+  "The module's table of verbs, as `org-agent--verb-specs' returned it once.")
+
+(defun org-agent-actuator--verbs ()
+  "Return the module's table of verbs, an alist (ACTION . ROW).
+See `org-agent-actuator--verb' for a ROW."
+  (or org-agent-actuator--verbs
+      (setq org-agent-actuator--verbs (org-agent--verb-specs))))
+
+(defun org-agent-actuator--verb (action)
+  "Return the module's row for ACTION: (:args SPECS :edits EDITS :doc DOC), or nil.
+SPECS is a list of (NAME TYPE [optional]); EDITS says how ACTION
+changes the Org files: nil, `in-place', `move', `new-file' or
+`unknown'."
+  (cdr (assq action (org-agent-actuator--verbs))))
+
+(defun org-agent-actuator--definition-problem (action)
+  "Return why ACTION's body and the module's row for it disagree, or nil."
+  (let ((row (org-agent-actuator--verb action))
+        (entry (gethash action org-agent-actuator--actions)))
+    (cond
+     ((and (null row) (null entry)) nil)
+     ((null entry)
+      (format "%s is a verb of the module that has no body (org-agent-actuator-define)"
+              action))
+     ((null row)
+      (format "%s has a body but is no verb of the module" action))
+     (t
+      (let* ((specs (plist-get row :args))
+             (names (lambda (args)
+                      (sort (mapcar (lambda (a) (symbol-name (if (consp a) (car a) a))) args)
+                            #'string<))))
+        (cond
+         ((not (equal (funcall names (car entry)) (funcall names specs)))
+          (format "%s: its body binds %s, but the module's verb takes %s"
+                  action (funcall names (car entry)) (funcall names specs)))
+         ((seq-find (lambda (a) (and (consp a) (not (equal a (assq (car a) specs)))))
+                    (car entry))
+          (format "%s: its body declares %S, but the module's verb has %S"
+                  action (car entry) specs))))))))
+
+(defun org-agent-actuator--vocabulary-problems ()
+  "Return the disagreements of the module's verbs and the bodies here.
+A list of messages, nil when every verb of the module has a body
+binding its arguments, and every body is that of a verb of the module."
+  (let ((actions (mapcar #'car (org-agent-actuator--verbs))))
+    (maphash (lambda (action _) (unless (memq action actions) (push action actions)))
+             org-agent-actuator--actions)
+    (delq nil (mapcar #'org-agent-actuator--definition-problem actions))))
 
 (defun org-agent-actuator--fail (format-string &rest args)
   "Signal an action error with a message made from FORMAT-STRING and ARGS."
@@ -109,9 +170,12 @@ action returns.  Unknown actions and bad arguments are :error results."
           (org-agent-actuator--fail "not an Emacs action request: %S" action))
         (let* ((name (plist-get action :action))
                (entry (gethash name org-agent-actuator--actions)))
-          (unless entry
+          (unless (or entry (org-agent-actuator--verb name))
             (org-agent-actuator--fail "unknown Emacs action %S" name))
-          (org-agent-actuator--check name (car entry) action)
+          (let ((problem (org-agent-actuator--definition-problem name)))
+            (when problem (org-agent-actuator--fail "%s" problem)))
+          (org-agent-actuator--check name (plist-get (org-agent-actuator--verb name) :args)
+                                     action)
           ;; Edits write Org's log inside their undo step; this catches any other
           ;; action's (an Elisp tool that calls `org-todo', say).
           (let ((data (org-agent-actuator--logging-now
@@ -339,24 +403,24 @@ TEXT's first line begins a line of the buffer."
       (goto-char (org-agent-chat-answer-marker))
       (insert (org-agent-actuator--neutral-text text (bolp))))))
 
-(org-agent-actuator-define :insert ((buffer string) (text string))
+(org-agent-actuator-define :insert (buffer text)
   "Insert TEXT where the answer grows in the chat BUFFER.
 Any other buffer is refused; see `org-agent-actuator--answer-area'."
   (org-agent-actuator--write-answer buffer text)
   nil)
 
-(org-agent-actuator-define :stream-append ((buffer string) (text string))
+(org-agent-actuator-define :stream-append (buffer text)
   "Append a streamed piece TEXT where the answer grows in the chat BUFFER.
 Any other buffer is refused; see `org-agent-actuator--answer-area'."
   (org-agent-actuator--write-answer buffer text)
   nil)
 
-(org-agent-actuator-define :message ((text string))
+(org-agent-actuator-define :message (text)
   "Show TEXT in the echo area."
   (message "%s" text)
   nil)
 
-(org-agent-actuator-define :set-todo ((id string) (state string optional))
+(org-agent-actuator-define :set-todo (id state)
   "Set the TODO state of node ID to STATE (nil: no state), through `org-todo'."
   (org-agent-actuator--at-node id
     (when (and state (not (member state org-todo-keywords-1)))
@@ -365,11 +429,11 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
     (org-todo (or state 'none))
     (list :id id :todo (org-get-todo-state))))
 
-(org-agent-actuator-define :set-property ((id string) (key string) (value string))
+(org-agent-actuator-define :set-property (id key value)
   "Set property KEY of node ID to VALUE."
   (org-agent-actuator--at-node id (org-set-property key value) (list :id id)))
 
-(org-agent-actuator-define :delete-property ((id string) (key string))
+(org-agent-actuator-define :delete-property (id key)
   "Delete property KEY of node ID."
   (org-agent-actuator--at-node id
     (unless (org-entry-get nil key)
@@ -377,7 +441,7 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
     (org-delete-property key)
     (list :id id)))
 
-(org-agent-actuator-define :set-tags ((id string) (tags strings optional))
+(org-agent-actuator-define :set-tags (id tags)
   "Set the tags of node ID to TAGS."
   (org-agent-actuator--at-node id (org-set-tags tags) (list :id id :tags (org-get-tags nil t))))
 
@@ -387,14 +451,14 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
     (org-agent-actuator--fail "date %S must start with YYYY-MM-DD" date))
   date)
 
-(org-agent-actuator-define :schedule ((id string) (date string optional))
+(org-agent-actuator-define :schedule (id date)
   "Schedule node ID on DATE (nil: remove the schedule)."
   (org-agent-actuator--date date)
   (org-agent-actuator--at-node id
     (if date (org-schedule nil date) (org-schedule '(4)))
     (list :id id :scheduled (org-entry-get nil "SCHEDULED"))))
 
-(org-agent-actuator-define :deadline ((id string) (date string optional))
+(org-agent-actuator-define :deadline (id date)
   "Set the deadline of node ID to DATE (nil: remove it)."
   (org-agent-actuator--date date)
   (org-agent-actuator--at-node id
@@ -405,7 +469,7 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
   "TEXT ending in exactly one newline (empty text stays empty)."
   (if (string-empty-p text) "" (concat (string-trim-right text "[\n]+") "\n")))
 
-(org-agent-actuator-define :replace-body ((id string) (body string))
+(org-agent-actuator-define :replace-body (id body)
   "Replace the body of node ID (after its planning and drawers) with BODY."
   (org-agent-actuator--at-node id
     (pcase-let ((`(,beg . ,end) (org-agent-actuator--body-region)))
@@ -414,7 +478,7 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
       (insert (org-agent-actuator--text-block body)))
     (list :id id)))
 
-(org-agent-actuator-define :append-body ((id string) (text string))
+(org-agent-actuator-define :append-body (id text)
   "Append TEXT to the body of node ID."
   (org-agent-actuator--at-node id
     (pcase-let ((`(,_ . ,end) (org-agent-actuator--body-region)))
@@ -440,10 +504,7 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
       (unless (bolp) (insert "\n"))
       (insert (org-agent-actuator--text-block body)))))
 
-(org-agent-actuator-define :add-headline ((title string) (file string optional)
-                                          (parent string optional) (todo string optional)
-                                          (tags strings optional) (properties pairs optional)
-                                          (body string optional))
+(org-agent-actuator-define :add-headline (title file parent todo tags properties body)
   "Add a headline TITLE under node PARENT, or at the end of FILE."
   (when (eq (null file) (null parent))
     (org-agent-actuator--fail "add-headline: give exactly one of :file and :parent"))
@@ -471,7 +532,7 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
           (org-agent-actuator--fill-new-headline properties body)
           (list :file (expand-file-name file)))))))
 
-(org-agent-actuator-define :visit-node ((id string))
+(org-agent-actuator-define :visit-node (id)
   "Show node ID to the user."
   (let* ((node (or (org-agent-node id) (org-agent-actuator--fail "no node with id %s" id)))
          (buffer (org-agent-actuator--node-buffer node)))
@@ -553,8 +614,7 @@ nil nil), its top level."
       (marker-buffer (nth 3 rfloc))
     (or (find-buffer-visiting (nth 1 rfloc)) (find-file-noselect (nth 1 rfloc)))))
 
-(org-agent-actuator-define :refile ((id string) (target-id string optional)
-                                    (target-file string optional))
+(org-agent-actuator-define :refile (id target-id target-file)
   "Move node ID and its subtree under node TARGET-ID, or to TARGET-FILE's top.
 Through `org-refile', so its ID, its subtree and `org-log-refile' go
 as when the user refiles; both buffers change in one undo step."
@@ -578,7 +638,7 @@ as when the user refiles; both buffers change in one undo step."
     (cons (if (org-string-nw-p (car location)) (expand-file-name (car location)) buffer-file-name)
           (cdr location))))
 
-(org-agent-actuator-define :archive ((id string))
+(org-agent-actuator-define :archive (id)
   "Archive node ID with `org-archive-subtree', where `org-archive-location' says.
 The node's buffer and the archive's change in one undo step."
   (let* ((node (org-agent-actuator--node-or-fail id))
@@ -608,14 +668,13 @@ but not registered in `org-id-locations'."
           (let ((new (org-id-new))) (org-entry-put nil "ID" new) new))
     (org-id-get-create)))
 
-(org-agent-actuator-define :ensure-id ((id string))
+(org-agent-actuator-define :ensure-id (id)
   "Give node ID an :ID: property if it has none, with `org-id-get-create'.
 ID may be the store's own id of a node without one."
   (org-agent-actuator--at-node id
     (list :id id :org-id (org-agent-actuator--id-get-create))))
 
-(org-agent-actuator-define :insert-link ((id string) (target-id string)
-                                         (description string optional))
+(org-agent-actuator-define :insert-link (id target-id description)
   "Append an id: link to node TARGET-ID at the end of node ID's body.
 The link's text is DESCRIPTION, or the target's title.  A target
 without an :ID: gets one (`org-id-get-create'), in the same undo
@@ -650,7 +709,7 @@ new ID."
                  (insert link "\n")))))
          (list :id id :link link))))))
 
-(org-agent-actuator-define :add-note ((id string) (text string))
+(org-agent-actuator-define :add-note (id text)
   "Add TEXT to node ID as a note, as `org-add-note' stores one.
 Org's own `org-store-log-note' writes it, without the note buffer:
 \"- Note taken on [TIME] \\\\\" and the text, where `org-log-beginning'
@@ -693,8 +752,7 @@ it must be an .org file inside them that does not exist."
               (concat "\n" (org-agent-actuator--text-block body))
             "")))
 
-(org-agent-actuator-define :create-note ((file string) (title string)
-                                         (filetags strings optional) (body string optional))
+(org-agent-actuator-define :create-note (file title filetags body)
   "Write a new Org FILE with TITLE, FILETAGS and BODY, and ingest it.
 Never over an existing file, and only inside `org-agent-directories'.
 A new file has no undo step: deleting it undoes it."
@@ -723,7 +781,7 @@ and each call is shown and approved."
   :type 'natnum
   :group 'org-agent-actions)
 
-(org-agent-actuator-define :eval-elisp ((code string))
+(org-agent-actuator-define :eval-elisp (code)
   "Evaluate CODE, one Elisp form, with lexical binding and a time limit.
 Returns the printed value, cut to `org-agent-eval-result-max-chars'."
   (let* ((read (condition-case err
@@ -762,7 +820,7 @@ A draft never replaces a file, nor a skill already loaded under its name."
                                 name (plist-get loaded :file)))
     file))
 
-(org-agent-actuator-define :create-skill ((name string) (text string))
+(org-agent-actuator-define :create-skill (name text)
   "Write the skill draft TEXT as drafts/NAME/SKILL.org, then load the skills again.
 The draft goes to the first of the user's skill directories and
 loads with source `agent'."
@@ -786,7 +844,7 @@ loads with source `agent'."
 (defun org-agent-actuator--checked (action)
   "Signal unless ACTION's arguments fit its definition."
   (let ((name (plist-get action :action)))
-    (org-agent-actuator--check name (car (gethash name org-agent-actuator--actions)) action)))
+    (org-agent-actuator--check name (plist-get (org-agent-actuator--verb name) :args) action)))
 
 (defun org-agent-actuator--preview-new-skill (action)
   "The new skill file of the create-skill ACTION, as a diff against no file.
@@ -910,11 +968,6 @@ One hunk, with 2 lines of context."
         (cl-loop for i from (- la suf) below to-a do (push (concat " " (aref a i)) lines))
         (mapconcat #'identity (nreverse lines) "\n")))))
 
-(defconst org-agent-actuator--edits
-  '(:set-todo :set-property :delete-property :set-tags :schedule :deadline
-              :replace-body :append-body :add-headline :ensure-id :insert-link :add-note)
-  "The actions that edit one Org buffer, previewed on a scratch copy of it.")
-
 (defun org-agent-actuator--file-label (buffer)
   "The name of BUFFER's file for a preview: \"LINK → REAL\" through a link.
 A note that is a symbolic link changes the file it leads to, so the
@@ -940,15 +993,14 @@ leaving its file (a diff) and arriving where it goes (added lines,
 labelled with the file and headline).  Only the edit actions
 have previews; for others, return nil (an Elisp tool, in particular,
 is never run to preview it)."
-  (cond
-   ((eq (plist-get action :action) :create-skill)
-    (org-agent-actuator--preview-new-skill action))
-   ((eq (plist-get action :action) :create-note)
-    (org-agent-actuator--preview-new-note action))
-   ((memq (plist-get action :action) '(:refile :archive))
-    (org-agent-actuator--preview-move action))
-   ((memq (plist-get action :action) org-agent-actuator--edits)
-    (org-agent-actuator--preview-edit action))))
+  (let ((name (plist-get action :action)))
+    ;; How the action changes Org is the module's table's to say.
+    (pcase (plist-get (org-agent-actuator--verb name) :edits)
+      ('in-place (org-agent-actuator--preview-edit action))
+      ('move (org-agent-actuator--preview-move action))
+      ('new-file (pcase name
+                   (:create-skill (org-agent-actuator--preview-new-skill action))
+                   (:create-note (org-agent-actuator--preview-new-note action)))))))
 
 (defun org-agent-actuator--preview-edit (action)
   "Run the edit ACTION on a scratch copy; see `org-agent-actuator-preview'."

@@ -89,6 +89,7 @@ permissions, the shell tool's sandbox and the audit file."
 
 (defconst org-agent--module-functions
   '((org-agent--action-names)
+    (org-agent--verb-specs)
     (org-agent--set-redisplay-interval seconds)
     (org-agent--load-skills dirs disabled)
     (org-agent--set-shipped-triggers names)

@@ -74,6 +74,46 @@ fn action_names<'e>(env: &'e Env) -> Result<Value<'e>> {
     list(env, names)
 }
 
+/// Return the table of verbs as the actuator checks and previews them: an alist of
+/// (ACTION :args ((NAME TYPE [optional])…) :edits EDITS :doc DOC), ACTION a keyword
+/// (`:set-todo`), TYPE `string', `strings', `pairs' or `plist', EDITS nil (no Org file),
+/// `in-place', `move', `new-file' or `unknown', DOC what the verb does.
+#[defun]
+fn verb_specs<'e>(env: &'e Env) -> Result<Value<'e>> {
+    let nil = ().into_lisp(env)?;
+    let mut verbs = Vec::with_capacity(crate::action::VERBS.len());
+    for verb in &crate::action::VERBS {
+        let mut args = Vec::with_capacity(verb.args.len());
+        for arg in verb.args {
+            let mut spec = vec![
+                env.intern(&arg.wire_name())?,
+                env.intern(arg.kind.lisp_type())?,
+            ];
+            if arg.kind.lisp_optional() {
+                spec.push(env.intern("optional")?);
+            }
+            args.push(list(env, spec)?);
+        }
+        let edits = match verb.edits.lisp_name() {
+            Some(name) => env.intern(name)?,
+            None => nil,
+        };
+        verbs.push(list(
+            env,
+            vec![
+                env.intern(&format!(":{}", verb.name))?,
+                kw(env, ":args")?,
+                list(env, args)?,
+                kw(env, ":edits")?,
+                edits,
+                kw(env, ":doc")?,
+                text(env, verb.doc())?,
+            ],
+        )?);
+    }
+    list(env, verbs)
+}
+
 /// Make streamed text wake Emacs at most every SECONDS (0 to 10): the one throttle of a
 /// streaming answer, whose pieces arriving meanwhile come together in one `chat' event.
 #[defun]

@@ -107,7 +107,7 @@ pub fn subject_kind(tool: &str) -> Option<SubjectKind> {
         "run-command" => Some(SubjectKind::Command),
         "eval-elisp" => Some(SubjectKind::Code),
         "read-file" | "write-file" | "list-directory" => Some(SubjectKind::Path),
-        verb if EmacsAction::NAMES.contains(&verb) && edits_a_file(verb) => Some(SubjectKind::Path),
+        verb if EmacsAction::verb(verb).is_some_and(|v| v.judges_places) => Some(SubjectKind::Path),
         _ => None,
     }
 }
@@ -132,13 +132,6 @@ fn glob_subject_kind(pattern: &str) -> Option<SubjectKind> {
     .map(subject_kind);
     let first = kinds.next()?;
     kinds.all(|k| k == first).then_some(first).flatten()
-}
-
-fn edits_a_file(verb: &str) -> bool {
-    !matches!(
-        verb,
-        "insert" | "stream-append" | "message" | "call-tool" | "create-skill"
-    )
 }
 
 #[derive(Clone, Debug)]

@@ -373,12 +373,51 @@ no kebab-case and the name of a skill already loaded are refused."
   "The actuator runs exactly the Emacs actions the module lets the agent propose.
 An action added on one side only (Rust's EmacsAction::NAMES or
 `org-agent-actuator-define') fails here."
-  ;; :call-tool is defined with the Elisp tools.
-  (require 'org-agent-tools)
   (let ((elisp (org-agent-actuator-test--sorted (hash-table-keys org-agent-actuator--actions)))
         (rust (org-agent-actuator-test--sorted (org-agent--action-names))))
     (should (seq-every-p #'keywordp rust))
     (should (equal elisp rust))))
+
+;; `:call-tool' is defined with the Elisp tools.
+(require 'org-agent-tools)
+
+(ert-deftest org-agent-actuator-every-verb-of-the-module-has-its-body ()
+  "Each verb of the module's table has a body here binding its arguments, and no more.
+The arguments' types and the previews come from the table: an edit
+in place is previewed, a display action is not."
+  (should-not (org-agent-actuator--vocabulary-problems))
+  (should (equal (plist-get (org-agent-actuator--verb :set-todo) :args)
+                 '((id string) (state string optional))))
+  (should (eq (plist-get (org-agent-actuator--verb :set-todo) :edits) 'in-place))
+  (should (eq (plist-get (org-agent-actuator--verb :refile) :edits) 'move))
+  (should (null (plist-get (org-agent-actuator--verb :message) :edits)))
+  (should (string-match-p "TODO state" (plist-get (org-agent-actuator--verb :set-todo) :doc)))
+  (should-not (org-agent-actuator-preview '(:type :request :target :emacs
+                                                  :action :message :text "hi"))))
+
+(ert-deftest org-agent-actuator-a-body-and-the-module-s-verb-must-agree ()
+  "A verb without a body, a body without a verb, or other arguments, are errors."
+  (let ((org-agent-actuator--actions (copy-hash-table org-agent-actuator--actions))
+        (run (lambda (&rest plist)
+               (org-agent-actuator-run (append '(:type :request :target :emacs) plist)))))
+    (org-agent-actuator-define :frobnicate (id) (list :id id))
+    (remhash :add-note org-agent-actuator--actions)
+    (org-agent-actuator-define :set-todo (id keyword) (list :id id keyword))
+    (org-agent-actuator-define :delete-property ((id string) (key strings optional)) nil)
+    (let ((problems (org-agent-actuator--vocabulary-problems)))
+      (should (= (length problems) 4))
+      (dolist (expected '(":frobnicate has a body but is no verb"
+                          ":add-note is a verb of the module that has no body"
+                          ":set-todo: its body binds (id keyword)"
+                          ":delete-property: its body declares"))
+        (should (seq-find (lambda (p) (string-prefix-p expected p)) problems))))
+    (pcase-dolist (`(,plist . ,message)
+                   '(((:action :frobnicate :id "x") . "no verb of the module")
+                     ((:action :add-note :id "x" :text "t") . "has no body")
+                     ((:action :set-todo :id "x") . "binds (id keyword)")))
+      (let ((result (apply run plist)))
+        (should (eq (plist-get result :status) :error))
+        (should (string-match-p (regexp-quote message) (plist-get result :message)))))))
 
 (provide 'org-agent-actuator-test)
 ;;; org-agent-actuator-test.el ends here

@@ -10,6 +10,12 @@
 //! (:type :request :target :tool :name "query" :args (:tag "work"))
 //! ```
 
+mod verb_table;
+mod verbs;
+
+pub use verb_table::{ArgKind, ArgSpec, Offered, OrgEdit, VerbSpec};
+pub use verbs::{EmacsAction, VERBS};
+
 use crate::sexp::fields::Fields;
 use crate::sexp::{self, Sexp, SexpError, Value};
 
@@ -45,119 +51,6 @@ pub struct Stimulus {
     pub sensor: Sensor,
     pub session: Option<String>,
     pub depth: u32,
-}
-
-/// An edit or display action run on the main thread by the Elisp actuator.
-#[derive(Clone, Debug, PartialEq)]
-pub enum EmacsAction {
-    Insert {
-        buffer: String,
-        text: String,
-    },
-    StreamAppend {
-        buffer: String,
-        text: String,
-    },
-    Message {
-        text: String,
-    },
-    AddHeadline {
-        /// Either a file (new top-level headline) or a parent node id.
-        file: Option<String>,
-        parent: Option<String>,
-        title: String,
-        todo: Option<String>,
-        tags: Vec<String>,
-        properties: Vec<(String, String)>,
-        body: Option<String>,
-    },
-    SetTodo {
-        id: String,
-        state: Option<String>,
-    },
-    SetProperty {
-        id: String,
-        key: String,
-        value: String,
-    },
-    DeleteProperty {
-        id: String,
-        key: String,
-    },
-    SetTags {
-        id: String,
-        tags: Vec<String>,
-    },
-    Schedule {
-        id: String,
-        date: Option<String>,
-    },
-    Deadline {
-        id: String,
-        date: Option<String>,
-    },
-    ReplaceBody {
-        id: String,
-        body: String,
-    },
-    AppendBody {
-        id: String,
-        text: String,
-    },
-    VisitNode {
-        id: String,
-    },
-    /// Call a tool defined in Elisp (`org-agent-define-tool`) with an argument plist.
-    CallTool {
-        name: String,
-        args: Sexp,
-    },
-    /// Write a skill the agent drafted (`create_skill`): `drafts/NAME/SKILL.org` under the
-    /// user's first skill directory, where it loads with source `agent`.
-    CreateSkill {
-        name: String,
-        text: String,
-    },
-    /// Evaluate Elisp code in the user's Emacs (`eval_elisp`, off unless the user's
-    /// permissions enable it; it asks every time).
-    EvalElisp {
-        code: String,
-    },
-    /// Move node `id` under the node `target_id`, or to the top level of `target_file`, as
-    /// `org-refile` does (its ID and subtree go with it).
-    Refile {
-        id: String,
-        target_id: Option<String>,
-        target_file: Option<String>,
-    },
-    /// Archive node `id` as `org-archive-subtree` does, where `org-archive-location` says.
-    Archive {
-        id: String,
-    },
-    /// Give node `id` an `:ID:` property if it has none (`org-id-get-create`). A node
-    /// without one is addressed by the store's own id for it.
-    EnsureId {
-        id: String,
-    },
-    /// Write a new Org file (never over an existing one) inside `org-agent-directories`:
-    /// `file` is absolute or relative to the first of them.
-    CreateNote {
-        file: String,
-        title: String,
-        filetags: Vec<String>,
-        body: Option<String>,
-    },
-    /// Append an `id:` link to node `target_id` at the end of node `id`'s body.
-    InsertLink {
-        id: String,
-        target_id: String,
-        description: Option<String>,
-    },
-    /// Add a time-stamped note to node `id` as `org-add-note` does.
-    AddNote {
-        id: String,
-        text: String,
-    },
 }
 
 /// The tool that evaluates Elisp ([`EmacsAction::EvalElisp`]).
@@ -360,353 +253,85 @@ impl Action {
 }
 
 impl EmacsAction {
-    /// Every Emacs action's name: the vocabulary the Elisp actuator implements (a test
-    /// checks that both sides name the same set).
-    pub const NAMES: [&'static str; 22] = [
-        "insert",
-        "stream-append",
-        "message",
-        "add-headline",
-        "set-todo",
-        "set-property",
-        "delete-property",
-        "set-tags",
-        "schedule",
-        "deadline",
-        "replace-body",
-        "append-body",
-        "visit-node",
-        "call-tool",
-        "create-skill",
-        "eval-elisp",
-        "refile",
-        "archive",
-        "ensure-id",
-        "create-note",
-        "insert-link",
-        "add-note",
-    ];
-
-    /// The action's name, its `:action` keyword without the colon.
-    pub fn name(&self) -> &'static str {
-        match self {
-            EmacsAction::Insert { .. } => "insert",
-            EmacsAction::StreamAppend { .. } => "stream-append",
-            EmacsAction::Message { .. } => "message",
-            EmacsAction::AddHeadline { .. } => "add-headline",
-            EmacsAction::SetTodo { .. } => "set-todo",
-            EmacsAction::SetProperty { .. } => "set-property",
-            EmacsAction::DeleteProperty { .. } => "delete-property",
-            EmacsAction::SetTags { .. } => "set-tags",
-            EmacsAction::Schedule { .. } => "schedule",
-            EmacsAction::Deadline { .. } => "deadline",
-            EmacsAction::ReplaceBody { .. } => "replace-body",
-            EmacsAction::AppendBody { .. } => "append-body",
-            EmacsAction::VisitNode { .. } => "visit-node",
-            EmacsAction::CallTool { .. } => "call-tool",
-            EmacsAction::CreateSkill { .. } => "create-skill",
-            EmacsAction::EvalElisp { .. } => "eval-elisp",
-            EmacsAction::Refile { .. } => "refile",
-            EmacsAction::Archive { .. } => "archive",
-            EmacsAction::EnsureId { .. } => "ensure-id",
-            EmacsAction::CreateNote { .. } => "create-note",
-            EmacsAction::InsertLink { .. } => "insert-link",
-            EmacsAction::AddNote { .. } => "add-note",
-        }
-    }
-
-    /// The node the action reads or changes (an edit's `id`, a new headline's parent), and
-    /// the file a new top-level headline goes to.
-    pub fn target(&self) -> (Option<&str>, Option<&str>) {
-        match self {
-            EmacsAction::SetTodo { id, .. }
-            | EmacsAction::SetProperty { id, .. }
-            | EmacsAction::DeleteProperty { id, .. }
-            | EmacsAction::SetTags { id, .. }
-            | EmacsAction::Schedule { id, .. }
-            | EmacsAction::Deadline { id, .. }
-            | EmacsAction::ReplaceBody { id, .. }
-            | EmacsAction::AppendBody { id, .. }
-            | EmacsAction::Refile { id, .. }
-            | EmacsAction::Archive { id }
-            | EmacsAction::EnsureId { id }
-            | EmacsAction::InsertLink { id, .. }
-            | EmacsAction::AddNote { id, .. }
-            | EmacsAction::VisitNode { id } => (Some(id), None),
-            EmacsAction::AddHeadline { file, parent, .. } => (parent.as_deref(), file.as_deref()),
-            _ => (None, None),
-        }
-    }
-
-    /// The second place an action touches, judged as its [`target`](Self::target) is: the
-    /// node or file a refile moves into, the node a link points to (which gets an ID).
-    pub fn destination(&self) -> (Option<&str>, Option<&str>) {
-        match self {
-            EmacsAction::Refile {
-                target_id,
-                target_file,
-                ..
-            } => (target_id.as_deref(), target_file.as_deref()),
-            EmacsAction::InsertLink { target_id, .. } => (Some(target_id), None),
-            _ => (None, None),
-        }
-    }
-
-    /// The file a `create-note` would write (not a note yet, so not a target the store
-    /// knows): absolute, or relative to the first of `org-agent-directories`.
-    pub fn new_file(&self) -> Option<&str> {
-        match self {
-            EmacsAction::CreateNote { file, .. } => Some(file),
-            _ => None,
-        }
-    }
-
-    fn from_args(a: &Fields) -> Result<EmacsAction, SexpError> {
-        Ok(match a.keyword("action")? {
-            "insert" => EmacsAction::Insert {
-                buffer: a.string("buffer")?,
-                text: a.string("text")?,
-            },
-            "stream-append" => EmacsAction::StreamAppend {
-                buffer: a.string("buffer")?,
-                text: a.string("text")?,
-            },
-            "message" => EmacsAction::Message {
-                text: a.string("text")?,
-            },
-            "add-headline" => {
-                let file = a.opt_string("file")?;
-                let parent = a.opt_string("parent")?;
-                if file.is_some() == parent.is_some() {
-                    return Err(shape("add-headline: give exactly one of :file and :parent"));
-                }
-                EmacsAction::AddHeadline {
-                    file,
-                    parent,
-                    title: a.string("title")?,
-                    todo: a.opt_string("todo")?,
-                    tags: a.strings("tags")?,
-                    properties: a.pairs("properties")?,
-                    body: a.opt_string("body")?,
-                }
-            }
-            "set-todo" => EmacsAction::SetTodo {
-                id: a.string("id")?,
-                state: a.opt_string("state")?,
-            },
-            "set-property" => EmacsAction::SetProperty {
-                id: a.string("id")?,
-                key: a.string("key")?,
-                value: a.string("value")?,
-            },
-            "delete-property" => EmacsAction::DeleteProperty {
-                id: a.string("id")?,
-                key: a.string("key")?,
-            },
-            "set-tags" => EmacsAction::SetTags {
-                id: a.string("id")?,
-                tags: a.strings("tags")?,
-            },
-            "schedule" => EmacsAction::Schedule {
-                id: a.string("id")?,
-                date: a.opt_string("date")?,
-            },
-            "deadline" => EmacsAction::Deadline {
-                id: a.string("id")?,
-                date: a.opt_string("date")?,
-            },
-            "replace-body" => EmacsAction::ReplaceBody {
-                id: a.string("id")?,
-                body: a.string("body")?,
-            },
-            "append-body" => EmacsAction::AppendBody {
-                id: a.string("id")?,
-                text: a.string("text")?,
-            },
-            "visit-node" => EmacsAction::VisitNode {
-                id: a.string("id")?,
-            },
-            "call-tool" => EmacsAction::CallTool {
-                name: a.string("name")?,
-                args: tool_args(a)?,
-            },
-            "create-skill" => EmacsAction::CreateSkill {
-                name: a.string("name")?,
-                text: a.string("text")?,
-            },
-            "eval-elisp" => EmacsAction::EvalElisp {
-                code: a.string("code")?,
-            },
-            "refile" => {
-                let target_id = a.opt_string("target-id")?;
-                let target_file = a.opt_string("target-file")?;
-                if target_id.is_some() == target_file.is_some() {
-                    return Err(shape(
-                        "refile: give exactly one of :target-id and :target-file",
-                    ));
-                }
-                EmacsAction::Refile {
-                    id: a.string("id")?,
-                    target_id,
-                    target_file,
-                }
-            }
-            "archive" => EmacsAction::Archive {
-                id: a.string("id")?,
-            },
-            "ensure-id" => EmacsAction::EnsureId {
-                id: a.string("id")?,
-            },
-            "create-note" => EmacsAction::CreateNote {
-                file: a.string("file")?,
-                title: a.string("title")?,
-                filetags: a.strings("filetags")?,
-                body: a.opt_string("body")?,
-            },
-            "insert-link" => EmacsAction::InsertLink {
-                id: a.string("id")?,
-                target_id: a.string("target-id")?,
-                description: a.opt_string("description")?,
-            },
-            "add-note" => EmacsAction::AddNote {
-                id: a.string("id")?,
-                text: a.string("text")?,
-            },
-            other => return Err(shape(format!("action: unknown Emacs action :{other}"))),
-        })
-    }
-
     /// Whether the action may change an Org file (gates ask before those). An Elisp tool
     /// may do anything, so a `:call-tool` that reaches the gates as such counts (fail
     /// closed); the loop turns the LLM's `:call-tool` into the tool call it names
-    /// ([`Action::as_proposed`]) and gates it by the tool's `:confirm`. A new skill is an Org file too, so whatever
-    /// limits edits limits it.
+    /// ([`Action::as_proposed`]) and gates it by the tool's `:confirm`. A new skill is an
+    /// Org file too, so whatever limits edits limits it.
     pub fn edits_org(&self) -> bool {
-        !matches!(
-            self,
-            EmacsAction::Insert { .. }
-                | EmacsAction::StreamAppend { .. }
-                | EmacsAction::Message { .. }
-                | EmacsAction::VisitNode { .. }
-                | EmacsAction::EvalElisp { .. }
-        )
+        self.spec().edits != OrgEdit::None
     }
 
-    /// The action as the plist the Elisp actuator receives.
-    pub fn to_sexp(&self) -> Sexp {
-        let s = |x: &str| Value::string(x);
-        let opt = |x: &Option<String>| x.as_deref().map(Value::string).unwrap_or(Value::Nil);
-        let strs = |xs: &[String]| Value::list(xs.iter().map(|x| s(x)).collect::<Vec<_>>());
-        let args: Vec<(&str, Value)> = match self {
-            EmacsAction::Insert { buffer, text } => {
-                vec![("buffer", s(buffer)), ("text", s(text))]
-            }
-            EmacsAction::StreamAppend { buffer, text } => {
-                vec![("buffer", s(buffer)), ("text", s(text))]
-            }
-            EmacsAction::Message { text } => vec![("text", s(text))],
-            EmacsAction::AddHeadline {
-                file,
-                parent,
-                title,
-                todo,
-                tags,
-                properties,
-                body,
-            } => vec![
-                ("file", opt(file)),
-                ("parent", opt(parent)),
-                ("title", s(title)),
-                ("todo", opt(todo)),
-                ("tags", strs(tags)),
-                (
-                    "properties",
-                    Value::list(
-                        properties
-                            .iter()
-                            .map(|(k, v)| Value::cons(s(k), s(v)))
-                            .collect::<Vec<_>>(),
-                    ),
-                ),
-                ("body", opt(body)),
-            ],
-            EmacsAction::SetTodo { id, state } => {
-                vec![("id", s(id)), ("state", opt(state))]
-            }
-            EmacsAction::SetProperty { id, key, value } => {
-                vec![("id", s(id)), ("key", s(key)), ("value", s(value))]
-            }
-            EmacsAction::DeleteProperty { id, key } => {
-                vec![("id", s(id)), ("key", s(key))]
-            }
-            EmacsAction::SetTags { id, tags } => {
-                vec![("id", s(id)), ("tags", strs(tags))]
-            }
-            EmacsAction::Schedule { id, date } => {
-                vec![("id", s(id)), ("date", opt(date))]
-            }
-            EmacsAction::Deadline { id, date } => {
-                vec![("id", s(id)), ("date", opt(date))]
-            }
-            EmacsAction::ReplaceBody { id, body } => {
-                vec![("id", s(id)), ("body", s(body))]
-            }
-            EmacsAction::AppendBody { id, text } => {
-                vec![("id", s(id)), ("text", s(text))]
-            }
-            EmacsAction::VisitNode { id } => vec![("id", s(id))],
-            EmacsAction::CallTool { name, args } => {
-                vec![("name", s(name)), ("args", sexp::clone_value(args.value()))]
-            }
-            EmacsAction::CreateSkill { name, text } => {
-                vec![("name", s(name)), ("text", s(text))]
-            }
-            EmacsAction::EvalElisp { code } => vec![("code", s(code))],
-            EmacsAction::Refile {
-                id,
-                target_id,
-                target_file,
-            } => vec![
-                ("id", s(id)),
-                ("target-id", opt(target_id)),
-                ("target-file", opt(target_file)),
-            ],
-            EmacsAction::Archive { id } | EmacsAction::EnsureId { id } => vec![("id", s(id))],
-            EmacsAction::CreateNote {
-                file,
-                title,
-                filetags,
-                body,
-            } => vec![
-                ("file", s(file)),
-                ("title", s(title)),
-                ("filetags", strs(filetags)),
-                ("body", opt(body)),
-            ],
-            EmacsAction::InsertLink {
-                id,
-                target_id,
-                description,
-            } => vec![
-                ("id", s(id)),
-                ("target-id", s(target_id)),
-                ("description", opt(description)),
-            ],
-            EmacsAction::AddNote { id, text } => vec![("id", s(id)), ("text", s(text))],
-        };
-        let mut items = vec![
-            kw("type"),
-            kw("request"),
-            kw("target"),
-            kw("emacs"),
-            kw("action"),
-            kw(self.name()),
-        ];
-        for (k, v) in args {
-            items.push(kw(k));
-            items.push(v);
+    /// The row of the tool called `tool`, if a tool offers a verb under that name.
+    pub fn offered_as(tool: &str) -> Option<&'static VerbSpec> {
+        VERBS.iter().find(|v| v.is_tool(tool))
+    }
+
+    /// The row of the verb `name` (`add-note`), if there is one.
+    pub fn verb(name: &str) -> Option<&'static VerbSpec> {
+        VERBS.iter().find(|v| v.name == name)
+    }
+}
+
+/// Sample actions for the tests of the table: one of every verb, all its arguments given.
+#[cfg(test)]
+pub(crate) mod samples {
+    use super::{Action, ArgKind, EmacsAction, VerbSpec};
+    use crate::sexp::read;
+    use serde_json::{json, Map, Value as Json};
+
+    /// `verb` with every argument given a value of its kind (a string ends in `.org`, so
+    /// that a new note's file is one), but for those in `left_out`: as a plist's text and
+    /// as a tool call's JSON arguments.
+    fn texts(verb: &VerbSpec, left_out: &[String]) -> (String, Json) {
+        let mut plist = format!("(:type :request :target :emacs :action :{}", verb.name);
+        let mut args = Map::new();
+        for arg in verb
+            .args
+            .iter()
+            .filter(|a| !left_out.contains(&a.wire_name()))
+        {
+            let (lisp, value) = match arg.kind {
+                ArgKind::String | ArgKind::OptString => {
+                    let text = format!("{}.org", arg.name);
+                    (format!("{text:?}"), json!(text))
+                }
+                ArgKind::Strings | ArgKind::OptStrings => {
+                    ("(\"a\" \"b\")".to_owned(), json!(["a", "b"]))
+                }
+                ArgKind::Pairs => ("((\"K\" . \"v\"))".to_owned(), json!({"K": "v"})),
+                ArgKind::Plist => ("(:k \"v\")".to_owned(), Json::Null),
+            };
+            plist.push_str(&format!(" :{} {lisp}", arg.wire_name()));
+            args.insert(arg.name.to_owned(), value);
         }
-        Sexp::from(Value::list(items))
+        plist.push(')');
+        (plist, Json::Object(args))
+    }
+
+    /// `verb` with every argument given (the second of two alternatives left out, when
+    /// the verb takes exactly one of them), as an action and as a tool call's arguments.
+    pub(crate) fn sample(verb: &VerbSpec) -> (EmacsAction, Json) {
+        let mut left_out = Vec::new();
+        loop {
+            let (plist, json) = texts(verb, &left_out);
+            let value = read(&plist).unwrap_or_else(|e| panic!("{plist}: {e}"));
+            match Action::from_sexp(value.value()) {
+                Ok(Action::Emacs(action)) => return (action, json),
+                Ok(other) => panic!("{plist} is not an Emacs action: {other:?}"),
+                Err(e) => {
+                    let message = e.to_string();
+                    let second = message
+                        .contains("exactly one of")
+                        .then(|| message.rsplit(" and :").next())
+                        .flatten();
+                    match second {
+                        Some(name) if left_out.is_empty() => left_out.push(name.to_owned()),
+                        _ => panic!("{plist}: {message}"),
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -1006,5 +631,37 @@ mod tests {
         };
         assert_eq!(name, "query");
         assert_eq!(args.get("limit").and_then(Value::as_i64), Some(5));
+    }
+
+    #[test]
+    fn every_verb_reads_prints_and_reads_back_the_same() {
+        assert_eq!(EmacsAction::NAMES.len(), VERBS.len());
+        for verb in &VERBS {
+            let (action, _) = samples::sample(verb);
+            assert!(std::ptr::eq(action.spec(), verb), "{}", verb.name);
+            assert_eq!(action.name(), verb.name);
+            assert!(EmacsAction::NAMES.contains(&verb.name));
+            assert_eq!(
+                EmacsAction::verb(verb.name).map(|v| v.name),
+                Some(verb.name)
+            );
+            assert_eq!(action.edits_org(), verb.edits != OrgEdit::None);
+            let printed = print(action.to_sexp().value());
+            for arg in verb.args {
+                assert!(
+                    printed.contains(&format!(":{} ", arg.wire_name())),
+                    "{printed} lacks {}",
+                    arg.name
+                );
+            }
+            let back = Action::from_sexp(read(&printed).unwrap().value());
+            assert_eq!(back, Ok(Action::Emacs(action.clone())), "{printed}");
+            // The places the gates judge are the row's: a verb that names none has none.
+            let places = [action.target(), action.destination()]
+                .iter()
+                .any(|(node, file)| node.is_some() || file.is_some())
+                || action.new_file().is_some();
+            assert_eq!(places, verb.judges_places, "{}", verb.name);
+        }
     }
 }
