@@ -46,10 +46,10 @@
 
 use crate::llm::collect::{call_id, finished_call, partial_call, Prose};
 use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, ToolCall, Usage};
-use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
-use crate::llm::http::{ChatRequest, Message};
+use crate::llm::error::{bounded, invalid_json, provider_error, Failure, LlmError};
+use crate::llm::request::{ChatRequest, Message};
 use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson};
-use crate::llm::wire::{provider_error, ResponseParser};
+use crate::llm::wire::ResponseParser;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;

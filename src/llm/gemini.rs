@@ -42,12 +42,11 @@
 //! that id; Gemini's schema dialect (an OpenAPI subset) rejects many JSON-Schema keys, so tool
 //! parameters are filtered to what it accepts.
 
-use crate::llm::collect::{arguments_object, cut_short, tool_name_for, tool_parts, Collector};
+use crate::llm::collect::{cut_short, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, Usage};
-use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
-use crate::llm::http::{ChatRequest, Message};
+use crate::llm::error::{bounded, invalid_json, provider_error_in, Failure, LlmError};
+use crate::llm::request::{arguments_object, tool_name_for, tool_parts, ChatRequest, Message};
 use crate::llm::sse::SseDecoder;
-use crate::llm::wire::provider_error_in;
 use crate::llm::wire::ResponseParser;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

@@ -22,6 +22,7 @@ pub mod http;
 pub mod models;
 pub mod ollama;
 pub mod openai;
+pub mod request;
 pub mod sse;
 pub mod think;
 pub mod wire;
@@ -32,7 +33,8 @@ pub use completion::{
 pub use config::ConfigError;
 pub use endpoint::{Endpoint, Timeouts};
 pub use error::{ErrorClass, LlmError, TimeoutPhase};
-pub use http::{Backend, CancelToken, ChatClient, ChatRequest, Message};
+pub use http::{Backend, CancelToken, ChatClient};
+pub use request::{ChatRequest, Message};
 pub use sse::{SseDecoder, SseEvent};
 pub use think::ThinkTags;
 pub use wire::{ResponseParser, Wire};

@@ -27,12 +27,10 @@
 //! result names its tool (`tool_name`, looked up from the call with that id) instead of
 //! carrying an id; sampling settings go under `options` (`num_predict` is the token limit).
 
-use crate::llm::collect::{arguments_object, cut_short, tool_name_for, Collector};
+use crate::llm::collect::{cut_short, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, Usage};
-use crate::llm::error::{invalid_json, Failure, LlmError};
-use crate::llm::http::{ChatRequest, Message};
-use crate::llm::openai::function_tool;
-use crate::llm::wire::provider_error_in;
+use crate::llm::error::{invalid_json, provider_error_in, Failure, LlmError};
+use crate::llm::request::{arguments_object, function_tool, tool_name_for, ChatRequest, Message};
 use crate::llm::wire::ResponseParser;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

@@ -27,10 +27,9 @@
 
 use crate::llm::collect::{call_id, finished_call, partial_call, Prose};
 use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, Usage};
-use crate::llm::error::{invalid_json, Failure, LlmError};
-use crate::llm::http::{ChatRequest, Message};
+use crate::llm::error::{error_from, invalid_json, provider_error_in, Failure, LlmError};
+use crate::llm::request::{function_tool, ChatRequest, Message};
 use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson};
-use crate::llm::wire::{error_from, provider_error_in};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -105,16 +104,6 @@ fn message_json(message: &Message) -> Value {
             tool_call_id,
             content,
         } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
-    }
-}
-
-/// A tool declaration in the `{"type": "function", "function": …}` shape OpenAI and Ollama
-/// want; a declaration that already has a `type` is taken as it is.
-pub(crate) fn function_tool(tool: &Value) -> Value {
-    if tool.get("type").is_some() {
-        tool.clone()
-    } else {
-        json!({"type": "function", "function": tool})
     }
 }
 

@@ -11,10 +11,8 @@
 //! artefacts harmless). The line length and the data of one event are capped, so a server
 //! that never sends a newline gets a typed error instead of our memory.
 
+use crate::llm::completion::DEFAULT_MAX_LINE_LEN;
 use crate::llm::error::{Failure, LlmError};
-
-/// Default cap on one line and on one event's data: 16 MiB.
-pub const DEFAULT_MAX_LINE_LEN: usize = 16 * 1024 * 1024;
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
