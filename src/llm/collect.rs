@@ -253,16 +253,6 @@ impl Collector {
         }
     }
 
-    /// The response ended before the format's end: what arrived, held-back text included, as
-    /// [`LlmError::Truncated`].
-    pub(crate) fn truncated(&mut self) -> LlmError {
-        let mut ignored = Vec::new();
-        self.settle(&mut ignored);
-        LlmError::Truncated {
-            partial: Box::new(self.partial()),
-        }
-    }
-
     /// The completion so far; arguments that do not parse are kept as a JSON string.
     pub(crate) fn partial(&self) -> Completion {
         let mut c = self.base();
