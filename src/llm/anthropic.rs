@@ -44,12 +44,12 @@
 //! answer. Nothing here panics or recurses on network input beyond serde_json's own nesting
 //! limit, and sizes are capped ([`StreamOptions`]).
 
+use crate::llm::body::Framing;
 use crate::llm::collect::{call_id, finished_call, partial_call, Prose};
 use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, ToolCall, Usage};
-use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
-use crate::llm::http::{ChatRequest, Message};
-use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson};
-use crate::llm::wire::{provider_error, ResponseParser};
+use crate::llm::error::{bounded, invalid_json, provider_error, LlmError};
+use crate::llm::format::{Payload, ResponseDecoder, ResponseStream, WireFormat};
+use crate::llm::request::{ChatRequest, Message};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -776,78 +776,59 @@ impl Accumulator {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Streaming.
+// The format.
 
-/// A Messages API response body, fed as raw bytes in whatever chunks HTTP delivers: an SSE
-/// stream or, told apart by its first non-blank byte (`{`), one JSON document, whose deltas
-/// come at [`AnthropicStream::finish`]. See the module documentation.
+/// The Anthropic Messages wire format.
+pub struct Messages;
+
+impl WireFormat for Messages {
+    const NAME: &'static str = "anthropic";
+    const FIXED_HEADERS: &'static [(&'static str, &'static str)] =
+        &[("anthropic-version", "2023-06-01")];
+    type Decoder = MessagesDecoder;
+
+    fn chat_url(base: &str, _model: &str, _stream: bool) -> String {
+        format!("{base}/messages")
+    }
+
+    fn auth_header(key: &str) -> (&'static str, String) {
+        ("x-api-key", key.to_owned())
+    }
+
+    fn request_body(request: &ChatRequest, model: &str) -> Value {
+        request_body(request, model)
+    }
+}
+
+/// Reads one Messages response: SSE events, or a whole `message` body. See the module
+/// documentation.
 #[derive(Debug)]
-pub struct AnthropicStream {
-    opts: StreamOptions,
-    body: SseOrJson,
+pub struct MessagesDecoder {
     acc: Accumulator,
     /// `message_stop` was received; later events are ignored.
     done: bool,
-    failed: Failure,
 }
 
-impl Default for AnthropicStream {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+impl ResponseDecoder for MessagesDecoder {
+    const FRAMING: Framing = Framing::SseOrJson;
 
-impl AnthropicStream {
-    /// A parser with the default limits.
-    pub fn new() -> Self {
-        Self::with_options(StreamOptions::default())
-    }
-
-    /// A parser with `opts`' think-tag mode and limits.
-    pub fn with_options(opts: StreamOptions) -> Self {
-        AnthropicStream {
-            opts,
-            body: SseOrJson::new(opts.max_line_len, opts.max_response_bytes),
+    fn new(opts: StreamOptions) -> Self {
+        MessagesDecoder {
             acc: Accumulator::new(opts),
             done: false,
-            failed: Failure::default(),
         }
-    }
-
-    /// Whether `message_stop` was received.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// Takes the next chunk of the body and returns the deltas it completes. After an error
-    /// the stream is over and returns the same error again.
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        self.failed.check()?;
-        let result = self.feed_inner(bytes);
-        self.failed.keep(result)
-    }
-
-    fn feed_inner(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        let mut out = Vec::new();
-        let mut events = Vec::new();
-        // Events before a decoding error come first, wherever the chunk was cut.
-        let decoded = self.body.feed_into(bytes, &mut events);
-        for event in events {
-            self.event(&event, &mut out)?;
-        }
-        decoded?;
-        Ok(out)
     }
 
     /// One SSE event.
-    fn event(&mut self, event: &SseEvent, out: &mut Vec<Delta>) -> Result<(), LlmError> {
+    fn payload(&mut self, payload: Payload<'_>, out: &mut Vec<Delta>) -> Result<(), LlmError> {
         if self.done {
             return Ok(());
         }
-        if event.event == "error" {
-            return Err(error_payload(&event.data));
+        let data = String::from_utf8_lossy(payload.data);
+        if payload.event == Some("error") {
+            return Err(error_payload(&data));
         }
-        let data = event.data.trim();
+        let data = data.trim();
         if data.is_empty() {
             return Ok(());
         }
@@ -890,114 +871,68 @@ impl AnthropicStream {
         Ok(())
     }
 
-    /// Everything received so far (tool arguments that do not parse yet are kept as a JSON
-    /// string). Text held back for a possible `<think>` tag is not included; a JSON body
-    /// gives an empty completion until it is finished.
-    pub fn partial(&self) -> Completion {
+    /// A non-streaming Messages response (`"type": "message"`). An error body
+    /// (`{"type": "error", "error": {…}}`) is a [`LlmError::Provider`].
+    fn whole_body(&mut self, body: &[u8], out: &mut Vec<Delta>) -> Result<(), LlmError> {
+        let text = String::from_utf8_lossy(body);
+        let text = text.trim();
+        let value: Value = serde_json::from_str(text).map_err(|e| invalid_json(&e, text))?;
+        let is_error = value.get("type").and_then(Value::as_str) == Some("error")
+            || value.get("error").is_some_and(|e| !e.is_null());
+        if is_error {
+            return Err(error_payload(text));
+        }
+        let response: WireResponse =
+            serde_json::from_value(value).map_err(|e| invalid_json(&e, text))?;
+        let Some(content) = response.content else {
+            return Err(LlmError::Malformed(
+                "the response has no content".to_owned(),
+            ));
+        };
+        let acc = &mut self.acc;
+        acc.prose.identity(response.id, response.model);
+        acc.add_usage(response.usage);
+        // Each block is a start with everything in it, then its stop: the streaming path's code.
+        for (index, block) in (0u64..).zip(content) {
+            acc.block_start(Some(index), block, out)?;
+            acc.block_stop(Some(index), out)?;
+        }
+        acc.stop(response.stop, out)?;
+        acc.end(out)?;
+        self.done = true;
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn end_early(&mut self) -> Result<(), LlmError> {
+        let mut ignored = Vec::new();
+        self.acc.close_all(&mut ignored)?;
+        self.acc.prose.flush(&mut ignored);
+        Ok(())
+    }
+
+    fn partial(&self) -> Completion {
         self.acc.partial()
     }
 
-    /// Ends the body: the last deltas (an SSE stream may end without its final blank line, and
-    /// a JSON body is parsed only now) and the completion. A stream without `message_stop` (or
-    /// an empty body) is [`LlmError::Truncated`] carrying what arrived.
-    pub fn finish(mut self) -> Result<(Vec<Delta>, Completion), LlmError> {
-        if let Some(err) = self.failed.take() {
-            return Err(err);
-        }
-        match self.body.finish()? {
-            BodyEnd::Empty => Err(LlmError::Truncated {
-                partial: Box::default(),
-            }),
-            BodyEnd::Json(body) => response_with_deltas(&body, &self.opts),
-            BodyEnd::Sse(last) => {
-                let mut out = Vec::new();
-                if let Some(event) = last {
-                    self.event(&event, &mut out)?;
-                }
-                if !self.done {
-                    let mut ignored = Vec::new();
-                    self.acc.close_all(&mut ignored)?;
-                    self.acc.prose.flush(&mut ignored);
-                    return Err(LlmError::Truncated {
-                        partial: Box::new(self.acc.partial()),
-                    });
-                }
-                let completion = self.acc.complete()?;
-                Ok((out, completion))
-            }
-        }
+    fn complete(&mut self, _out: &mut Vec<Delta>) -> Result<Completion, LlmError> {
+        self.acc.complete()
     }
 }
 
-impl ResponseParser for AnthropicStream {
-    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        AnthropicStream::feed(self, bytes)
-    }
-    fn partial(&self) -> Completion {
-        AnthropicStream::partial(self)
-    }
-    fn finish(self: Box<Self>) -> Result<(Vec<Delta>, Completion), LlmError> {
-        AnthropicStream::finish(*self)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Non-streaming.
+/// A Messages API response body, fed as raw bytes in whatever chunks HTTP delivers: an SSE
+/// stream or, told apart by its first non-blank byte (`{`), one JSON document, whose deltas
+/// come at the end. See the module documentation.
+pub type AnthropicStream = ResponseStream<MessagesDecoder>;
 
 /// Parses a non-streaming Messages response body (`"type": "message"`). An error body
 /// (`{"type": "error", "error": {…}}`) is a [`LlmError::Provider`]; a body whose JSON ends
 /// early is [`LlmError::Truncated`] (with an empty partial completion).
 pub fn parse_response(body: &[u8], opts: &StreamOptions) -> Result<Completion, LlmError> {
-    response_with_deltas(body, opts).map(|(_, completion)| completion)
-}
-
-/// Parses a complete response, also returning the deltas a stream of it would have given.
-fn response_with_deltas(
-    body: &[u8],
-    opts: &StreamOptions,
-) -> Result<(Vec<Delta>, Completion), LlmError> {
-    if body.len() > opts.max_response_bytes {
-        return Err(LlmError::ResponseTooLarge {
-            limit: opts.max_response_bytes,
-        });
-    }
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim();
-    let value: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        // A body cut short (the JSON ends early) is a truncated response, not garbage.
-        Err(e) if e.is_eof() => {
-            return Err(LlmError::Truncated {
-                partial: Box::default(),
-            })
-        }
-        Err(e) => return Err(invalid_json(&e, text)),
-    };
-    let is_error = value.get("type").and_then(Value::as_str) == Some("error")
-        || value.get("error").is_some_and(|e| !e.is_null());
-    if is_error {
-        return Err(error_payload(text));
-    }
-    let response: WireResponse =
-        serde_json::from_value(value).map_err(|e| invalid_json(&e, text))?;
-    let Some(content) = response.content else {
-        return Err(LlmError::Malformed(
-            "the response has no content".to_owned(),
-        ));
-    };
-    let mut acc = Accumulator::new(*opts);
-    let mut out = Vec::new();
-    acc.prose.identity(response.id, response.model);
-    acc.add_usage(response.usage);
-    // Each block is a start with everything in it, then its stop: the streaming path's code.
-    for (index, block) in (0u64..).zip(content) {
-        acc.block_start(Some(index), block, &mut out)?;
-        acc.block_stop(Some(index), &mut out)?;
-    }
-    acc.stop(response.stop, &mut out)?;
-    acc.end(&mut out)?;
-    let completion = acc.complete()?;
-    Ok((out, completion))
+    Messages::parse_response(body, opts)
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@
 
 use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, ToolCall, Usage};
 use crate::llm::error::{bounded, LlmError};
-use crate::llm::http::Message;
 use crate::llm::think::{ContentRouter, Span};
 use serde_json::Value;
 
@@ -254,16 +253,6 @@ impl Collector {
         }
     }
 
-    /// The response ended before the format's end: what arrived, held-back text included, as
-    /// [`LlmError::Truncated`].
-    pub(crate) fn truncated(&mut self) -> LlmError {
-        let mut ignored = Vec::new();
-        self.settle(&mut ignored);
-        LlmError::Truncated {
-            partial: Box::new(self.partial()),
-        }
-    }
-
     /// The completion so far; arguments that do not parse are kept as a JSON string.
     pub(crate) fn partial(&self) -> Completion {
         let mut c = self.base();
@@ -366,52 +355,4 @@ pub(crate) fn finished_call(
         arguments: parsed,
         signature,
     })
-}
-
-/// Tool arguments as an object for a request: both Gemini (`args`, a `Struct`) and Ollama
-/// (`arguments`) reject anything else. `null` (no arguments) is `{}`; a JSON string holding an
-/// object (arguments kept raw from a cut-off response) is that object; anything else is
-/// wrapped as `{"value": …}` so the request stays valid.
-pub(crate) fn arguments_object(arguments: &Value) -> Value {
-    match arguments {
-        Value::Object(_) => arguments.clone(),
-        Value::Null => Value::Object(serde_json::Map::new()),
-        Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => serde_json::json!({ "value": arguments }),
-        },
-        other => serde_json::json!({ "value": other }),
-    }
-}
-
-/// The name of the tool call `id` among the assistant messages before position `upto`.
-pub(crate) fn tool_name_for<'a>(messages: &'a [Message], upto: usize, id: &str) -> Option<&'a str> {
-    messages
-        .get(..upto)
-        .unwrap_or_default()
-        .iter()
-        .rev()
-        .find_map(|m| match m {
-            Message::Assistant { tool_calls, .. } => tool_calls
-                .iter()
-                .find(|c| c.id == id)
-                .map(|c| c.name.as_str()),
-            _ => None,
-        })
-}
-
-/// A tool schema as `(name, description, parameters)`, from a plain
-/// `{"name", "description", "parameters"}` or an OpenAI-style
-/// `{"type": "function", "function": {…}}`. `None` when it has no name.
-pub(crate) fn tool_parts(tool: &Value) -> Option<(&str, Option<&Value>, Option<&Value>)> {
-    let function = tool
-        .get("function")
-        .filter(|f| f.is_object())
-        .unwrap_or(tool);
-    let name = function.get("name")?.as_str()?;
-    Some((
-        name,
-        function.get("description"),
-        function.get("parameters"),
-    ))
 }

@@ -6,7 +6,6 @@
 //! Gemini and Ollama all stream text, reasoning and tool calls, and the agent loop and the chat
 //! buffer should not care which wire format carried them.
 
-use crate::llm::sse::DEFAULT_MAX_LINE_LEN;
 use crate::llm::think::ThinkTags;
 use serde_json::Value;
 
@@ -121,6 +120,9 @@ pub fn estimate_tokens(text: &str) -> usize {
 /// Default cap on a whole response (text, reasoning, refusal and tool arguments together, or a
 /// JSON body): 64 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Default cap on one SSE or NDJSON line and on one SSE event's data: 16 MiB.
+pub const DEFAULT_MAX_LINE_LEN: usize = 16 * 1024 * 1024;
 
 /// Default cap on the number of tool calls in one response.
 pub const DEFAULT_MAX_TOOL_CALLS: usize = 1024;

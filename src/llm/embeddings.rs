@@ -19,9 +19,8 @@
 //! never in `Debug` output or an error.
 
 use crate::llm::endpoint::Endpoint;
-use crate::llm::error::{invalid_json, LlmError};
+use crate::llm::error::{invalid_json, provider_error, LlmError};
 use crate::llm::http::{http_client, redact_error, CancelToken, Waits};
-use crate::llm::wire::provider_error;
 use crate::secrets::{describe_hits, merge_hits, Hits, SecretGate};
 use base64::Engine as _;
 use reqwest::header::ACCEPT;

@@ -1,5 +1,5 @@
-//! Where a server is and how long to wait for it: what a chat [`crate::llm::Backend`] and an
-//! [`crate::llm::embeddings::EmbeddingBackend`] have in common.
+//! Where a server is and how long to wait for it: what a chat backend and an embedding
+//! backend have in common (both hold an [`Endpoint`]).
 
 use std::fmt;
 use std::time::Duration;

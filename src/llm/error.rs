@@ -7,6 +7,7 @@
 //! shown to the user.
 
 use crate::llm::completion::Completion;
+use serde_json::Value;
 use std::fmt;
 use std::time::Duration;
 use thiserror::Error;
@@ -331,9 +332,114 @@ fn retry_note(after: &Option<Duration>) -> String {
     }
 }
 
+/// The provider's own error in an error response body, in any provider's shape (see
+/// [`provider_error_in`]). `None` when the body is none of these.
+pub fn provider_error(body: &[u8]) -> Option<LlmError> {
+    provider_error_in(&serde_json::from_slice(body).ok()?)
+}
+
+/// The provider error a JSON payload (a body, or a chunk mid-stream) is, in any provider's
+/// shape: `{"error": {"message", "type", "code"}}` (OpenAI), `{"type": "error", "error":
+/// {"type", "message"}}` (Anthropic), `{"error": {"code", "message", "status"}}` (Gemini, also
+/// inside a one-element array), `{"error": "…"}` (Ollama), `{"object": "error", "message", …}`
+/// (vLLM). `None` when it is none of these.
+pub fn provider_error_in(value: &Value) -> Option<LlmError> {
+    let value = match value {
+        Value::Array(items) if items.len() == 1 => &items[0],
+        other => other,
+    };
+    let obj = value.as_object()?;
+    if let Some(err) = obj.get("error").filter(|e| !e.is_null()) {
+        return Some(error_from(err));
+    }
+    if obj.get("object").and_then(Value::as_str) == Some("error") {
+        return Some(error_from(value));
+    }
+    None
+}
+
+/// The [`LlmError::Provider`] for an error value: a string, or an object with `message`,
+/// `type` (else `status`) and `code`; anything else as its JSON text.
+pub(crate) fn error_from(err: &Value) -> LlmError {
+    let scalar = |v: Option<&Value>| -> Option<String> {
+        match v? {
+            Value::String(s) => Some(bounded(s)),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    };
+    match err {
+        Value::String(s) => LlmError::Provider {
+            message: bounded(s),
+            kind: None,
+            code: None,
+        },
+        Value::Object(obj) => LlmError::Provider {
+            message: match obj.get("message") {
+                Some(Value::String(s)) => bounded(s),
+                Some(other) if !other.is_null() => bounded(&other.to_string()),
+                _ => bounded(&err.to_string()),
+            },
+            kind: scalar(obj.get("type")).or_else(|| scalar(obj.get("status"))),
+            code: scalar(obj.get("code")),
+        },
+        other => LlmError::Provider {
+            message: bounded(&other.to_string()),
+            kind: None,
+            code: None,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parts(e: Option<LlmError>) -> (String, Option<String>, Option<String>) {
+        match e {
+            Some(LlmError::Provider {
+                message,
+                kind,
+                code,
+            }) => (message, kind, code),
+            other => panic!("not a provider error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn provider_errors_in_every_shape() {
+        let openai = br#"{"error": {"message": "bad key", "type": "invalid_request_error", "code": "invalid_api_key"}}"#;
+        assert_eq!(
+            parts(provider_error(openai)),
+            (
+                "bad key".into(),
+                Some("invalid_request_error".into()),
+                Some("invalid_api_key".into())
+            )
+        );
+        let anthropic =
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            parts(provider_error(anthropic)),
+            ("Overloaded".into(), Some("overloaded_error".into()), None)
+        );
+        let gemini = br#"[{"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}}]"#;
+        assert_eq!(
+            parts(provider_error(gemini)),
+            (
+                "Quota exceeded".into(),
+                Some("RESOURCE_EXHAUSTED".into()),
+                Some("429".into())
+            )
+        );
+        let ollama = br#"{"error": "model \"x\" not found, try pulling it first"}"#;
+        assert_eq!(
+            parts(provider_error(ollama)).0,
+            "model \"x\" not found, try pulling it first"
+        );
+        assert!(provider_error(b"<html>502</html>").is_none());
+        assert!(provider_error(br#"{"choices": []}"#).is_none());
+    }
 
     #[test]
     fn a_request_too_large_for_the_window_is_neither_retried_nor_told_to_the_model() {

@@ -42,13 +42,12 @@
 //! that id; Gemini's schema dialect (an OpenAPI subset) rejects many JSON-Schema keys, so tool
 //! parameters are filtered to what it accepts.
 
-use crate::llm::collect::{arguments_object, cut_short, tool_name_for, tool_parts, Collector};
+use crate::llm::body::Framing;
+use crate::llm::collect::{cut_short, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, Usage};
-use crate::llm::error::{bounded, invalid_json, Failure, LlmError};
-use crate::llm::http::{ChatRequest, Message};
-use crate::llm::sse::SseDecoder;
-use crate::llm::wire::provider_error_in;
-use crate::llm::wire::ResponseParser;
+use crate::llm::error::{bounded, invalid_json, provider_error_in, LlmError};
+use crate::llm::format::{parse_body, Payload, ResponseDecoder, ResponseStream, WireFormat};
+use crate::llm::request::{arguments_object, tool_name_for, tool_parts, ChatRequest, Message};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -386,245 +385,61 @@ fn finish_reason(wire: &str) -> FinishReason {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Splitting a streamed JSON array into its elements.
+// The format.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ArrayState {
-    /// Before the opening `[`.
-    Open,
-    /// Between elements: whitespace, `,`, the next `{` or the closing `]`.
-    Between,
-    /// Inside an element.
-    Element,
-    /// After the closing `]`.
-    Closed,
+/// The Gemini `generateContent` wire format.
+pub struct GenerateContent;
+
+impl WireFormat for GenerateContent {
+    const NAME: &'static str = "gemini";
+    type Decoder = GeminiDecoder;
+
+    fn chat_url(base: &str, model: &str, stream: bool) -> String {
+        // `models/` may be part of the configured model name already.
+        let model = model.strip_prefix("models/").unwrap_or(model);
+        if stream {
+            format!("{base}/models/{model}:streamGenerateContent?alt=sse")
+        } else {
+            format!("{base}/models/{model}:generateContent")
+        }
+    }
+
+    fn auth_header(key: &str) -> (&'static str, String) {
+        ("x-goog-api-key", key.to_owned())
+    }
+
+    fn request_body(request: &ChatRequest, model: &str) -> Value {
+        request_body(request, model)
+    }
+
+    /// A complete body, also a whole streamed one in either framing.
+    fn parse_response(body: &[u8], opts: &StreamOptions) -> Result<Completion, LlmError> {
+        parse_body::<GeminiDecoder>(body, opts)
+    }
 }
 
-/// Cuts a JSON array of objects, fed in arbitrary chunks, into the bytes of each element.
-/// Only string, escape and bracket depth are tracked (brackets in strings do not count); the
-/// element is parsed by serde_json once complete, so mismatched brackets surface there.
+/// Reads one Gemini response: every payload (SSE event, array element or whole body) is a
+/// `GenerateContentResponse` chunk.
 #[derive(Debug)]
-struct ArraySplitter {
-    state: ArrayState,
-    element: Vec<u8>,
-    depth: usize,
-    in_string: bool,
-    escaped: bool,
-    limit: usize,
-}
-
-impl ArraySplitter {
-    fn new(limit: usize) -> Self {
-        ArraySplitter {
-            state: ArrayState::Open,
-            element: Vec::new(),
-            depth: 0,
-            in_string: false,
-            escaped: false,
-            limit,
-        }
-    }
-
-    fn closed(&self) -> bool {
-        self.state == ArrayState::Closed
-    }
-
-    fn push_element_bytes(&mut self, bytes: &[u8]) -> Result<(), LlmError> {
-        if self.element.len().saturating_add(bytes.len()) > self.limit {
-            return Err(LlmError::ResponseTooLarge { limit: self.limit });
-        }
-        self.element.extend_from_slice(bytes);
-        Ok(())
-    }
-
-    /// Takes the next chunk; adds the elements it completes to `done`, also those before
-    /// an error in the chunk (the caller parses them first, so the outcome does not depend
-    /// on where the body was cut).
-    fn feed(&mut self, bytes: &[u8], done: &mut Vec<Vec<u8>>) -> Result<(), LlmError> {
-        let mut rest = bytes;
-        while let Some((&first, tail)) = rest.split_first() {
-            match self.state {
-                ArrayState::Open => {
-                    rest = tail;
-                    match first {
-                        b'[' => self.state = ArrayState::Between,
-                        b if b.is_ascii_whitespace() => {}
-                        _ => return Err(unexpected(first, "before the response array")),
-                    }
-                }
-                ArrayState::Between => {
-                    rest = tail;
-                    match first {
-                        b'{' => {
-                            self.state = ArrayState::Element;
-                            self.depth = 1;
-                            self.in_string = false;
-                            self.escaped = false;
-                            self.push_element_bytes(b"{")?;
-                        }
-                        b']' => self.state = ArrayState::Closed,
-                        b',' => {}
-                        b if b.is_ascii_whitespace() => {}
-                        _ => return Err(unexpected(first, "between response chunks")),
-                    }
-                }
-                ArrayState::Element => {
-                    let end = self.scan(rest);
-                    let (head, tail) = rest.split_at(end.unwrap_or(rest.len()));
-                    self.push_element_bytes(head)?;
-                    rest = tail;
-                    if end.is_some() {
-                        self.state = ArrayState::Between;
-                        done.push(std::mem::take(&mut self.element));
-                    }
-                }
-                // Whatever follows the array (nothing, from Google) is not the response.
-                ArrayState::Closed => break,
-            }
-        }
-        Ok(())
-    }
-
-    /// Advances the string and depth state over `bytes` (inside an element) and returns the
-    /// length up to and including the byte that closes the element, if it is there.
-    fn scan(&mut self, bytes: &[u8]) -> Option<usize> {
-        for (i, &b) in bytes.iter().enumerate() {
-            if self.in_string {
-                if self.escaped {
-                    self.escaped = false;
-                } else if b == b'\\' {
-                    self.escaped = true;
-                } else if b == b'"' {
-                    self.in_string = false;
-                }
-                continue;
-            }
-            match b {
-                b'"' => self.in_string = true,
-                b'{' | b'[' => self.depth = self.depth.saturating_add(1),
-                b'}' | b']' => {
-                    self.depth = self.depth.saturating_sub(1);
-                    if self.depth == 0 {
-                        return Some(i + 1);
-                    }
-                }
-                _ => {}
-            }
-        }
-        None
-    }
-}
-
-fn unexpected(byte: u8, place: &str) -> LlmError {
-    LlmError::Malformed(format!("unexpected byte {:?} {place}", char::from(byte)))
-}
-
-// ---------------------------------------------------------------------------------------------
-// The streaming parser.
-
-#[derive(Debug)]
-enum BodyKind {
-    /// Nothing but whitespace seen yet.
-    Undecided,
-    /// `?alt=sse`.
-    Sse(SseDecoder),
-    /// A streamed JSON array (no `alt`).
-    Array(ArraySplitter),
-    /// One JSON object: a non-streaming response or an error.
-    Json(Vec<u8>),
-}
-
-/// A Gemini response body, fed as raw bytes in whatever chunks HTTP delivers: SSE, a streamed
-/// JSON array or a single JSON object (see the module documentation). A single object yields
-/// its deltas at [`GeminiStream::finish`].
-#[derive(Debug)]
-pub struct GeminiStream {
-    opts: StreamOptions,
-    kind: BodyKind,
+pub struct GeminiDecoder {
     collector: Collector,
     /// A chunk carried a `finishReason`: the only sign that an SSE stream is complete.
     finished: bool,
-    failed: Failure,
 }
 
-impl Default for GeminiStream {
-    fn default() -> Self {
-        Self::with_options(StreamOptions::default())
-    }
-}
+impl ResponseDecoder for GeminiDecoder {
+    const FRAMING: Framing = Framing::SseArrayOrJson;
 
-impl GeminiStream {
-    /// A parser with the given options and limits.
-    pub fn with_options(opts: StreamOptions) -> Self {
-        GeminiStream {
-            opts,
-            kind: BodyKind::Undecided,
+    fn new(opts: StreamOptions) -> Self {
+        GeminiDecoder {
             collector: Collector::new(opts),
             finished: false,
-            failed: Failure::default(),
-        }
-    }
-
-    /// Takes the next chunk of the body and returns the deltas it completes. After an error
-    /// the stream is over and returns the same error again.
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        self.failed.check()?;
-        let mut out = Vec::new();
-        let result = self.feed_inner(bytes, &mut out);
-        self.failed.keep(result)?;
-        Ok(out)
-    }
-
-    fn feed_inner(&mut self, mut bytes: &[u8], out: &mut Vec<Delta>) -> Result<(), LlmError> {
-        if let BodyKind::Undecided = self.kind {
-            let Some(start) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
-                return Ok(());
-            };
-            bytes = bytes.get(start..).unwrap_or_default();
-            self.kind = match bytes.first() {
-                Some(b'[') => BodyKind::Array(ArraySplitter::new(self.opts.max_response_bytes)),
-                Some(b'{') => BodyKind::Json(Vec::new()),
-                _ => BodyKind::Sse(SseDecoder::with_max_line_len(self.opts.max_line_len)),
-            };
-        }
-        match &mut self.kind {
-            BodyKind::Undecided => Ok(()),
-            BodyKind::Json(body) => {
-                if body.len().saturating_add(bytes.len()) > self.opts.max_response_bytes {
-                    return Err(LlmError::ResponseTooLarge {
-                        limit: self.opts.max_response_bytes,
-                    });
-                }
-                body.extend_from_slice(bytes);
-                Ok(())
-            }
-            BodyKind::Array(splitter) => {
-                let was_closed = splitter.closed();
-                let mut elements = Vec::new();
-                let split = splitter.feed(bytes, &mut elements);
-                let closed = splitter.closed();
-                for element in elements {
-                    self.chunk(&element, out)?;
-                }
-                split?;
-                if closed && !was_closed {
-                    self.collector.settle(out);
-                }
-                Ok(())
-            }
-            BodyKind::Sse(decoder) => {
-                let mut events = Vec::new();
-                let decoded = decoder.feed_into(bytes, &mut events);
-                for event in events {
-                    self.chunk(event.data.as_bytes(), out)?;
-                }
-                decoded
-            }
         }
     }
 
     /// One chunk: a whole `GenerateContentResponse` (or an error).
-    fn chunk(&mut self, payload: &[u8], out: &mut Vec<Delta>) -> Result<(), LlmError> {
+    fn payload(&mut self, payload: Payload<'_>, out: &mut Vec<Delta>) -> Result<(), LlmError> {
+        let payload = payload.data;
         if payload.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
@@ -687,67 +502,41 @@ impl GeminiStream {
         Ok(())
     }
 
-    /// Everything received so far (text held back for a possible `<think>` tag is not
-    /// included). Empty for a single-object body, which is parsed only at the end.
-    pub fn partial(&self) -> Completion {
+    /// An SSE stream has no end marker: a last event cut short is the cut, not garbage.
+    fn last_payload(&mut self, payload: Payload<'_>, out: &mut Vec<Delta>) -> Result<(), LlmError> {
+        if cut_short(payload.data) {
+            return Ok(());
+        }
+        self.payload(payload, out)
+    }
+
+    fn framing_closed(&mut self, out: &mut Vec<Delta>) {
+        self.collector.settle(out);
+    }
+
+    fn is_done(&self) -> bool {
+        self.finished
+    }
+
+    fn end_early(&mut self) -> Result<(), LlmError> {
+        self.collector.settle(&mut Vec::new());
+        Ok(())
+    }
+
+    fn partial(&self) -> Completion {
         self.collector.partial()
     }
 
-    /// Ends the body: the last deltas and the completion. An array without its `]`, an SSE
-    /// stream without a `finishReason`, a JSON object cut short or an empty body is
-    /// [`LlmError::Truncated`].
-    pub fn finish(mut self) -> Result<(Vec<Delta>, Completion), LlmError> {
-        if let Some(err) = self.failed.take() {
-            return Err(err);
-        }
-        let mut out = Vec::new();
-        let complete = match std::mem::replace(&mut self.kind, BodyKind::Undecided) {
-            BodyKind::Undecided => false,
-            BodyKind::Json(body) => {
-                if let Err(e) = serde_json::from_slice::<Value>(&body) {
-                    if e.is_eof() {
-                        // The object ends early: cut off, not garbage.
-                        return Err(LlmError::Truncated {
-                            partial: Box::default(),
-                        });
-                    }
-                }
-                self.chunk(&body, &mut out)?;
-                // A whole non-streaming response is complete with or without a
-                // `finishReason`.
-                true
-            }
-            BodyKind::Array(splitter) => splitter.closed(),
-            BodyKind::Sse(mut decoder) => {
-                if let Some(event) = decoder.finish()? {
-                    let data = event.data.as_bytes();
-                    if !cut_short(data) {
-                        self.chunk(data, &mut out)?;
-                    }
-                }
-                self.finished
-            }
-        };
-        if !complete {
-            return Err(self.collector.truncated());
-        }
-        self.collector.settle(&mut out);
-        let completion = self.collector.complete()?;
-        Ok((out, completion))
+    fn complete(&mut self, out: &mut Vec<Delta>) -> Result<Completion, LlmError> {
+        self.collector.settle(out);
+        self.collector.complete()
     }
 }
 
-impl ResponseParser for GeminiStream {
-    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        GeminiStream::feed(self, bytes)
-    }
-    fn partial(&self) -> Completion {
-        GeminiStream::partial(self)
-    }
-    fn finish(self: Box<Self>) -> Result<(Vec<Delta>, Completion), LlmError> {
-        GeminiStream::finish(*self)
-    }
-}
+/// A Gemini response body, fed as raw bytes in whatever chunks HTTP delivers: SSE, a streamed
+/// JSON array or a single JSON object (see the module documentation). A single object yields
+/// its deltas at the end.
+pub type GeminiStream = ResponseStream<GeminiDecoder>;
 
 /// The error for a prompt Gemini refused to answer at all.
 fn blocked(reason: &str, message: Option<&str>) -> LlmError {
@@ -767,14 +556,7 @@ fn blocked(reason: &str, message: Option<&str>) -> LlmError {
 /// An `{"error": …}` body is [`LlmError::Provider`]; a body cut short is
 /// [`LlmError::Truncated`].
 pub fn parse_response(body: &[u8], opts: &StreamOptions) -> Result<Completion, LlmError> {
-    if body.len() > opts.max_response_bytes {
-        return Err(LlmError::ResponseTooLarge {
-            limit: opts.max_response_bytes,
-        });
-    }
-    let mut stream = GeminiStream::with_options(*opts);
-    stream.feed(body)?;
-    stream.finish().map(|(_, completion)| completion)
+    GenerateContent::parse_response(body, opts)
 }
 
 #[cfg(test)]
@@ -979,58 +761,6 @@ mod tests {
         }
         assert_eq!(depth, MAX_SCHEMA_DEPTH);
         assert_eq!(node, &json!({}));
-    }
-
-    fn split(input: &[u8]) -> (Vec<Vec<u8>>, bool) {
-        let mut s = ArraySplitter::new(1 << 20);
-        let mut out = Vec::new();
-        for b in input.chunks(1) {
-            s.feed(b, &mut out).unwrap();
-        }
-        (out, s.closed())
-    }
-
-    /// `ArraySplitter::feed` on a fresh splitter: the elements, and the outcome.
-    fn feed_once(limit: usize, input: &[u8]) -> (Vec<Vec<u8>>, Result<(), LlmError>) {
-        let mut out = Vec::new();
-        let result = ArraySplitter::new(limit).feed(input, &mut out);
-        (out, result)
-    }
-
-    #[test]
-    fn array_splitter_respects_strings_and_escapes() {
-        let input = br#" [{"a": "}]\"{", "b": [1, {"c": 2}]}
-,
-{"d": "\\"} ] trailing"#;
-        let (elements, closed) = split(input);
-        assert!(closed);
-        assert_eq!(
-            elements,
-            vec![
-                br#"{"a": "}]\"{", "b": [1, {"c": 2}]}"#.to_vec(),
-                br#"{"d": "\\"}"#.to_vec()
-            ]
-        );
-        let (elements, closed) = split(br#"[{"a": 1}, {"b": "#);
-        assert_eq!(elements.len(), 1);
-        assert!(!closed);
-        assert!(matches!(
-            feed_once(100, b"[1]").1,
-            Err(LlmError::Malformed(_))
-        ));
-        assert!(matches!(
-            feed_once(100, b"x").1,
-            Err(LlmError::Malformed(_))
-        ));
-        assert_eq!(
-            feed_once(8, br#"[{"a": "123456"}]"#).1,
-            Err(LlmError::ResponseTooLarge { limit: 8 })
-        );
-        // The elements before an error in the same chunk are kept, for the caller to
-        // handle first.
-        let (elements, result) = feed_once(100, br#"[{"a": 1}, 0]"#);
-        assert_eq!(elements, vec![br#"{"a": 1}"#.to_vec()]);
-        assert!(matches!(result, Err(LlmError::Malformed(_))));
     }
 
     /// Found by the fuzz suite: a bad element followed by a bad byte in the same chunk

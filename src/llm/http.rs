@@ -21,8 +21,10 @@
 
 use crate::llm::completion::{Completion, Delta, StreamOptions, ToolCall};
 use crate::llm::endpoint::{Endpoint, Timeouts};
-use crate::llm::error::{bounded, LlmError, TimeoutPhase};
-use crate::llm::wire::{provider_error, Wire};
+use crate::llm::error::{bounded, provider_error, LlmError, TimeoutPhase};
+// The request types lived here once; callers across the crate still name them by this path.
+pub use crate::llm::request::{ChatRequest, Message};
+use crate::llm::wire::Wire;
 use crate::secrets::{describe_hits, merge_hits, Hits, SecretGate};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
 use serde_json::Value;
@@ -129,77 +131,6 @@ impl fmt::Debug for Backend {
             .field("wire", &self.wire)
             .field("stream_options", &self.stream_options)
             .finish()
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Requests.
-
-/// One message of the conversation.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Message {
-    System(String),
-    User(String),
-    /// An earlier answer, with the tool calls it made (echoed back with their ids).
-    Assistant {
-        content: String,
-        tool_calls: Vec<ToolCall>,
-    },
-    /// The result of the tool call `tool_call_id`.
-    Tool {
-        tool_call_id: String,
-        content: String,
-    },
-}
-
-/// A Chat Completions request (the model comes from the [`Backend`]).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChatRequest {
-    pub messages: Vec<Message>,
-    /// Function schemas, `{"name", "description", "parameters"}` (wrapped as
-    /// `{"type": "function", "function": …}`); a value that already has a `type` is sent as
-    /// is.
-    pub tools: Vec<Value>,
-    /// Ask for an SSE stream (with usage in the last chunk) instead of one JSON body.
-    pub stream: bool,
-    pub temperature: Option<f64>,
-    pub max_tokens: Option<u64>,
-}
-
-impl ChatRequest {
-    /// The request's settings with no messages and no tools.
-    fn clone_settings(&self) -> ChatRequest {
-        ChatRequest {
-            messages: Vec::new(),
-            tools: Vec::new(),
-            stream: self.stream,
-            temperature: self.temperature,
-            max_tokens: self.max_tokens,
-        }
-    }
-
-    /// The estimated prompt tokens of the request: its messages and tool schemas.
-    pub fn estimated_tokens(&self) -> u64 {
-        let messages: usize = self
-            .messages
-            .iter()
-            .map(|m| match m {
-                Message::System(t) | Message::User(t) => t.len(),
-                Message::Assistant {
-                    content,
-                    tool_calls,
-                } => {
-                    content.len()
-                        + tool_calls
-                            .iter()
-                            .map(|c| c.name.len() + c.arguments.to_string().len())
-                            .sum::<usize>()
-                }
-                Message::Tool { content, .. } => content.len(),
-            })
-            .sum();
-        let tools: usize = self.tools.iter().map(|t| t.to_string().len()).sum();
-        (messages + tools).div_ceil(4) as u64
     }
 }
 

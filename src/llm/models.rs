@@ -21,9 +21,9 @@
 //! never appears in an error, and redirects are followed only within the same origin, so the
 //! key header is never sent to another host.
 
-use crate::llm::error::{invalid_json, LlmError};
+use crate::llm::error::{invalid_json, provider_error, LlmError};
 use crate::llm::http::{redact_error, Backend, CancelToken, Waits};
-use crate::llm::wire::{provider_error, Wire};
+use crate::llm::wire::Wire;
 use reqwest::header::ACCEPT;
 use serde_json::Value;
 

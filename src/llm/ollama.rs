@@ -27,13 +27,14 @@
 //! result names its tool (`tool_name`, looked up from the call with that id) instead of
 //! carrying an id; sampling settings go under `options` (`num_predict` is the token limit).
 
-use crate::llm::collect::{arguments_object, cut_short, tool_name_for, Collector};
+use crate::llm::body::Framing;
+use crate::llm::collect::{cut_short, Collector};
 use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, Usage};
-use crate::llm::error::{invalid_json, Failure, LlmError};
-use crate::llm::http::{ChatRequest, Message};
-use crate::llm::openai::function_tool;
-use crate::llm::wire::provider_error_in;
-use crate::llm::wire::ResponseParser;
+use crate::llm::error::{invalid_json, provider_error_in, LlmError};
+use crate::llm::format::{
+    check_size, conclude, parse_body, Payload, ResponseDecoder, ResponseStream, WireFormat,
+};
+use crate::llm::request::{arguments_object, function_tool, tool_name_for, ChatRequest, Message};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -137,92 +138,52 @@ struct WireFunction {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The streaming parser.
+// The format.
 
-/// An `/api/chat` response body, fed as raw bytes in whatever chunks HTTP delivers; see the
-/// module documentation.
+/// Ollama's native `/api/chat` wire format.
+pub struct ApiChat;
+
+impl WireFormat for ApiChat {
+    const NAME: &'static str = "ollama";
+    type Decoder = OllamaDecoder;
+
+    fn chat_url(base: &str, _model: &str, _stream: bool) -> String {
+        format!("{base}/api/chat")
+    }
+
+    // Ollama has no keys, but a proxy in front of it may want a bearer token: the default.
+
+    fn request_body(request: &ChatRequest, model: &str) -> Value {
+        request_body(request, model)
+    }
+
+    /// A non-streaming response (one object, however it is laid out) or a whole NDJSON
+    /// stream.
+    fn parse_response(body: &[u8], opts: &StreamOptions) -> Result<Completion, LlmError> {
+        check_size(body, opts)?;
+        // One object (possibly pretty-printed by a proxy) is not cut into lines.
+        match serde_json::from_slice::<Value>(body) {
+            Ok(value) => {
+                let mut decoder = OllamaDecoder::new(*opts);
+                let mut ignored = Vec::new();
+                decoder.value(value, &mut ignored)?;
+                let done = decoder.done;
+                conclude(decoder, done, &mut ignored)
+            }
+            Err(_) => parse_body::<OllamaDecoder>(body, opts),
+        }
+    }
+}
+
+/// Reads one `/api/chat` response, line by line; see the module documentation.
 #[derive(Debug)]
-pub struct OllamaStream {
-    opts: StreamOptions,
-    /// The current, unfinished line.
-    line: Vec<u8>,
+pub struct OllamaDecoder {
     collector: Collector,
     /// The `done: true` line arrived.
     done: bool,
-    failed: Failure,
 }
 
-impl Default for OllamaStream {
-    fn default() -> Self {
-        Self::with_options(StreamOptions::default())
-    }
-}
-
-impl OllamaStream {
-    /// A parser with the given options and limits.
-    pub fn with_options(opts: StreamOptions) -> Self {
-        OllamaStream {
-            opts,
-            line: Vec::new(),
-            collector: Collector::new(opts),
-            done: false,
-            failed: Failure::default(),
-        }
-    }
-
-    /// Takes the next chunk of the body and returns the deltas it completes. After an error
-    /// the stream is over and returns the same error again.
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        self.failed.check()?;
-        let mut out = Vec::new();
-        let result = self.feed_inner(bytes, &mut out);
-        self.failed.keep(result)?;
-        Ok(out)
-    }
-
-    fn feed_inner(&mut self, bytes: &[u8], out: &mut Vec<Delta>) -> Result<(), LlmError> {
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            let newline = rest.iter().position(|&b| b == b'\n');
-            let (head, tail) = rest.split_at(newline.unwrap_or(rest.len()));
-            self.push_line_bytes(head)?;
-            match tail.split_first() {
-                Some((_newline, after)) => {
-                    rest = after;
-                    let line = std::mem::take(&mut self.line);
-                    self.line_done(&line, out)?;
-                    // Keep the allocation unless a huge line inflated it.
-                    if line.capacity() <= 64 * 1024 {
-                        self.line = line;
-                        self.line.clear();
-                    }
-                }
-                None => break,
-            }
-        }
-        Ok(())
-    }
-
-    fn push_line_bytes(&mut self, bytes: &[u8]) -> Result<(), LlmError> {
-        if self.line.len().saturating_add(bytes.len()) > self.opts.max_line_len {
-            return Err(LlmError::LineTooLong {
-                limit: self.opts.max_line_len,
-            });
-        }
-        self.line.extend_from_slice(bytes);
-        Ok(())
-    }
-
-    /// One complete line (without its `\n`; a `\r` before it is whitespace to JSON).
-    fn line_done(&mut self, line: &[u8], out: &mut Vec<Delta>) -> Result<(), LlmError> {
-        if self.done || line.iter().all(u8::is_ascii_whitespace) {
-            return Ok(());
-        }
-        let value: Value = serde_json::from_slice(line)
-            .map_err(|e| invalid_json(&e, &String::from_utf8_lossy(line)))?;
-        self.value(value, out)
-    }
-
+impl OllamaDecoder {
     /// One response object.
     fn value(&mut self, value: Value, out: &mut Vec<Delta>) -> Result<(), LlmError> {
         if self.done {
@@ -279,62 +240,64 @@ impl OllamaStream {
         }
         Ok(())
     }
+}
 
-    /// Everything received so far (text held back for a possible `<think>` tag is not
-    /// included).
-    pub fn partial(&self) -> Completion {
+impl ResponseDecoder for OllamaDecoder {
+    const FRAMING: Framing = Framing::Ndjson;
+
+    fn new(opts: StreamOptions) -> Self {
+        OllamaDecoder {
+            collector: Collector::new(opts),
+            done: false,
+        }
+    }
+
+    /// One complete line (without its `\n`; a `\r` before it is whitespace to JSON).
+    fn payload(&mut self, line: Payload<'_>, out: &mut Vec<Delta>) -> Result<(), LlmError> {
+        let line = line.data;
+        if self.done || line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_slice(line)
+            .map_err(|e| invalid_json(&e, &String::from_utf8_lossy(line)))?;
+        self.value(value, out)
+    }
+
+    /// The last line, without its `\n`: one cut short is the cut, not garbage.
+    fn last_payload(&mut self, line: Payload<'_>, out: &mut Vec<Delta>) -> Result<(), LlmError> {
+        if cut_short(line.data) {
+            return Ok(());
+        }
+        self.payload(line, out)
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn end_early(&mut self) -> Result<(), LlmError> {
+        self.collector.settle(&mut Vec::new());
+        Ok(())
+    }
+
+    fn partial(&self) -> Completion {
         self.collector.partial()
     }
 
-    /// Ends the body: the last deltas (the last line may lack its `\n`) and the completion,
-    /// or [`LlmError::Truncated`] when no `done: true` line came.
-    pub fn finish(mut self) -> Result<(Vec<Delta>, Completion), LlmError> {
-        if let Some(err) = self.failed.take() {
-            return Err(err);
-        }
-        let mut out = Vec::new();
-        let line = std::mem::take(&mut self.line);
-        if !cut_short(&line) {
-            self.line_done(&line, &mut out)?;
-        }
-        if !self.done {
-            return Err(self.collector.truncated());
-        }
-        let completion = self.collector.complete()?;
-        Ok((out, completion))
+    fn complete(&mut self, _out: &mut Vec<Delta>) -> Result<Completion, LlmError> {
+        self.collector.complete()
     }
 }
 
-impl ResponseParser for OllamaStream {
-    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        OllamaStream::feed(self, bytes)
-    }
-    fn partial(&self) -> Completion {
-        OllamaStream::partial(self)
-    }
-    fn finish(self: Box<Self>) -> Result<(Vec<Delta>, Completion), LlmError> {
-        OllamaStream::finish(*self)
-    }
-}
+/// An `/api/chat` response body, fed as raw bytes in whatever chunks HTTP delivers; see the
+/// module documentation.
+pub type OllamaStream = ResponseStream<OllamaDecoder>;
 
 /// Parses a complete `/api/chat` body: a non-streaming response (one object, however it is
 /// laid out) or a whole NDJSON stream. `{"error": …}` is [`LlmError::Provider`]; a body
 /// without `done: true` is [`LlmError::Truncated`].
 pub fn parse_response(body: &[u8], opts: &StreamOptions) -> Result<Completion, LlmError> {
-    if body.len() > opts.max_response_bytes {
-        return Err(LlmError::ResponseTooLarge {
-            limit: opts.max_response_bytes,
-        });
-    }
-    let mut stream = OllamaStream::with_options(*opts);
-    // One object (possibly pretty-printed by a proxy) is not cut into lines.
-    if let Ok(value) = serde_json::from_slice::<Value>(body) {
-        let mut ignored = Vec::new();
-        stream.value(value, &mut ignored)?;
-    } else {
-        stream.feed(body)?;
-    }
-    stream.finish().map(|(_, completion)| completion)
+    ApiChat::parse_response(body, opts)
 }
 
 #[cfg(test)]

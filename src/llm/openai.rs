@@ -18,19 +18,20 @@
 //! * usage comes in a final chunk with no choices (OpenAI), alongside a choice (OpenRouter), or
 //!   under `x_groq` (Groq).
 //!
-//! Layers: [`ChatStream`] accumulates SSE `data` payloads; [`OpenAiStream`] puts an
-//! [`SseDecoder`] in front of it and takes raw body bytes as HTTP delivers them (and copes with
-//! a server that answers a streaming request with a plain JSON body); [`parse_response`] reads
-//! a non-streaming response. All produce the same [`Completion`] for the same answer. Nothing
+//! Layers: [`ChatDecoder`] decodes SSE `data` payloads and whole bodies; [`OpenAiStream`] is
+//! the shared driver ([`crate::llm::format`]) running it over raw body bytes as HTTP delivers
+//! them (and copes with a server that answers a streaming request with a plain JSON body);
+//! [`ChatStream`] takes `data` payloads one by one; [`parse_response`] reads a non-streaming
+//! response. All produce the same [`Completion`] for the same answer. Nothing
 //! here panics or recurses on network input beyond serde_json's own nesting limit (128), and
 //! sizes are capped ([`StreamOptions`]).
 
+use crate::llm::body::Framing;
 use crate::llm::collect::{call_id, finished_call, partial_call, Prose};
 use crate::llm::completion::{Completion, Delta, FinishReason, StreamOptions, Usage};
-use crate::llm::error::{invalid_json, Failure, LlmError};
-use crate::llm::http::{ChatRequest, Message};
-use crate::llm::sse::{BodyEnd, SseEvent, SseOrJson};
-use crate::llm::wire::{error_from, provider_error_in};
+use crate::llm::error::{error_from, invalid_json, provider_error_in, Failure, LlmError};
+use crate::llm::format::{conclude, Payload, ResponseDecoder, ResponseStream, WireFormat};
+use crate::llm::request::{function_tool, ChatRequest, Message};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -105,16 +106,6 @@ fn message_json(message: &Message) -> Value {
             tool_call_id,
             content,
         } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
-    }
-}
-
-/// A tool declaration in the `{"type": "function", "function": …}` shape OpenAI and Ollama
-/// want; a declaration that already has a `type` is taken as it is.
-pub(crate) fn function_tool(tool: &Value) -> Value {
-    if tool.get("type").is_some() {
-        tool.clone()
-    } else {
-        json!({"type": "function", "function": tool})
     }
 }
 
@@ -469,60 +460,36 @@ impl Accumulator {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Streaming.
+// The format.
 
-/// Accumulates a Chat Completions stream from its SSE `data` payloads.
+/// The Chat Completions wire format.
+pub struct ChatCompletions;
+
+impl WireFormat for ChatCompletions {
+    const NAME: &'static str = "openai";
+    type Decoder = ChatDecoder;
+
+    fn chat_url(base: &str, _model: &str, _stream: bool) -> String {
+        format!("{base}/chat/completions")
+    }
+
+    fn request_body(request: &ChatRequest, model: &str) -> Value {
+        request_body(request, model)
+    }
+}
+
+/// Reads one Chat Completions response: SSE `data` payloads (a JSON chunk or `[DONE]`), or a
+/// whole `chat.completion` body.
 #[derive(Debug)]
-pub struct ChatStream {
+pub struct ChatDecoder {
     acc: Accumulator,
+    /// `[DONE]` came; later payloads are ignored.
     done: bool,
-    failed: Failure,
 }
 
-impl Default for ChatStream {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl ChatStream {
-    pub fn new() -> Self {
-        Self::with_options(StreamOptions::default())
-    }
-
-    pub fn with_options(opts: StreamOptions) -> Self {
-        ChatStream {
-            acc: Accumulator::new(opts),
-            done: false,
-            failed: Failure::default(),
-        }
-    }
-
-    /// Takes one SSE event: an `error` event is a provider error, anything else goes to
-    /// [`ChatStream::push_data`].
-    pub fn push_event(&mut self, event: &SseEvent) -> Result<Vec<Delta>, LlmError> {
-        if event.event == "error" && !self.done {
-            let err = match serde_json::from_str::<Value>(&event.data) {
-                Ok(value) => provider_error_in(&value).unwrap_or_else(|| error_from(&value)),
-                Err(_) => error_from(&Value::String(event.data.clone())),
-            };
-            return self.failed.keep(Err(err));
-        }
-        self.push_data(&event.data)
-    }
-
-    /// Takes one SSE `data` payload (a JSON chunk or `[DONE]`) and returns the deltas it
-    /// produces. Empty payloads are ignored, and so is anything after `[DONE]`. After an
-    /// error the stream is over: it returns the same error again.
-    pub fn push_data(&mut self, data: &str) -> Result<Vec<Delta>, LlmError> {
-        self.failed.check()?;
-        let mut out = Vec::new();
-        let result = self.push_inner(data, &mut out);
-        self.failed.keep(result)?;
-        Ok(out)
-    }
-
-    fn push_inner(&mut self, data: &str, out: &mut Vec<Delta>) -> Result<(), LlmError> {
+impl ChatDecoder {
+    /// One SSE `data` payload. Empty payloads are ignored, and so is anything after `[DONE]`.
+    fn data(&mut self, data: &str, out: &mut Vec<Delta>) -> Result<(), LlmError> {
         let data = data.trim();
         if self.done || data.is_empty() {
             return Ok(());
@@ -546,16 +513,130 @@ impl ChatStream {
         self.acc.usage(chunk.usage, chunk.x_groq, out);
         Ok(())
     }
+}
+
+impl ResponseDecoder for ChatDecoder {
+    const FRAMING: Framing = Framing::SseOrJson;
+
+    fn new(opts: StreamOptions) -> Self {
+        ChatDecoder {
+            acc: Accumulator::new(opts),
+            done: false,
+        }
+    }
+
+    /// An `error` event is a provider error; anything else is a `data` payload.
+    fn payload(&mut self, payload: Payload<'_>, out: &mut Vec<Delta>) -> Result<(), LlmError> {
+        let data = String::from_utf8_lossy(payload.data);
+        if payload.event == Some("error") && !self.done {
+            return Err(match serde_json::from_str::<Value>(&data) {
+                Ok(value) => provider_error_in(&value).unwrap_or_else(|| error_from(&value)),
+                Err(_) => error_from(&Value::String(data.into_owned())),
+            });
+        }
+        self.data(&data, out)
+    }
+
+    fn whole_body(&mut self, body: &[u8], out: &mut Vec<Delta>) -> Result<(), LlmError> {
+        let text = String::from_utf8_lossy(body);
+        let response: WireResponse = parse_payload(text.trim())?;
+        let acc = &mut self.acc;
+        acc.prose.identity(response.id, response.model);
+        let mut choices = response.choices.unwrap_or_default();
+        let zero = choices
+            .iter()
+            .enumerate()
+            .position(|(i, c)| c.index.unwrap_or(i as u64) == 0)
+            .unwrap_or(0);
+        if zero >= choices.len() {
+            return Err(LlmError::Malformed(
+                "the response has no choices".to_owned(),
+            ));
+        }
+        let choice = choices.swap_remove(zero);
+        if let Some(message) = choice.message {
+            acc.message(message, true, out)?;
+        }
+        acc.prose.flush(out);
+        acc.finish_reason(choice.finish_reason, out);
+        acc.usage(response.usage, response.x_groq, out);
+        self.done = true;
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn end_early(&mut self) -> Result<(), LlmError> {
+        self.acc.prose.flush(&mut Vec::new());
+        Ok(())
+    }
+
+    fn partial(&self) -> Completion {
+        self.acc.partial()
+    }
+
+    fn complete(&mut self, _out: &mut Vec<Delta>) -> Result<Completion, LlmError> {
+        self.acc.complete()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points.
+
+/// A Chat Completions response body, fed as raw bytes in whatever chunks HTTP delivers.
+/// The body may be an SSE stream or, from servers that ignore `"stream": true` or answer with
+/// an error object, one JSON document (told apart by its first non-blank byte, `{`); a JSON
+/// body yields its deltas at [`ResponseStream::finish`].
+pub type OpenAiStream = ResponseStream<ChatDecoder>;
+
+/// Accumulates a Chat Completions stream from its SSE `data` payloads, for callers that do
+/// their own SSE decoding.
+#[derive(Debug)]
+pub struct ChatStream {
+    decoder: ChatDecoder,
+    failed: Failure,
+}
+
+impl Default for ChatStream {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ChatStream {
+    pub fn new() -> Self {
+        Self::with_options(StreamOptions::default())
+    }
+
+    pub fn with_options(opts: StreamOptions) -> Self {
+        ChatStream {
+            decoder: ChatDecoder::new(opts),
+            failed: Failure::default(),
+        }
+    }
+
+    /// Takes one SSE `data` payload (a JSON chunk or `[DONE]`) and returns the deltas it
+    /// produces. Empty payloads are ignored, and so is anything after `[DONE]`. After an
+    /// error the stream is over: it returns the same error again.
+    pub fn push_data(&mut self, data: &str) -> Result<Vec<Delta>, LlmError> {
+        self.failed.check()?;
+        let mut out = Vec::new();
+        let result = self.decoder.data(data, &mut out);
+        self.failed.keep(result)?;
+        Ok(out)
+    }
 
     /// Whether `[DONE]` was received.
     pub fn is_done(&self) -> bool {
-        self.done
+        self.decoder.done
     }
 
     /// Everything received so far (tool arguments that do not parse yet are kept as a JSON
     /// string). Text held back for a possible `<think>` tag is not included.
     pub fn partial(&self) -> Completion {
-        self.acc.partial()
+        self.decoder.partial()
     }
 
     /// Ends the stream: the completion, or [`LlmError::Truncated`] (with the partial
@@ -564,95 +645,8 @@ impl ChatStream {
         if let Some(err) = self.failed.take() {
             return Err(err);
         }
-        if !self.done {
-            let mut ignored = Vec::new();
-            self.acc.prose.flush(&mut ignored);
-            return Err(LlmError::Truncated {
-                partial: Box::new(self.acc.partial()),
-            });
-        }
-        self.acc.complete()
-    }
-}
-
-/// A Chat Completions response body, fed as raw bytes in whatever chunks HTTP delivers.
-/// The body may be an SSE stream or, from servers that ignore `"stream": true` or answer with
-/// an error object, one JSON document (told apart by its first non-blank byte, `{`); a JSON
-/// body yields its deltas at [`OpenAiStream::finish`].
-#[derive(Debug)]
-pub struct OpenAiStream {
-    opts: StreamOptions,
-    body: SseOrJson,
-    chat: ChatStream,
-    failed: Failure,
-}
-
-impl Default for OpenAiStream {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl OpenAiStream {
-    pub fn new() -> Self {
-        Self::with_options(StreamOptions::default())
-    }
-
-    pub fn with_options(opts: StreamOptions) -> Self {
-        OpenAiStream {
-            opts,
-            body: SseOrJson::new(opts.max_line_len, opts.max_response_bytes),
-            chat: ChatStream::with_options(opts),
-            failed: Failure::default(),
-        }
-    }
-
-    /// Takes the next chunk of the body and returns the deltas it completes. After an error
-    /// the stream is over and returns the same error again.
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        self.failed.check()?;
-        let result = self.feed_inner(bytes);
-        self.failed.keep(result)
-    }
-
-    fn feed_inner(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        let mut out = Vec::new();
-        let mut events = Vec::new();
-        // Events before a decoding error come first, wherever the chunk was cut.
-        let decoded = self.body.feed_into(bytes, &mut events);
-        for event in events {
-            out.extend(self.chat.push_event(&event)?);
-        }
-        decoded?;
-        Ok(out)
-    }
-
-    /// Everything received so far; see [`ChatStream::partial`]. Empty for a JSON body.
-    pub fn partial(&self) -> Completion {
-        self.chat.partial()
-    }
-
-    /// Ends the body: the last deltas (an SSE stream may end without its final blank line,
-    /// and a JSON body is parsed only now) and the completion. A stream without `[DONE]` (or
-    /// an empty body) is [`LlmError::Truncated`].
-    pub fn finish(mut self) -> Result<(Vec<Delta>, Completion), LlmError> {
-        if let Some(err) = self.failed.take() {
-            return Err(err);
-        }
-        match self.body.finish()? {
-            BodyEnd::Empty => Err(LlmError::Truncated {
-                partial: Box::default(),
-            }),
-            BodyEnd::Json(body) => response_with_deltas(&body, &self.opts),
-            BodyEnd::Sse(last) => {
-                let mut out = Vec::new();
-                if let Some(event) = last {
-                    out.extend(self.chat.push_event(&event)?);
-                }
-                let completion = self.chat.finish()?;
-                Ok((out, completion))
-            }
-        }
+        let done = self.decoder.done;
+        conclude(self.decoder, done, &mut Vec::new())
     }
 }
 
@@ -680,9 +674,6 @@ where
     Ok(completion)
 }
 
-// ---------------------------------------------------------------------------------------------
-// Non-streaming.
-
 /// Parses a non-streaming Chat Completions response body (`"object": "chat.completion"`).
 /// An `{"error": …}` body is a [`LlmError::Provider`]; a body whose JSON ends early is
 /// [`LlmError::Truncated`] (with an empty partial completion).
@@ -692,53 +683,5 @@ pub fn parse_response(body: &[u8]) -> Result<Completion, LlmError> {
 
 /// [`parse_response`] with explicit options.
 pub fn parse_response_with(body: &[u8], opts: &StreamOptions) -> Result<Completion, LlmError> {
-    response_with_deltas(body, opts).map(|(_, completion)| completion)
-}
-
-/// Parses a complete response, also returning the deltas a stream of it would have given.
-fn response_with_deltas(
-    body: &[u8],
-    opts: &StreamOptions,
-) -> Result<(Vec<Delta>, Completion), LlmError> {
-    if body.len() > opts.max_response_bytes {
-        return Err(LlmError::ResponseTooLarge {
-            limit: opts.max_response_bytes,
-        });
-    }
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim();
-    let response: WireResponse = match parse_payload(text) {
-        // A body cut short (the JSON ends early) is a truncated response, not garbage.
-        Err(LlmError::InvalidJson { .. })
-            if serde_json::from_str::<Value>(text).is_err_and(|e| e.is_eof()) =>
-        {
-            return Err(LlmError::Truncated {
-                partial: Box::default(),
-            })
-        }
-        other => other?,
-    };
-    let mut acc = Accumulator::new(*opts);
-    let mut out = Vec::new();
-    acc.prose.identity(response.id, response.model);
-    let mut choices = response.choices.unwrap_or_default();
-    let zero = choices
-        .iter()
-        .enumerate()
-        .position(|(i, c)| c.index.unwrap_or(i as u64) == 0)
-        .unwrap_or(0);
-    if zero >= choices.len() {
-        return Err(LlmError::Malformed(
-            "the response has no choices".to_owned(),
-        ));
-    }
-    let choice = choices.swap_remove(zero);
-    if let Some(message) = choice.message {
-        acc.message(message, true, &mut out)?;
-    }
-    acc.prose.flush(&mut out);
-    acc.finish_reason(choice.finish_reason, &mut out);
-    acc.usage(response.usage, response.x_groq, &mut out);
-    let completion = acc.complete()?;
-    Ok((out, completion))
+    ChatCompletions::parse_response(body, opts)
 }

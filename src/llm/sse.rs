@@ -11,10 +11,8 @@
 //! artefacts harmless). The line length and the data of one event are capped, so a server
 //! that never sends a newline gets a typed error instead of our memory.
 
+use crate::llm::completion::DEFAULT_MAX_LINE_LEN;
 use crate::llm::error::{Failure, LlmError};
-
-/// Default cap on one line and on one event's data: 16 MiB.
-pub const DEFAULT_MAX_LINE_LEN: usize = 16 * 1024 * 1024;
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,90 +226,5 @@ impl SseDecoder {
             data,
             id: self.last_id.clone(),
         });
-    }
-}
-
-/// The front of a response body asked for as a stream: SSE, or one JSON document from a
-/// server that ignored `"stream": true` or answered with an error object, told apart by the
-/// first non-blank byte (`{`). A JSON body is kept (up to a limit) for the end.
-#[derive(Debug)]
-pub(crate) struct SseOrJson {
-    kind: BodyKind,
-    sse: SseDecoder,
-    max_json: usize,
-}
-
-#[derive(Debug)]
-enum BodyKind {
-    /// Nothing but whitespace seen yet.
-    Undecided,
-    Sse,
-    Json(Vec<u8>),
-}
-
-/// How a body ended.
-pub(crate) enum BodyEnd {
-    /// Nothing but whitespace came.
-    Empty,
-    /// A JSON document, whole as received.
-    Json(Vec<u8>),
-    /// An SSE stream, with its last event if it lacked the closing blank line.
-    Sse(Option<SseEvent>),
-}
-
-impl SseOrJson {
-    /// Lines (and events) of at most `max_line_len` bytes, a JSON body of at most
-    /// `max_json` ([`LlmError::ResponseTooLarge`]).
-    pub(crate) fn new(max_line_len: usize, max_json: usize) -> Self {
-        SseOrJson {
-            kind: BodyKind::Undecided,
-            sse: SseDecoder::with_max_line_len(max_line_len),
-            max_json,
-        }
-    }
-
-    /// Adds the SSE events `bytes` completes to `out`: none while the body is blank or
-    /// JSON. On an error, `out` has the events completed before it (see
-    /// [`SseDecoder::feed_into`]).
-    pub(crate) fn feed_into(
-        &mut self,
-        mut bytes: &[u8],
-        out: &mut Vec<SseEvent>,
-    ) -> Result<(), LlmError> {
-        if let BodyKind::Undecided = self.kind {
-            let Some(start) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
-                return Ok(());
-            };
-            bytes = bytes.get(start..).unwrap_or_default();
-            self.kind = if bytes.first() == Some(&b'{') {
-                BodyKind::Json(Vec::new())
-            } else {
-                BodyKind::Sse
-            };
-        }
-        match &mut self.kind {
-            BodyKind::Undecided => Ok(()),
-            BodyKind::Json(body) => {
-                if body.len().saturating_add(bytes.len()) > self.max_json {
-                    return Err(LlmError::ResponseTooLarge {
-                        limit: self.max_json,
-                    });
-                }
-                body.extend_from_slice(bytes);
-                Ok(())
-            }
-            BodyKind::Sse => self.sse.feed_into(bytes, out),
-        }
-    }
-
-    /// Ends the body.
-    pub(crate) fn finish(&mut self) -> Result<BodyEnd, LlmError> {
-        Ok(
-            match std::mem::replace(&mut self.kind, BodyKind::Undecided) {
-                BodyKind::Undecided => BodyEnd::Empty,
-                BodyKind::Json(body) => BodyEnd::Json(body),
-                BodyKind::Sse => BodyEnd::Sse(self.sse.finish()?),
-            },
-        )
     }
 }

@@ -1,43 +1,35 @@
-//! The wire formats a backend can speak, and what each one provides to the HTTP client.
+//! The registry of wire formats: which formats a backend can speak, and the one place that
+//! turns a configured [`Wire`] into its format's functions.
 //!
-//! A wire format is a request body builder, a response parser (streamed bytes → [`Delta`]s →
-//! [`Completion`]), a non-streaming response parser, an endpoint and an authentication header.
-//! Everything else (timeouts, cancellation, HTTP errors, retry-after) is shared in
-//! [`crate::llm::http`], so adding a provider is adding one file.
+//! A wire format is one file implementing [`WireFormat`] and its [`ResponseDecoder`] (see
+//! [`crate::llm::format`]): its name, chat URL, key header, request body, how its response
+//! body is framed, and how one payload of it becomes [`Delta`](crate::llm::Delta)s. The rest
+//! (framing, buffering, limits, the first error sticking, telling a complete answer from a
+//! truncated one, timeouts, cancellation, HTTP errors, retry-after) is shared. Adding a wire
+//! format takes:
+//!
+//! 1. a file `llm/<format>.rs` with a type implementing [`WireFormat`] and a decoder
+//!    implementing [`ResponseDecoder`];
+//! 2. its `pub mod <format>;` line in `llm/mod.rs`;
+//! 3. here, a variant of [`Wire`], its entry in [`Wire::ALL`], and its arm in
+//!    [`Wire::format`];
+//! 4. if the provider lists its models (backend set-up offers them), its arms in the three
+//!    matches of `llm/models.rs` (path, paging, page shape); the compiler points at them.
+//!
+//! Configuration (`:wire "<name>"`), the HTTP client and the cascade then know it by its
+//! [`WireFormat::NAME`].
 
-use crate::llm::anthropic::{self, AnthropicStream};
-use crate::llm::completion::{Completion, Delta, StreamOptions};
-use crate::llm::error::{bounded, LlmError};
-use crate::llm::gemini::{self, GeminiStream};
-use crate::llm::http::ChatRequest;
-use crate::llm::ollama::{self, OllamaStream};
-use crate::llm::openai::{self, OpenAiStream};
+use crate::llm::anthropic::Messages;
+use crate::llm::completion::{Completion, StreamOptions};
+use crate::llm::error::LlmError;
+use crate::llm::format::{ResponseDecoder, ResponseStream, WireFormat};
+use crate::llm::gemini::GenerateContent;
+use crate::llm::ollama::ApiChat;
+use crate::llm::openai::ChatCompletions;
+use crate::llm::request::ChatRequest;
 use serde_json::Value;
 
-/// A response body parser: takes the body as HTTP delivers it, chunk by chunk.
-pub trait ResponseParser: Send {
-    /// Takes the next chunk and returns the deltas it completes. After an error the parser
-    /// is over and returns the same error again.
-    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError>;
-    /// Everything received so far (tool arguments that do not parse yet kept as a JSON
-    /// string), for [`LlmError::Truncated`].
-    fn partial(&self) -> Completion;
-    /// Ends the body: the last deltas and the completion, or [`LlmError::Truncated`] when the
-    /// body ended before the format's end marker.
-    fn finish(self: Box<Self>) -> Result<(Vec<Delta>, Completion), LlmError>;
-}
-
-impl ResponseParser for OpenAiStream {
-    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Delta>, LlmError> {
-        OpenAiStream::feed(self, bytes)
-    }
-    fn partial(&self) -> Completion {
-        OpenAiStream::partial(self)
-    }
-    fn finish(self: Box<Self>) -> Result<(Vec<Delta>, Completion), LlmError> {
-        OpenAiStream::finish(*self)
-    }
-}
+pub use crate::llm::format::ResponseParser;
 
 /// The wire format of a backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,9 +44,52 @@ pub enum Wire {
     Ollama,
 }
 
+/// A wire format's functions, picked at run time by [`Wire::format`].
+struct Functions {
+    name: &'static str,
+    fixed_headers: &'static [(&'static str, &'static str)],
+    chat_url: fn(&str, &str, bool) -> String,
+    auth_header: fn(&str) -> (&'static str, String),
+    request_body: fn(&ChatRequest, &str) -> Value,
+    parser: fn(StreamOptions) -> Box<dyn ResponseParser>,
+    parse_response: fn(&[u8], &StreamOptions) -> Result<Completion, LlmError>,
+}
+
+impl Functions {
+    const fn of<F: WireFormat>() -> Functions {
+        Functions {
+            name: F::NAME,
+            fixed_headers: F::FIXED_HEADERS,
+            chat_url: F::chat_url,
+            auth_header: F::auth_header,
+            request_body: F::request_body,
+            parser: boxed_parser::<F::Decoder>,
+            parse_response: F::parse_response,
+        }
+    }
+}
+
+fn boxed_parser<D: ResponseDecoder + 'static>(opts: StreamOptions) -> Box<dyn ResponseParser> {
+    Box::new(ResponseStream::<D>::with_options(opts))
+}
+
 impl Wire {
     /// Every wire format, for listings and tests.
     pub const ALL: [Wire; 4] = [Wire::OpenAi, Wire::Anthropic, Wire::Gemini, Wire::Ollama];
+
+    /// The format's functions: the registration of every format.
+    fn format(self) -> &'static Functions {
+        static OPENAI: Functions = Functions::of::<ChatCompletions>();
+        static ANTHROPIC: Functions = Functions::of::<Messages>();
+        static GEMINI: Functions = Functions::of::<GenerateContent>();
+        static OLLAMA: Functions = Functions::of::<ApiChat>();
+        match self {
+            Wire::OpenAi => &OPENAI,
+            Wire::Anthropic => &ANTHROPIC,
+            Wire::Gemini => &GEMINI,
+            Wire::Ollama => &OLLAMA,
+        }
+    }
 
     /// The format named `name` (`"openai"`, …), as users write it in their configuration.
     pub fn from_name(name: &str) -> Option<Wire> {
@@ -64,192 +99,43 @@ impl Wire {
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Wire::OpenAi => "openai",
-            Wire::Anthropic => "anthropic",
-            Wire::Gemini => "gemini",
-            Wire::Ollama => "ollama",
-        }
+        self.format().name
     }
 
     /// The chat endpoint under the API root `base`.
     pub fn chat_url(self, base: &str, model: &str, stream: bool) -> String {
-        let base = base.trim_end_matches('/');
-        match self {
-            Wire::OpenAi => format!("{base}/chat/completions"),
-            Wire::Anthropic => format!("{base}/messages"),
-            // `models/` may be part of the configured model name already.
-            Wire::Gemini => {
-                let model = model.strip_prefix("models/").unwrap_or(model);
-                if stream {
-                    format!("{base}/models/{model}:streamGenerateContent?alt=sse")
-                } else {
-                    format!("{base}/models/{model}:generateContent")
-                }
-            }
-            Wire::Ollama => format!("{base}/api/chat"),
-        }
+        (self.format().chat_url)(base.trim_end_matches('/'), model, stream)
     }
 
     /// The JSON request body.
     pub fn request_body(self, request: &ChatRequest, model: &str) -> Value {
-        match self {
-            Wire::OpenAi => openai::request_body(request, model),
-            Wire::Anthropic => anthropic::request_body(request, model),
-            Wire::Gemini => gemini::request_body(request, model),
-            Wire::Ollama => ollama::request_body(request, model),
-        }
+        (self.format().request_body)(request, model)
     }
 
     /// A parser for a response body.
     pub fn parser(self, opts: StreamOptions) -> Box<dyn ResponseParser> {
-        match self {
-            Wire::OpenAi => Box::new(OpenAiStream::with_options(opts)),
-            Wire::Anthropic => Box::new(AnthropicStream::with_options(opts)),
-            Wire::Gemini => Box::new(GeminiStream::with_options(opts)),
-            Wire::Ollama => Box::new(OllamaStream::with_options(opts)),
-        }
+        (self.format().parser)(opts)
     }
 
     /// The header that carries the API key, and its value.
     pub fn auth_header(self, key: &str) -> (&'static str, String) {
-        match self {
-            Wire::OpenAi => ("authorization", format!("Bearer {key}")),
-            Wire::Anthropic => ("x-api-key", key.to_owned()),
-            Wire::Gemini => ("x-goog-api-key", key.to_owned()),
-            // Ollama has no keys, but a proxy in front of it may want a bearer token.
-            Wire::Ollama => ("authorization", format!("Bearer {key}")),
-        }
+        (self.format().auth_header)(key)
     }
 
     /// Headers the format always sends (`anthropic-version`); a backend's own headers win.
     pub fn fixed_headers(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Wire::OpenAi => &[],
-            Wire::Anthropic => &[("anthropic-version", "2023-06-01")],
-            Wire::Gemini | Wire::Ollama => &[],
-        }
+        self.format().fixed_headers
     }
 
     /// Parses a complete non-streaming response body.
     pub fn parse_response(self, body: &[u8], opts: &StreamOptions) -> Result<Completion, LlmError> {
-        match self {
-            Wire::OpenAi => openai::parse_response_with(body, opts),
-            Wire::Anthropic => anthropic::parse_response(body, opts),
-            Wire::Gemini => gemini::parse_response(body, opts),
-            Wire::Ollama => ollama::parse_response(body, opts),
-        }
-    }
-}
-
-/// The provider's own error in an error response body, in any provider's shape (see
-/// [`provider_error_in`]). `None` when the body is none of these.
-pub fn provider_error(body: &[u8]) -> Option<LlmError> {
-    provider_error_in(&serde_json::from_slice(body).ok()?)
-}
-
-/// The provider error a JSON payload (a body, or a chunk mid-stream) is, in any provider's
-/// shape: `{"error": {"message", "type", "code"}}` (OpenAI), `{"type": "error", "error":
-/// {"type", "message"}}` (Anthropic), `{"error": {"code", "message", "status"}}` (Gemini, also
-/// inside a one-element array), `{"error": "…"}` (Ollama), `{"object": "error", "message", …}`
-/// (vLLM). `None` when it is none of these.
-pub fn provider_error_in(value: &Value) -> Option<LlmError> {
-    let value = match value {
-        Value::Array(items) if items.len() == 1 => &items[0],
-        other => other,
-    };
-    let obj = value.as_object()?;
-    if let Some(err) = obj.get("error").filter(|e| !e.is_null()) {
-        return Some(error_from(err));
-    }
-    if obj.get("object").and_then(Value::as_str) == Some("error") {
-        return Some(error_from(value));
-    }
-    None
-}
-
-/// The [`LlmError::Provider`] for an error value: a string, or an object with `message`,
-/// `type` (else `status`) and `code`; anything else as its JSON text.
-pub(crate) fn error_from(err: &Value) -> LlmError {
-    let scalar = |v: Option<&Value>| -> Option<String> {
-        match v? {
-            Value::String(s) => Some(bounded(s)),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        }
-    };
-    match err {
-        Value::String(s) => LlmError::Provider {
-            message: bounded(s),
-            kind: None,
-            code: None,
-        },
-        Value::Object(obj) => LlmError::Provider {
-            message: match obj.get("message") {
-                Some(Value::String(s)) => bounded(s),
-                Some(other) if !other.is_null() => bounded(&other.to_string()),
-                _ => bounded(&err.to_string()),
-            },
-            kind: scalar(obj.get("type")).or_else(|| scalar(obj.get("status"))),
-            code: scalar(obj.get("code")),
-        },
-        other => LlmError::Provider {
-            message: bounded(&other.to_string()),
-            kind: None,
-            code: None,
-        },
+        (self.format().parse_response)(body, opts)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parts(e: Option<LlmError>) -> (String, Option<String>, Option<String>) {
-        match e {
-            Some(LlmError::Provider {
-                message,
-                kind,
-                code,
-            }) => (message, kind, code),
-            other => panic!("not a provider error: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn provider_errors_in_every_shape() {
-        let openai = br#"{"error": {"message": "bad key", "type": "invalid_request_error", "code": "invalid_api_key"}}"#;
-        assert_eq!(
-            parts(provider_error(openai)),
-            (
-                "bad key".into(),
-                Some("invalid_request_error".into()),
-                Some("invalid_api_key".into())
-            )
-        );
-        let anthropic =
-            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-        assert_eq!(
-            parts(provider_error(anthropic)),
-            ("Overloaded".into(), Some("overloaded_error".into()), None)
-        );
-        let gemini = br#"[{"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}}]"#;
-        assert_eq!(
-            parts(provider_error(gemini)),
-            (
-                "Quota exceeded".into(),
-                Some("RESOURCE_EXHAUSTED".into()),
-                Some("429".into())
-            )
-        );
-        let ollama = br#"{"error": "model \"x\" not found, try pulling it first"}"#;
-        assert_eq!(
-            parts(provider_error(ollama)).0,
-            "model \"x\" not found, try pulling it first"
-        );
-        assert!(provider_error(b"<html>502</html>").is_none());
-        assert!(provider_error(br#"{"choices": []}"#).is_none());
-    }
 
     #[test]
     fn wire_names_round_trip() {
