@@ -8,138 +8,19 @@
 use super::approvals::{Approvals, Proposal, State};
 use super::event::{Event, RunUpdate};
 use super::operator::{Approval, BoxFuture, Operator};
-use super::options::TurnSetup;
+use super::options::{RunLimits, TurnSetup};
+use super::runs::{now_secs, Admission, Waiting};
 use super::runtime::{panic_message, Runtime};
 use super::turn::{run_turn, Conversation, TurnEvent};
 use crate::action::{Action, EmacsAction};
 use crate::llm::completion::ToolCall;
 use crate::llm::http::CancelToken;
-use crate::sexp::{Sexp, Value};
+use crate::sexp::Sexp;
 use futures_util::FutureExt;
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Bounds of every background run.
-#[derive(Clone, Copy, Debug)]
-pub struct RunLimits {
-    /// Wall-clock time a run may take before it is cancelled.
-    pub timeout: Duration,
-    /// Failures in a row after which the skill is suspended.
-    pub max_failures: u32,
-}
-
-impl Default for RunLimits {
-    fn default() -> Self {
-        RunLimits {
-            timeout: Duration::from_secs(300),
-            max_failures: 3,
-        }
-    }
-}
-
-/// What a skill's runs came to, for `M-x org-agent-skills`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RunStats {
-    pub runs: u32,
-    pub failures: u32,
-    /// Failures since the last run that succeeded.
-    pub failures_in_a_row: u32,
-    /// When the last run ended, in seconds since the epoch.
-    pub last_run: Option<i64>,
-    /// All runs' wall-clock time.
-    pub time: Duration,
-    /// Why the skill no longer runs (too many failures in a row).
-    pub suspended: Option<String>,
-    pub running: bool,
-}
-
-/// A run that waits for the skill's current run to end.
-struct Waiting {
-    request: u64,
-    texts: Vec<String>,
-    provenance: Vec<String>,
-    setup: TurnSetup,
-    limits: RunLimits,
-}
-
-#[derive(Default)]
-struct SkillState {
-    stats: RunStats,
-    waiting: Option<Waiting>,
-}
-
-/// The runs of every skill, kept by the runtime.
-#[derive(Default)]
-pub struct SkillRuns {
-    skills: Mutex<HashMap<String, SkillState>>,
-}
-
-impl SkillRuns {
-    /// Each skill's run statistics, by name.
-    pub fn stats(&self) -> Vec<(String, RunStats)> {
-        let mut out: Vec<_> = self
-            .skills
-            .lock()
-            .iter()
-            .map(|(name, s)| (name.clone(), s.stats.clone()))
-            .collect();
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        out
-    }
-
-    /// Whether a run of `skill` is under way.
-    pub fn is_running(&self, skill: &str) -> bool {
-        self.skills
-            .lock()
-            .get(skill)
-            .is_some_and(|s| s.stats.running)
-    }
-
-    /// Lift every suspension (the skills were loaded again: their authors may have fixed
-    /// them).
-    pub fn resume_all(&self) {
-        for s in self.skills.lock().values_mut() {
-            s.stats.suspended = None;
-            s.stats.failures_in_a_row = 0;
-        }
-    }
-}
-
-impl RunStats {
-    /// `(:runs N :failures N :failures-in-a-row N :last-run SECS-or-nil :seconds S
-    /// :suspended WHY-or-nil :running BOOL)`.
-    pub fn to_sexp(&self) -> Vec<Value> {
-        vec![
-            Value::keyword("runs"),
-            Value::from(u64::from(self.runs)),
-            Value::keyword("failures"),
-            Value::from(u64::from(self.failures)),
-            Value::keyword("failures-in-a-row"),
-            Value::from(u64::from(self.failures_in_a_row)),
-            Value::keyword("last-run"),
-            self.last_run.map(Value::from).unwrap_or(Value::Nil),
-            Value::keyword("seconds"),
-            Value::from(self.time.as_secs_f64()),
-            Value::keyword("suspended"),
-            self.suspended
-                .as_deref()
-                .map(Value::string)
-                .unwrap_or(Value::Nil),
-            Value::keyword("running"),
-            Value::Bool(self.running),
-        ]
-    }
-}
-
-fn now_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
 
 /// The operator of a background run: what the gates would ask the user about goes to the
 /// approvals queue; what they allow runs in Emacs through the actuator, as in a chat.
@@ -348,41 +229,17 @@ impl Runtime {
         if !self.skills().iter().any(|s| s.name == name) {
             return Err(format!("no active skill is named {name}"));
         }
-        let mut skills = self.runs().skills.lock();
-        let state = skills.entry(name.to_owned()).or_default();
-        if let Some(why) = &state.stats.suspended {
-            return Err(format!(
-                "the skill {name} is suspended ({why}); reload the skills to resume it"
-            ));
-        }
-        if state.stats.running {
-            let waiting = state.waiting.get_or_insert_with(|| Waiting {
-                request: self.next_id(),
-                texts: Vec::new(),
-                provenance: Vec::new(),
-                setup,
-                limits,
-            });
-            waiting.texts.push(text);
-            if !waiting.provenance.contains(&provenance) {
-                waiting.provenance.push(provenance);
+        let admitted = self
+            .runs()
+            .admit(name, text, provenance, setup, limits, || self.next_id())?;
+        match admitted {
+            Admission::Joined(request) => Ok(request),
+            Admission::StartNow(run) => {
+                let request = run.request;
+                self.start_run(name.to_owned(), *run);
+                Ok(request)
             }
-            return Ok(waiting.request);
         }
-        state.stats.running = true;
-        drop(skills);
-        let request = self.next_id();
-        self.start_run(
-            name.to_owned(),
-            Waiting {
-                request,
-                texts: vec![text],
-                provenance: vec![provenance],
-                setup,
-                limits,
-            },
-        );
-        Ok(request)
     }
 
     fn start_run(&'static self, skill: String, run: Waiting) {
@@ -506,38 +363,7 @@ impl Runtime {
         took: Duration,
         limits: RunLimits,
     ) {
-        let next = {
-            let mut skills = self.runs().skills.lock();
-            let state = skills.entry(skill.to_owned()).or_default();
-            let s = &mut state.stats;
-            s.runs += 1;
-            s.time += took;
-            s.last_run = Some(now_secs());
-            s.running = false;
-            match &outcome {
-                Ok(_) => s.failures_in_a_row = 0,
-                Err(why) => {
-                    s.failures += 1;
-                    s.failures_in_a_row += 1;
-                    if s.failures_in_a_row >= limits.max_failures {
-                        s.suspended = Some(format!(
-                            "{} failures in a row, the last: {why}",
-                            s.failures_in_a_row
-                        ));
-                    }
-                }
-            }
-            if s.suspended.is_some() {
-                // What waited would fail the same way; it is dropped, and said so below.
-                state.waiting.take().map(Err)
-            } else {
-                state
-                    .waiting
-                    .take()
-                    .map(Ok)
-                    .inspect(|_| state.stats.running = true)
-            }
-        };
+        let next = self.runs().finish(skill, &outcome, took, limits);
         let (ok, message) = match outcome {
             Ok(answer) => (true, answer),
             Err(why) => (false, why),

@@ -5,6 +5,7 @@
 use super::equipment::Equipment;
 use super::event::{ChatUpdate, Event};
 use super::operator::{Approval, BoxFuture, Operator, Question};
+use super::options::ChatSetup;
 use super::runtime::{panic_message, Pending, Runtime};
 use super::turn::store_first::{answer_from_store, prepare, Source};
 use super::turn::{
@@ -12,53 +13,19 @@ use super::turn::{
 };
 use crate::action::{Action, EmacsAction};
 use crate::gates::audit::AuditLog;
-use crate::gates::budget::{Budget, Limits};
+use crate::gates::budget::Budget;
 use crate::gates::command::CommandRules;
-use crate::gates::permissions::Permissions;
 use crate::llm::cascade::{Cascade, Policy};
 use crate::llm::completion::{Delta, ToolCall};
-use crate::llm::embeddings::EmbeddingBackend;
 use crate::llm::http::{Backend, CancelToken, ChatClient, Message};
 use crate::notes::scans::Scan;
 use crate::sexp::Sexp;
 use crate::skills::prompt::PromptFragment;
-use crate::tools::emacs::ElispTool;
-use crate::tools::shell::ShellConfig;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::oneshot;
-
-/// What a chat turn is equipped with besides its backends and configuration.
-#[derive(Default)]
-pub struct ChatSetup {
-    /// The user's system prompt (`None`: the default one).
-    pub system_prompt: Option<String>,
-    pub elisp_tools: Vec<ElispTool>,
-    /// Where gate decisions are appended (none: not audited).
-    pub audit_file: Option<PathBuf>,
-    /// Whether the user may be asked (false in batch Emacs: asking means deny).
-    pub interactive: bool,
-    /// The embedding server, for semantic search and related notes.
-    pub embedding: Option<EmbeddingBackend>,
-    /// Token and cost limits, and the backends of the cheaper tier requests over them go to
-    /// (none: they are refused).
-    pub budget: Option<(Limits, Option<Vec<Backend>>)>,
-    /// A skill in use from the start (`/NAME` in the chat), rather than loaded on demand.
-    pub skill: Option<String>,
-    /// The user's permissions (`org-agent-permissions`).
-    pub permissions: Arc<Permissions>,
-    /// The file (absolute) or buffer whose text the user's message carries (a summary of a
-    /// buffer): unless it is a note with no untrusted node, the conversation has read
-    /// untrusted text.
-    pub pasted: Option<String>,
-    /// The shell tool, when the user's policy enables it (none: not offered).
-    pub shell: Option<ShellConfig>,
-    /// The folder of messages the user set aside as files (too large to send): read_file
-    /// may read it.
-    pub paste_dir: Option<String>,
-}
 
 /// Emacs as the operator of one chat turn: questions go to the chat buffer and Emacs
 /// actions to the actuator, as events; the answers come back through [`Runtime::answer`]

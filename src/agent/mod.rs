@@ -7,11 +7,15 @@ pub mod chat;
 pub mod embedding;
 pub mod equipment;
 pub mod event;
+pub mod ingest;
 pub mod operator;
 pub mod options;
+pub mod runs;
 pub mod runtime;
 pub mod semantic;
+pub mod skill_loading;
 pub mod telemetry;
+pub mod trigger_state;
 pub mod triggers;
 pub mod turn;
 

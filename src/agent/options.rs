@@ -2,8 +2,6 @@
 //! `org-agent--stimulus` and `org-agent--preview-request`), read in plain Rust: which
 //! backends, tier, retry policy, bounds, context, budget, tools and audit file.
 
-use crate::agent::background::RunLimits;
-use crate::agent::chat::ChatSetup;
 use crate::agent::turn::TurnConfig;
 use crate::gates::budget::Limits;
 use crate::gates::permissions::Permissions;
@@ -18,6 +16,54 @@ use crate::tools::shell::ShellConfig;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// What a chat turn is equipped with besides its backends and configuration.
+#[derive(Default)]
+pub struct ChatSetup {
+    /// The user's system prompt (`None`: the default one).
+    pub system_prompt: Option<String>,
+    pub elisp_tools: Vec<ElispTool>,
+    /// Where gate decisions are appended (none: not audited).
+    pub audit_file: Option<PathBuf>,
+    /// Whether the user may be asked (false in batch Emacs: asking means deny).
+    pub interactive: bool,
+    /// The embedding server, for semantic search and related notes.
+    pub embedding: Option<EmbeddingBackend>,
+    /// Token and cost limits, and the backends of the cheaper tier requests over them go to
+    /// (none: they are refused).
+    pub budget: Option<(Limits, Option<Vec<Backend>>)>,
+    /// A skill in use from the start (`/NAME` in the chat), rather than loaded on demand.
+    pub skill: Option<String>,
+    /// The user's permissions (`org-agent-permissions`).
+    pub permissions: Arc<Permissions>,
+    /// The file (absolute) or buffer whose text the user's message carries (a summary of a
+    /// buffer): unless it is a note with no untrusted node, the conversation has read
+    /// untrusted text.
+    pub pasted: Option<String>,
+    /// The shell tool, when the user's policy enables it (none: not offered).
+    pub shell: Option<ShellConfig>,
+    /// The folder of messages the user set aside as files (too large to send): read_file
+    /// may read it.
+    pub paste_dir: Option<String>,
+}
+
+/// Bounds of every background run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunLimits {
+    /// Wall-clock time a run may take before it is cancelled.
+    pub timeout: Duration,
+    /// Failures in a row after which the skill is suspended.
+    pub max_failures: u32,
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        RunLimits {
+            timeout: Duration::from_secs(300),
+            max_failures: 3,
+        }
+    }
+}
 
 /// Everything a chat turn needs besides its text.
 pub struct TurnSetup {

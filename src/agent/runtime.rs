@@ -5,12 +5,11 @@
 //! `open_channel`), whose filter calls the module's drain function on the main thread.
 
 use super::approvals::Approvals;
-use super::background::SkillRuns;
-use super::event::SkillSummary;
 use super::event::{ChatUpdate, Event};
 use super::operator::Approval;
+use super::runs::SkillRuns;
 use super::telemetry::Telemetry;
-use super::triggers::TriggerState;
+use super::trigger_state::TriggerState;
 use super::turn::Conversation;
 use crate::agent::semantic::Semantic;
 use crate::gates::budget::Ledger;
@@ -19,9 +18,9 @@ use crate::llm::embeddings::{EmbeddingBackend, EmbeddingClient};
 use crate::llm::http::{Backend, CancelToken};
 use crate::notes::{Confinement, Notes, Privacy};
 use crate::sexp::Sexp;
-use crate::skills::{load::load_dirs, On, Skill, Source};
+use crate::skills::Skill;
 use crate::store::vectors::{write_atomic, VectorError, VectorIndex};
-use crate::store::{Config, OpenReport, Store, StoreError, TodoKeywords};
+use crate::store::{Config, OpenReport, Store, StoreError};
 use futures_util::FutureExt;
 use once_cell::sync::OnceCell;
 use parking_lot::{Mutex, RwLock};
@@ -83,29 +82,6 @@ pub struct Runtime {
     triggers: TriggerState,
     /// The threads freeing the stores an open or a close replaced ([`Runtime::retire`]).
     retiring: Mutex<Vec<std::thread::JoinHandle<()>>>,
-}
-
-/// Move the skills the user disabled, and those that depend on them, to the inactive ones.
-fn disable(loaded: &mut crate::skills::load::Loaded, disabled: &[String]) {
-    let mut off: Vec<String> = disabled.to_vec();
-    // Dependants follow their dependencies (the skills are in dependency order).
-    for s in &loaded.active {
-        if !off.contains(&s.name) && s.depends_on.iter().any(|d| off.contains(d)) {
-            off.push(s.name.clone());
-        }
-    }
-    let (keep, gone): (Vec<Skill>, Vec<Skill>) = std::mem::take(&mut loaded.active)
-        .into_iter()
-        .partition(|s| !off.contains(&s.name));
-    loaded.active = keep;
-    for s in gone {
-        let why = if disabled.contains(&s.name) {
-            "disabled (org-agent-disabled-skills)".to_string()
-        } else {
-            format!("disabled: it depends on {}", s.depends_on.join(", "))
-        };
-        loaded.inactive.insert(s.name.clone(), why);
-    }
 }
 
 /// The vector index's file in the state directory.
@@ -502,7 +478,7 @@ impl Runtime {
     }
 
     /// Run `work` on a blocking worker; a panic becomes a `Failed` event.
-    fn spawn(
+    pub(super) fn spawn(
         &'static self,
         request: u64,
         file: Option<String>,
@@ -518,108 +494,6 @@ impl Runtime {
                 });
             }
         });
-    }
-
-    /// Ingest a copy of a buffer's text off the main thread. Returns the request id; the
-    /// result arrives as an event. Only the newest request per file is committed.
-    pub fn ingest_text_async(
-        &'static self,
-        file: String,
-        text: String,
-        todo: Option<TodoKeywords>,
-    ) -> u64 {
-        let request = self.next_id();
-        let store = self.store();
-        let generation = store.reserve_generation(&file);
-        self.spawn(request, Some(file.clone()), move || {
-            let before = store.state().files.get(file.as_str()).cloned();
-            let event = match store.ingest_text(&file, &text, todo.as_ref(), None, Some(generation))
-            {
-                Ok(Some(report)) => {
-                    if report.changed {
-                        let after = store.state().files.get(file.as_str()).cloned();
-                        self.fire_file_triggers(&file, before.as_ref(), after.as_ref());
-                    }
-                    Event::Ingested { request, report }
-                }
-                Ok(None) => Event::Superseded { request, file },
-                Err(e) => Event::Failed {
-                    request,
-                    file: Some(file),
-                    message: e.to_string(),
-                },
-            };
-            self.push(event);
-        });
-        request
-    }
-
-    /// Ingest `file` from disk on a worker (a saved buffer); returns the request id.
-    pub fn ingest_file_async(&'static self, file: String) -> u64 {
-        let request = self.next_id();
-        let store = self.store();
-        self.spawn(request, Some(file.clone()), move || {
-            let before = store.state().files.get(file.as_str()).cloned();
-            self.push(match store.ingest_file(&file, false) {
-                Ok(report) => {
-                    if report.changed {
-                        let after = store.state().files.get(report.file.as_str()).cloned();
-                        self.fire_file_triggers(&file, before.as_ref(), after.as_ref());
-                    }
-                    Event::Ingested { request, report }
-                }
-                Err(e) => Event::Failed {
-                    request,
-                    file: Some(file),
-                    message: e.to_string(),
-                },
-            });
-        });
-        request
-    }
-
-    /// Ingest every Org file under `dirs` off the main thread, with progress events.
-    pub fn ingest_directories_async(&'static self, dirs: Vec<PathBuf>) -> u64 {
-        let request = self.next_id();
-        let cancel = Arc::new(AtomicBool::new(false));
-        self.cancels.lock().insert(request, cancel.clone());
-        let store = self.store();
-        self.spawn(request, None, move || {
-            let mut last = std::time::Instant::now();
-            let report = store.ingest_directories(
-                &dirs,
-                |done, total, file| {
-                    // A few progress reports a second are plenty for the echo area.
-                    if last.elapsed().as_millis() >= 200 || done == total {
-                        last = std::time::Instant::now();
-                        self.push(Event::Progress {
-                            request,
-                            done,
-                            total,
-                            file: file.to_string(),
-                        });
-                    }
-                },
-                || cancel.load(Ordering::Relaxed),
-            );
-            self.cancels.lock().remove(&request);
-            let new_versions = report.new_versions;
-            // Begun before the answer, so that a flush asked for after it waits for the
-            // reload; run after it, since the reload only frees the bodies the ingest holds.
-            let reload = store
-                .worth_reloading(new_versions)
-                .then(|| store.begin_reload())
-                .flatten();
-            self.push(Event::DirectoryDone { request, report });
-            if reload.is_some_and(|r| r.run()) {
-                let message = format!(
-                    "loaded again from its log after {new_versions} new versions: \
-                     their bodies are read from there"
-                );
-                self.telemetry.lock().log("store", message);
-            }
-        });
-        request
     }
 
     /// Ask a running request to stop. Returns whether it was running.
@@ -885,49 +759,21 @@ impl Runtime {
         self.skills.read().clone()
     }
 
-    /// Load the skills of `dirs` (each with the source of its skills) on a worker; they
-    /// replace the active ones, and an [`Event::SkillsLoaded`] reports what is active and
-    /// what is not, with why. Returns the request id at once.
-    pub fn load_skills_async(
-        &'static self,
-        dirs: Vec<(PathBuf, Source)>,
-        disabled: Vec<String>,
-    ) -> u64 {
-        let request = self.next_id();
-        self.run_async(request, |_cancel| async move {
-            let previous = self.skills();
-            let mut loaded = tokio::task::spawn_blocking(move || load_dirs(&dirs, &previous))
-                .await
-                .map_err(|e| format!("loading the skills failed: {e}"))?;
-            disable(&mut loaded, &disabled);
-            let active: Vec<SkillSummary> = loaded.active.iter().map(SkillSummary::of).collect();
-            *self.skills.write() = Arc::from(loaded.active);
-            // Their authors may have fixed what suspended them.
-            self.runs.resume_all();
-            if self.skills().iter().any(|s| {
-                s.trigger
-                    .on
-                    .iter()
-                    .any(|on| matches!(on, On::Cron | On::Every))
-            }) {
-                self.ensure_scheduler();
-            }
-            self.with_telemetry(|t| {
-                t.log(
-                    "skills",
-                    format!(
-                        "{} active, {} inactive",
-                        active.len(),
-                        loaded.inactive.len()
-                    ),
-                )
-            });
-            Ok(Event::SkillsLoaded {
-                request,
-                active,
-                inactive: loaded.inactive.into_iter().collect(),
-            })
-        })
+    /// Make `skills` (in dependency order) the active ones.
+    pub(super) fn set_skills(&self, skills: Arc<[Skill]>) {
+        *self.skills.write() = skills;
+    }
+
+    /// A flag that [`Runtime::cancel`] sets for request `request`, which polls it.
+    pub(super) fn cancellable(&self, request: u64) -> Arc<AtomicBool> {
+        let cancel = Arc::new(AtomicBool::new(false));
+        self.cancels.lock().insert(request, cancel.clone());
+        cancel
+    }
+
+    /// Request `request` ended: there is nothing left to cancel.
+    pub(super) fn forget_cancellable(&self, request: u64) {
+        self.cancels.lock().remove(&request);
     }
 
     /// The background runs of skills.

@@ -125,7 +125,7 @@ fn approvals_file<'e>(env: &'e Env) -> Result<Value<'e>> {
 /// skills' triggers always fire.
 #[defun]
 fn set_shipped_triggers(env: &Env, names: Value) -> Result<()> {
-    use crate::agent::triggers::ShippedTriggers;
+    use crate::agent::trigger_state::ShippedTriggers;
     let shipped = if names == env.intern("t")? {
         ShippedTriggers::All
     } else {

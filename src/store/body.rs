@@ -15,7 +15,7 @@
 //! too ([`read_with_children`](LoggedBody::read_with_children), one read for both).
 
 use super::error::{Result, StoreError};
-use super::node::Hash;
+use super::hash::Hash;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;

@@ -11,9 +11,10 @@
 //! several headline fields wrong too (see the regression tests in `tests/store_ingest.rs`).
 
 use super::error::StoreError;
+use super::hash::Hash;
 use super::node::{
-    intern_key, link_subtrees, saturating_level, Hash, Keyword, Node, NodeContent, NodeKind,
-    Planning, PlanningTimes, Property, TagSet, TodoType, NO_PARENT,
+    intern_key, link_subtrees, saturating_level, Keyword, Node, NodeContent, NodeKind, Planning,
+    PlanningTimes, Property, TagSet, TodoType, NO_PARENT,
 };
 use super::text::PositionMap;
 use super::todo::{collect_settings, headline_level, strip_prefix_ci, TodoKeywords};

@@ -9,7 +9,8 @@
 
 use super::body::{DecodingFromLog, LogReader};
 use super::error::{Result, StoreError};
-use super::node::{Hash, Node, NodeContent};
+use super::hash::Hash;
+use super::node::{Node, NodeContent};
 use super::FileDoc;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,44 +1,11 @@
 //! Queries over a [`State`]: by file, kind, tag, TODO, property, planning dates; active
 //! projects, recently completed tasks, sparse trees and outline paths.
 
+use super::file_doc::{FileDoc, NodeRef};
 use super::node::{Node, NodeKind, TodoType};
-use super::{FileDoc, State};
+use super::state::State;
+use super::Store;
 use std::sync::Arc;
-
-/// A node inside the document that holds it.
-#[derive(Clone, Debug)]
-pub struct NodeRef {
-    pub doc: Arc<FileDoc>,
-    pub index: u32,
-}
-
-impl NodeRef {
-    pub fn node(&self) -> &Node {
-        &self.doc.nodes[self.index as usize]
-    }
-
-    pub fn parent(&self) -> Option<NodeRef> {
-        self.node().parent().map(|p| NodeRef {
-            doc: self.doc.clone(),
-            index: p,
-        })
-    }
-
-    /// Titles of the headline ancestors, outermost first (Org's `org-get-outline-path`).
-    pub fn outline_path(&self) -> Vec<String> {
-        let mut path = Vec::new();
-        let mut cur = self.node().parent();
-        while let Some(p) = cur {
-            let n = &self.doc.nodes[p as usize];
-            if n.content.kind == NodeKind::Headline {
-                path.push(n.content.title.to_string());
-            }
-            cur = n.parent();
-        }
-        path.reverse();
-        path
-    }
-}
 
 /// A date as written in Org timestamps, compared as `YYYY-MM-DD`.
 pub type Date = String;
@@ -214,5 +181,32 @@ impl Query {
             }
         }
         out
+    }
+}
+impl Store {
+    pub fn node(&self, id: &str) -> Option<NodeRef> {
+        self.state().node(id)
+    }
+
+    /// The innermost node of `file` whose subtree holds buffer position `pos` (as of the
+    /// file's last ingest): the headline at or above point, or the file node before the
+    /// first headline.
+    pub fn node_at(&self, file: &str, pos: u32) -> Option<NodeRef> {
+        let doc = self.state().files.get(file)?.clone();
+        // Nodes are in document order, so the last one starting at or before `pos` whose
+        // subtree reaches past it is the innermost.
+        let index = doc
+            .nodes
+            .iter()
+            .rposition(|n| n.begin_pos <= pos && pos <= n.end_pos)
+            .or_else(|| (!doc.nodes.is_empty()).then_some(0))?;
+        Some(NodeRef {
+            doc,
+            index: index as u32,
+        })
+    }
+
+    pub fn query(&self, q: &Query) -> Vec<NodeRef> {
+        q.run(&self.state())
     }
 }

@@ -25,8 +25,9 @@
 //! A file that fails any check is [`VectorError::Corrupt`]: the caller starts empty and
 //! embeds again; nothing here panics on file contents.
 
-use super::node::{Hash, NodeKind};
-use super::query::NodeRef;
+use super::file_doc::NodeRef;
+use super::hash::Hash;
+use super::node::NodeKind;
 use super::Store;
 use rustc_hash::{FxHashMap, FxHashSet};
 use sha2::{Digest, Sha256};

@@ -1,9 +1,9 @@
 //! The architecture's invariants, checked on the source: the layer order written in
 //! ARCHITECTURE.md (a module of `src/` uses only modules below it, so there is no cycle),
-//! only `src/emacs/` touches the Emacs API, and no function of the turn or the Emacs skin
-//! grows past what one reads at once.
+//! no circle between the files of any folder of `src/`, only `src/emacs/` touches the Emacs
+//! API, and no function of the turn or the Emacs skin grows past what one reads at once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn root() -> &'static Path {
@@ -117,6 +117,322 @@ fn every_module_uses_only_the_layers_below_it() {
     }
 }
 
+/// The module path of a file of `src/` (`src/agent/turn/act.rs` → `agent::turn::act`,
+/// `src/agent/turn/mod.rs` → `agent::turn`, `src/lib.rs` → the crate root).
+fn module_path(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(root().join("src")).unwrap();
+    let mut path: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_owned()
+        })
+        .collect();
+    if matches!(path.last().map(String::as_str), Some("mod" | "lib")) {
+        path.pop();
+    }
+    path
+}
+
+/// `text` without its test code: each `#[cfg(test)]` item, up to the line that closes it at
+/// the attribute's indentation (rustfmt's layout), and without comment lines (an intra-doc
+/// link is not a use).
+fn without_tests_and_comments(text: &str) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]") {
+            let indent = &line[..line.len() - trimmed.len()];
+            let item = lines[i + 1..]
+                .iter()
+                .position(|l| !l.trim_start().starts_with("#["));
+            let Some(item) = item.map(|k| i + 1 + k) else {
+                break;
+            };
+            i = if lines[item].trim_end().ends_with(';') {
+                item + 1
+            } else {
+                let close = format!("{indent}}}");
+                lines[item..]
+                    .iter()
+                    .position(|l| *l == close)
+                    .map_or(lines.len(), |k| item + k + 1)
+            };
+            continue;
+        }
+        if !trimmed.starts_with("//") {
+            out.push((i + 1, line));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The identifier at the start of `s`.
+fn ident(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The modules `code` (a line of the module at `module`) names through `crate::`, `super::`
+/// or `self::` paths, as absolute paths of at most two segments past the prefix, e.g.
+/// `super::{b, c::D}` in `x::a` → `x::b`, `x::c`. Only the first segment after the
+/// resolved prefix matters to the folder check; the second is kept for nested folders.
+fn module_uses(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while from < code.len() {
+        let rest = &code[from..];
+        let starts = ["crate::", "super::", "self::"]
+            .iter()
+            .filter_map(|p| rest.find(p).map(|i| (i, *p)))
+            .filter(|(i, _)| {
+                // A path's start, not the tail of another name (`my_crate::`).
+                !rest[..*i]
+                    .chars()
+                    .last()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+            })
+            .min();
+        let Some((at, prefix)) = starts else {
+            break;
+        };
+        let mut base: Vec<String> = match prefix {
+            "crate::" => Vec::new(),
+            "self::" => module.to_vec(),
+            _ => module[..module.len().saturating_sub(1)].to_vec(),
+        };
+        let mut tail = &rest[at + prefix.len()..];
+        if prefix == "super::" {
+            while let Some(t) = tail.strip_prefix("super::") {
+                base.pop();
+                tail = t;
+            }
+        }
+        let mut heads: Vec<&str> = Vec::new();
+        if let Some(group) = tail.strip_prefix('{') {
+            // The group's items at depth 0: `{a, b::{C, D}, e}` → a, b, e.
+            let mut depth = 0;
+            let mut start = 0;
+            for (k, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        heads.push(group[start..k].trim());
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        heads.push(group[start..k].trim());
+                        start = k + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            heads.push(tail);
+        }
+        for head in heads {
+            let first = ident(head);
+            if first.is_empty() || first == "self" {
+                continue;
+            }
+            let mut path = base.clone();
+            path.push(first.to_owned());
+            if let Some(second) = head[first.len()..].strip_prefix("::") {
+                let second = ident(second);
+                if !second.is_empty() {
+                    path.push(second.to_owned());
+                }
+            }
+            out.push(path);
+        }
+        from += at + prefix.len();
+    }
+    out
+}
+
+/// The folders of `src/` (the crate root's too), each with the units its files make: a
+/// child file `b.rs` is unit `b`, a child folder `c/` with everything under it is unit `c`.
+/// The folder's own `mod.rs` (or `lib.rs`) is no unit: what it defines is the folder's.
+/// Returns, per folder, each unit's uses of the others: (user, used) → (file, line).
+type Uses = BTreeMap<(String, String), (PathBuf, usize)>;
+
+fn folder_uses() -> BTreeMap<Vec<String>, (BTreeSet<String>, Uses)> {
+    let files = rust_files(&root().join("src"));
+    // Files of modules declared `#[cfg(test)] mod name;` are test code too.
+    let mut test_modules: Vec<Vec<String>> = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for (i, line) in lines.iter().enumerate() {
+            if *line != "#[cfg(test)]" {
+                continue;
+            }
+            let item = lines[i + 1..].iter().find(|l| !l.starts_with("#["));
+            if let Some(name) = item.and_then(|l| l.strip_prefix("mod ")?.strip_suffix(';')) {
+                let mut path = module_path(file);
+                path.push(name.to_owned());
+                test_modules.push(path);
+            }
+        }
+    }
+    let modules: Vec<(PathBuf, Vec<String>)> = files
+        .iter()
+        .map(|f| (f.clone(), module_path(f)))
+        .filter(|(_, path)| !test_modules.iter().any(|t| path.starts_with(t)))
+        .collect();
+    let mut folders: BTreeMap<Vec<String>, (BTreeSet<String>, Uses)> = BTreeMap::new();
+    for (_, path) in &modules {
+        for depth in 0..path.len() {
+            let entry = folders.entry(path[..depth].to_vec()).or_default();
+            entry.0.insert(path[depth].clone());
+        }
+    }
+    for (file, path) in &modules {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (line, code) in without_tests_and_comments(&text) {
+            for used in module_uses(code, path) {
+                for (folder, (units, uses)) in folders.iter_mut() {
+                    let n = folder.len();
+                    let inside = |p: &[String]| p.len() > n && p[..n] == folder[..];
+                    if !inside(path) || !inside(&used) {
+                        continue;
+                    }
+                    let (user, target) = (&path[n], &used[n]);
+                    if user != target && units.contains(target) {
+                        uses.entry((user.clone(), target.clone()))
+                            .or_insert((file.clone(), line));
+                    }
+                }
+            }
+        }
+    }
+    folders
+}
+
+/// The circles of a graph: each strongly connected set of more than one node, as one
+/// cycle through all of them found by walking edges inside the set (first node repeated
+/// at the end), e.g. `[a, b, a]`.
+fn circles(nodes: &BTreeSet<String>, edges: &BTreeSet<(String, String)>) -> Vec<Vec<String>> {
+    let reach = |from: &String| {
+        let mut seen = BTreeSet::from([from.clone()]);
+        let mut todo = vec![from.clone()];
+        while let Some(n) = todo.pop() {
+            for (a, b) in edges {
+                if *a == n && seen.insert(b.clone()) {
+                    todo.push(b.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<&String, BTreeSet<String>> =
+        nodes.iter().map(|n| (n, reach(n))).collect();
+    let mut done = BTreeSet::new();
+    let mut out = Vec::new();
+    for n in nodes {
+        if done.contains(n) {
+            continue;
+        }
+        let set: BTreeSet<String> = reaches[n]
+            .iter()
+            .filter(|m| reaches[*m].contains(n))
+            .cloned()
+            .collect();
+        done.extend(set.iter().cloned());
+        if set.len() < 2 {
+            continue;
+        }
+        // A closed walk from `n` that visits the whole set: go, each time, to the nearest
+        // member not yet visited (or back to `n` at the end), by a shortest path inside it.
+        let path_to = |from: &String, to: &String| -> Vec<String> {
+            let mut prev: BTreeMap<String, String> = BTreeMap::new();
+            let mut queue = std::collections::VecDeque::from([from.clone()]);
+            while let Some(x) = queue.pop_front() {
+                if x == *to && x != *from {
+                    break;
+                }
+                for (a, b) in edges {
+                    if *a == x && set.contains(b) && !prev.contains_key(b) {
+                        prev.insert(b.clone(), x.clone());
+                        queue.push_back(b.clone());
+                    }
+                }
+            }
+            let mut path = vec![to.clone()];
+            let mut at = to.clone();
+            while let Some(p) = prev.get(&at) {
+                if p == from {
+                    break;
+                }
+                path.push(p.clone());
+                at = p.clone();
+            }
+            path.reverse();
+            path
+        };
+        let mut walk = vec![n.clone()];
+        let mut left: BTreeSet<String> = set.iter().filter(|m| *m != n).cloned().collect();
+        while let Some(next) = left.iter().next().cloned() {
+            let from = walk.last().cloned().unwrap_or_else(|| n.clone());
+            let step = path_to(&from, &next);
+            for s in &step {
+                left.remove(s);
+            }
+            walk.extend(step);
+        }
+        let from = walk.last().cloned().unwrap_or_else(|| n.clone());
+        walk.extend(path_to(&from, n));
+        out.push(walk);
+    }
+    out
+}
+
+#[test]
+fn no_folder_of_src_has_a_circle_between_its_files() {
+    let mut wrong = Vec::new();
+    for (folder, (units, uses)) in folder_uses() {
+        let edges: BTreeSet<(String, String)> = uses.keys().cloned().collect();
+        let dir = if folder.is_empty() {
+            "src/".to_owned()
+        } else {
+            format!("src/{}/", folder.join("/"))
+        };
+        let file = |unit: &str| {
+            if root().join(&dir).join(format!("{unit}.rs")).is_file() {
+                format!("{dir}{unit}.rs")
+            } else {
+                format!("{dir}{unit}/")
+            }
+        };
+        for circle in circles(&units, &edges) {
+            let names: Vec<String> = circle.iter().map(|u| file(u)).collect();
+            let mut message = format!("a circle in {dir}: {}", names.join(" → "));
+            for pair in circle.windows(2) {
+                if let Some((at, line)) = uses.get(&(pair[0].clone(), pair[1].clone())) {
+                    let at = at.strip_prefix(root()).unwrap_or(at);
+                    message.push_str(&format!(
+                        "\n    {} uses {} ({}:{line})",
+                        file(&pair[0]),
+                        file(&pair[1]),
+                        at.display()
+                    ));
+                }
+            }
+            wrong.push(message);
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Whether `line` names the `emacs` crate: `::emacs::…`, `use emacs…`, `extern crate emacs`,
 /// or a bare `emacs::…` in a file with no `emacs` module of its own.
 fn names_the_emacs_crate(line: &str, has_emacs_module: bool) -> bool {
@@ -189,6 +505,49 @@ fn the_checks_see_what_they_look_for() {
         ["gates", "llm", "notes"].map(String::from).into()
     );
     assert!(layers().len() >= 8);
+    let path = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
+    let here = path("store::ingest");
+    assert_eq!(
+        module_uses(
+            "use super::{state::State, file_doc::{FileDoc, NodeRef}};",
+            &here
+        ),
+        [path("store::state::State"), path("store::file_doc")]
+    );
+    assert_eq!(
+        module_uses(
+            "x = crate::agent::runtime::Runtime::global(); self::y::z",
+            &here
+        ),
+        [path("agent::runtime"), path("store::ingest::y::z")]
+    );
+    assert!(module_uses("use my_crate::a; // super::b", &here).len() <= 1);
+    let hidden = "fn a() {}
+#[cfg(test)]
+mod tests {
+    use super::b;
+}
+// super::c
+fn d() {}
+";
+    let kept: Vec<&str> = without_tests_and_comments(hidden)
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect();
+    assert_eq!(kept, ["fn a() {}", "fn d() {}"]);
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    let edge = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    let edges = BTreeSet::from([
+        edge("a", "b"),
+        edge("b", "c"),
+        edge("c", "a"),
+        edge("c", "d"),
+    ]);
+    assert_eq!(
+        circles(&names(&["a", "b", "c", "d"]), &edges),
+        [["a", "b", "c", "a"]]
+    );
+    assert!(circles(&names(&["a", "b"]), &BTreeSet::from([edge("a", "b")])).is_empty());
     let long = "fn f() {\n".to_owned() + &"    x();\n".repeat(130) + "}\n";
     assert_eq!(long_functions(&long, 120).len(), 1);
 }

@@ -328,8 +328,8 @@ async fn wait_for(mut ready: impl FnMut() -> bool) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_run_that_read_untrusted_notes_queues_its_edit_with_the_provenance() {
-    use org_agent::agent::background::RunLimits;
-    use org_agent::agent::chat::ChatSetup;
+    use org_agent::agent::options::ChatSetup;
+    use org_agent::agent::options::RunLimits;
     use org_agent::agent::options::TurnSetup;
     use org_agent::agent::Runtime;
     // Never dropped: a runtime may not be dropped inside the test's own.

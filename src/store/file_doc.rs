@@ -1,0 +1,169 @@
+//! One ingested file as the store holds it: its nodes in document order, the indexes built
+//! from them (tags, TODO keywords, links), and the digests that say whether a text is the
+//! one it was parsed from. A [`FileDoc`] is immutable once made; a file's new version is a
+//! new document. [`NodeRef`] points at one node inside one.
+
+use super::config::Config;
+use super::hash::Hash;
+use super::links;
+use super::node::{self, Node, NodeKind};
+use super::todo::TodoKeywords;
+use rustc_hash::FxHashMap as HashMap;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// One ingested file: its nodes in document order (index 0 is the file node) and indexes.
+#[derive(Debug)]
+pub struct FileDoc {
+    pub path: Arc<str>,
+    pub mtime: i64,
+    pub size: u64,
+    pub text_hash: Hash,
+    /// Digest of the settings the text was parsed with.
+    pub settings: Hash,
+    pub file_tags: Vec<String>,
+    pub nodes: Vec<Node>,
+    /// Tag (own or inherited) → node indexes, in document order.
+    pub tag_index: HashMap<String, Vec<u32>>,
+    /// TODO keyword → node indexes, in document order.
+    pub todo_index: HashMap<String, Vec<u32>>,
+    /// The `id:` and `file:` links written in the file, in document order.
+    pub links: Vec<links::Link>,
+}
+
+impl FileDoc {
+    /// Whether `text` is exactly the text this version of the file was parsed from (with
+    /// the same settings): a copy of the file under another name.
+    pub fn is_text(&self, text: &str) -> bool {
+        self.size == text.len() as u64 && text_digest(text, &self.settings) == self.text_hash
+    }
+
+    pub(super) fn new(
+        path: Arc<str>,
+        mtime: i64,
+        size: u64,
+        text_hash: Hash,
+        settings: Hash,
+        file_tags: Vec<String>,
+        nodes: Vec<Node>,
+    ) -> FileDoc {
+        let mut tag_index: HashMap<String, Vec<u32>> = HashMap::default();
+        let mut todo_index: HashMap<String, Vec<u32>> = HashMap::default();
+        for (i, n) in nodes.iter().enumerate() {
+            for t in node::distinct_tags(n.content.tags.iter().chain(n.inherited_tags.iter())) {
+                match tag_index.get_mut(t) {
+                    Some(at) => at.push(i as u32),
+                    None => {
+                        tag_index.insert(t.to_string(), vec![i as u32]);
+                    }
+                }
+            }
+            if let Some(k) = &n.content.todo {
+                todo_index.entry(k.to_string()).or_default().push(i as u32);
+            }
+        }
+        let links = links::index(&nodes);
+        FileDoc {
+            path,
+            mtime,
+            size,
+            text_hash,
+            settings,
+            file_tags,
+            nodes,
+            tag_index,
+            todo_index,
+            links,
+        }
+    }
+
+    /// The indexes of the children of node `index`, in document order.
+    pub fn children(&self, index: u32) -> node::Children<'_> {
+        node::children(&self.nodes, index)
+    }
+
+    /// Whether node `index` has children.
+    pub fn has_children(&self, index: u32) -> bool {
+        node::has_children(&self.nodes, index)
+    }
+
+    /// One past the last index of node `index`'s subtree.
+    pub fn subtree_end(&self, index: u32) -> u32 {
+        node::subtree_end(&self.nodes, index)
+    }
+}
+
+/// The files of a state, by path.
+pub type Files = imbl::OrdMap<Arc<str>, Arc<FileDoc>>;
+
+/// Digest of the settings text is parsed with: the same text parses differently under other
+/// keywords or another Org dialect.
+pub(super) fn settings_digest(todo: Option<&TodoKeywords>, config: &Config) -> Hash {
+    let mut h = Sha256::new();
+    h.update(b"org-agent/settings/1\0");
+    h.update([todo.is_some() as u8]);
+    let kw = todo.unwrap_or(&config.default_todo);
+    for k in kw
+        .todo
+        .iter()
+        .chain(std::iter::once(&"|".to_string()))
+        .chain(kw.done.iter())
+    {
+        h.update(k.as_bytes());
+        h.update([0]);
+    }
+    h.update([config.dialect as u8]);
+    if let Some(level) = config.inlinetask_min_level {
+        h.update(b"inlinetask");
+        h.update(level.to_le_bytes());
+    }
+    for t in &config.no_inherit_tags {
+        h.update(t.as_bytes());
+        h.update([1]);
+    }
+    Hash(h.finalize().into())
+}
+
+pub(super) fn text_digest(text: &str, settings: &Hash) -> Hash {
+    let mut h = Sha256::new();
+    h.update(b"org-agent/text/1\0");
+    h.update(settings.0);
+    h.update((text.len() as u64).to_le_bytes());
+    h.update(text.as_bytes());
+    Hash(h.finalize().into())
+}
+
+/// A node inside the document that holds it.
+#[derive(Clone, Debug)]
+pub struct NodeRef {
+    pub doc: Arc<FileDoc>,
+    pub index: u32,
+}
+
+impl NodeRef {
+    pub fn node(&self) -> &Node {
+        &self.doc.nodes[self.index as usize]
+    }
+
+    pub fn parent(&self) -> Option<NodeRef> {
+        self.node().parent().map(|p| NodeRef {
+            doc: self.doc.clone(),
+            index: p,
+        })
+    }
+
+    /// Titles of the headline ancestors, outermost first (Org's `org-get-outline-path`).
+    pub fn outline_path(&self) -> Vec<String> {
+        let mut path = Vec::new();
+        let mut cur = self.node().parent();
+        while let Some(p) = cur {
+            let n = &self.doc.nodes[p as usize];
+            if n.content.kind == NodeKind::Headline {
+                path.push(n.content.title.to_string());
+            }
+            cur = n.parent();
+        }
+        path.reverse();
+        path
+    }
+}

@@ -1,0 +1,322 @@
+//! The files of the store at one moment ([`State`]): an immutable value that readers share
+//! and query without locks, and that a commit changes in place only when no reader holds
+//! it. Also how a state is rebuilt from the log's records, and written back as records for
+//! compaction. Keeps the id index in step with the files on every change.
+
+use super::archive::{Archive, History, StoredVersion};
+use super::file_doc::{FileDoc, Files, NodeRef};
+use super::ids::{FileKey, IdChanges, IdIndex, IdLocs, IdMap, Loc};
+use super::node::{self, Node};
+use super::persist::{FileEntry, FileRecord, Record};
+use std::sync::Arc;
+
+/// The files of the store at one moment. Cloning is O(1) and shares everything.
+#[derive(Clone, Default)]
+pub struct State {
+    pub files: Files,
+    /// Where each id sits: read it with [`State::ids`].
+    ids: IdIndex,
+}
+
+impl State {
+    /// Where each id sits (waiting, just after the store opened, for the index to be built).
+    pub fn ids(&self) -> &IdMap {
+        self.ids.get()
+    }
+
+    /// The id index, to change: this state's own copy (an O(1) clone of a shared one).
+    fn ids_mut(&mut self) -> &mut IdMap {
+        self.ids.get_mut()
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.files.values().map(|f| f.nodes.len()).sum()
+    }
+
+    /// The node `id`: the first (in store order) of those carrying it, or with `ID#N` the
+    /// N-th of several sharing the `:ID:` `ID` (how a duplicated id's copies are addressed;
+    /// an id really written with a `#` is found as written first).
+    pub fn node(&self, id: &str) -> Option<NodeRef> {
+        let ids = self.ids();
+        let loc = match ids.get(id) {
+            Some(locs) => locs.first().clone(),
+            None => {
+                let (base, n) = id.rsplit_once('#')?;
+                let n: usize = n.parse().ok().filter(|&n| n >= 2)?;
+                ids.get(base)?.iter().nth(n - 1)?.clone()
+            }
+        };
+        let doc = self.files.get(&*loc.file)?.clone();
+        ((loc.index as usize) < doc.nodes.len()).then_some(NodeRef {
+            doc,
+            index: loc.index,
+        })
+    }
+
+    pub(super) fn set_file(
+        &mut self,
+        doc: Arc<FileDoc>,
+        time: i64,
+        archive: &mut Archive,
+        records: &mut Vec<Record>,
+    ) {
+        let old = self.files.get(&doc.path).cloned();
+        archive.add(&doc, old.as_deref(), time, records);
+        let changes = IdChanges::between(old.as_deref(), &doc);
+        self.link_file(doc, changes);
+    }
+
+    /// Make `doc` the file's current document, with `changes` (worked out against the
+    /// document it replaces) applied to the id index. Returns the document replaced.
+    pub(super) fn link_file(
+        &mut self,
+        doc: Arc<FileDoc>,
+        changes: IdChanges,
+    ) -> Option<Arc<FileDoc>> {
+        let file = FileKey::new(&doc.path);
+        for (id, index) in &changes.gone {
+            self.remove_loc(id, |l| l.file == doc.path && l.index == *index);
+        }
+        for (id, index) in changes.new {
+            let loc = Loc {
+                file: file.clone(),
+                index,
+            };
+            self.add_loc(id, loc);
+        }
+        self.files.insert(doc.path.clone(), doc)
+    }
+
+    fn add_loc(&mut self, id: Arc<str>, loc: Loc) {
+        let ids = self.ids_mut();
+        match ids.get_mut(&id) {
+            None => {
+                ids.insert(id, IdLocs::One(loc));
+            }
+            Some(entry) => {
+                let mut all: Vec<Loc> = entry.iter().cloned().collect();
+                all.push(loc);
+                // Keep a stable order (file, position) so `node` does not depend on the order
+                // files were ingested in.
+                all.sort_by(|a, b| (&a.file, a.index).cmp(&(&b.file, b.index)));
+                *entry = IdLocs::Many(Arc::new(all));
+            }
+        }
+    }
+
+    fn remove_loc(&mut self, id: &Arc<str>, gone: impl Fn(&Loc) -> bool) {
+        let ids = self.ids_mut();
+        let Some(entry) = ids.get(id) else {
+            return;
+        };
+        let mut rest: Vec<Loc> = entry.iter().filter(|l| !gone(l)).cloned().collect();
+        match rest.len() {
+            0 => {
+                ids.remove(id);
+            }
+            1 => {
+                if let Some(l) = rest.pop() {
+                    ids.insert(id.clone(), IdLocs::One(l));
+                }
+            }
+            n if n == entry.len() => {}
+            _ => {
+                ids.insert(id.clone(), IdLocs::Many(Arc::new(rest)));
+            }
+        }
+    }
+
+    fn unlink_ids(&mut self, path: &Arc<str>) {
+        let Some(old) = self.files.get(path).cloned() else {
+            return;
+        };
+        for n in &old.nodes {
+            self.remove_loc(&n.id, |l| l.file == *path);
+        }
+    }
+
+    pub(super) fn remove_file(&mut self, path: &Arc<str>) -> bool {
+        self.unlink_ids(path);
+        self.files.remove(path).is_some()
+    }
+
+    /// Index every node's id once all records are loaded (not file by file as they are
+    /// replayed), on a thread of its own.
+    pub(super) fn index_ids_in_background(&mut self) {
+        self.ids = IdIndex::build_in_background(self.files.clone());
+    }
+
+    /// Apply one persisted record while loading. Ids are not indexed here: call
+    /// [`State::index_ids_in_background`] once all records are in.
+    pub(super) fn replay(
+        &mut self,
+        rec: Record,
+        archive: &mut Archive,
+    ) -> std::result::Result<(), String> {
+        match rec {
+            Record::Version(hash, mut content) => {
+                // A later version of an id: its `:ID:` value becomes the id's allocation.
+                if let Some(id) = content.id_value() {
+                    if let Some((k, _)) = archive.history.get_key_value(&**id) {
+                        let k = k.clone();
+                        if let Some(c) = Arc::get_mut(&mut content) {
+                            c.share_id_value(&k);
+                        }
+                    }
+                }
+                debug_assert_eq!(content.hash, hash, "a version record is read with its hash");
+                // A version written twice keeps the `Arc` histories already hold.
+                archive.versions.insert(StoredVersion(content));
+            }
+            Record::History { id, hash, time } => {
+                // A version the log never wrote cannot be shown; such an entry is dropped, as
+                // reading the history always did.
+                let Some(version) = archive.versions.get(&hash).map(|v| v.0.clone()) else {
+                    return Ok(());
+                };
+                match archive.history.get_mut(id.as_str()) {
+                    Some(hist) => hist.push((version, time)),
+                    None => {
+                        let key = Archive::history_key(&id, &version);
+                        archive.history.insert(key, History::new(version, time));
+                    }
+                }
+            }
+            Record::RemoveFile(path) => {
+                self.files.remove(path.as_str());
+            }
+            Record::File(FileEntry::Read(rec)) => {
+                let doc = doc_from_record(rec, archive)?;
+                self.files.insert(doc.path.clone(), Arc::new(doc));
+            }
+            // Not what decoding makes, but the same file.
+            Record::File(FileEntry::Doc(doc)) => {
+                self.files.insert(doc.path.clone(), doc);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every live record, for compaction.
+    pub(super) fn records(&self, archive: &Archive) -> Vec<Record> {
+        let mut out = Vec::new();
+        archive.records(&mut out);
+        for doc in self.files.values() {
+            out.push(Record::File(FileEntry::Doc(doc.clone())));
+        }
+        out
+    }
+}
+
+/// Rebuild a document from its record and the stored versions.
+fn doc_from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String> {
+    let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
+    // The log repeats each node's inherited tags; in memory, nodes with the same ones
+    // share one slice.
+    let mut tag_sets: rustc_hash::FxHashSet<node::TagSet> = Default::default();
+    for p in rec.nodes {
+        let content = match archive.versions.get(&p.hash) {
+            Some(StoredVersion(content)) => content.clone(),
+            None => {
+                return Err(format!(
+                    "file record for {} names an unknown node version",
+                    rec.path
+                ))
+            }
+        };
+        let inherited_tags = match tag_sets.get(&p.inherited_tags) {
+            Some(shared) => shared.clone(),
+            None => {
+                let shared = Arc::new(p.inherited_tags);
+                tag_sets.insert(shared.clone());
+                shared
+            }
+        };
+        nodes.push(Node {
+            id: archive.intern(&p.id),
+            content,
+            parent: p.parent.unwrap_or(node::NO_PARENT),
+            subtree_end: 0,
+            begin: p.begin,
+            end: p.end,
+            begin_pos: p.begin_pos,
+            end_pos: p.end_pos,
+            inherited_tags,
+        });
+    }
+    if !node::link_subtrees(&mut nodes) {
+        return Err(format!(
+            "file record for {}: its nodes are not an outline in document order",
+            rec.path
+        ));
+    }
+    Ok(FileDoc::new(
+        Arc::from(rec.path.as_str()),
+        rec.mtime,
+        rec.size,
+        rec.text_hash,
+        rec.settings,
+        rec.file_tags,
+        nodes,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::persist;
+    use crate::store::{Config, Store};
+
+    /// The record of this document, owned: what reading the log gives back.
+    fn record(doc: &FileDoc) -> FileRecord {
+        FileRecord {
+            path: doc.path.to_string(),
+            mtime: doc.mtime,
+            size: doc.size,
+            text_hash: doc.text_hash,
+            settings: doc.settings,
+            file_tags: doc.file_tags.clone(),
+            nodes: doc
+                .nodes
+                .iter()
+                .map(|n| persist::Placement {
+                    id: n.id.to_string(),
+                    hash: n.hash(),
+                    parent: n.parent(),
+                    begin: n.begin,
+                    end: n.end,
+                    begin_pos: n.begin_pos,
+                    end_pos: n.end_pos,
+                    inherited_tags: n.inherited_tags.to_vec(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_file_record_written_from_its_document_is_the_owned_record_s_bytes() {
+        let store = Store::in_memory(Config::default());
+        let text = "#+FILETAGS: :ft:\n* TODO A :a:\n:PROPERTIES:\n:ID: same\n:END:\n** B\nbody\n\
+                    * C\n:PROPERTIES:\n:ID: same\n:END:\n*** é deep :x:y:\n";
+        store
+            .ingest_text("/n/f.org", text, None, Some((42, 7)), None)
+            .expect("ingest");
+        let doc = store
+            .state()
+            .files
+            .get("/n/f.org")
+            .expect("the file")
+            .clone();
+        assert!(doc.nodes.iter().any(|n| !n.inherited_tags.is_empty()));
+        let owned = persist::encode_batch(&[Record::File(FileEntry::Read(record(&doc)))]);
+        let borrowed = persist::encode_batch(&[Record::File(FileEntry::Doc(doc.clone()))]);
+        assert_eq!(owned, borrowed);
+        // And it reads back as the owned record.
+        let payload = &borrowed[persist::HEADER_LEN..borrowed.len() - 4];
+        let read: Vec<Record> = postcard::from_bytes(payload).expect("decode");
+        match &read[..] {
+            [Record::File(FileEntry::Read(rec))] => assert_eq!(*rec, record(&doc)),
+            other => panic!("{other:?}"),
+        }
+    }
+}
