@@ -130,7 +130,7 @@ binding its arguments, and every body is that of a verb of the module."
              org-agent-actuator--actions)
     (delq nil (mapcar #'org-agent-actuator--definition-problem actions))))
 
-(defun org-agent-actuator--fail (format-string &rest args)
+(defun org-agent-actuator-fail (format-string &rest args)
   "Signal an action error with a message made from FORMAT-STRING and ARGS."
   (signal 'org-agent-action-error (list (apply #'format format-string args))))
 
@@ -142,21 +142,21 @@ binding its arguments, and every body is that of a verb of the module."
                  (value (plist-get plist key)))
       (cond
        ((null value)
-        (unless optional (org-agent-actuator--fail "%s: %s is missing" action key)))
+        (unless optional (org-agent-actuator-fail "%s: %s is missing" action key)))
        ((eq type 'string)
         (unless (stringp value)
-          (org-agent-actuator--fail "%s: %s must be a string, not %S" action key value)))
+          (org-agent-actuator-fail "%s: %s must be a string, not %S" action key value)))
        ((eq type 'strings)
         (unless (and (proper-list-p value) (seq-every-p #'stringp value))
-          (org-agent-actuator--fail "%s: %s must be a list of strings, not %S" action key value)))
+          (org-agent-actuator-fail "%s: %s must be a list of strings, not %S" action key value)))
        ((eq type 'plist)
         (unless (and (proper-list-p value) (cl-evenp (length value)))
-          (org-agent-actuator--fail "%s: %s must be a plist, not %S" action key value)))
+          (org-agent-actuator-fail "%s: %s must be a plist, not %S" action key value)))
        ((eq type 'pairs)
         (unless (and (proper-list-p value)
                      (seq-every-p (lambda (p) (and (consp p) (stringp (car p)) (stringp (cdr p))))
                                   value))
-          (org-agent-actuator--fail "%s: %s must be an alist of strings, not %S"
+          (org-agent-actuator-fail "%s: %s must be an alist of strings, not %S"
                                     action key value)))))))
 
 (defun org-agent-actuator-run (action)
@@ -167,13 +167,13 @@ action returns.  Unknown actions and bad arguments are :error results."
       (progn
         (unless (and (proper-list-p action) (eq (plist-get action :type) :request)
                      (eq (plist-get action :target) :emacs))
-          (org-agent-actuator--fail "not an Emacs action request: %S" action))
+          (org-agent-actuator-fail "not an Emacs action request: %S" action))
         (let* ((name (plist-get action :action))
                (entry (gethash name org-agent-actuator--actions)))
           (unless (or entry (org-agent-actuator--verb name))
-            (org-agent-actuator--fail "unknown Emacs action %S" name))
+            (org-agent-actuator-fail "unknown Emacs action %S" name))
           (let ((problem (org-agent-actuator--definition-problem name)))
-            (when problem (org-agent-actuator--fail "%s" problem)))
+            (when problem (org-agent-actuator-fail "%s" problem)))
           (org-agent-actuator--check name (plist-get (org-agent-actuator--verb name) :args)
                                      action)
           ;; Edits write Org's log inside their undo step; this catches any other
@@ -209,22 +209,22 @@ what `org-agent-actuator-preview' compares.")
       (setq org-agent-actuator--preview (cons buffer copy))
       copy)))
 
-(defun org-agent-actuator--node-buffer (node)
+(defun org-agent-actuator-node-buffer (node)
   "Return the buffer of NODE's file, refusing one that changed on disk."
   (let* ((file (plist-get node :file))
          (buffer (or (get-file-buffer file)
                      (and (file-exists-p file) (find-file-noselect file))
                      (get-buffer file))))
     (unless buffer
-      (org-agent-actuator--fail "the file of node %s is gone: %s" (plist-get node :id) file))
+      (org-agent-actuator-fail "the file of node %s is gone: %s" (plist-get node :id) file))
     (with-current-buffer buffer
       (when (and buffer-file-name (not (verify-visited-file-modtime buffer)))
-        (org-agent-actuator--fail
+        (org-agent-actuator-fail
          "%s changed on disk since it was visited; revert it before the agent edits it"
          (buffer-name))))
     (org-agent-actuator--edit-buffer buffer)))
 
-(defun org-agent-actuator--goto (node)
+(defun org-agent-actuator-goto (node)
   "Move point to NODE's headline in the current buffer; signal if it is not found."
   (widen)
   (let ((id (plist-get node :id))
@@ -240,10 +240,10 @@ what `org-agent-actuator-preview' compares.")
                    (ignore-errors
                      (org-find-olp (append (org-agent-outline-path id) (list title)) t)))))
         (unless pos
-          (org-agent-actuator--fail "node %s (%s) is no longer in %s" id title (buffer-name)))
+          (org-agent-actuator-fail "node %s (%s) is no longer in %s" id title (buffer-name)))
         (goto-char pos)))))
 
-(defmacro org-agent-actuator--one-step (&rest body)
+(defmacro org-agent-actuator-one-step (&rest body)
   "Run BODY in the current buffer as one undo step; return BODY's value.
 Point and restriction are restored.  If BODY fails, its changes are
 undone; if it succeeds, the store is brought up to date (see
@@ -288,10 +288,10 @@ the agent touches has an id\"."
   (declare (indent 1) (debug t))
   (let ((node (make-symbol "node")))
     `(let ((,node (or (org-agent-node ,id)
-                      (org-agent-actuator--fail "no node with id %s" ,id))))
-       (with-current-buffer (org-agent-actuator--node-buffer ,node)
-         (org-agent-actuator--one-step
-           (org-agent-actuator--goto ,node)
+                      (org-agent-actuator-fail "no node with id %s" ,id))))
+       (with-current-buffer (org-agent-actuator-node-buffer ,node)
+         (org-agent-actuator-one-step
+           (org-agent-actuator-goto ,node)
            ;; Before BODY, so a refile or an archive carries the id along.
            (when org-agent-ensure-ids (org-id-get-create))
            ,@body)))))
@@ -381,9 +381,9 @@ save would keep the text) and never after the chat's \"* You\"."
   (let ((buffer (get-buffer buffer-name)))
     (unless (and buffer
                  (with-current-buffer buffer (derived-mode-p 'org-agent-chat-mode)))
-      (org-agent-actuator--fail "%s is not an org-agent chat buffer" buffer-name))
+      (org-agent-actuator-fail "%s is not an org-agent chat buffer" buffer-name))
     (unless (org-agent-chat-answer-marker buffer)
-      (org-agent-actuator--fail "%s has no answer being written" buffer-name))
+      (org-agent-actuator-fail "%s has no answer being written" buffer-name))
     buffer))
 
 (defun org-agent-actuator--neutral-text (text at-line-start)
@@ -424,7 +424,7 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
   "Set the TODO state of node ID to STATE (nil: no state), through `org-todo'."
   (org-agent-actuator--at-node id
     (when (and state (not (member state org-todo-keywords-1)))
-      (org-agent-actuator--fail "%S is not a TODO keyword of %s (those are %s)"
+      (org-agent-actuator-fail "%S is not a TODO keyword of %s (those are %s)"
                                 state (buffer-name) (string-join org-todo-keywords-1 " ")))
     (org-todo (or state 'none))
     (list :id id :todo (org-get-todo-state))))
@@ -437,7 +437,7 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
   "Delete property KEY of node ID."
   (org-agent-actuator--at-node id
     (unless (org-entry-get nil key)
-      (org-agent-actuator--fail "node %s has no property %s" id key))
+      (org-agent-actuator-fail "node %s has no property %s" id key))
     (org-delete-property key)
     (list :id id)))
 
@@ -448,7 +448,7 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
 (defun org-agent-actuator--date (date)
   "Check that DATE is something `org-schedule' understands; return it."
   (when (and date (not (string-match-p "\\`[0-9]\\{4\\}-[0-9]\\{2\\}-[0-9]\\{2\\}" date)))
-    (org-agent-actuator--fail "date %S must start with YYYY-MM-DD" date))
+    (org-agent-actuator-fail "date %S must start with YYYY-MM-DD" date))
   date)
 
 (org-agent-actuator-define :schedule (id date)
@@ -507,9 +507,9 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
 (org-agent-actuator-define :add-headline (title file parent todo tags properties body)
   "Add a headline TITLE under node PARENT, or at the end of FILE."
   (when (eq (null file) (null parent))
-    (org-agent-actuator--fail "add-headline: give exactly one of :file and :parent"))
+    (org-agent-actuator-fail "add-headline: give exactly one of :file and :parent"))
   (when (string-match-p "\n" title)
-    (org-agent-actuator--fail "add-headline: a title is one line"))
+    (org-agent-actuator-fail "add-headline: a title is one line"))
   (if parent
       (org-agent-actuator--at-node parent
         (let ((level (1+ (org-current-level))))
@@ -522,8 +522,8 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
     (let ((buffer (org-agent-actuator--edit-buffer (find-file-noselect (expand-file-name file)))))
       (with-current-buffer buffer
         (unless (derived-mode-p 'org-mode)
-          (org-agent-actuator--fail "%s is not an Org file" file))
-        (org-agent-actuator--one-step
+          (org-agent-actuator-fail "%s is not an Org file" file))
+        (org-agent-actuator-one-step
           (widen)
           (goto-char (point-max))
           (unless (bolp) (insert "\n"))
@@ -534,10 +534,10 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
 
 (org-agent-actuator-define :visit-node (id)
   "Show node ID to the user."
-  (let* ((node (or (org-agent-node id) (org-agent-actuator--fail "no node with id %s" id)))
-         (buffer (org-agent-actuator--node-buffer node)))
+  (let* ((node (or (org-agent-node id) (org-agent-actuator-fail "no node with id %s" id)))
+         (buffer (org-agent-actuator-node-buffer node)))
     (unless org-agent-actuator--preview (pop-to-buffer buffer))
-    (org-agent-actuator--goto node)
+    (org-agent-actuator-goto node)
     (org-agent--show-context 'link-search)
     (list :id id)))
 
@@ -545,7 +545,7 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
 
 (defun org-agent-actuator--node-or-fail (id)
   "The store's node ID as a plist; signal when there is none."
-  (or (org-agent-node id) (org-agent-actuator--fail "no node with id %s" id)))
+  (or (org-agent-node id) (org-agent-actuator-fail "no node with id %s" id)))
 
 (defun org-agent-actuator--one-step-in (buffers fn)
   "Call FN as one undo step in each of BUFFERS; return FN's value.
@@ -556,7 +556,7 @@ ingested as `org-agent-actuator--after-edit' says."
   (let* ((buffers (delete-dups (delq nil (copy-sequence buffers))))
          (was-modified (mapcar (lambda (b) (cons b (buffer-modified-p b))) buffers))
          (group (progn
-                  ;; Before the group: see `org-agent-actuator--one-step'.
+                  ;; Before the group: see `org-agent-actuator-one-step'.
                   (dolist (b buffers) (with-current-buffer b (undo-boundary)))
                   (apply #'nconc (mapcar #'prepare-change-group buffers))))
          done value)
@@ -587,7 +587,7 @@ ingested as `org-agent-actuator--after-edit' says."
   "FILE expanded, or signal when it is not an existing Org file."
   (let ((path (expand-file-name file)))
     (unless (and (string-suffix-p ".org" path) (file-regular-p path))
-      (org-agent-actuator--fail "%s is not an existing Org file" file))
+      (org-agent-actuator-fail "%s is not an existing Org file" file))
     path))
 
 (defun org-agent-actuator--refile-location (id target-id target-file)
@@ -595,15 +595,15 @@ ingested as `org-agent-actuator--after-edit' says."
 A node: (TITLE FILE nil MARKER) at its headline; a file: (NAME FILE
 nil nil), its top level."
   (when (eq (null target-id) (null target-file))
-    (org-agent-actuator--fail "refile: give exactly one of :target-id and :target-file"))
+    (org-agent-actuator-fail "refile: give exactly one of :target-id and :target-file"))
   (when (equal id target-id)
-    (org-agent-actuator--fail "refile: a node cannot go under itself"))
+    (org-agent-actuator-fail "refile: a node cannot go under itself"))
   (if target-id
       (let ((target (org-agent-actuator--node-or-fail target-id)))
-        (with-current-buffer (org-agent-actuator--node-buffer target)
+        (with-current-buffer (org-agent-actuator-node-buffer target)
           (save-excursion
             (save-restriction
-              (org-agent-actuator--goto target)
+              (org-agent-actuator-goto target)
               (list (org-get-heading t t t t) (buffer-file-name) nil (point-marker))))))
     (let ((path (org-agent-actuator--existing-org-file target-file)))
       (list (file-name-nondirectory path) path nil nil))))
@@ -619,7 +619,7 @@ nil nil), its top level."
 Through `org-refile', so its ID, its subtree and `org-log-refile' go
 as when the user refiles; both buffers change in one undo step."
   (let* ((node (org-agent-actuator--node-or-fail id))
-         (source (org-agent-actuator--node-buffer node))
+         (source (org-agent-actuator-node-buffer node))
          (rfloc (org-agent-actuator--refile-location id target-id target-file)))
     (org-agent-actuator--one-step-in
      (list source (org-agent-actuator--location-buffer rfloc))
@@ -627,7 +627,7 @@ as when the user refiles; both buffers change in one undo step."
        (with-current-buffer source
          (save-excursion
            (save-restriction
-             (org-agent-actuator--goto node)
+             (org-agent-actuator-goto node)
              (org-agent-actuator--quietly (org-refile nil nil rfloc)))))
        (list :id id :target (or target-id (nth 1 rfloc)))))))
 
@@ -642,10 +642,10 @@ as when the user refiles; both buffers change in one undo step."
   "Archive node ID with `org-archive-subtree', where `org-archive-location' says.
 The node's buffer and the archive's change in one undo step."
   (let* ((node (org-agent-actuator--node-or-fail id))
-         (source (org-agent-actuator--node-buffer node))
+         (source (org-agent-actuator-node-buffer node))
          (location (with-current-buffer source
                      (save-excursion (save-restriction
-                                       (org-agent-actuator--goto node)
+                                       (org-agent-actuator-goto node)
                                        (org-agent-actuator--archive-location)))))
          (archive (or (find-buffer-visiting (car location))
                       (find-file-noselect (car location)))))
@@ -655,7 +655,7 @@ The node's buffer and the archive's change in one undo step."
        (with-current-buffer source
          (save-excursion
            (save-restriction
-             (org-agent-actuator--goto node)
+             (org-agent-actuator-goto node)
              (org-agent-actuator--quietly (org-archive-subtree)))))
        (list :id id :archive (car location) :heading (cdr location))))))
 
@@ -684,8 +684,8 @@ new ID."
          (node (org-agent-actuator--node-or-fail id))
          (known (cdr (assoc "ID" (plist-get target :properties))))
          (target-buffer (unless (or known org-agent-actuator--preview)
-                          (org-agent-actuator--node-buffer target)))
-         (source (org-agent-actuator--node-buffer node)))
+                          (org-agent-actuator-node-buffer target)))
+         (source (org-agent-actuator-node-buffer node)))
     (org-agent-actuator--one-step-in
      (list source target-buffer)
      (lambda ()
@@ -694,7 +694,7 @@ new ID."
                                (with-current-buffer target-buffer
                                  (save-excursion
                                    (save-restriction
-                                     (org-agent-actuator--goto target)
+                                     (org-agent-actuator-goto target)
                                      (org-id-get-create)))))
                           (concat "NEW-ID-FOR-" target-id)))
               (link (org-link-make-string (concat "id:" org-id)
@@ -702,7 +702,7 @@ new ID."
          (with-current-buffer source
            (save-excursion
              (save-restriction
-               (org-agent-actuator--goto node)
+               (org-agent-actuator-goto node)
                (pcase-let ((`(,_ . ,end) (org-agent-actuator--body-region)))
                  (goto-char end)
                  (unless (bolp) (insert "\n"))
@@ -715,7 +715,7 @@ Org's own `org-store-log-note' writes it, without the note buffer:
 \"- Note taken on [TIME] \\\\\" and the text, where `org-log-beginning'
 puts it (the LOGBOOK drawer when `org-log-into-drawer' says so)."
   (when (string-blank-p text)
-    (org-agent-actuator--fail "add-note: the note is empty"))
+    (org-agent-actuator-fail "add-note: the note is empty"))
   (org-agent-actuator--at-node id
     (org-add-log-setup 'note)
     (org-agent-actuator--store-log-entry text)
@@ -731,21 +731,21 @@ FILE is relative to the first of `org-agent-directories' or absolute;
 it must be an .org file inside them that does not exist."
   (let ((dirs (org-agent--directories)))
     (unless dirs
-      (org-agent-actuator--fail "create-note: org-agent-directories is not set"))
+      (org-agent-actuator-fail "create-note: org-agent-directories is not set"))
     (unless (string-suffix-p ".org" file)
-      (org-agent-actuator--fail "create-note: %s is not an .org file" file))
+      (org-agent-actuator-fail "create-note: %s is not an .org file" file))
     (let ((path (expand-file-name file (car dirs))))
       (unless (seq-some (lambda (dir) (file-in-directory-p path dir)) dirs)
-        (org-agent-actuator--fail "create-note: %s is outside org-agent-directories" file))
+        (org-agent-actuator-fail "create-note: %s is outside org-agent-directories" file))
       (when (file-exists-p path)
-        (org-agent-actuator--fail
+        (org-agent-actuator-fail
          "create-note: %s exists, and a new note never replaces a file" path))
       path)))
 
 (defun org-agent-actuator--new-note-text (title filetags body)
   "The text of a new note with TITLE, FILETAGS and BODY."
   (when (string-match-p "\n" title)
-    (org-agent-actuator--fail "create-note: a title is one line"))
+    (org-agent-actuator-fail "create-note: a title is one line"))
   (concat "#+TITLE: " title "\n"
           (if filetags (format "#+FILETAGS: :%s:\n" (string-join filetags ":")) "")
           (if (and body (not (string-empty-p body)))
@@ -786,14 +786,14 @@ and each call is shown and approved."
 Returns the printed value, cut to `org-agent-eval-result-max-chars'."
   (let* ((read (condition-case err
                    (read-from-string code)
-                 (error (org-agent-actuator--fail "eval-elisp: the code does not read: %s"
+                 (error (org-agent-actuator-fail "eval-elisp: the code does not read: %s"
                                                   (error-message-string err)))))
          (form (car read)))
     (unless (string-blank-p (substring code (cdr read)))
-      (org-agent-actuator--fail
+      (org-agent-actuator-fail
        "eval-elisp: the code is more than one form; wrap several in progn"))
     (let* ((value (with-timeout (org-agent-eval-timeout
-                                 (org-agent-actuator--fail
+                                 (org-agent-actuator-fail
                                   "eval-elisp: stopped after %s seconds" org-agent-eval-timeout))
                     (eval form t)))
            (printed (let ((print-length 200) (print-level 10))
@@ -809,14 +809,14 @@ Returns the printed value, cut to `org-agent-eval-result-max-chars'."
 A draft never replaces a file, nor a skill already loaded under its name."
   (unless (let ((case-fold-search nil))
             (string-match-p "\\`[a-z0-9]+\\(?:-[a-z0-9]+\\)*\\'" name))
-    (org-agent-actuator--fail "create-skill: %S is not a kebab-case skill name" name))
+    (org-agent-actuator-fail "create-skill: %S is not a kebab-case skill name" name))
   (let ((file (org-agent-skills-draft-file name))
         (loaded (org-agent-skills-loaded name)))
     (when (file-exists-p file)
-      (org-agent-actuator--fail "create-skill: %s exists, and a draft never replaces a file"
+      (org-agent-actuator-fail "create-skill: %s exists, and a draft never replaces a file"
                                 file))
     (when loaded
-      (org-agent-actuator--fail "create-skill: a skill named %s is already loaded from %s"
+      (org-agent-actuator-fail "create-skill: a skill named %s is already loaded from %s"
                                 name (plist-get loaded :file)))
     file))
 
@@ -917,11 +917,11 @@ not shown."
       (progn
         (org-agent-actuator--checked action)
         (let* ((node (org-agent-actuator--node-or-fail (plist-get action :id)))
-               (buffer (org-agent-actuator--node-buffer node)))
+               (buffer (org-agent-actuator-node-buffer node)))
           (with-current-buffer buffer
             (save-excursion
               (save-restriction
-                (org-agent-actuator--goto node)
+                (org-agent-actuator-goto node)
                 (let* ((beg (point))
                        (end (save-excursion (org-end-of-subtree t t) (point)))
                        (subtree (buffer-substring-no-properties beg end))

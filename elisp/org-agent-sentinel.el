@@ -56,7 +56,7 @@ file node, the text before the first headline.  Point is at BEG."
                    (save-excursion (if (re-search-forward org-outline-regexp-bol nil t)
                                        (match-beginning 0)
                                      (point-max)))))
-    (org-agent-actuator--goto node)
+    (org-agent-actuator-goto node)
     (cons (point) (save-excursion (outline-next-heading) (point)))))
 
 (defun org-agent-sentinel--confirm (beg end rule host login file)
@@ -128,7 +128,7 @@ words that never include the secret."
   (let* ((file (or (org-agent-sentinel--auth-file)
                    (user-error "`auth-sources' names no file to move the credential to")))
          (node (or (org-agent-node id) (user-error "No note with id %s" id)))
-         (buffer (org-agent-actuator--node-buffer node))
+         (buffer (org-agent-actuator-node-buffer node))
          (was-modified (buffer-modified-p buffer)))
     (with-current-buffer buffer
       (save-excursion
@@ -144,7 +144,7 @@ words that never include the secret."
               (user-error "Not moved: the user said no"))
             (org-agent-sentinel--store file host login port
                                        (buffer-substring-no-properties start stop))
-            (org-agent-actuator--one-step
+            (org-agent-actuator-one-step
               (goto-char start)
               (delete-region start stop)
               (insert (org-agent-sentinel-pointer host login)))

@@ -187,14 +187,14 @@ problems, as strings."
     (setq org-agent-tools--skill-table table)
     (nreverse problems)))
 
-(org-agent-actuator-define :call-tool ((name string) (args plist optional))
+(org-agent-actuator-define :call-tool (name args)
   "Call the Elisp tool NAME with the argument plist ARGS.
 A skill's tool of that name comes before one of `org-agent-define-tool'."
   (let ((tool (or (gethash name org-agent-tools--skill-table)
                   (gethash name org-agent-tools--table)
-                  (org-agent-actuator--fail "no Elisp tool named %s" name))))
+                  (org-agent-actuator-fail "no Elisp tool named %s" name))))
     (when-let ((why (plist-get tool :error)))
-      (org-agent-actuator--fail "%s" why))
+      (org-agent-actuator-fail "%s" why))
     ;; The arguments arrive as a plist with lowercase keyword keys.
     (let* ((given args)
            (values (mapcar (lambda (a)

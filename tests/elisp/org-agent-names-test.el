@@ -24,15 +24,6 @@
           define-minor-mode define-derived-mode define-globalized-minor-mode)
   "The forms whose second element is the name they define.")
 
-(defconst org-agent-names-test-pending
-  '(("org-agent-actuator--fail" . "org-agent-tools.el")
-    ("org-agent-actuator--goto" . "org-agent-sentinel.el")
-    ("org-agent-actuator--node-buffer" . "org-agent-sentinel.el")
-    ("org-agent-actuator--one-step" . "org-agent-sentinel.el"))
-  "Private uses known and waiting, as (NAME . FILE).
-The actuator is being rewritten: its names become public there.  An
-entry no longer needed fails the test, so this list only shrinks.")
-
 (defun org-agent-names-test-private-p (symbol)
   "Return non-nil when SYMBOL is a name private to one org-agent file."
   (string-match-p "\\`org-agent-[a-z0-9]\\(?:[a-z0-9-]*[a-z0-9]\\)?--[^-]" (symbol-name symbol)))
@@ -96,16 +87,8 @@ Each is (NAME DEFINING-FILE USING-FILE), sorted."
     (sort found (lambda (a b) (string< (format "%S" a) (format "%S" b))))))
 
 (ert-deftest org-agent-names-no-file-uses-another-files-private-names ()
-  "Each file reaches another only through its public names (or the pending list)."
-  (let* ((uses (org-agent-names-test-cross-uses))
-         (pairs (mapcar (lambda (u) (cons (nth 0 u) (nth 2 u))) uses)))
-    (should (equal (cl-remove-if (lambda (u) (member (cons (nth 0 u) (nth 2 u))
-                                                     org-agent-names-test-pending))
-                                 uses)
-                   nil))
-    ;; The pending list names only uses that are still there.
-    (should (equal (cl-remove-if (lambda (p) (member p pairs)) org-agent-names-test-pending)
-                   nil))))
+  "Each file reaches another only through its public names."
+  (should (equal (org-agent-names-test-cross-uses) nil)))
 
 (ert-deftest org-agent-names-the-check-sees-a-cross-use ()
   "The scan finds a private name of one file used in another, and nothing else."

@@ -1,7 +1,8 @@
 //! The architecture's invariants, checked on the source: the layer order written in
 //! ARCHITECTURE.md (a module of `src/` uses only modules below it, so there is no cycle),
 //! no circle between the files of any folder of `src/`, only `src/emacs/` touches the Emacs
-//! API, and no function of the turn or the Emacs skin grows past what one reads at once.
+//! API, no function of the turn or the Emacs skin grows past what one reads at once, and
+//! ARCHITECTURE.md names every folder of `src/` and every Elisp file, and only paths that exist.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -602,4 +603,122 @@ fn no_function_of_the_turn_or_the_skin_is_over_120_lines() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Every path ARCHITECTURE.md names in backquotes (`src/…`, `elisp/…`, `tests/…`, or a file
+/// name under a code-map heading) exists in the tree, so the map cannot drift from the code
+/// unnoticed when a file is renamed, split or removed.
+#[test]
+fn the_map_names_only_paths_that_exist() {
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    let mut folder: Option<String> = None;
+    for line in doc.lines() {
+        // A code-map heading (### `src/store/` — …) is the folder its bare file names sit in.
+        if line.starts_with('#') {
+            folder = line
+                .strip_prefix("### `")
+                .and_then(|h| h.split('`').next())
+                .map(str::to_owned);
+        }
+        for (i, quoted) in line.split('`').enumerate() {
+            if i % 2 == 0 || quoted.contains(char::is_whitespace) {
+                continue;
+            }
+            let Some(path) = named_path(quoted, folder.as_deref()) else {
+                continue;
+            };
+            checked += 1;
+            if !exists(&path) {
+                missing.push(format!("{quoted} ({path})"));
+            }
+        }
+    }
+    assert!(
+        checked > 50,
+        "the map names only {checked} paths: is the check still reading it?"
+    );
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names paths that do not exist: {missing:?}"
+    );
+}
+
+/// The repository path a backquoted word of the map stands for: a path from the root
+/// (`src/…`, `elisp/…`), or a file (`verbs.rs`, `sandbox/view.rs`) under its section's folder.
+fn named_path(word: &str, folder: Option<&str>) -> Option<String> {
+    const ROOTS: [&str; 8] = [
+        "src/",
+        "elisp/",
+        "tests/",
+        "skills/",
+        "scripts/",
+        "examples/",
+        "bench/",
+        "demo/",
+    ];
+    let word = word.trim_end_matches(['.', ',', ':']);
+    if ROOTS.iter().any(|r| word.starts_with(r)) || word.starts_with(".ci/") {
+        return Some(word.to_owned());
+    }
+    let is_file = [".rs", ".el", ".org", ".md"]
+        .iter()
+        .any(|e| word.ends_with(e))
+        && !word.contains(['<', '(', '#']);
+    match folder {
+        _ if !is_file || word == "SKILL.org" || word == "SKILL.md" => None,
+        Some(dir) if dir.ends_with('/') => Some(format!("{dir}{word}")),
+        _ => Some(word.to_owned()),
+    }
+}
+
+/// Whether `path` exists; a `*` in its last part matches any run of characters.
+fn exists(path: &str) -> bool {
+    let Some((prefix, suffix)) = path.split_once('*') else {
+        return root().join(path).exists();
+    };
+    let (dir, start) = prefix.rsplit_once('/').unwrap_or(("", prefix));
+    std::fs::read_dir(root().join(dir)).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(start) && name.ends_with(suffix)
+        })
+    })
+}
+
+/// The map misses no part: every folder of `src/` has its section, and every Elisp file is
+/// named.
+#[test]
+fn the_map_covers_every_folder_and_elisp_file() {
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let listed = |dir: &str, keep: fn(&Path) -> bool| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(root().join(dir))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| keep(p))
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let folders = listed("src", |p| p.is_dir());
+    let elisp = listed("elisp", |p| p.extension().is_some_and(|e| e == "el"));
+    assert!(
+        folders.len() > 10 && elisp.len() > 10,
+        "{folders:?} {elisp:?}"
+    );
+    let mut missing: Vec<String> = folders
+        .iter()
+        .filter(|f| !doc.contains(&format!("### `src/{f}/`")))
+        .map(|f| format!("a section ### `src/{f}/`"))
+        .collect();
+    missing.extend(
+        elisp
+            .iter()
+            .filter(|f| !doc.contains(&format!("`{f}`")))
+            .cloned(),
+    );
+    assert!(missing.is_empty(), "ARCHITECTURE.md misses: {missing:?}");
 }
