@@ -20,6 +20,7 @@
 (require 'seq)
 (require 'url-parse)
 (require 'org-agent-store)
+(require 'org-agent-presets)
 (org-agent--declare-module-functions)
 
 ;;;; Options
@@ -212,7 +213,26 @@ Without `org-agent-backends', the local model's, once it is ready."
                      org-agent-cascade)))))
     (unless backends
       (user-error "Set `org-agent-backends' to the LLM servers you use first"))
-    (mapcar #'org-agent-backends--resolved backends)))
+    (mapcar #'org-agent-backends--resolved
+            (if org-agent-backends (org-agent-backends--chosen-first backends) backends))))
+
+(defun org-agent-backends--chosen-first (backends)
+  "BACKENDS with the one this buffer or its preset chooses first.
+See `org-agent-presets-backend'; the chosen model and answer length
+go to that first backend only."
+  (pcase-let* ((`(,name ,model ,max-tokens) (org-agent-presets-backend))
+               (first (and name
+                           (or (org-agent-backends-named name)
+                               (user-error "The preset or buffer chooses the backend %S, \
+which is not in `org-agent-backends'" name))))
+               (ordered (if first
+                            (cons first (seq-remove (lambda (b) (equal (plist-get b :name) name))
+                                                    backends))
+                          backends))
+               (head (copy-sequence (car ordered))))
+    (when model (setq head (plist-put head :model model)))
+    (when max-tokens (setq head (plist-put head :max-tokens max-tokens)))
+    (cons head (cdr ordered))))
 
 (defun org-agent-backends-options ()
   "The settings of the next turn about its backends, a plist for the module.

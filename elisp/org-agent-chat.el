@@ -23,6 +23,7 @@
 (require 'org-agent-actuator)
 (require 'org-agent-tools)
 (require 'org-agent-backends)
+(require 'org-agent-presets)
 (require 'org-agent-semantic)
 (require 'org-agent-permissions)
 (require 'org-agent-skills)
@@ -466,9 +467,11 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
   (let ((prompt (org-agent-chat--prompt)))
     (when (string-empty-p prompt)
       (user-error "Type your message after the last \"* You\" heading"))
-    (pcase-let* ((`(,skill . ,text) (org-agent-chat--skill-invocation prompt))
+    (pcase-let* ((`(,preset . ,unnamed) (org-agent-presets-split-message prompt))
+                 (`(,skill . ,text) (org-agent-chat--skill-invocation unnamed))
                  (`(,fitted . ,file) (org-agent-chat--fit text)))
       (let ((org-agent-chat--skill skill)
+            (org-agent-presets-message-preset preset)
             (org-agent-chat--pasted (or file org-agent-chat--pasted)))
         (org-agent-chat--dispatch fitted)))))
 
@@ -617,8 +620,10 @@ the message stays after it, to send again."
    (org-agent-chat-common-options)))
 
 (defun org-agent-chat-common-options ()
-  "The options of the next turn, whatever the backend."
+  "The options of the next turn, whatever the backend.
+The current preset's settings come first, so they win."
   (append
+   (org-agent-presets-options)
    (list :max-depth org-agent-max-depth
          :tool-rounds org-agent-tool-rounds
          :temperature org-agent-temperature
