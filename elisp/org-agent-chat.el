@@ -24,6 +24,7 @@
 (require 'org-agent-tools)
 (require 'org-agent-backends)
 (require 'org-agent-presets)
+(require 'org-agent-context)
 (require 'org-agent-semantic)
 (require 'org-agent-permissions)
 (require 'org-agent-skills)
@@ -635,6 +636,7 @@ The current preset's settings come first, so they win."
          :permissions org-agent-permissions
          :tier org-agent-chat--tier)
    (org-agent-backends-options)
+   (org-agent-context-options)
    (list :embedding (org-agent-semantic-backend)
          :inbox (bound-and-true-p org-agent-inbox)
          :related-threshold org-agent-related-threshold

@@ -12,6 +12,7 @@ use super::turn::{
     related_notes, run_turn, step_request, Conversation, StepView, TurnConfig, TurnEvent,
 };
 use crate::action::{Action, EmacsAction};
+use crate::context::added;
 use crate::gates::audit::AuditLog;
 use crate::gates::budget::Budget;
 use crate::gates::command::CommandRules;
@@ -184,12 +185,15 @@ impl Runtime {
                 None
             };
             let policy = Policy::default();
+            let mut setup = setup;
+            let given = std::mem::take(&mut setup.context_items);
             let eq = self.chat_equipment(
                 vec![backend.clone()],
                 policy,
                 setup,
                 Arc::new(super::operator::Unattended),
             )?;
+            let (added, _left_out) = added::shown_all(&eq.notes, &given);
             // A store-first turn sends the phrasing request, not the notes context.
             if let Some(source) = source {
                 if let Some(prepared) =
@@ -199,6 +203,7 @@ impl Runtime {
                 }
             }
             let mut cfg = cfg;
+            cfg.added = added;
             if cfg.related.is_empty() {
                 cfg.related = related_notes(&eq, &text, &cfg, &cancel)
                     .await
@@ -288,7 +293,15 @@ impl Runtime {
                 } else {
                     None
                 };
+                let mut setup = setup;
+                let given = std::mem::take(&mut setup.context_items);
                 let eq = self.chat_equipment(backends, policy, setup, operator)?;
+                let (added, left_out) = added::shown_all(&eq.notes, &given);
+                let mut cfg = cfg;
+                cfg.added = added;
+                for why in left_out {
+                    send(ChatUpdate::Notice(why));
+                }
                 let mut conv = conversation.lock().await;
                 conv.context.read_untrusted(pasted);
                 let mut on_event = |e: TurnEvent| {

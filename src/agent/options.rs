@@ -3,6 +3,7 @@
 //! backends, tier, retry policy, bounds, context, budget, tools and audit file.
 
 use crate::agent::turn::TurnConfig;
+use crate::context::added::GivenItem;
 use crate::gates::budget::Limits;
 use crate::gates::permissions::Permissions;
 use crate::llm::cascade::{Policy, Routing, Tier};
@@ -45,6 +46,27 @@ pub struct ChatSetup {
     /// The folder of messages the user set aside as files (too large to send): read_file
     /// may read it.
     pub paste_dir: Option<String>,
+    /// What the user added to the conversation's context, as Emacs gives it; the notes
+    /// layer decides what of it the model sees.
+    pub context_items: Vec<GivenItem>,
+}
+
+/// One of `:context-items`: `(:label L :id ID)` or `(:label L :text T [:file F])`.
+fn given_item(item: &Value) -> Result<GivenItem, ConfigError> {
+    let f = Fields::new(item, "context item")?;
+    let given = GivenItem {
+        label: f.string("label")?,
+        id: f.opt_string("id")?,
+        file: f.opt_string("file")?,
+        text: f.opt_string("text")?,
+    };
+    if given.id.is_none() && given.text.is_none() {
+        return Err(ConfigError::Shape(format!(
+            "context item {:?} has neither :id nor :text",
+            given.label
+        )));
+    }
+    Ok(given)
 }
 
 /// Bounds of every background run.
@@ -188,6 +210,9 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
     if let Some(rules) = o.get("permissions") {
         setup.permissions =
             Arc::new(Permissions::from_sexp(rules).map_err(|e| ConfigError::Shape(e.to_string()))?);
+    }
+    for item in o.list("context-items")? {
+        setup.context_items.push(given_item(item)?);
     }
     for spec in o.list("tools")? {
         setup.elisp_tools.push(elisp_tool(spec)?);

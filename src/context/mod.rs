@@ -17,6 +17,7 @@
 //! marked block ([`assemble_marked`]), which says where the text comes from, and the
 //! untrusted nodes shown are listed for the gates.
 
+pub mod added;
 pub mod spotlight;
 
 use crate::llm::estimate_tokens;

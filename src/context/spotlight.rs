@@ -28,6 +28,8 @@ pub enum Source<'a> {
     Notes(&'a str),
     /// A tool's result.
     Tool(&'a str),
+    /// What the user added to the conversation's context (its label).
+    Added(&'a str),
 }
 
 /// The boundary of one request.
@@ -80,6 +82,7 @@ impl Spotlight {
         let (key, value) = match source {
             Source::Notes(v) => ("source", v),
             Source::Tool(v) => ("tool", v),
+            Source::Added(v) => ("added", v),
         };
         format!("<<{} {key}=\"{}\">>\n", self.tag, label_value(value))
     }

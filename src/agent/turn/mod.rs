@@ -74,6 +74,8 @@ pub struct TurnConfig {
     pub store_first: bool,
     /// The user's inbox (`org-agent-inbox`) for the inbox scan; `None`: found in the notes.
     pub inbox: Option<String>,
+    /// What the user added to the conversation's context, as the notes show it.
+    pub added: Vec<crate::context::added::AddedItem>,
 }
 
 impl Default for TurnConfig {
@@ -96,6 +98,7 @@ impl Default for TurnConfig {
             tool_rounds: None,
             store_first: false,
             inbox: None,
+            added: Vec::new(),
         }
     }
 }
@@ -307,6 +310,14 @@ fn spotlit_request(
         system.push_str("\n\n");
         system.push_str(&context.text);
     }
+    let mut untrusted = context.untrusted;
+    if !cfg.added.is_empty() {
+        // The user chose these: they get a budget of their own, as large as the notes'.
+        let added = crate::context::added::render(&cfg.added, spot, cfg.context_budget * 4);
+        system.push_str("\n\n");
+        system.push_str(&added);
+        untrusted.extend(cfg.added.iter().filter_map(|i| i.untrusted.clone()));
+    }
     let mut messages = vec![Message::System(system)];
     messages.extend(spotlit_messages(conversation, spot));
     let request = ChatRequest {
@@ -320,7 +331,7 @@ fn spotlit_request(
         temperature: cfg.temperature,
         max_tokens: None,
     };
-    (request, context.untrusted)
+    (request, untrusted)
 }
 
 /// The messages of `conversation` as the LLM reads them: every tool result in a block of
