@@ -235,7 +235,7 @@ the answer streams in as one undo step; \\[org-agent-here-stop] stops it."
   (let* ((focus (org-agent-here--focus))
          (backends (org-agent-here--backends))
          (label (org-agent-backends-label (car backends)))
-         (group (prepare-change-group))
+         (group (progn (undo-boundary) (prepare-change-group)))
          (job (org-agent-here--job-create :kind 'answer :buffer (current-buffer)
                                           :group group :label label))
          (ok nil))
@@ -273,16 +273,16 @@ LABEL names the backend; the answer will grow under the heading."
     (unless (bolp) (insert "\n"))
     (let ((start (point)))
       (insert (make-string level ?*) " " (org-agent-here--title question) "\n"
-              ":PROPERTIES:\n:ORG_AGENT_MODEL: " label "\n:END:\n")
+              ":PROPERTIES:\n:ORG_AGENT_MODEL: " label "\n:END:\n"
+              ;; The answer goes before this newline, which keeps the next heading at the
+              ;; start of its line however the answer's text ends.
+              "\n")
       (setf (org-agent-here--job-start job) (copy-marker start t)
             (org-agent-here--job-heading job) (copy-marker start)
-            (org-agent-here--job-end job) (copy-marker (point) t)
+            (org-agent-here--job-end job) (copy-marker (1- (point)) t)
             (org-agent-here--job-tail job) t
             (org-agent-here--job-at-bol job) t
-            (org-agent-here--job-prefix job) (make-string level ?*))
-      ;; The newline after the answer keeps the next heading at the start of its line
-      ;; however the answer's text ends.
-      (insert "\n"))))
+            (org-agent-here--job-prefix job) (make-string level ?*)))))
 
 ;;;; Streaming into the buffer
 
@@ -751,6 +751,8 @@ Refused when the region no longer holds the text that was sent."
                                         (string-join warnings "; ")))))
         (user-error "Not accepted"))
       (with-current-buffer buffer
+        ;; The user's last edits stay a step of their own.
+        (undo-boundary)
         (let ((group (prepare-change-group)))
           (activate-change-group group)
           (unwind-protect
