@@ -28,6 +28,12 @@
 ;; the model no tools at all, and an answer may look things up, but an
 ;; edit it asks for is denied (the model is told), since the answer
 ;; itself is the edit.  The chat is the place for edits with approval.
+;;
+;; The answer's undo step is everything done to its buffer from the
+;; moment it was asked until it ended: what you type in that buffer
+;; meanwhile is undone with it (undo can only take whole steps).  Both
+;; commands need a backend: with only the local model, start it first
+;; (open the chat).
 
 ;;; Code:
 
@@ -39,6 +45,7 @@
 (require 'org)
 (require 'cl-lib)
 (require 'subr-x)
+(require 'seq)
 (require 'diff)
 (org-agent--declare-module-functions)
 
@@ -486,7 +493,8 @@ it was interrupted; `org-agent-interrupt' stops them too."
   "The keys of a proposed rewrite.
 \\{org-agent-here-rewrite-mode-map}"
   :lighter " Rewrite"
-  :keymap org-agent-here-rewrite-mode-map)
+  :keymap org-agent-here-rewrite-mode-map
+  :interactive nil)
 
 (defun org-agent-here--rewrite-prompt (job previous)
   "The message asking for JOB's rewrite; PREVIOUS is the last proposal, or nil."
@@ -726,7 +734,7 @@ drawers and blocks of the text it replaces (or the text is not Org)."
 (defun org-agent-here-rewrite-accept ()
   "Replace the rewritten region with the proposal, as one undo step.
 Refused when the region no longer holds the text that was sent."
-  (interactive)
+  (interactive nil org-agent-here-rewrite-mode)
   (let* ((job (org-agent-here--current-rewrite))
          (buffer (org-agent-here--job-buffer job))
          (start (org-agent-here--job-start job))
@@ -771,7 +779,7 @@ Refused when the region no longer holds the text that was sent."
 
 (defun org-agent-here-rewrite-reject ()
   "Drop the proposed rewrite; the region stays as it is."
-  (interactive)
+  (interactive nil org-agent-here-rewrite-mode)
   (let ((job (org-agent-here--current-rewrite)))
     (when (eq (org-agent-here--job-state job) 'running)
       (org-agent--cancel (org-agent-here--job-request job)))
@@ -781,7 +789,7 @@ Refused when the region no longer holds the text that was sent."
 (defun org-agent-here-rewrite-again (instruction)
   "Ask for another proposal: INSTRUCTION revises the last one.
 The model gets the original text, the previous proposal and INSTRUCTION."
-  (interactive (list (read-string "Follow-up instruction: ")))
+  (interactive (list (read-string "Follow-up instruction: ")) org-agent-here-rewrite-mode)
   (let* ((job (org-agent-here--current-rewrite))
          (previous (and (buffer-live-p (org-agent-here--job-proposal job))
                         (with-current-buffer (org-agent-here--job-proposal job)
@@ -796,7 +804,7 @@ The model gets the original text, the previous proposal and INSTRUCTION."
 
 (defun org-agent-here-rewrite-ediff ()
   "Compare the original text and the proposal with ediff."
-  (interactive)
+  (interactive nil org-agent-here-rewrite-mode)
   (let ((job (org-agent-here--current-rewrite)))
     (ediff-buffers (org-agent-here--job-original-buffer job) (org-agent-here--job-proposal job))))
 

@@ -376,5 +376,32 @@ Keep.
                  "```a\nx\n```\ntext\n```b\ny\n```\n"))
   (should (equal (org-agent-here--unfence "plain" "orig\n") "plain\n")))
 
+;;;; Commands
+
+(ert-deftest org-agent-here-m-x-offers-the-commands-for-any-buffer ()
+  "M-x offers asking, rewriting and stopping anywhere; a rewrite's keys only on it."
+  (let ((offered (lambda (buffer)
+                   (let (names)
+                     (mapatoms
+                      (lambda (s)
+                        (when (and (commandp s)
+                                   (equal (file-name-base (or (symbol-file s 'defun) ""))
+                                          "org-agent-here")
+                                   (command-completion-default-include-p s buffer))
+                          (push s names))))
+                     (sort names #'string<)))))
+    (with-temp-buffer
+      (should (equal (funcall offered (current-buffer))
+                     '(org-agent-here-ask org-agent-here-rewrite org-agent-here-stop)))
+      (org-agent-here-rewrite-mode 1)
+      (should (memq 'org-agent-here-rewrite-accept (funcall offered (current-buffer)))))
+    ;; Each is autoloaded.
+    (let ((source (with-temp-buffer
+                    (insert-file-contents (expand-file-name "elisp/org-agent-here.el"
+                                                            org-agent-test-root))
+                    (buffer-string))))
+      (dolist (command '(org-agent-here-ask org-agent-here-rewrite org-agent-here-stop))
+        (should (string-search (format ";;;###autoload\n(defun %s " command) source))))))
+
 (provide 'org-agent-here-test)
 ;;; org-agent-here-test.el ends here
