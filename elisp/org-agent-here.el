@@ -86,6 +86,7 @@ chat.  With a prefix argument the command asks which place to use."
   tail            ; non-nil when one newline after END belongs to the answer
   group           ; the change group of an answer
   heading         ; marker at the child heading, or nil
+  step            ; marker where the text of the backend answering now begins
   prefix          ; stars put before the answer's headline lines ("" for none)
   (pending "")    ; text held back: a line of only stars, not yet complete
   (at-bol t)      ; whether the next text begins a line
@@ -260,6 +261,7 @@ the answer streams in as one undo step; \\[org-agent-here-stop] stops it."
                       (org-agent-here--job-end job) (copy-marker (point) t)
                       (org-agent-here--job-at-bol job) (bolp)
                       (org-agent-here--job-prefix job) (make-string (or level 0) ?*)))))
+          (setf (org-agent-here--job-step job) (copy-marker (org-agent-here--job-end job)))
           (org-agent-here--send job prompt
                                 (and focus (list :focus focus)))
           (add-hook 'kill-buffer-hook #'org-agent-here--buffer-killed nil t)
@@ -388,12 +390,22 @@ back until its line goes on or FINAL says the answer is complete."
 (defun org-agent-here--release (job)
   "Let go of JOB's markers in its buffer."
   (dolist (m (list (org-agent-here--job-start job) (org-agent-here--job-end job)
-                   (org-agent-here--job-heading job)))
+                   (org-agent-here--job-heading job) (org-agent-here--job-step job)))
     (when (markerp m) (set-marker m nil))))
 
 (defun org-agent-here--failover (job event)
   "A backend failed (EVENT): drop what it streamed for JOB if asked; name the next."
-  (let ((next (plist-get event :next)))
+  (let ((next (plist-get event :next))
+        (step (org-agent-here--job-step job)))
+    (when (and (plist-get event :discard) step (marker-buffer step))
+      (with-current-buffer (marker-buffer step)
+        (unless buffer-read-only
+          (save-restriction
+            (widen)
+            (delete-region step (org-agent-here--job-end job))
+            (setf (org-agent-here--job-pending job) ""
+                  (org-agent-here--job-started job) nil
+                  (org-agent-here--job-at-bol job) (save-excursion (goto-char step) (bolp)))))))
     (when next
       (setf (org-agent-here--job-label job)
             (org-agent-backends-label (or (org-agent-backends-named next) (list :name next))))

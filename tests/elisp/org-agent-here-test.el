@@ -92,6 +92,32 @@ Headlines in the answer are demoted below the child, so the outline keeps its sh
           (org-agent-here-test--undo)
           (should (equal (buffer-string) before)))))))
 
+(ert-deftest org-agent-here-failover-drops-the-failed-text-and-names-the-next-model ()
+  "When a backend fails mid-stream, its text goes and the child names the backend that answered."
+  (org-agent-test-with-server ()
+    (setq org-agent-backends
+          (list (list :name "first" :url (format "http://127.0.0.1:%d/v1" port)
+                      :model "m1" :key "sk-test" :idle-timeout 2)
+                (list :name "second" :url (format "http://127.0.0.1:%d/v1" port)
+                      :model "m2" :key "sk-test" :idle-timeout 2)))
+    (org-agent-here-test--in-buffer org-mode "* Topic\n"
+      (org-agent-test-server-push :text "Broken words that never end because the stream is cut"
+                                  :cut_at 700 :drip_ms 5)
+      (org-agent-test-server-push :text "Good answer.")
+      (let* ((seen nil)
+             (job (progn
+                    (add-hook 'after-change-functions
+                              (lambda (&rest _)
+                                (when (string-search "Broken" (buffer-string)) (setq seen t)))
+                              nil t)
+                    (org-agent-here-ask "Tell me" 'child))))
+        (should (eq (org-agent-here-test--settle job) 'done))
+        ;; The first backend's text was shown, then dropped.
+        (should seen)
+        (should (equal (buffer-string)
+                       (concat "* Topic\n** Tell me\n:PROPERTIES:\n:ORG_AGENT_MODEL: second (m2)\n"
+                               ":END:\nGood answer.\n")))))))
+
 (ert-deftest org-agent-here-auto-place-is-child-in-org-and-point-elsewhere ()
   "`auto' answers under a child heading in Org, at point in other buffers."
   (org-agent-test-with-server ()
