@@ -118,6 +118,35 @@ Headlines in the answer are demoted below the child, so the outline keeps its sh
                        (concat "* Topic\n** Tell me\n:PROPERTIES:\n:ORG_AGENT_MODEL: second (m2)\n"
                                ":END:\nGood answer.\n")))))))
 
+(ert-deftest org-agent-here-an-edit-the-model-asks-for-is-denied ()
+  "An answer in place edits nothing through tools: an edit it asks for is denied, the model told."
+  (org-agent-test-with-server
+      ((notes (make-temp-file "org-agent-here-notes" t))
+       (org-agent-directories (list notes))
+       (org-agent-chat-ask-in-batch t))
+    (unwind-protect
+        (let* ((file (expand-file-name "tasks.org" notes))
+               (_ (with-temp-file file (insert "* TODO Call the plumber\n")))
+               (_ (org-agent-ingest-file file))
+               (id (plist-get (car (org-agent-query :type 'headline)) :id)))
+          (should id)
+          (org-agent-here-test--in-buffer text-mode ""
+            (org-agent-test-server-push :text "" :calls `[("set_todo" ((id . ,id) (state . "DONE")))])
+            (org-agent-test-server-push :text "I could not mark it done.")
+            (let ((job (org-agent-here-ask "Mark the plumber task done" 'point)))
+              (should (eq (org-agent-here-test--settle job) 'done))
+              (should (equal (buffer-string) "I could not mark it done."))))
+          (with-temp-buffer
+            (insert-file-contents file)
+            (should (equal (buffer-string) "* TODO Call the plumber\n")))
+          ;; The model was told the edit was denied.
+          (let* ((body (nth 1 (org-agent-test-server-requests)))
+                 (tool (seq-find (lambda (m) (equal (cdr (assoc "role" m)) "tool"))
+                                 (cdr (assoc "messages" body)))))
+            (should (string-match-p "den" (cdr (assoc "content" tool))))))
+      (org-agent-test-kill-file-buffers notes)
+      (delete-directory notes t))))
+
 (ert-deftest org-agent-here-auto-place-is-child-in-org-and-point-elsewhere ()
   "`auto' answers under a child heading in Org, at point in other buffers."
   (org-agent-test-with-server ()
