@@ -25,6 +25,7 @@
 (require 'org-agent-store)
 (require 'subr-x)
 (require 'seq)
+(org-agent--declare-module-functions)
 
 (defvar org-agent-context-items nil
   "What the user added to the context of the next turns, newest first.
@@ -62,7 +63,7 @@ Within a request, added items share a budget as large as the notes'
     "a killed buffer"))
 
 (defun org-agent-context--add (item)
-  "Add ITEM unless an equal one is there; say what the context holds."
+  "Add ITEM unless an equal one is there; say how many items there are."
   (unless (seq-find (lambda (other) (org-agent-context--same-p item other))
                     org-agent-context-items)
     (push item org-agent-context-items))
@@ -85,7 +86,7 @@ Within a request, added items share a budget as large as the notes'
 
 ;;;###autoload
 (defun org-agent-context-add ()
-  "Add the region to the context of the next turns, else the whole buffer.
+  "Add the region to the context of what you ask next, else the whole buffer.
 Its text is read when each turn is sent."
   (interactive)
   (org-agent-context--add
@@ -98,7 +99,8 @@ Its text is read when each turn is sent."
 
 ;;;###autoload
 (defun org-agent-context-add-file (file)
-  "Add FILE to the context of the next turns; its text is read when each is sent."
+  "Add FILE to the context of what you ask next.
+Its text is read each time a message is sent."
   (interactive "fAdd file to the context: ")
   (let ((file (expand-file-name file)))
     (unless (file-readable-p file)
@@ -111,7 +113,7 @@ Its text is read when each turn is sent."
 
 ;;;###autoload
 (defun org-agent-context-add-note ()
-  "Add a note of the store, chosen by outline path, to the context of the next turns."
+  "Add a note of the store, chosen by outline path, to the context."
   (interactive)
   (org-agent--require-started)
   (pcase-let* ((`(,file ,pos) (org-agent--read-headline "Add note to the context: "))
@@ -163,7 +165,7 @@ Its text is read when each turn is sent."
               (cons (buffer-string) file)))))))
 
 (defun org-agent-context-options ()
-  "The turn option carrying the added items, for the module: (:context-items ITEMS).
+  "Return the turn option with the added items: (:context-items ITEMS).
 nil when nothing is added.  A killed buffer or a vanished file is
 left out, and said to be."
   (when org-agent-context-items
@@ -219,7 +221,7 @@ left out, and said to be."
 
 ;;;###autoload
 (defun org-agent-context ()
-  "List what is added to the context of the next turns."
+  "List what is added to the context of what you ask next."
   (interactive)
   (with-current-buffer (get-buffer-create org-agent-context-list-buffer)
     (org-agent-context-mode)

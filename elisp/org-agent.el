@@ -57,6 +57,8 @@
 (require 'org-agent-backends)
 (require 'org-agent-semantic)
 (require 'org-agent-chat)
+(require 'org-agent-here)
+(require 'org-agent-menu)
 (require 'org-agent-skills)
 (require 'org-agent-runs)
 (require 'org-agent-approvals)
