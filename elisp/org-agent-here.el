@@ -202,9 +202,52 @@ That is `child', `point' or `chat'."
         (concat (string-trim-right (substring line 0 (1- org-agent-here-title-length))) "…")
       line)))
 
+(defcustom org-agent-here-branching t
+  "Whether a question asked inside an Org conversation carries its branch.
+An Org buffer holds a conversation where answers of the agent are
+headings with an ORG_AGENT_MODEL property.  A question asked under
+such a heading (or under its ancestors' children) goes with the path
+from the top heading down to the heading at point: each heading and
+its own text, oldest first.  Siblings are other branches and are
+left out, as are private subtrees."
+  :type 'boolean
+  :group 'org-agent-chat)
+
+(defun org-agent-here--branch ()
+  "The Org conversation the heading at point continues, as Org text, or nil.
+The path from the top heading down to the heading at point, each
+with its own text but not its children; nil unless one of them is an
+answer of the agent (it has ORG_AGENT_MODEL)."
+  (when (and org-agent-here-branching (derived-mode-p 'org-mode)
+             (not (save-excursion (org-before-first-heading-p))))
+    (save-excursion
+      (org-back-to-heading t)
+      (let (path answered)
+        (while (progn
+                 (let ((start (point))
+                       (end (save-excursion
+                              (outline-next-heading)
+                              (point))))
+                   (when (org-entry-get nil "ORG_AGENT_MODEL")
+                     (setq answered t))
+                   (push (buffer-substring-no-properties start end) path))
+                 (org-up-heading-safe)))
+        (when answered
+          (org-agent-here--redact
+           (mapconcat (lambda (part) (if (string-suffix-p "\n" part) part (concat part "\n")))
+                      path "")))))))
+
 (defun org-agent-here--prompt (question selection place)
   "The message sent for QUESTION with SELECTION (text or nil) answered in PLACE."
   (concat
+   (when-let ((branch (and (memq place '(child point)) (org-agent-here--branch))))
+     (format "This question continues a conversation kept in my Org notes: the path \
+from its first heading down to here, oldest first (headings with ORG_AGENT_MODEL are \
+your earlier answers; other branches are left out).
+-----BEGIN CONVERSATION-----
+%s-----END CONVERSATION-----
+
+" branch))
    question
    (and selection
         (format "\n\nThe text I selected in %s:\n-----BEGIN SELECTION-----\n%s%s-----END SELECTION-----"

@@ -92,6 +92,35 @@ Headlines in the answer are demoted below the child, so the outline keeps its sh
           (org-agent-here-test--undo)
           (should (equal (buffer-string) before)))))))
 
+(ert-deftest org-agent-here-a-follow-up-carries-its-branch-only ()
+  "Asked under an earlier answer, the question goes with the path down to it.
+Siblings are other branches: left out; so are private subtrees."
+  (org-agent-test-with-server ()
+    (org-agent-here-test--in-buffer org-mode
+        (concat "* Router plans\nTOP-MARK\n"
+                "** Which router?\n:PROPERTIES:\n:ORG_AGENT_MODEL: test (test)\n:END:\n"
+                "BRANCH-MARK the quiet one.\n"
+                "*** Aside :private:\nPRIVATE-MARK\n"
+                "** Which cable?\n:PROPERTIES:\n:ORG_AGENT_MODEL: test (test)\n:END:\n"
+                "SIBLING-MARK cat 6.\n")
+      (search-forward "Which router?")
+      (org-agent-test-server-push :text "It costs 80.")
+      (let ((job (org-agent-here-ask "How much is it?" 'child)))
+        (should (eq (org-agent-here-test--settle job) 'done))
+        (let ((sent (org-agent-here-test--last-user-text)))
+          (should (string-search "-----BEGIN CONVERSATION-----\n* Router plans\nTOP-MARK\n** Which router?" sent))
+          (should (string-search "BRANCH-MARK" sent))
+          (should-not (string-search "SIBLING-MARK" sent))
+          (should-not (string-search "PRIVATE-MARK" sent))
+          (should (string-match-p "-----END CONVERSATION-----\n\nHow much is it\\?" sent))))
+      ;; Outside a conversation (no answer on the path), nothing goes with the question.
+      (goto-char (point-max))
+      (insert "* Shopping\nMILK-MARK\n")
+      (org-agent-test-server-push :text "Eggs.")
+      (let ((job (org-agent-here-ask "What else?" 'child)))
+        (should (eq (org-agent-here-test--settle job) 'done))
+        (should-not (string-search "CONVERSATION" (org-agent-here-test--last-user-text)))))))
+
 (ert-deftest org-agent-here-failover-drops-the-failed-text-and-names-the-next-model ()
   "When a backend fails mid-stream, its text goes and the child names the backend that answered."
   (org-agent-test-with-server ()
