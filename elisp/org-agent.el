@@ -59,6 +59,7 @@
 (require 'org-agent-chat)
 (require 'org-agent-here)
 (require 'org-agent-menu)
+(require 'org-agent-babel)
 (require 'org-agent-skills)
 (require 'org-agent-runs)
 (require 'org-agent-approvals)
