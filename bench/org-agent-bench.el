@@ -2065,6 +2065,83 @@ Return its outcome plist; it runs in a store of its own."
                           miss (cl-count-if (lambda (r) (member (nth 4 r) '("PASS" "MISS" "FAIL" "n/a")))
                                             org-agent-bench--results))))
 
+;;;; 15. Streaming where the user is: an answer in place, a rewrite
+
+(defun org-agent-bench--stalls-while (thunk done)
+  "Call THUNK, let Emacs run until DONE; return (WORST-MS SECONDS TICKS NO-GC-MS).
+A 5 ms timer measures how late it fires: the worst lateness is the
+worst main-thread stall while the stream lands."
+  (let* ((last (float-time)) (worst 0.0) (worst-no-gc 0.0) (ticks 0) (seen-gcs gcs-done)
+         (timer (run-at-time 0 0.005
+                             (lambda ()
+                               (let* ((now (float-time))
+                                      (late (- now last 0.005)))
+                                 (setq worst (max worst late))
+                                 (when (= gcs-done seen-gcs)
+                                   (setq worst-no-gc (max worst-no-gc late)))
+                                 (setq last now seen-gcs gcs-done ticks (1+ ticks))))))
+         (t0 (float-time)))
+    (unwind-protect
+        (progn (funcall thunk)
+               (org-agent-bench--wait-for done 120))
+      (cancel-timer timer))
+    (list (* 1000 worst) (- (float-time) t0) ticks (* 1000 worst-no-gc))))
+
+(defun org-agent-bench-here ()
+  "Section 15: 2,000 tokens at 100 tokens/s into an Org note and into a rewrite."
+  (require 'org-agent-test-server
+           (expand-file-name "tests/elisp/org-agent-test-server.el" org-agent-bench-root))
+  (require 'org-agent-here)
+  (org-agent-bench--out "\n== 15. Streaming where you are: 2,000 tokens at 100 tokens/s")
+  (let* ((binary (or (getenv "ORG_AGENT_BENCH_LLM_SERVER")
+                     (org-agent-test-server-binary org-agent-bench-root t)))
+         (port (org-agent-test-server-start binary))
+         (org-agent-backends `((:name "bench" :url ,(format "http://127.0.0.1:%d/v1" port)
+                                :model "bench" :key "sk-bench" :idle-timeout 10)))
+         (buffer (generate-new-buffer "bench-here")))
+    (unwind-protect
+        (with-current-buffer buffer
+          (org-mode)
+          (buffer-enable-undo)
+          (insert "* Project\nSome text.\n** Child\nBody.\n")
+          (goto-char (point-min))
+          ;; A warm-up: the connection, the code paths.
+          (org-agent-test-server-push :text "ok")
+          (let ((job (org-agent-here-ask "Warm up?" 'child)))
+            (org-agent-bench--wait-for
+             (lambda () (not (eq (org-agent-here--job-state job) 'running))) 30))
+          (goto-char (point-min))
+          (org-agent-test-server-push :tokens 2000 :text "word " :drip_ms 10)
+          (let* ((job nil)
+                 (m (org-agent-bench--stalls-while
+                     (lambda () (setq job (org-agent-here-ask "A long answer?" 'child)))
+                     (lambda () (not (eq (org-agent-here--job-state job) 'running))))))
+            (org-agent-bench--out "  answer in place (child heading): %d words in %.1f s, %d ticks, worst stall %s ms, %s ms outside garbage collections"
+                                  (how-many "word" (point-min) (point-max)) (nth 1 m) (nth 2 m)
+                                  (org-agent-bench--fmt (nth 0 m)) (org-agent-bench--fmt (nth 3 m)))
+            (org-agent-bench--row "15 worst main-thread stall, answer in place" (nth 0 m)
+                                  "ms" "<= 16" (org-agent-bench--verdict (nth 0 m) #'<= 16))
+            (org-agent-bench--row "15 worst stall outside GCs, answer in place" (nth 3 m)
+                                  "ms" "<= 16" (org-agent-bench--verdict (nth 3 m) #'<= 16)))
+          (erase-buffer)
+          (insert "Some prose to rewrite.\n")
+          (org-agent-test-server-push :tokens 2000 :text "word " :drip_ms 10)
+          (let* ((job nil)
+                 (m (org-agent-bench--stalls-while
+                     (lambda ()
+                       (setq job (org-agent-here-rewrite (point-min) (point-max) "Longer.")))
+                     (lambda () (not (eq (org-agent-here--job-state job) 'running))))))
+            (org-agent-bench--out "  rewrite proposal: %.1f s, %d ticks, worst stall %s ms, %s ms outside garbage collections (diff included)"
+                                  (nth 1 m) (nth 2 m) (org-agent-bench--fmt (nth 0 m))
+                                  (org-agent-bench--fmt (nth 3 m)))
+            (org-agent-bench--row "15 worst main-thread stall, rewrite" (nth 0 m)
+                                  "ms" "<= 16" (org-agent-bench--verdict (nth 0 m) #'<= 16))
+            (org-agent-bench--row "15 worst stall outside GCs, rewrite" (nth 3 m)
+                                  "ms" "<= 16" (org-agent-bench--verdict (nth 3 m) #'<= 16))))
+      (with-current-buffer buffer (set-buffer-modified-p nil))
+      (kill-buffer buffer)
+      (org-agent-test-server-stop))))
+
 (defun org-agent-bench-run ()
   "Run the whole benchmark and print the report."
   (let ((start (current-time))
@@ -2076,6 +2153,13 @@ Return its outcome plist; it runs in a store of its own."
       (unwind-protect
           (progn (org-agent-bench--header)
                  (org-agent-bench-hostile))
+        (org-agent-bench--cleanup))
+      (kill-emacs 0))
+    (when (equal (getenv "ORG_AGENT_BENCH_ONLY") "here")
+      (unwind-protect
+          (progn (org-agent-bench--header)
+                 (org-agent-bench-here)
+                 (org-agent-bench--summary))
         (org-agent-bench--cleanup))
       (kill-emacs 0))
     (when (equal (getenv "ORG_AGENT_BENCH_ONLY") "approvals")

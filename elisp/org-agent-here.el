@@ -760,7 +760,7 @@ drawers and blocks of the text it replaces (or the text is not Org)."
     (setf (org-agent-here--job-diff job) diff)
     (if (executable-find diff-command)
         (diff-no-select (org-agent-here--job-original-buffer job) (org-agent-here--job-proposal job)
-                        "-u" t diff)
+                        "-u" nil diff)
       (with-current-buffer diff
         (let ((inhibit-read-only t))
           (erase-buffer)
