@@ -13,6 +13,7 @@
 (require 'org-agent-test-setup)
 (require 'org-agent-chat)
 (require 'org-agent-presets)
+(require 'org-agent-context)
 (require 'org-agent-test-server)
 (require 'cl-lib)
 
@@ -163,6 +164,49 @@
       (should (string-match-p "\"missing\""
                               (cadr (should-error (org-agent-backends-cascade)
                                                   :type 'user-error)))))))
+
+(ert-deftest org-agent-presets-and-context-work-in-a-resumed-chat ()
+  "A chat continued from its file takes @NAME, a chosen preset and added context."
+  (org-agent-test-with-server
+      ((org-agent-presets org-agent-presets-test-presets)
+       (org-agent-context-items nil))
+    (let ((file (expand-file-name "presets-resumed.org" (org-agent-chat--directory))))
+      (make-directory (file-name-directory file) t)
+      (with-temp-file file
+        (insert "#+TITLE: org-agent chat\n#+CONVERSATION: presets-resumed\n\n"
+                "* You\nWhere is the router?\n* Assistant\nIn the hall.\n* You\n"))
+      (org-agent-test-kill-chat)
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (_prompt table &rest _)
+                   (car (seq-find (lambda (c) (string-match-p "Where is the router" (car c)))
+                                  table)))))
+        (with-current-buffer (org-agent-chat '(4))
+          (unwind-protect
+              (progn
+                (should (equal org-agent-chat--conversation "presets-resumed"))
+                (with-temp-buffer
+                  (insert "RESUMED-CONTEXT-MARK")
+                  (org-agent-context-add)
+                  (with-current-buffer (org-agent-chat)
+                    (org-agent-test-server-push :text "Still there.")
+                    (funcall send "@terse And the cable?")
+                    (should (org-agent-test-wait (lambda () finished) 30))))
+                (let ((request (org-agent-presets-test--last-request)))
+                  (should (equal (alist-get "model" request nil nil #'equal) "test-small"))
+                  (should (string-match-p "PRESET-MARK"
+                                          (org-agent-presets-test--system-text request)))
+                  (should (string-match-p "RESUMED-CONTEXT-MARK"
+                                          (org-agent-presets-test--system-text request)))
+                  ;; The earlier turns went too: the conversation was resumed, not begun.
+                  (should (string-match-p "In the hall"
+                                          (json-encode (alist-get "messages" request
+                                                                  nil nil #'equal)))))
+                (should (string-match-p "preset none" (org-agent-presets-describe)))
+                (org-agent-preset-choose "terse")
+                (should (string-match-p "preset terse" (org-agent-presets-describe))))
+            (org-agent-context-clear)
+            (set-buffer-modified-p nil)
+            (kill-buffer)))))))
 
 (provide 'org-agent-presets-test)
 ;;; org-agent-presets-test.el ends here
