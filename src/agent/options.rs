@@ -9,6 +9,7 @@ use crate::llm::cascade::{Policy, Routing, Tier};
 use crate::llm::config::{backends_from_sexp, tiers_from_sexp, ConfigError};
 use crate::llm::embeddings::EmbeddingBackend;
 use crate::llm::http::Backend;
+use crate::llm::prices::Prices;
 use crate::sexp::fields::Fields;
 use crate::sexp::Value;
 use crate::tools::emacs::ElispTool;
@@ -45,6 +46,8 @@ pub struct ChatSetup {
     /// The folder of messages the user set aside as files (too large to send): read_file
     /// may read it.
     pub paste_dir: Option<String>,
+    /// The user's prices over the built-in table (`org-agent-prices`).
+    pub prices: Prices,
 }
 
 /// Bounds of every background run.
@@ -197,6 +200,9 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
     }
     if let Some(shell) = o.get("shell").filter(|v| !crate::sexp::is_nil(v)) {
         setup.shell = Some(shell_config(shell)?);
+    }
+    if let Some(prices) = o.get("prices") {
+        setup.prices = crate::llm::config::prices_from_sexp(prices)?;
     }
     Ok(setup)
 }
