@@ -20,8 +20,9 @@
            :model "test" :key "sk-test")))
 
 (defmacro org-agent-cost-test--chat (prices &rest body)
-  "Run BODY in a fresh chat against the test server, with `org-agent-prices' PRICES.
-`send' sends its argument and waits for the turn to end."
+  "Run BODY in a fresh chat against the test server, priced by PRICES.
+PRICES is the value of `org-agent-prices'.  `send' sends its argument and
+waits for the turn to end."
   (declare (indent 1) (debug t))
   `(org-agent-test-with-store
      (let* ((port (org-agent-test-start-server))
