@@ -72,12 +72,32 @@ the cascade.  Example:
 (defcustom org-agent-budget nil
   "Limits on what requests to LLMs may spend, a plist, or nil for none.
 Keys: :conversation-tokens (per conversation), :day-tokens and
-:day-cost (per day, UTC; cost from each backend's :price, a cons of
-prices per million input and output tokens, e.g. (3.0 . 15.0)).
+:day-cost (per day, UTC, in USD; the cost the chat shows: a backend's
+:price, else `org-agent-prices', else the built-in table; a request
+whose price is unknown counts no cost).
 :over says what happens to a request that would go over: `refuse'
 \(the default; the chat says why and nothing is sent) or a tier of
 `org-agent-model-tiers' (e.g. `reflex') whose backends answer instead."
   :type '(plist :key-type symbol :value-type sexp)
+  :group 'org-agent-backends)
+
+(defcustom org-agent-prices nil
+  "Prices of models, over the built-in table, in USD per million tokens.
+Each entry is (PATTERN INPUT OUTPUT [CACHED]): PATTERN matches a model
+name that begins with it, ignoring case (the whole name or the part
+after its last \"/\"); the longest matching pattern wins.  CACHED is
+the price of prompt tokens the provider served from its cache (the
+input price when absent).  A backend's own :price (INPUT . OUTPUT)
+comes first; then this table; then a server on this machine costs
+nothing; then the built-in table of common hosted models.  A model
+none of them knows has an unknown cost, shown as \"?\".  Example:
+  ((\"gpt-4o\" 2.5 10.0 1.25) (\"my-finetune\" 0.3 1.2))
+Cost is shown in the chat's header line and by `org-agent-status', and
+counts against `org-agent-budget' :day-cost."
+  :type '(repeat (list (string :tag "Model name prefix")
+                       (number :tag "Input")
+                       (number :tag "Output")
+                       (repeat :tag "Cached input (optional)" :inline t number)))
   :group 'org-agent-backends)
 
 (defcustom org-agent-consensus nil
@@ -236,7 +256,8 @@ which is not in `org-agent-backends'" name))))
 
 (defun org-agent-backends-options ()
   "The settings of the next turn about its backends, a plist for the module.
-Tiers, the pool they draw from, cooldown, retry cap, budget and consensus."
+Tiers, the pool they draw from, cooldown, retry cap, budget, prices and
+consensus."
   (list
    ;; Tiers name configured backends; the local fallback model serves every tier.
    :tiers (and org-agent-backends org-agent-model-tiers)
@@ -246,6 +267,7 @@ Tiers, the pool they draw from, cooldown, retry cap, budget and consensus."
    :cooldown org-agent-cooldown
    :retry-cap org-agent-retry-cap
    :budget org-agent-budget
+   :prices org-agent-prices
    :consensus org-agent-consensus))
 
 ;;;; The local model

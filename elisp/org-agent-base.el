@@ -143,6 +143,7 @@ permissions, the shell tool's sandbox and the audit file."
     (org-agent--chat-forget conversation)
     (org-agent--log)
     (org-agent--telemetry)
+    (org-agent--spent-today)
     (org-agent--chat-restore conversation messages)
     (org-agent--chat-history conversation)
     (org-agent--skill-run name text provenance backend options)

@@ -109,6 +109,15 @@ ANSWER is nil when the turn ended with an error or was interrupted.")
   "What the chat is doing, for the header line.")
 (defvar-local org-agent-chat--tokens 0
   "Tokens used by this conversation.")
+(defvar-local org-agent-chat--spent nil
+  "What this conversation's requests cost: (COST UNKNOWN ESTIMATED).
+COST is the sum in USD of those whose price is known; UNKNOWN is
+non-nil when some request's price is unknown; ESTIMATED when some
+provider did not count its tokens.  A conversation continued from its
+file starts again from nil.")
+(defvar-local org-agent-chat--turn-spent nil
+  "What the last turn's requests used: (TOKENS COST UNKNOWN ESTIMATED).
+As `org-agent-chat--spent', with the turn's tokens first.")
 (defvar-local org-agent-chat--backend-name nil
   "Name and model of the backend in use, for the header line.")
 (defvar-local org-agent-chat--step-start nil
@@ -210,9 +219,76 @@ Called in the chat buffer, so its keys are the ones it has."
        "  \\[org-agent-chat-quit] interrupts"
      "  \\[org-agent-chat-send] sends, \\[org-agent-new-chat] new chat, \\[describe-mode] help")))
 
+(defun org-agent-chat-format-tokens (tokens &optional estimated)
+  "Return TOKENS short: 850, 1.2k, 3.4M; with \"~\" first if ESTIMATED."
+  (concat (if estimated "~" "")
+          (cond ((< tokens 1000) (format "%d" tokens))
+                ((< tokens 1000000) (format "%.1fk" (/ tokens 1000.0)))
+                (t (format "%.1fM" (/ tokens 1000000.0))))))
+
+(defun org-agent-chat-format-cost (cost &optional unknown)
+  "Return COST in USD short: $0, $0.0042, $1.25.
+With UNKNOWN (some request's price is unknown), \"?\" is added, or
+stands alone when nothing of COST is known."
+  (cond ((and unknown (zerop cost)) "$?")
+        (t (concat (cond ((zerop cost) "$0")
+                         ((< cost 0.0001) "$<0.0001")
+                         ((< cost 1)
+                          (concat "$" (replace-regexp-in-string
+                                       "0+\\'" "" (format "%.4f" cost))))
+                         (t (format "$%.2f" cost)))
+                   (if unknown "+?" "")))))
+
+(defun org-agent-chat-spent (&optional buffer)
+  "Return what the conversation of the chat BUFFER has used, a plist.
+BUFFER defaults to the chat buffer named `org-agent-chat-buffer-name';
+nil when there is none.  Keys: :tokens, :cost (USD, of the requests
+whose price is known), :unknown (non-nil when some price is unknown),
+:estimated (non-nil when some tokens were estimated), and :turn, the
+same of the last turn, or nil before one."
+  (let ((buffer (or buffer (get-buffer org-agent-chat-buffer-name))))
+    (when (and (buffer-live-p buffer)
+               (with-current-buffer buffer (derived-mode-p 'org-agent-chat-mode)))
+      (with-current-buffer buffer
+        (let ((turn org-agent-chat--turn-spent))
+          (list :tokens org-agent-chat--tokens
+                :cost (or (car org-agent-chat--spent) 0)
+                :unknown (nth 1 org-agent-chat--spent)
+                :estimated (nth 2 org-agent-chat--spent)
+                :turn (and turn (list :tokens (nth 0 turn) :cost (nth 1 turn)
+                                      :unknown (nth 2 turn) :estimated (nth 3 turn)))))))))
+
+(defun org-agent-chat--usage (event)
+  "Count the usage EVENT in this conversation and its last turn."
+  (let ((tokens (+ (or (plist-get event :prompt-tokens) 0)
+                   (or (plist-get event :completion-tokens) 0)))
+        (cost (plist-get event :cost))
+        (estimated (plist-get event :estimated))
+        (turn (or org-agent-chat--turn-spent (list 0 0 nil nil)))
+        (conv (or org-agent-chat--spent (list 0 nil nil))))
+    (setq org-agent-chat--tokens (+ org-agent-chat--tokens tokens)
+          org-agent-chat--turn-spent
+          (list (+ (nth 0 turn) tokens) (+ (nth 1 turn) (or cost 0))
+                (or (nth 2 turn) (null cost)) (or (nth 3 turn) estimated))
+          org-agent-chat--spent
+          (list (+ (nth 0 conv) (or cost 0))
+                (or (nth 1 conv) (null cost)) (or (nth 2 conv) estimated)))))
+
+(defun org-agent-chat--usage-label ()
+  "The header's usage: the last turn's tokens and cost, then the conversation's."
+  (let ((turn org-agent-chat--turn-spent)
+        (conv org-agent-chat--spent))
+    (if (not turn)
+        (format "%s tok" (org-agent-chat-format-tokens org-agent-chat--tokens))
+      (format "%s tok %s · conv %s tok %s"
+              (org-agent-chat-format-tokens (nth 0 turn) (nth 3 turn))
+              (org-agent-chat-format-cost (nth 1 turn) (nth 2 turn))
+              (org-agent-chat-format-tokens org-agent-chat--tokens (nth 2 conv))
+              (org-agent-chat-format-cost (or (car conv) 0) (nth 1 conv))))))
+
 (defun org-agent-chat--header ()
-  "The header line: backend, state (time, tokens so far), tokens, focus, keys."
-  (format " org-agent  %s  %s%s  %d tokens%s%s%s"
+  "The header line: backend, state, usage and cost, focus, keys."
+  (format " org-agent  %s  %s%s  %s%s%s%s"
           (or org-agent-chat--backend-name (org-agent-backends-next-label))
           org-agent-chat--state
           (if org-agent-chat--turn-start
@@ -223,7 +299,7 @@ Called in the chat buffer, so its keys are the ones it has."
                           (format ", ~%d tokens written" (/ org-agent-chat--streamed-chars 4))
                         ""))
             "")
-          org-agent-chat--tokens
+          (org-agent-chat--usage-label)
           (if org-agent-chat--focus-title
               (format "  focus: %s" org-agent-chat--focus-title)
             "")
@@ -545,7 +621,8 @@ to use the skill."
 (defun org-agent-chat--start-clock ()
   "Start timing the turn being sent, shown in the header line each second."
   (setq org-agent-chat--turn-start (current-time)
-        org-agent-chat--streamed-chars 0)
+        org-agent-chat--streamed-chars 0
+        org-agent-chat--turn-spent nil)
   (unless org-agent-chat--ticker
     (setq org-agent-chat--ticker
           (run-at-time 1 1 #'org-agent-chat--tick (current-buffer)))))
@@ -884,6 +961,8 @@ answers, interrupt it first (\\[org-agent-interrupt])."
           (erase-buffer)
           (org-agent-chat--begin)
           (setq org-agent-chat--tokens 0
+                org-agent-chat--spent nil
+                org-agent-chat--turn-spent nil
                 org-agent-chat--reasoning nil
                 org-agent-chat--backend-name nil
                 org-agent-chat--state "idle")
@@ -1210,11 +1289,7 @@ approves it once."
                                (plist-get event :proposals) "")))
            (setq org-agent-chat--after-tool t
                  org-agent-chat--step-start nil))
-          ('usage
-           (setq org-agent-chat--tokens
-                 (+ org-agent-chat--tokens
-                    (or (plist-get event :prompt-tokens) 0)
-                    (or (plist-get event :completion-tokens) 0))))
+          ('usage (org-agent-chat--usage event))
           ('done
            (org-agent-chat--finish (plist-get event :answer)))
           ('error

@@ -308,9 +308,33 @@ For `org-agent-status'."
                       (plist-get s :runs) (plist-get s :failures)
                       (if (plist-get s :reason) (format " — %s" (plist-get s :reason)) ""))))))
 
+(defun org-agent--status-cost ()
+  "Insert what the chat's conversation and today's requests cost.
+For `org-agent-status'.  Today is the budget's day (UTC), every
+conversation and background run; the conversation is the chat buffer's
+since it was opened (a continued one starts again from zero)."
+  (let ((conv (org-agent-chat-spent))
+        (today (org-agent--spent-today)))
+    (insert "* Cost\n")
+    (when conv
+      (insert (format "- this conversation :: %s tokens, %s\n"
+                      (org-agent-chat-format-tokens (plist-get conv :tokens)
+                                                    (plist-get conv :estimated))
+                      (org-agent-chat-format-cost (plist-get conv :cost)
+                                                  (plist-get conv :unknown)))))
+    (insert (format "- today (%s UTC) :: %s tokens, %s%s\n"
+                    (plist-get today :day)
+                    (org-agent-chat-format-tokens (plist-get today :tokens))
+                    (org-agent-chat-format-cost (plist-get today :cost))
+                    (if (> (plist-get today :unpriced-tokens) 0)
+                        (format " (and %s tokens at unknown prices)"
+                                (org-agent-chat-format-tokens
+                                 (plist-get today :unpriced-tokens)))
+                      "")))))
+
 ;;;###autoload
 (defun org-agent-status ()
-  "Show the agent's telemetry per tool and backend, and the store statistics."
+  "Show the agent's telemetry per tool and backend, cost, and the store statistics."
   (interactive)
   (org-agent--require-started)
   (let ((telemetry (org-agent--telemetry))
@@ -323,6 +347,7 @@ For `org-agent-status'."
         (org-agent--status-table "Backends" (plist-get telemetry :backends))
         (org-agent--status-table "Tools" (plist-get telemetry :tools))
         (org-agent--status-skills)
+        (org-agent--status-cost)
         (insert "* Store\n")
         (insert (format "- files :: %d\n- headlines :: %d\n- versions :: %d\n- on disk :: %s\n- turn in flight :: %s\n"
                         (plist-get stats :files) (plist-get stats :headlines)

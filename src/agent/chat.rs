@@ -103,21 +103,20 @@ impl Runtime {
         if clients.is_empty() {
             return Err("no backend is configured".to_string());
         }
-        let budget = match setup.budget {
-            None => None,
-            Some((limits, fallback)) => Some(Budget {
-                limits,
-                ledger: self.ledger(),
-                fallback: match fallback {
-                    None => None,
-                    Some(backends) => Some(Cascade::new(
-                        chat_clients(backends)?,
-                        self.health().clone(),
-                        policy,
-                    )),
-                },
-            }),
-        };
+        // Without limits the budget still keeps the day's ledger (`org-agent-status`).
+        let (limits, fallback) = setup.budget.unwrap_or_default();
+        let budget = Some(Budget {
+            limits,
+            ledger: self.ledger(),
+            fallback: match fallback {
+                None => None,
+                Some(backends) => Some(Cascade::new(
+                    chat_clients(backends)?,
+                    self.health().clone(),
+                    policy,
+                )),
+            },
+        });
         let skill = setup.skill.clone();
         let llm = Cascade::new(clients, self.health().clone(), policy);
         // Where files may be read besides the notes: the directories the user's file rules
@@ -129,6 +128,7 @@ impl Runtime {
             eq.prompts = vec![PromptFragment::users(prompt)];
         }
         eq.budget = budget;
+        eq.prices = setup.prices;
         eq.semantic = self.semantic(setup.embedding)?;
         eq.operator = operator;
         eq.edit_tools = true;
@@ -422,10 +422,7 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
     Some(match e {
         TurnEvent::Delta(Delta::Text(t)) => ChatUpdate::Text(t),
         TurnEvent::Delta(Delta::Reasoning(t)) => ChatUpdate::Reasoning(t),
-        TurnEvent::Delta(Delta::Usage(u)) => ChatUpdate::Usage {
-            prompt: u.prompt_tokens,
-            completion: u.completion_tokens,
-        },
+        // What a request used is reported once it ended, priced (below).
         TurnEvent::Delta(_) => return None,
         TurnEvent::Proposed {
             call,
@@ -472,6 +469,9 @@ fn chat_update(e: TurnEvent) -> Option<ChatUpdate> {
             proposals,
         },
         TurnEvent::Warning(m) => ChatUpdate::Notice(m),
+        TurnEvent::Request {
+            spent: Some(spent), ..
+        } => ChatUpdate::Usage(spent),
         TurnEvent::Request { .. } | TurnEvent::Failed { .. } => return None,
     })
 }

@@ -13,6 +13,7 @@ use crate::gates::{Context, GateRules, Pipeline};
 use crate::llm::cascade::Cascade;
 use crate::llm::completion::ToolCall;
 use crate::llm::http::ChatClient;
+use crate::llm::prices::Prices;
 use crate::notes::{Notes, Privacy};
 use crate::sexp::{self, Sexp};
 use crate::skills::check_draft;
@@ -58,6 +59,9 @@ pub struct Equipment {
     pub semantic: Option<Semantic>,
     /// Token and cost limits, checked before every request.
     pub budget: Option<Budget>,
+    /// What each backend charges (the built-in table under `org-agent-prices`): the cost
+    /// the chat shows and the budget counts.
+    pub prices: Prices,
     /// Nobody waits for this turn (a skill's background run): the user's rules scoped to
     /// background runs hold, those scoped to the chat do not.
     pub background: bool,
@@ -95,6 +99,7 @@ impl Equipment {
             audit: None,
             semantic: None,
             budget: None,
+            prices: Prices::default(),
             background: false,
             permissions: Arc::new(Permissions::default()),
         };

@@ -186,8 +186,8 @@ pub enum ChatUpdate {
     /// Something the user should know about the turn (a request sent to a cheaper tier over
     /// budget, related notes unavailable).
     Notice(String),
-    /// Tokens used by the last request.
-    Usage { prompt: u64, completion: u64 },
+    /// What the last request used and cost (see [`crate::llm::prices`]).
+    Usage(crate::agent::turn::Spent),
     /// The turn ended with this answer.
     Done(String),
     /// The turn ended with an error.
@@ -526,9 +526,12 @@ impl ChatUpdate {
                 .text("message", error)
                 .put("next", opt_text(next.as_deref()))
                 .put("discard", Value::Bool(*discard)),
-            ChatUpdate::Usage { prompt, completion } => kind(p, "usage")
-                .put("prompt-tokens", Value::from(*prompt))
-                .put("completion-tokens", Value::from(*completion)),
+            ChatUpdate::Usage(spent) => kind(p, "usage")
+                .put("prompt-tokens", Value::from(spent.tokens.prompt))
+                .put("completion-tokens", Value::from(spent.tokens.completion))
+                .put("cached-tokens", Value::from(spent.tokens.cached))
+                .put("cost", spent.cost.map(Value::from).unwrap_or(Value::Nil))
+                .put("estimated", Value::Bool(spent.estimated)),
             ChatUpdate::Done(answer) => kind(p, "done").text("answer", answer),
             ChatUpdate::Error(m) => kind(p, "error").text("message", m),
             ChatUpdate::Interrupted => kind(p, "interrupted"),
@@ -568,6 +571,25 @@ mod tests {
             "(:type failed :request 3 :file \"/n/a.org\" :message \"gone\")"
         );
         assert_eq!(failed.file(), Some("/n/a.org"));
+        let usage = |cost| Event::Chat {
+            request: 5,
+            conversation: "c".into(),
+            update: ChatUpdate::Usage(crate::agent::turn::Spent {
+                tokens: crate::llm::prices::Tokens {
+                    prompt: 1200,
+                    completion: 30,
+                    cached: 200,
+                },
+                cost,
+                estimated: false,
+            }),
+        };
+        assert_eq!(
+            print(usage(Some(0.0042)).to_sexp().value()),
+            "(:type chat :request 5 :conversation \"c\" :kind usage :prompt-tokens 1200 \
+             :completion-tokens 30 :cached-tokens 200 :cost 0.0042 :estimated nil)"
+        );
+        assert!(print(usage(None).to_sexp().value()).contains(":cost nil"));
         let hits = Event::SearchResults {
             request: 1,
             hits: vec![("x".into(), 0.5)],

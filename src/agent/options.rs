@@ -10,6 +10,7 @@ use crate::llm::cascade::{Policy, Routing, Tier};
 use crate::llm::config::{backends_from_sexp, tiers_from_sexp, ConfigError};
 use crate::llm::embeddings::EmbeddingBackend;
 use crate::llm::http::Backend;
+use crate::llm::prices::Prices;
 use crate::sexp::fields::Fields;
 use crate::sexp::Value;
 use crate::tools::emacs::ElispTool;
@@ -49,6 +50,8 @@ pub struct ChatSetup {
     /// What the user added to the conversation's context, as Emacs gives it; the notes
     /// layer decides what of it the model sees.
     pub context_items: Vec<GivenItem>,
+    /// The user's prices over the built-in table (`org-agent-prices`).
+    pub prices: Prices,
 }
 
 /// One of `:context-items`: `(:label L :id ID)` or `(:label L :text T [:file F])`.
@@ -222,6 +225,9 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
     }
     if let Some(shell) = o.get("shell").filter(|v| !crate::sexp::is_nil(v)) {
         setup.shell = Some(shell_config(shell)?);
+    }
+    if let Some(prices) = o.get("prices") {
+        setup.prices = crate::llm::config::prices_from_sexp(prices)?;
     }
     Ok(setup)
 }

@@ -792,7 +792,7 @@ impl Runtime {
     }
 
     /// The ledger of the days' spending, kept beside the store.
-    pub(super) fn ledger(&self) -> Arc<Ledger> {
+    pub fn ledger(&self) -> Arc<Ledger> {
         self.ledger.read().clone()
     }
 

@@ -900,6 +900,27 @@ fn telemetry<'e>(env: &'e Env) -> Result<Value<'e>> {
     )
 }
 
+/// Return what requests to LLMs used today (UTC), as the budget's ledger counts them:
+/// (:day "YYYY-MM-DD" :tokens N :cost USD :unpriced-tokens N), the last being the tokens
+/// of requests whose price is unknown (not in :cost).
+#[defun]
+fn spent_today<'e>(env: &'e Env) -> Result<Value<'e>> {
+    let day = crate::gates::budget::today();
+    let used = runtime(env)?.ledger().used(&day);
+    plist(
+        env,
+        vec![
+            (kw(env, ":day")?, day.as_str().into_lisp(env)?),
+            (kw(env, ":tokens")?, (used.tokens as i64).into_lisp(env)?),
+            (kw(env, ":cost")?, used.cost.into_lisp(env)?),
+            (
+                kw(env, ":unpriced-tokens")?,
+                (used.unpriced_tokens as i64).into_lisp(env)?,
+            ),
+        ],
+    )
+}
+
 /// Replace the history of CONVERSATION with MESSAGES, a list of (ROLE . TEXT) where ROLE is
 /// `user' or `assistant' (to continue a conversation saved earlier).
 #[defun]

@@ -1,4 +1,4 @@
-//! Budgets: how many tokens (and, where prices are configured, how much money) a
+//! Budgets: how many tokens (and, where prices are known, how much money) a
 //! conversation and a day may spend on LLM requests. A gate before every request: a request
 //! that would go over is refused, or sent to a cheaper tier when the user said so — never
 //! sent silently.
@@ -6,11 +6,14 @@
 //! Requests are estimated before they are sent (prompt bytes / 4, see
 //! [`crate::llm::estimate_tokens`]); what they really used (the provider's usage, else
 //! the estimate plus the answer's estimate) is recorded after. The day's spending is kept in
-//! `usage.json` in the state directory, so restarting Emacs does not reset it.
+//! `usage.json` in the state directory, so restarting Emacs does not reset it. Costs come
+//! from [`crate::llm::prices`], the figures the chat shows: a request whose price is unknown
+//! counts no money (its tokens are kept apart, as unpriced).
 
 use crate::llm::cascade::{Answer, Cascade};
 use crate::llm::completion::Completion;
 use crate::llm::estimate_tokens;
+use crate::llm::prices::{self, Price, Tokens};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -31,6 +34,9 @@ pub struct Limits {
 pub struct DayUse {
     pub tokens: u64,
     pub cost: f64,
+    /// Of `tokens`, those of requests whose price is unknown (not in `cost`).
+    #[serde(default)]
+    pub unpriced_tokens: u64,
 }
 
 /// Spending per day (UTC), optionally persisted.
@@ -66,16 +72,19 @@ impl Ledger {
         self.days.lock().get(day).copied().unwrap_or_default()
     }
 
-    /// Records a request of `day` and saves the ledger (best effort: a full disk must not
-    /// stop the agent; the figures stay in memory).
-    pub fn add(&self, day: &str, tokens: u64, cost: f64) {
+    /// Records a request of `day` and what it cost (`None`: unknown), and saves the ledger
+    /// (best effort: a full disk must not stop the agent; the figures stay in memory).
+    pub fn add(&self, day: &str, tokens: u64, cost: Option<f64>) {
         // The file lock first: the snapshot taken under it is the newest when written.
         let _writing = self.writing.lock();
         let snapshot = {
             let mut days = self.days.lock();
             let d = days.entry(day.to_owned()).or_default();
             d.tokens += tokens;
-            d.cost += cost;
+            match cost {
+                Some(cost) => d.cost += cost,
+                None => d.unpriced_tokens += tokens,
+            }
             while days.len() > KEEP_DAYS {
                 let Some(oldest) = days.keys().next().cloned() else {
                     break;
@@ -105,14 +114,6 @@ pub fn today() -> String {
 /// The date `days` days after 1970-01-01, as YYYY-MM-DD.
 pub fn civil_date(days: i64) -> String {
     crate::store::date::Day(days).to_string()
-}
-
-/// A request's cost at `price` (input, output) per million tokens.
-pub fn cost(price: Option<(f64, f64)>, prompt: u64, completion: u64) -> f64 {
-    match price {
-        Some((input, output)) => (prompt as f64 * input + completion as f64 * output) / 1e6,
-        None => 0.0,
-    }
 }
 
 /// Why a request estimated at `tokens` (costing about `cost`) may not be sent, if it may not:
@@ -175,15 +176,20 @@ pub enum Route<'a> {
 
 impl Budget {
     /// Where a request estimated at `tokens` goes on `day`, `conversation` tokens having been
-    /// used in its conversation, `price` being the price of the backend it would go to.
+    /// used in its conversation, `price` being the price of the backend it would go to
+    /// ([`crate::llm::prices::Prices::of`]; unknown: no cost is counted).
     pub fn route(
         &self,
         day: &str,
         conversation: u64,
         tokens: u64,
-        price: Option<(f64, f64)>,
+        price: Option<Price>,
     ) -> Route<'_> {
-        let estimated_cost = cost(price, tokens, 0);
+        let prompt = Tokens {
+            prompt: tokens,
+            ..Tokens::default()
+        };
+        let estimated_cost = prices::cost(price, prompt).unwrap_or(0.0);
         let used = self.ledger.used(day);
         match (
             over(&self.limits, conversation, used, tokens, estimated_cost),
@@ -195,23 +201,36 @@ impl Budget {
         }
     }
 
-    /// Record on `day` what a request used, at `price`.
-    pub fn charge(&self, day: &str, (prompt, completion): (u64, u64), price: Option<(f64, f64)>) {
-        self.ledger
-            .add(day, prompt + completion, cost(price, prompt, completion));
+    /// Record on `day` what a request used, at `price`; what it cost (`None`: unknown).
+    pub fn charge(&self, day: &str, used: Tokens, price: Option<Price>) -> Option<f64> {
+        let cost = prices::cost(price, used);
+        self.ledger.add(day, used.total(), cost);
+        cost
     }
 }
 
-/// What `answer` used, prompt and completion tokens: the provider's count, else `estimate`
-/// for the prompt and an estimate of the answer's text and tool arguments. Times `copies`
-/// (the backends asked in consensus: their own figures do not come back, each is counted as
-/// the winner).
-pub fn usage(answer: &Answer, estimate: u64, copies: u64) -> (u64, u64) {
-    let (prompt, completion) = match answer.completion.usage {
-        Some(u) => (u.prompt_tokens, u.completion_tokens),
-        None => (estimate, estimated_completion(&answer.completion)),
+/// What `answer` used: the provider's count (with its cached prompt tokens), else
+/// `estimate` for the prompt and an estimate of the answer's text and tool arguments. Times
+/// `copies` (the backends asked in consensus: their own figures do not come back, each is
+/// counted as the winner).
+pub fn usage(answer: &Answer, estimate: u64, copies: u64) -> Tokens {
+    let t = match answer.completion.usage {
+        Some(u) => Tokens {
+            prompt: u.prompt_tokens,
+            completion: u.completion_tokens,
+            cached: u.cached_tokens.unwrap_or(0),
+        },
+        None => Tokens {
+            prompt: estimate,
+            completion: estimated_completion(&answer.completion),
+            cached: 0,
+        },
     };
-    (prompt * copies, completion * copies)
+    Tokens {
+        prompt: t.prompt * copies,
+        completion: t.completion * copies,
+        cached: t.cached * copies,
+    }
 }
 
 fn estimated_completion(c: &Completion) -> u64 {
@@ -244,6 +263,7 @@ mod tests {
         let day = DayUse {
             tokens: 9_000,
             cost: 0.99,
+            unpriced_tokens: 0,
         };
         assert!(over(&l, 0, DayUse::default(), 500, 0.0).is_none());
         assert!(over(&l, 600, DayUse::default(), 500, 0.0)
@@ -251,7 +271,7 @@ mod tests {
             .contains(":conversation-tokens"));
         let busy_day = DayUse {
             tokens: 9_800,
-            cost: 0.0,
+            ..DayUse::default()
         };
         assert!(over(&l, 0, busy_day, 500, 0.0)
             .unwrap()
@@ -259,7 +279,49 @@ mod tests {
         assert!(over(&l, 0, day, 10, 0.02).unwrap().contains(":day-cost"));
         // A free backend is never over a cost budget.
         assert!(over(&l, 0, day, 10, 0.0).is_none());
-        assert_eq!(cost(Some((3.0, 15.0)), 1_000_000, 100_000), 4.5);
+    }
+
+    #[test]
+    fn the_gate_charges_and_estimates_at_the_prices_the_chat_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = Budget {
+            limits: Limits {
+                day_cost: Some(1.0),
+                ..Limits::default()
+            },
+            ledger: Arc::new(Ledger::at(dir.path().join("usage.json"))),
+            fallback: None,
+        };
+        let price = Some(Price {
+            input: 3.0,
+            output: 15.0,
+            cached: Some(0.3),
+        });
+        let used = Tokens {
+            prompt: 200_000,
+            completion: 10_000,
+            cached: 100_000,
+        };
+        let cost = budget.charge("2026-11-27", used, price).unwrap();
+        assert!((cost - (0.3 + 0.03 + 0.15)).abs() < 1e-9, "{cost}");
+        assert!((budget.ledger.used("2026-11-27").cost - cost).abs() < 1e-12);
+        // The next request of 200k prompt tokens would cost about 0.6 more: over 1.0.
+        match budget.route("2026-11-27", 0, 200_000, price) {
+            Route::Refused(r) => assert!(r.contains(":day-cost"), "{r}"),
+            _ => panic!("not refused"),
+        }
+        assert!(matches!(
+            budget.route("2026-11-27", 0, 100_000, price),
+            Route::Within
+        ));
+        // An unknown price counts tokens, apart, and no money.
+        assert_eq!(budget.charge("2026-11-27", used, None), None);
+        let day = budget.ledger.used("2026-11-27");
+        assert_eq!((day.tokens, day.unpriced_tokens), (420_000, 210_000));
+        assert!(matches!(
+            budget.route("2026-11-27", 0, 10_000_000, None),
+            Route::Within
+        ));
     }
 
     #[test]
@@ -267,14 +329,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("usage.json");
         let l = Ledger::at(path.clone());
-        l.add("2026-11-22", 100, 0.5);
-        l.add("2026-11-22", 50, 0.25);
+        l.add("2026-11-22", 100, Some(0.5));
+        l.add("2026-11-22", 50, Some(0.25));
+        l.add("2026-11-22", 7, None);
         let again = Ledger::at(path.clone());
         assert_eq!(
             again.used("2026-11-22"),
             DayUse {
-                tokens: 150,
-                cost: 0.75
+                tokens: 157,
+                cost: 0.75,
+                unpriced_tokens: 7
             }
         );
         assert_eq!(again.used("2026-11-21"), DayUse::default());

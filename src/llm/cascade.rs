@@ -189,17 +189,17 @@ impl Cascade {
         fine
     }
 
-    /// The price of the backend asked first now, for estimating a request's cost.
-    pub fn first_price(&self) -> Option<(f64, f64)> {
-        self.order().first().and_then(|c| c.backend().price)
+    /// The backend asked first now (for estimating a request's cost).
+    pub fn first_backend(&self) -> Option<&Backend> {
+        self.order().first().map(|c| c.backend())
     }
 
-    /// The price of the backend named `name`.
-    pub fn price_of(&self, name: &str) -> Option<(f64, f64)> {
+    /// The backend named `name` (the one that answered, for what it cost).
+    pub fn backend_named(&self, name: &str) -> Option<&Backend> {
         self.members
             .iter()
-            .find(|c| c.backend().endpoint.name == name)
-            .and_then(|c| c.backend().price)
+            .map(|c| c.backend())
+            .find(|b| b.endpoint.name == name)
     }
 
     pub fn members(&self) -> &[ChatClient] {

@@ -14,6 +14,7 @@ use crate::llm::cascade::{Tier, TierMember};
 use crate::llm::embeddings::{EmbeddingBackend, EmbeddingWire, EncodingFormat};
 use crate::llm::endpoint::Endpoint;
 use crate::llm::http::Backend;
+use crate::llm::prices::{Price, Prices};
 use crate::llm::wire::Wire;
 use crate::sexp::fields::Fields;
 use crate::sexp::{print, SexpError, Value};
@@ -162,6 +163,43 @@ pub fn tiers_from_sexp(value: &Value) -> Result<Vec<(Tier, Vec<TierMember>)>, Co
         tiers.push((tier, members));
     }
     Ok(tiers)
+}
+
+/// The user's price table (`org-agent-prices`): `((PATTERN INPUT OUTPUT [CACHED]) …)`, USD
+/// per million tokens, PATTERN a string or symbol matched against the model's name.
+pub fn prices_from_sexp(value: &Value) -> Result<Prices, ConfigError> {
+    const SHAPE: &str = "org-agent-prices: expected ((PATTERN INPUT OUTPUT [CACHED]) …)";
+    let mut entries = Vec::new();
+    for entry in items(value, SHAPE)? {
+        let bad = || ConfigError::Shape(format!("{SHAPE}, found {}", print(entry)));
+        let fields = items(entry, SHAPE)?;
+        let (Some(pattern), numbers) = (
+            fields.first().and_then(|v| text(v)),
+            &fields[1.min(fields.len())..],
+        ) else {
+            return Err(bad());
+        };
+        let numbers = numbers
+            .iter()
+            .map(|v| v.as_f64().filter(|n| n.is_finite() && *n >= 0.0))
+            .collect::<Option<Vec<f64>>>()
+            .ok_or_else(bad)?;
+        let price = match numbers[..] {
+            [input, output] => Price {
+                input,
+                output,
+                cached: None,
+            },
+            [input, output, cached] => Price {
+                input,
+                output,
+                cached: Some(cached),
+            },
+            _ => return Err(bad()),
+        };
+        entries.push((pattern, price));
+    }
+    Ok(Prices::new(entries))
 }
 
 impl EmbeddingBackend {
@@ -577,5 +615,31 @@ mod tests {
             )),
             "embedding backend: :first-byte-timeout must be a number, got (1)"
         );
+    }
+
+    #[test]
+    fn the_users_prices_read_with_or_without_a_cached_rate() {
+        let prices =
+            prices_from_sexp(read(r#"(("my-model" 1 2) (gpt-4o 2.5 10 1.25))"#).value()).unwrap();
+        let b = |model: &str| Backend::new("https://x.example/v1", model);
+        assert_eq!(
+            prices
+                .of(&b("my-model-v2"))
+                .map(|p| (p.input, p.output, p.cached)),
+            Some((1.0, 2.0, None))
+        );
+        assert_eq!(prices.of(&b("gpt-4o")).and_then(|p| p.cached), Some(1.25));
+        assert_eq!(prices_from_sexp(&Value::Nil).unwrap(), Prices::default());
+        for bad in [
+            r#"(("x" 1))"#,
+            r#"(("x" 1 2 3 4))"#,
+            r#"(("x" "1" 2))"#,
+            r#"((1 2 3))"#,
+            r#"(("x" -1 2))"#,
+            "x",
+        ] {
+            let e = prices_from_sexp(read(bad).value()).unwrap_err().to_string();
+            assert!(e.starts_with("org-agent-prices: expected"), "{bad}: {e}");
+        }
     }
 }

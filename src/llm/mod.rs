@@ -13,7 +13,8 @@
 //! S-expressions users configure them with.
 //!
 //! Files use only files before them in this list: think, completion, request, error, sse, body,
-//! collect, format, the four formats, wire, endpoint, http, embeddings, models, cascade, config.
+//! collect, format, the four formats, wire, endpoint, http, embeddings, models, cascade, prices,
+//! config. [`prices`] says what a request costs.
 
 pub mod anthropic;
 mod body;
@@ -30,6 +31,7 @@ pub mod http;
 pub mod models;
 pub mod ollama;
 pub mod openai;
+pub mod prices;
 pub mod request;
 pub mod sse;
 pub mod think;

@@ -294,7 +294,7 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
 (ert-deftest org-agent-loop-the-header-names-the-backend-and-counts-while-thinking ()
   "Before the first message the header names who will answer; during a turn, the time."
   (org-agent-loop-test--with-chat
-    (should (string-match-p "^ org-agent  test (test)  idle  0 tokens" (org-agent-chat--header)))
+    (should (string-match-p "^ org-agent  test (test)  idle  0 tok" (org-agent-chat--header)))
     (let ((org-agent-backends nil))
       (should (string-match-p "local qwen (starts with your first message)"
                               (org-agent-chat--header))))

@@ -1451,3 +1451,96 @@ async fn a_skill_draft_as_a_plist_is_checked_too() {
         "{fed_back}"
     );
 }
+
+/// A streamed OpenAI answer `text` whose last chunk counts `prompt` tokens (`cached` of them
+/// from the provider's cache) and `completion` tokens.
+fn sse_with_usage(text: &str, prompt: u64, completion: u64, cached: u64) -> Reply {
+    let chunk = |v: serde_json::Value| format!("data: {v}\n\n");
+    let body = [
+        chunk(
+            json!({"id": "c", "object": "chat.completion.chunk", "model": "test",
+                     "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                                  "finish_reason": null}]}),
+        ),
+        chunk(
+            json!({"id": "c", "object": "chat.completion.chunk", "model": "test",
+                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ),
+        chunk(
+            json!({"id": "c", "object": "chat.completion.chunk", "model": "test", "choices": [],
+                     "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                               "total_tokens": prompt + completion,
+                               "prompt_tokens_details": {"cached_tokens": cached}}}),
+        ),
+        "data: [DONE]\n\n".to_string(),
+    ]
+    .concat();
+    Reply::ok("text/event-stream", body.into_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requests_cost_is_reported_and_the_budget_refuses_by_the_same_figures() {
+    use org_agent::gates::budget::{today, Budget, Ledger, Limits};
+    use org_agent::llm::prices::{Price, Prices, Tokens};
+    let server = LlmServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(Ledger::at(dir.path().join("usage.json")));
+    let mut eq = equipment(&server);
+    // The test server is on this machine (free); the user's table prices its model.
+    eq.prices = Prices::new(vec![(
+        "test".into(),
+        Price {
+            input: 2.0,
+            output: 10.0,
+            cached: Some(0.5),
+        },
+    )]);
+    eq.budget = Some(Budget {
+        limits: Limits {
+            day_cost: Some(0.025),
+            ..Limits::default()
+        },
+        ledger: ledger.clone(),
+        fallback: None,
+    });
+    server.push(sse_with_usage("Priced.", 10_000, 1_000, 4_000));
+    let mut conv = Conversation::default();
+    let cfg = TurnConfig::default();
+    let (answer, events) = turn(&eq, &mut conv, "Hi", &cfg).await;
+    assert_eq!(answer.unwrap(), "Priced.");
+    let spent = events
+        .iter()
+        .find_map(|e| match e {
+            TurnEvent::Request {
+                spent: Some(s),
+                error: None,
+                ..
+            } => Some(*s),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no priced request in {events:?}"));
+    assert_eq!(
+        spent.tokens,
+        Tokens {
+            prompt: 10_000,
+            completion: 1_000,
+            cached: 4_000
+        }
+    );
+    assert!(!spent.estimated);
+    // 6000 fresh at 2, 4000 cached at 0.5, 1000 out at 10, per million.
+    let cost = spent.cost.unwrap();
+    assert!((cost - 0.024).abs() < 1e-12, "{cost}");
+    let day = ledger.used(&today());
+    assert_eq!(day.cost, cost, "the budget counted what the chat shows");
+    assert_eq!((day.tokens, day.unpriced_tokens), (11_000, 0));
+
+    // The next request, estimated at the same price, would go over the day's 0.025.
+    let (err, _) = turn(&eq, &mut conv, "Again", &cfg).await;
+    let err = err.unwrap_err();
+    assert!(
+        matches!(&err, TurnError::OverBudget(r) if r.contains(":day-cost")),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1, "nothing more was sent");
+}

@@ -103,6 +103,16 @@ impl Default for TurnConfig {
     }
 }
 
+/// What one answered request used and cost: the figures the budget counts and the chat shows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spent {
+    pub tokens: crate::llm::prices::Tokens,
+    /// In USD; `None` when the backend's price is unknown.
+    pub cost: Option<f64>,
+    /// The provider did not count the tokens: they are estimated.
+    pub estimated: bool,
+}
+
 /// What happens during a turn, for the chat buffer and the log.
 #[derive(Debug)]
 pub enum TurnEvent {
@@ -150,14 +160,16 @@ pub enum TurnEvent {
         after: std::time::Duration,
         error: String,
     },
-    /// One request to the LLM ended: who answered, how long it took, the tokens it used, its
-    /// error.
+    /// One request to the LLM ended: who answered, how long it took, the tokens it used (as
+    /// the provider counted them, 0 when it did not say), its error; what it used and cost
+    /// as the budget counts it, when it was answered.
     Request {
         backend: Option<String>,
         took: std::time::Duration,
         prompt_tokens: u64,
         completion_tokens: u64,
         error: Option<String>,
+        spent: Option<Spent>,
     },
     /// An error fed back to the LLM so it can correct itself.
     ErrorFedBack(String),

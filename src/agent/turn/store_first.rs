@@ -5,7 +5,7 @@
 //! sentence, so a wrong sentence cannot hide a right answer; if the model fails, the answer
 //! is shown alone.
 
-use super::think::turn_event;
+use super::think::{price_of, spent, turn_event};
 use super::{Conversation, TurnConfig, TurnError, TurnEvent};
 use crate::agent::equipment::Equipment;
 use crate::llm::completion::Delta;
@@ -145,7 +145,9 @@ pub async fn answer_from_store(
     let sentence = match reply {
         Ok(reply) => {
             let usage = reply.answer.completion.usage.as_ref();
+            let price = price_of(&eq.prices, &eq.llm, &reply.answer.backend);
             emit(TurnEvent::Request {
+                spent: Some(spent(&reply.answer, request.estimated_tokens(), 1, price)),
                 backend: Some(reply.answer.backend.clone()),
                 took: started.elapsed(),
                 prompt_tokens: usage.map_or(0, |u| u.prompt_tokens),

@@ -1,12 +1,13 @@
 //! Think: the request as the store is now, past the budget gate, to the cascade (or to
 //! several backends in consensus); what the request used is charged to the budget.
 
-use super::{step_request_read, StepView, Turn, TurnError, TurnEvent};
+use super::{step_request_read, Spent, StepView, Turn, TurnError, TurnEvent};
 use crate::gates::budget::{self, Route};
-use crate::llm::cascade::{Cascade, CascadeEvent};
+use crate::llm::cascade::{Answer, Cascade, CascadeEvent};
 use crate::llm::completion::Completion;
 use crate::llm::error::LlmError;
 use crate::llm::http::ChatRequest;
+use crate::llm::prices::{Price, Prices};
 
 /// What the LLM proposed in one step, and why the user must decide about it even where the
 /// gates would allow it (the backends asked in consensus were split evenly).
@@ -41,13 +42,10 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
                 emit(turn_event(e))
             })
             .await;
-        if let Ok(reply) = &result {
-            let used = budget::usage(&reply.answer, estimate, copies);
-            self.conversation.tokens_used += used.0 + used.1;
-            if let Some(b) = &self.eq.budget {
-                b.charge(&day, used, llm.price_of(&reply.answer.backend));
-            }
-        }
+        let spent = result
+            .as_ref()
+            .ok()
+            .map(|reply| self.spend(llm, &reply.answer, estimate, copies, &day));
         let usage = result
             .as_ref()
             .ok()
@@ -60,6 +58,7 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
             prompt_tokens: usage.0,
             completion_tokens: usage.1,
             error: result.as_ref().err().map(|e| e.to_string()),
+            spent,
         });
         match result {
             Ok(reply) => Ok(Some(Thought {
@@ -82,6 +81,25 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
         }
     }
 
+    /// What `answer` used and cost, counted in the conversation and charged to the budget
+    /// on `day`.
+    fn spend(
+        &mut self,
+        llm: &Cascade,
+        answer: &Answer,
+        estimate: u64,
+        copies: u64,
+        day: &str,
+    ) -> Spent {
+        let price = price_of(&self.eq.prices, llm, &answer.backend);
+        let spent = spent(answer, estimate, copies, price);
+        self.conversation.tokens_used += spent.tokens.total();
+        if let Some(b) = &self.eq.budget {
+            b.charge(day, spent.tokens, price);
+        }
+        spent
+    }
+
     /// This step's request: the focus is the node the last tool was about when the user was
     /// on none; no tools once the tool rounds are used up. The untrusted notes its context
     /// shows count as read.
@@ -102,12 +120,8 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
         let Some(b) = &eq.budget else {
             return Ok(&eq.llm);
         };
-        match b.route(
-            day,
-            self.conversation.tokens_used,
-            estimate,
-            eq.llm.first_price(),
-        ) {
+        let price = eq.llm.first_backend().and_then(|b| eq.prices.of(b));
+        match b.route(day, self.conversation.tokens_used, estimate, price) {
             Route::Within => Ok(&eq.llm),
             Route::Cheaper(cheaper, reason) => {
                 self.emit(TurnEvent::Warning(format!(
@@ -117,6 +131,22 @@ impl<'a, E: FnMut(TurnEvent)> Turn<'a, E> {
             }
             Route::Refused(reason) => Err(TurnError::OverBudget(reason)),
         }
+    }
+}
+
+/// The price of `backend` of `llm` (the one that answered), as [`Prices::of`] says.
+pub(super) fn price_of(prices: &Prices, llm: &Cascade, backend: &str) -> Option<Price> {
+    llm.backend_named(backend).and_then(|b| prices.of(b))
+}
+
+/// What `answer` used (the provider's count, else the estimate: see [`budget::usage`]) and
+/// cost at `price`.
+pub(super) fn spent(answer: &Answer, estimate: u64, copies: u64, price: Option<Price>) -> Spent {
+    let tokens = budget::usage(answer, estimate, copies);
+    Spent {
+        tokens,
+        cost: crate::llm::prices::cost(price, tokens),
+        estimated: answer.completion.usage.is_none(),
     }
 }
 
