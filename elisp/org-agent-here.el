@@ -557,7 +557,10 @@ it was interrupted; `org-agent-interrupt' stops them too."
 \\{org-agent-here-rewrite-mode-map}"
   :lighter " Rewrite"
   :keymap org-agent-here-rewrite-mode-map
+  :group 'org-agent-chat
   :interactive nil)
+;; A local minor mode's hook is an option of no group: give it the mode's.
+(custom-add-to-group 'org-agent-chat 'org-agent-here-rewrite-mode-hook 'custom-variable)
 
 (defun org-agent-here--rewrite-prompt (job previous)
   "The message asking for JOB's rewrite; PREVIOUS is the last proposal, or nil."

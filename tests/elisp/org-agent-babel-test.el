@@ -80,8 +80,10 @@
   (org-agent-test-with-server ()
     (org-agent-babel-test--in-block
         "#+begin_src org-agent\nSlow?\n#+end_src\n"
-      (org-agent-test-server-push :text "FIRST-ANSWER" :drip_ms 300)
+      (org-agent-test-server-push :tokens 20 :text "FIRST-ANSWER " :drip_ms 100)
       (org-babel-execute-src-block)
+      ;; The first request is at the server (and streams for 2 s) before the second leaves.
+      (should (org-agent-test-wait (lambda () (= 1 (length (org-agent-test-server-requests)))) 30))
       (org-agent-test-server-push :text "SECOND-ANSWER")
       (goto-char (point-min))
       (search-forward "#+begin_src")
