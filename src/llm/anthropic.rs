@@ -4,7 +4,10 @@
 //! Where it differs from OpenAI Chat Completions, and what this file does about it:
 //!
 //! * **Request.** System text is a top-level `"system"` field, not a message. `max_tokens` is
-//!   required. Tools are `{"name", "description", "input_schema"}`. Tool calls are `tool_use`
+//!   required. Prompt caching: the last tool and the stable start of the system text
+//!   ([`ChatRequest::cache_prefix`]) carry `cache_control` (ephemeral), so the tools and the
+//!   prompts are read from the cache by a turn's later steps; what follows (this request's
+//!   spotlight boundary, the notes) changes with every request and is never cached. Tools are `{"name", "description", "input_schema"}`. Tool calls are `tool_use`
 //!   content blocks of the assistant message, with their arguments as a JSON *object*
 //!   (`input`), and tool results are `tool_result` blocks of a *user* message: all the results
 //!   of one assistant turn must be in the next user message, and roles must alternate, so
@@ -138,20 +141,41 @@ pub fn request_body(request: &ChatRequest, model: &str) -> Value {
         request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).into(),
     );
     if !system.is_empty() {
-        body.insert("system".into(), system.join("\n\n").into());
+        body.insert(
+            "system".into(),
+            system_json(&system.join("\n\n"), request.cache_prefix),
+        );
     }
     body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            request.tools.iter().map(tool_json).collect(),
-        );
+        let mut tools: Vec<Value> = request.tools.iter().map(tool_json).collect();
+        // The tools come first in what the API caches: marking the last caches them all.
+        if let Some(Value::Object(last)) = tools.last_mut() {
+            last.insert("cache_control".into(), json!({"type": "ephemeral"}));
+        }
+        body.insert("tools".into(), Value::Array(tools));
     }
     body.insert("stream".into(), request.stream.into());
     if let Some(t) = request.temperature {
         body.insert("temperature".into(), t.into());
     }
     Value::Object(body)
+}
+
+/// The `"system"` field: plain text, or, when its first `cache_prefix` bytes stay the same
+/// from one request to the next, two text blocks with the cache marked after the first, so a
+/// turn's later steps (and the next turns) read the prompts from the cache.
+fn system_json(text: &str, cache_prefix: Option<usize>) -> Value {
+    match cache_prefix {
+        Some(at) if at > 0 && at < text.len() && text.is_char_boundary(at) => json!([
+            {"type": "text", "text": &text[..at], "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": &text[at..]},
+        ]),
+        Some(at) if at > 0 && at == text.len() => json!([
+            {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}},
+        ]),
+        _ => text.into(),
+    }
 }
 
 /// Adds `block` to the block array of the last message (a user message made of tool results).
@@ -1153,8 +1177,42 @@ mod tests {
                 {"name": "write", "description": "Write", "input_schema": schema},
                 {"name": "now", "input_schema": {"type": "object", "properties": {}}},
                 {"name": "raw", "input_schema": schema},
-                {"type": "web_search_20250305", "name": "web_search"},
+                {"type": "web_search_20250305", "name": "web_search",
+                 "cache_control": {"type": "ephemeral"}},
             ])
+        );
+    }
+
+    #[test]
+    fn anthropic_request_caches_the_stable_start_of_the_system_text() {
+        let with = |prefix| {
+            request_body(
+                &ChatRequest {
+                    cache_prefix: prefix,
+                    ..request(vec![
+                        Message::System("Prompts. Boundary é".into()),
+                        Message::User("x".into()),
+                    ])
+                },
+                "m",
+            )["system"]
+                .clone()
+        };
+        assert_eq!(
+            with(Some(9)),
+            json!([
+                {"type": "text", "text": "Prompts. ", "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": "Boundary é"},
+            ])
+        );
+        assert_eq!(with(None), json!("Prompts. Boundary é"));
+        // Never inside a character, never an empty block.
+        assert_eq!(with(Some(19)), json!("Prompts. Boundary é"));
+        assert_eq!(with(Some(0)), json!("Prompts. Boundary é"));
+        assert_eq!(
+            with(Some(20)),
+            json!([{"type": "text", "text": "Prompts. Boundary é",
+                    "cache_control": {"type": "ephemeral"}}])
         );
     }
 

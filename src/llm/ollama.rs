@@ -336,6 +336,7 @@ mod tests {
             stream: true,
             temperature: Some(0.2),
             max_tokens: Some(64),
+            cache_prefix: None,
         };
         assert_eq!(
             request_body(&request, "qwen3"),

@@ -34,6 +34,10 @@ pub struct ChatRequest {
     pub stream: bool,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u64>,
+    /// How many bytes at the start of the system text stay the same from one request of a
+    /// conversation to the next (the prompts, not the notes or this request's boundary):
+    /// a wire format with prompt caching marks the cache there. `None`: nothing to mark.
+    pub cache_prefix: Option<usize>,
 }
 
 impl ChatRequest {
@@ -45,6 +49,7 @@ impl ChatRequest {
             stream: self.stream,
             temperature: self.temperature,
             max_tokens: self.max_tokens,
+            cache_prefix: None,
         }
     }
 

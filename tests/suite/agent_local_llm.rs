@@ -238,6 +238,7 @@ fn real_server_speaks_anthropic_messages_and_serves_a_cascade() {
         stream: true,
         temperature: Some(0.0),
         max_tokens: Some(200),
+        cache_prefix: None,
     };
     let called = rt
         .block_on(anthropic.chat(&with_tools, &CancelToken::new(), |_| {}))

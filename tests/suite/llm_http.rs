@@ -149,6 +149,7 @@ async fn the_request_is_a_chat_completions_post() {
         stream: true,
         temperature: Some(0.5),
         max_tokens: None,
+        cache_prefix: None,
     };
     server.push(Reply::sse_fixture("text-short.sse"));
     let (_, got) = chat(&client, &request).await;

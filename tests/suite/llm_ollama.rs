@@ -435,6 +435,7 @@ fn request_body_shape() {
         stream: true,
         temperature: None,
         max_tokens: Some(256),
+        cache_prefix: None,
     };
     let body = request_body(&request, "qwen3:8b");
     assert_eq!(body["model"], "qwen3:8b");

@@ -66,6 +66,7 @@ async fn a_tool_call_conversation_in_every_format() {
                 stream: true,
                 temperature: Some(0.0),
                 max_tokens: None,
+                cache_prefix: None,
             };
             let (result, deltas) = chat(&c, &request).await;
             let first = result.unwrap_or_else(|e| panic!("{wire:?}: {e}"));

@@ -131,7 +131,21 @@ fn the_agent_skill_on_disk_is_the_prompt_the_turns_send() {
         match &request.messages[0] {
             // After the skill's conventions, the rule about this request's data blocks.
             Message::System(text) => match text.split_once("\n\nData blocks. ") {
-                Some((skill, _rule)) => skill.to_owned(),
+                Some((skill, _rule)) => {
+                    // The part a wire format with prompt caching may cache: the prompts,
+                    // up to this request's boundary, which changes with every request.
+                    assert_eq!(request.cache_prefix, Some(skill.len()), "{text}");
+                    let again =
+                        step_request(eq, &Conversation::default(), &TurnConfig::default(), step);
+                    match &again.messages[0] {
+                        Message::System(next) => {
+                            assert_ne!(next, text, "each request has a boundary of its own");
+                            assert_eq!(next[..skill.len()], text[..skill.len()]);
+                        }
+                        other => panic!("the first message is {other:?}"),
+                    }
+                    skill.to_owned()
+                }
                 None => panic!("no rule about data blocks: {text}"),
             },
             other => panic!("the first message is {other:?}"),

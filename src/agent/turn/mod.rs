@@ -301,6 +301,8 @@ fn spotlit_request(
     let mut system = prompt::join(&eq.prompts);
     // The tool-use conventions are the shipped agent skill's (skills/agent/SKILL.org).
     system.push_str(&prompt::agent().conventions(!step.tools_off, eq.edit_tools));
+    // What comes after this changes from request to request (the boundary, the notes).
+    let stable = system.len();
     system.push_str(&spot.rule());
     let focus = cfg.focus.as_deref().or(step.tool_focus);
     let context = crate::context::assemble_marked(
@@ -342,6 +344,7 @@ fn spotlit_request(
         stream: cfg.stream,
         temperature: cfg.temperature,
         max_tokens: None,
+        cache_prefix: Some(stable),
     };
     (request, untrusted)
 }

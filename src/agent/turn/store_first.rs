@@ -119,6 +119,7 @@ pub fn prepare(
         stream: cfg.stream,
         temperature: Some(cfg.temperature.unwrap_or(0.0)),
         max_tokens: Some(PHRASE_TOKENS),
+        cache_prefix: None,
     };
     Ok(Some(Prepared { request, facts }))
 }
