@@ -187,6 +187,7 @@ is an org-agent chat whose answer is being written now."
     (define-key map (kbd "C-c C-k") #'org-agent-interrupt)
     (define-key map (kbd "C-g") #'org-agent-chat-quit)
     (define-key map (kbd "C-c C-n") #'org-agent-new-chat)
+    (define-key map (kbd "C-c C-s") #'org-agent-chat-compact)
     map)
   "Keymap of `org-agent-chat-mode'.")
 
@@ -467,14 +468,23 @@ words of its first message, and how many messages you sent."
               (if first (truncate-string-to-width first 60 nil nil "…") "(nothing sent)")
               sent (if (= sent 1) "" "s")))))
 
+(defconst org-agent-chat--turn-heading
+  "^\\* \\(You\\|Assistant\\|Summary\\)\\(?:[ \t]+:summary:\\)?[ \t]*$"
+  "A heading of the chat's turns: \"* You\", \"* Assistant\" or \"* Summary :summary:\".")
+
+(defconst org-agent-chat--summary-preface
+  "[A summary of our conversation so far, which you wrote and I may have edited:]\n"
+  "What precedes a summary in the history sent to the model.")
+
 (defun org-agent-chat--history ()
   "The exchanges of the current chat as ((user . TEXT) (assistant . TEXT) ...).
 Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
   (let (messages)
     (save-excursion
       (goto-char (point-min))
-      (while (re-search-forward "^\\* \\(You\\|Assistant\\)[ \t]*$" nil t)
-        (let* ((role (if (equal (match-string 1) "You") 'user 'assistant))
+      (while (re-search-forward org-agent-chat--turn-heading nil t)
+        (let* ((summary (equal (match-string 1) "Summary"))
+               (role (if (member (match-string 1) '("You" "Summary")) 'user 'assistant))
                (beg (min (1+ (line-end-position)) (point-max)))
                (end (save-excursion (if (re-search-forward "^\\* " nil t) (line-beginning-position) (point-max))))
                (body (buffer-substring-no-properties beg end)))
@@ -495,8 +505,13 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
               (setq body (mapconcat #'identity (nreverse parts) "\n"))))
           (setq body (string-trim (replace-regexp-in-string
                                    "#\\+begin_example\nError: \\(?:.\\|\n\\)*?#\\+end_example\n?" "" body)))
+          (when (and summary (not (string-empty-p body)))
+            (setq body (concat org-agent-chat--summary-preface body)))
           (unless (string-empty-p body)
-            (push (cons role body) messages)))))
+            ;; A summary and the message after it go as one: roles alternate.
+            (if (and (eq role 'user) (eq (car (car messages)) 'user))
+                (setcdr (car messages) (concat (cdr (car messages)) "\n\n" body))
+              (push (cons role body) messages))))))
     ;; The trailing prompt is not part of the history.
     (let ((history (nreverse messages)))
       (if (and history (eq (car (car (last history))) 'user)
@@ -673,7 +688,7 @@ the message stays after it, to send again."
              #'org-agent-chat--local-failed))
           (force-mode-line-update)
           nil)
-      (org-agent-chat--send-prompt prompt (org-agent-backends-cascade) options))))
+      (org-agent-chat--send-compacted prompt (org-agent-backends-cascade) options))))
 
 (defun org-agent-chat--options ()
   "The options of the next turn for the module."
@@ -727,6 +742,7 @@ The current preset's settings come first, so they win."
 (defun org-agent-chat--send-prompt (prompt backends options)
   "Send PROMPT (already in the buffer) to BACKENDS and show the answer as it comes.
 OPTIONS are the turn's, from `org-agent-chat--options'."
+  (org-agent-chat--sync-summary)
   (goto-char (point-max))
   (unless (bolp) (insert "\n"))
   (insert "* Assistant\n")
@@ -755,6 +771,185 @@ OPTIONS are the turn's, from `org-agent-chat--options'."
       (org-agent-chat--block "example" (concat "Error: " (error-message-string err))))
      (org-agent-chat--finish nil)
      nil)))
+
+;;;; Compaction
+
+(defcustom org-agent-chat-compact-at 0.6
+  "Compact the chat once its history takes this share of the context window.
+Before a message is sent, when the conversation so far is estimated
+to take more than this fraction of the backend's :context-window,
+its older turns are first summarised into a \"* Summary :summary:\"
+heading, which you can read and edit; the model gets the summary
+instead of them.  nil: only when asked (`org-agent-chat-compact').
+Without a known context window nothing is compacted on its own."
+  :type '(choice (const :tag "Only when asked" nil) number)
+  :group 'org-agent-chat)
+
+(defcustom org-agent-chat-compact-keep 2
+  "How many of the latest exchanges a compaction keeps as they are."
+  :type 'integer
+  :group 'org-agent-chat)
+
+(defvar-local org-agent-chat--summary-sent nil
+  "The summary the module's history of this chat holds, or nil.")
+
+(defvar org-agent-chat--compactions (make-hash-table)
+  "Request of a summary being written → (BUFFER FROM TO TEXT THEN).")
+
+(defun org-agent-chat--history-tokens ()
+  "About how many tokens the history of the current chat takes."
+  (/ (apply #'+ (mapcar (lambda (m) (string-bytes (cdr m))) (org-agent-chat--history))) 4))
+
+(defun org-agent-chat--older-turns (keep)
+  "Return the region of the chat before its KEEP latest exchanges, or nil.
+The region is (FROM . TO); nil when there is nothing older to summarise."
+  (save-excursion
+    (goto-char (point-min))
+    (let (starts first)
+      (while (re-search-forward org-agent-chat--turn-heading nil t)
+        (let ((heading (match-string 1))
+              (at (line-beginning-position)))
+          (unless first (setq first at))
+          ;; A "* You" with an answer after it begins an exchange.
+          (when (and (equal heading "You")
+                     (save-excursion
+                       (and (re-search-forward org-agent-chat--turn-heading nil t)
+                            (equal (match-string 1) "Assistant"))))
+            (push at starts))))
+      (let ((to (nth (1- (max keep 1)) starts)))
+        (and to first (< first to) (cons first to))))))
+
+(defun org-agent-chat--compaction-due-p ()
+  "Whether the current chat's history should be compacted before the next send."
+  (let ((window (org-agent-backends-window)))
+    (and org-agent-chat-compact-at window
+         (> (org-agent-chat--history-tokens) (* org-agent-chat-compact-at window))
+         (org-agent-chat--older-turns org-agent-chat-compact-keep))))
+
+(defun org-agent-chat--send-compacted (prompt backends options)
+  "Send PROMPT to BACKENDS with OPTIONS, compacting the history first if it is due."
+  (if (not (org-agent-chat--compaction-due-p))
+      (org-agent-chat--send-prompt prompt backends options)
+    (let ((buffer (current-buffer)))
+      (org-agent-chat--compact
+       (lambda ()
+         (when (buffer-live-p buffer)
+           (with-current-buffer buffer
+             (when org-agent-chat--turn-start
+               (org-agent-chat--send-prompt prompt backends options)))))))))
+
+;;;###autoload
+(defun org-agent-chat-compact ()
+  "Summarise the chat's older exchanges now, into a summary heading.
+That is \"* Summary :summary:\".
+The chat at hand, else `org-agent-chat-buffer-name'.  The latest
+`org-agent-chat-compact-keep' exchanges stay as they are.  The
+summary is Org you may edit: what the model gets is what the heading
+says when the next message is sent."
+  (interactive)
+  (with-current-buffer (if (derived-mode-p 'org-agent-chat-mode)
+                           (current-buffer)
+                         (or (get-buffer org-agent-chat-buffer-name)
+                             (user-error "No chat to compact")))
+    (when (or org-agent-chat--request (org-agent-chat--compacting-p))
+      (user-error "The agent is busy; C-c C-k interrupts it"))
+    (unless (org-agent-chat--older-turns org-agent-chat-compact-keep)
+      (user-error "Nothing to compact: the chat has no more than %d exchanges"
+                  org-agent-chat-compact-keep))
+    (org-agent-chat--compact nil)))
+
+(defun org-agent-chat--compacting-p ()
+  "Whether a summary of the current chat is being written."
+  (seq-find (lambda (entry) (eq (car entry) (current-buffer)))
+            (hash-table-values org-agent-chat--compactions)))
+
+(defun org-agent-chat--compact (then)
+  "Have the older exchanges of the current chat summarised; then call THEN, if any.
+THEN is called whether or not the summary could be written."
+  (pcase-let* ((`(,from . ,to) (org-agent-chat--older-turns org-agent-chat-compact-keep))
+               (older (buffer-substring-no-properties from to))
+               (prompt (concat "Summarise the conversation below for yourself, so that it \
+can go on from your summary alone: the facts and figures it established, what was decided, \
+what is still open, and the notes it was about (with their ids).  Write Org markup (lists, \
+no headings), as short as it can be while keeping all of that.\n\n\
+-----BEGIN CONVERSATION-----\n" older "\n-----END CONVERSATION-----")))
+    (setq org-agent-chat--state "compacting the conversation…")
+    (force-mode-line-update)
+    (condition-case err
+        (let ((request (org-agent--stimulus
+                        (list :type :event
+                              :payload (list :sensor :chat-message :text prompt)
+                              :meta (list :session (format "%s-compact-%d"
+                                                           org-agent-chat--conversation
+                                                           (random 1000000)))
+                              :depth 0)
+                        (org-agent-backends-cascade)
+                        (append (list :tool-rounds 0 :interactive nil)
+                                (org-agent-backends-options)))))
+          (puthash request (list (current-buffer) (copy-marker from) (copy-marker to) "" then)
+                   org-agent-chat--compactions))
+      (error
+       (message "org-agent: the conversation could not be compacted: %s"
+                (error-message-string err))
+       (setq org-agent-chat--state "idle")
+       (when then (funcall then))))))
+
+(defun org-agent-chat--compaction-event (event)
+  "Take the chat EVENT if it belongs to a summary being written."
+  (when-let ((entry (gethash (plist-get event :request) org-agent-chat--compactions)))
+    (pcase-let ((`(,buffer ,from ,to ,text ,then) entry))
+      (pcase (plist-get event :kind)
+        ('text (setf (nth 3 entry) (concat text (plist-get event :text))))
+        ((and kind (or 'done 'error 'interrupted))
+         (remhash (plist-get event :request) org-agent-chat--compactions)
+         (let ((summary (string-trim (or (and (eq kind 'done) (plist-get event :answer)) ""))))
+           (if (or (not (eq kind 'done)) (string-empty-p summary))
+               (message "org-agent: the conversation could not be compacted%s"
+                        (if (eq kind 'error) (format ": %s" (plist-get event :message)) ""))
+             (when (buffer-live-p buffer)
+               (with-current-buffer buffer
+                 (org-agent-chat--put-summary from to summary)))))
+         (when (buffer-live-p buffer)
+           (with-current-buffer buffer
+             (setq org-agent-chat--state (if org-agent-chat--turn-start "thinking…" "idle"))
+             (force-mode-line-update)))
+         (set-marker from nil)
+         (set-marker to nil)
+         (when then (funcall then)))))))
+
+(add-hook 'org-agent-chat-functions #'org-agent-chat--compaction-event)
+
+(defun org-agent-chat--put-summary (from to summary)
+  "Replace the exchanges from FROM to TO with a summary heading holding SUMMARY.
+The module's history of the chat becomes the buffer's."
+  (let ((inhibit-read-only t))
+    (save-excursion
+      (goto-char from)
+      (delete-region from to)
+      (insert "* Summary :summary:\n"
+              ;; Headlines of the summary stay inside it.
+              (replace-regexp-in-string "^\\*" ",*" summary) "\n")))
+  (setq org-agent-chat--summary-sent nil)
+  (org-agent-chat--sync-summary t)
+  (org-agent-chat--save))
+
+(defun org-agent-chat--summary-text ()
+  "The text of the chat's summary heading, or nil."
+  (save-excursion
+    (goto-char (point-min))
+    (when (re-search-forward "^\\* Summary[ \t]+:summary:[ \t]*$" nil t)
+      (string-trim (buffer-substring-no-properties
+                    (line-end-position)
+                    (if (re-search-forward "^\\* " nil t) (line-beginning-position)
+                      (point-max)))))))
+
+(defun org-agent-chat--sync-summary (&optional force)
+  "Give the module the buffer's history when its summary was edited (or FORCE)."
+  (let ((summary (org-agent-chat--summary-text)))
+    (when (and org-agent-chat--conversation
+               (or force (and summary (not (equal summary org-agent-chat--summary-sent)))))
+      (org-agent--chat-restore org-agent-chat--conversation (org-agent-chat--history))
+      (setq org-agent-chat--summary-sent summary))))
 
 ;;;; Commands
 

@@ -100,7 +100,8 @@ this buffer uses, what it is about, and where its answer goes."
    ["Chat"
     ("c" "Open the chat" org-agent-chat)
     ("n" "New chat" org-agent-new-chat)
-    ("x" "Preview the next request" org-agent-context-preview)]
+    ("x" "Preview the next request" org-agent-context-preview)
+    ("z" "Compact the chat" org-agent-chat-compact)]
    ["Context you add"
     ("+" "The region, else this buffer" org-agent-context-add :transient t)
     ("F" "A file" org-agent-context-add-file :transient t)

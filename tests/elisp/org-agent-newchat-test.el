@@ -311,7 +311,7 @@ types a message and sends it."
   "The files whose commands this test checks.")
 
 (defconst org-agent-newchat-test--user-commands
-  '(org-agent-ask org-agent-build-module org-agent-chat org-agent-context-preview
+  '(org-agent-ask org-agent-build-module org-agent-chat org-agent-chat-compact org-agent-context-preview
     org-agent-embed-notes org-agent-find org-agent-interrupt org-agent-log org-agent-mode
     org-agent-new-chat org-agent-permissions-explain
     org-agent-run-skill org-agent-select-model org-agent-semantic-search org-agent-status
