@@ -25,6 +25,7 @@
 (require 'org-agent-store)
 (require 'subr-x)
 (require 'seq)
+(require 'org-element)
 (org-agent--declare-module-functions)
 
 (defvar org-agent-context-items nil
@@ -53,6 +54,7 @@ Within a request, added items share a budget as large as the notes'
          "a region of a killed buffer")))
     ('buffer (org-agent-context--buffer-label (plist-get item :buffer)))
     ('file (abbreviate-file-name (plist-get item :file)))
+    ('image (format "the image %s" (abbreviate-file-name (plist-get item :file))))
     ('note (format "the note %s" (or (plist-get item :title) (plist-get item :id))))))
 
 (defun org-agent-context--buffer-label (buffer)
@@ -81,26 +83,44 @@ Within a request, added items share a budget as large as the notes'
                        (equal (marker-position (plist-get a :end))
                               (marker-position (plist-get b :end)))))
          ('buffer (eq (plist-get a :buffer) (plist-get b :buffer)))
-         ('file (equal (plist-get a :file) (plist-get b :file)))
+         ((or 'file 'image) (equal (plist-get a :file) (plist-get b :file)))
          ('note (equal (plist-get a :id) (plist-get b :id))))))
 
 ;;;###autoload
 (defun org-agent-context-add ()
   "Add the region to the context of what you ask next, else the whole buffer.
-Its text is read when each turn is sent."
+On an Org link to an image, with no region, the image is added (see
+`org-agent-context-add-file').  Text is read when each turn is sent."
   (interactive)
   (org-agent-context--add
-   (if (use-region-p)
-       (let ((start (copy-marker (region-beginning)))
-             (end (copy-marker (region-end) t)))
-         (deactivate-mark)
-         (list :kind 'region :buffer (current-buffer) :start start :end end))
-     (list :kind 'buffer :buffer (current-buffer)))))
+   (cond
+    ((use-region-p)
+     (let ((start (copy-marker (region-beginning)))
+           (end (copy-marker (region-end) t)))
+       (deactivate-mark)
+       (list :kind 'region :buffer (current-buffer) :start start :end end)))
+    ((org-agent-context--image-link-at-point)
+     (list :kind 'image :file (org-agent-context--image-link-at-point)))
+    (t (list :kind 'buffer :buffer (current-buffer))))))
+
+(defconst org-agent-context--image-regexp "\\.\\(?:png\\|jpe?g\\|gif\\|webp\\)\\'"
+  "File names of the images a model may be sent.")
+
+(defun org-agent-context--image-link-at-point ()
+  "The image file an Org file link at point names, expanded, or nil."
+  (when (derived-mode-p 'org-mode)
+    (let ((context (ignore-errors (org-element-context))))
+      (when (and (eq (org-element-type context) 'link)
+                 (member (org-element-property :type context) '("file" "attachment"))
+                 (string-match-p org-agent-context--image-regexp
+                                 (downcase (org-element-property :path context))))
+        (expand-file-name (org-element-property :path context))))))
 
 ;;;###autoload
 (defun org-agent-context-add-file (file)
   "Add FILE to the context of what you ask next.
-Its text is read each time a message is sent."
+Its text is read each time a message is sent.  An image (PNG, JPEG,
+GIF, WebP) goes as an image, to a backend with :vision t."
   (interactive "fAdd file to the context: ")
   (let ((file (expand-file-name file)))
     (unless (file-readable-p file)
@@ -109,7 +129,11 @@ Its text is read each time a message is sent."
       (user-error "%s is a directory; add its files one by one" file))
     (when (> (file-attribute-size (file-attributes file)) org-agent-context-max-file-bytes)
       (user-error "%s is larger than `org-agent-context-max-file-bytes'" file))
-    (org-agent-context--add (list :kind 'file :file file))))
+    (org-agent-context--add
+     (list :kind (if (string-match-p org-agent-context--image-regexp (downcase file))
+                     'image
+                   'file)
+           :file file))))
 
 ;;;###autoload
 (defun org-agent-context-add-note ()
@@ -172,13 +196,15 @@ left out, and said to be."
     (let (items)
       (dolist (item (reverse org-agent-context-items))
         (let ((label (org-agent-context--label item)))
-          (if (eq (plist-get item :kind) 'note)
-              (push (list :label label :id (plist-get item :id)) items)
-            (pcase (org-agent-context--text item)
-              (`(,text . ,file)
-               (push (append (list :label label :text text) (and file (list :file file)))
-                     items))
-              (_ (message "org-agent: %s is gone; left out of the context" label))))))
+          (pcase (plist-get item :kind)
+            ('note (push (list :label label :id (plist-get item :id)) items))
+            ('image (push (list :label label :image (plist-get item :file)) items))
+            (_
+             (pcase (org-agent-context--text item)
+               (`(,text . ,file)
+                (push (append (list :label label :text text) (and file (list :file file)))
+                      items))
+               (_ (message "org-agent: %s is gone; left out of the context" label)))))))
       (list :context-items (nreverse items)))))
 
 ;;;; The list
@@ -244,7 +270,7 @@ left out, and said to be."
       ('region (pop-to-buffer (plist-get item :buffer))
                (goto-char (plist-get item :start)))
       ('buffer (pop-to-buffer (plist-get item :buffer)))
-      ('file (find-file-other-window (plist-get item :file)))
+      ((or 'file 'image) (find-file-other-window (plist-get item :file)))
       ('note (let ((node (org-agent-node (plist-get item :id))))
                (unless node (user-error "The note is no longer in the store"))
                (find-file-other-window (org-agent-node-get node :file))

@@ -295,8 +295,26 @@ impl Runtime {
                 };
                 let mut setup = setup;
                 let given = std::mem::take(&mut setup.context_items);
+                let first = backends
+                    .first()
+                    .map(|b| (b.vision, b.endpoint.name.clone()));
                 let eq = self.chat_equipment(backends, policy, setup, operator)?;
-                let (added, left_out) = added::shown_all(&eq.notes, &given);
+                let (mut added, mut left_out) = added::shown_all(&eq.notes, &given);
+                // An image goes only to a model that sees images; say so rather than
+                // letting the answer pretend to have seen it.
+                if let Some((false, name)) = &first {
+                    added.retain(|item| match &item.image {
+                        Some(_) => {
+                            left_out.push(format!(
+                                "{}: the backend {name} is not marked as seeing images \
+                                 (:vision t): left out",
+                                item.label
+                            ));
+                            false
+                        }
+                        None => true,
+                    });
+                }
                 let mut cfg = cfg;
                 cfg.added = added;
                 for why in left_out {

@@ -62,10 +62,11 @@ fn given_item(item: &Value) -> Result<GivenItem, ConfigError> {
         id: f.opt_string("id")?,
         file: f.opt_string("file")?,
         text: f.opt_string("text")?,
+        image: f.opt_string("image")?,
     };
-    if given.id.is_none() && given.text.is_none() {
+    if given.id.is_none() && given.text.is_none() && given.image.is_none() {
         return Err(ConfigError::Shape(format!(
-            "context item {:?} has neither :id nor :text",
+            "context item {:?} has none of :id, :text, :image",
             given.label
         )));
     }

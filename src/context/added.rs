@@ -5,7 +5,13 @@
 //! read it.
 
 use super::spotlight::{Source, Spotlight};
+use crate::llm::Image;
+use crate::notes::paths::names_protected;
 use crate::notes::Notes;
+use base64::Engine as _;
+
+/// The largest image a request may carry, in bytes (providers refuse larger ones).
+pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 
 /// An item as Emacs gives it: a label for the user, and a note id, or a text with the file
 /// it is from (none for a buffer with no file).
@@ -15,6 +21,8 @@ pub struct GivenItem {
     pub id: Option<String>,
     pub file: Option<String>,
     pub text: Option<String>,
+    /// An image file to send as an image.
+    pub image: Option<String>,
 }
 
 /// An item as the model may see it.
@@ -25,11 +33,16 @@ pub struct AddedItem {
     /// Why the model must not take the text as the user's own words (`None`: a note the
     /// user wrote).
     pub untrusted: Option<String>,
+    /// The image, for an image item (its text is then empty).
+    pub image: Option<Image>,
 }
 
 /// `given` as the notes show it, or why it is left out (words for the user, not the model).
 pub fn shown(notes: &Notes, given: &GivenItem) -> Result<AddedItem, String> {
     let label = given.label.clone();
+    if let Some(path) = &given.image {
+        return image(notes, label, path);
+    }
     if let Some(id) = &given.id {
         let node = notes
             .node(id)
@@ -38,6 +51,7 @@ pub fn shown(notes: &Notes, given: &GivenItem) -> Result<AddedItem, String> {
             text: notes.render(&node),
             untrusted: notes.untrusted(&node),
             label,
+            image: None,
         });
     }
     let Some(text) = &given.text else {
@@ -49,6 +63,7 @@ pub fn shown(notes: &Notes, given: &GivenItem) -> Result<AddedItem, String> {
                 text: shown,
                 untrusted: notes.path_provenance(file),
                 label,
+                image: None,
             }),
             None => Err(format!(
                 "{label} is private (org-agent-private-files or its tags): left out"
@@ -58,8 +73,44 @@ pub fn shown(notes: &Notes, given: &GivenItem) -> Result<AddedItem, String> {
             text: notes.clean_text(text),
             untrusted: Some(format!("{label} (added by the user; not a note)")),
             label,
+            image: None,
         }),
     }
+}
+
+/// The image file at `path` as an item: refused when the file is private or protected (an
+/// image cannot be redacted), too large, or not an image the providers take.
+fn image(notes: &Notes, label: String, path: &str) -> Result<AddedItem, String> {
+    let media_type = Image::media_type_of(path)
+        .ok_or_else(|| format!("{label}: not a PNG, JPEG, GIF or WebP image: left out"))?;
+    let real = std::fs::canonicalize(path).ok();
+    let real_str = real.as_deref().and_then(|p| p.to_str()).unwrap_or(path);
+    if notes.hides_path(path)
+        || notes.hides_path(real_str)
+        || names_protected(std::path::Path::new(path))
+        || real.as_deref().is_some_and(names_protected)
+    {
+        return Err(format!("{label} is private or protected: left out"));
+    }
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("{label}: cannot be read ({e}): left out"))?
+        .len();
+    if size > MAX_IMAGE_BYTES {
+        return Err(format!(
+            "{label} is {size} bytes, more than the {MAX_IMAGE_BYTES} an image may be: left out"
+        ));
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("{label}: cannot be read ({e}): left out"))?;
+    Ok(AddedItem {
+        text: String::new(),
+        untrusted: Some(format!("the image {label} (added by the user)")),
+        image: Some(Image {
+            media_type: media_type.to_owned(),
+            base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }),
+        label,
+    })
 }
 
 /// The items `given` as the model may see them, and a line for the user on each left out.
@@ -92,6 +143,13 @@ pub fn render(items: &[AddedItem], spot: &Spotlight, budget_bytes: usize) -> Str
             ));
             continue;
         }
+        if item.image.is_some() {
+            out.push_str(&spot.wrap(
+                Source::Added(&item.label),
+                "[an image: it is attached to this request]",
+            ));
+            continue;
+        }
         let text = if item.text.len() <= left {
             left -= item.text.len();
             item.text.clone()
@@ -121,6 +179,7 @@ mod tests {
             label: label.into(),
             text: text.into(),
             untrusted: None,
+            image: None,
         }
     }
 

@@ -134,6 +134,20 @@ pub fn request_body(request: &ChatRequest, model: &str) -> Value {
             }
         }
     }
+    if let Some(at) =
+        crate::llm::request::last_user(&messages).filter(|_| !request.images.is_empty())
+    {
+        let content = &mut messages[at]["content"];
+        if let Value::String(text) = content {
+            *content = json!([{"type": "text", "text": text}]);
+        }
+        if let Value::Array(blocks) = content {
+            for image in &request.images {
+                blocks.push(json!({"type": "image", "source": {
+                    "type": "base64", "media_type": image.media_type, "data": image.base64}}));
+            }
+        }
+    }
     let mut body = Map::new();
     body.insert("model".into(), model.into());
     body.insert(

@@ -100,6 +100,7 @@ impl Backend {
         backend.price = f.number_pair("price")?;
         backend.context_window = f.integer("context-window")?.map(|n| n.max(0) as u64);
         backend.max_tokens = f.integer("max-tokens")?.map(|n| n.max(1) as u64);
+        backend.vision = f.flag("vision");
         Ok(backend)
     }
 }

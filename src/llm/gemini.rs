@@ -127,6 +127,17 @@ pub fn request_body(request: &ChatRequest, _model: &str) -> Value {
         after_tool_result = tool_result;
     }
 
+    if let Some(at) =
+        crate::llm::request::last_user(&contents).filter(|_| !request.images.is_empty())
+    {
+        if let Some(Value::Array(parts)) = contents[at].get_mut("parts") {
+            for image in &request.images {
+                parts.push(
+                    json!({"inlineData": {"mimeType": image.media_type, "data": image.base64}}),
+                );
+            }
+        }
+    }
     let mut body = Map::new();
     if !system.is_empty() {
         body.insert("systemInstruction".into(), json!({ "parts": system }));

@@ -62,6 +62,8 @@ pub struct Backend {
     /// The most tokens one answer may take, when the user said: a small local model on a
     /// CPU can otherwise ramble for minutes.
     pub max_tokens: Option<u64>,
+    /// Whether the model sees images (`:vision t`): only then are a request's images sent.
+    pub vision: bool,
 }
 
 impl Backend {
@@ -80,20 +82,29 @@ impl Backend {
             context_window: None,
             price: None,
             max_tokens: None,
+            vision: false,
         }
     }
 
     /// `request` with this backend's `max_tokens` when it asks for more (or sets none).
+    /// Without images when the model does not see them.
     fn capped<'r>(&self, request: &'r ChatRequest) -> std::borrow::Cow<'r, ChatRequest> {
-        match self.max_tokens {
-            Some(cap) if request.max_tokens.is_none_or(|n| n > cap) => {
-                std::borrow::Cow::Owned(ChatRequest {
-                    max_tokens: Some(cap),
-                    ..request.clone()
-                })
-            }
-            _ => std::borrow::Cow::Borrowed(request),
+        let cap = match self.max_tokens {
+            Some(cap) if request.max_tokens.is_none_or(|n| n > cap) => Some(cap),
+            _ => None,
+        };
+        let blind = !self.vision && !request.images.is_empty();
+        if cap.is_none() && !blind {
+            return std::borrow::Cow::Borrowed(request);
         }
+        let mut owned = request.clone();
+        if cap.is_some() {
+            owned.max_tokens = cap;
+        }
+        if blind {
+            owned.images.clear();
+        }
+        std::borrow::Cow::Owned(owned)
     }
 
     /// The body this backend sends for `request`: its wire format, its model, its cap on

@@ -45,7 +45,7 @@ pub use endpoint::{Endpoint, Timeouts};
 pub use error::{ErrorClass, LlmError, TimeoutPhase};
 pub use format::ResponseParser;
 pub use http::{Backend, CancelToken, ChatClient};
-pub use request::{ChatRequest, Message};
+pub use request::{ChatRequest, Image, Message};
 pub use sse::{SseDecoder, SseEvent};
 pub use think::ThinkTags;
 pub use wire::Wire;

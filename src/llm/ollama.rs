@@ -84,6 +84,17 @@ pub fn request_body(request: &ChatRequest, model: &str) -> Value {
             }
         })
         .collect();
+    let mut messages = messages;
+    if let Some(at) =
+        crate::llm::request::last_user(&messages).filter(|_| !request.images.is_empty())
+    {
+        let images: Vec<Value> = request
+            .images
+            .iter()
+            .map(|i| i.base64.as_str().into())
+            .collect();
+        messages[at]["images"] = Value::Array(images);
+    }
     let mut body = Map::new();
     body.insert("model".into(), model.into());
     body.insert("messages".into(), Value::Array(messages));
@@ -337,6 +348,7 @@ mod tests {
             temperature: Some(0.2),
             max_tokens: Some(64),
             cache_prefix: None,
+            images: Vec::new(),
         };
         assert_eq!(
             request_body(&request, "qwen3"),

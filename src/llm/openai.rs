@@ -41,12 +41,24 @@ use std::collections::BTreeMap;
 
 /// The JSON body of `request` for `model`.
 pub fn request_body(request: &ChatRequest, model: &str) -> Value {
+    let mut messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+    if let Some(at) =
+        crate::llm::request::last_user(&messages).filter(|_| !request.images.is_empty())
+    {
+        let text = messages[at]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let mut parts = vec![json!({"type": "text", "text": text})];
+        for image in &request.images {
+            let url = format!("data:{};base64,{}", image.media_type, image.base64);
+            parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+        }
+        messages[at]["content"] = Value::Array(parts);
+    }
     let mut body = Map::new();
     body.insert("model".into(), model.into());
-    body.insert(
-        "messages".into(),
-        request.messages.iter().map(message_json).collect(),
-    );
+    body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
         let tools = request.tools.iter().map(function_tool).collect();
         body.insert("tools".into(), Value::Array(tools));

@@ -38,6 +38,40 @@ pub struct ChatRequest {
     /// conversation to the next (the prompts, not the notes or this request's boundary):
     /// a wire format with prompt caching marks the cache there. `None`: nothing to mark.
     pub cache_prefix: Option<usize>,
+    /// Images that go with the last user message, for a model that sees them (a backend
+    /// with `:vision t`); another backend gets the request without them.
+    pub images: Vec<Image>,
+}
+
+/// An image sent with a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: String,
+    /// The image's bytes, base64-encoded (standard alphabet, padded).
+    pub base64: String,
+}
+
+impl Image {
+    /// The media type of an image file named `name`, by its extension, if it is one the
+    /// providers take.
+    pub fn media_type_of(name: &str) -> Option<&'static str> {
+        let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "png" => "image/png",
+            "jpg" | "jpeg" => "image/jpeg",
+            "gif" => "image/gif",
+            "webp" => "image/webp",
+            _ => return None,
+        })
+    }
+}
+
+/// The index of the last user message among `messages` (JSON, with a `"role"`), if any.
+pub(crate) fn last_user(messages: &[serde_json::Value]) -> Option<usize> {
+    messages
+        .iter()
+        .rposition(|m| m.get("role").and_then(serde_json::Value::as_str) == Some("user"))
 }
 
 impl ChatRequest {
@@ -50,6 +84,7 @@ impl ChatRequest {
             temperature: self.temperature,
             max_tokens: self.max_tokens,
             cache_prefix: None,
+            images: Vec::new(),
         }
     }
 

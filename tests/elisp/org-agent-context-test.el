@@ -159,5 +159,40 @@ Token ghp_R8x2Kq9LmZ4vT7nW1pY6sD3fH5jB0cX8aE2u for the CI.
       (org-agent-context-clear)
       (should (null org-agent-context-items)))))
 
+(ert-deftest org-agent-context-an-image-goes-only-to-a-model-that-sees ()
+  "An image link added in Org goes as an image to a :vision backend; otherwise the chat says why not."
+  (org-agent-context-test--with-chat
+    (let ((image (expand-file-name "square.png" dir))
+          (private (expand-file-name "diary.png" dir))
+          (org-agent-private-files (list "diary.png")))
+      (with-temp-file image
+        (set-buffer-multibyte nil)
+        (insert "\x89PNG\r\n\x1a\nIMAGE-BYTES"))
+      (with-temp-file private (insert "PRIVATE-IMAGE"))
+      (with-temp-buffer
+        (insert "* Look\n[[file:" image "]]\n")
+        (org-mode)
+        (search-backward "file:")
+        (org-agent-context-add))
+      (org-agent-context-add-file private)
+      (should (equal (mapcar (lambda (i) (plist-get i :kind)) org-agent-context-items)
+                     '(image image)))
+      ;; Not marked as seeing: left out, and said to be.
+      (org-agent-context-test--turn send (lambda () finished))
+      (should-not (string-search "iVBORw0KGgo" (json-encode (car (last (org-agent-test-server-requests))))))
+      (with-current-buffer (org-agent-chat)
+        (should (string-search "is not marked as seeing images" (buffer-string))))
+      ;; Marked: the image goes, base64 in the user message; the private one never.
+      (setq finished nil)
+      (let ((org-agent-backends (list (plist-put (copy-sequence (car org-agent-backends))
+                                                 :vision t))))
+        (org-agent-context-test--turn send (lambda () finished)))
+      (let ((sent (json-encode (car (last (org-agent-test-server-requests))))))
+        (should (string-search (base64-encode-string "\x89PNG\r\n\x1a\nIMAGE-BYTES" t) sent))
+        (should (string-search "data:image/png;base64," sent))
+        (should-not (string-search (base64-encode-string "PRIVATE-IMAGE" t) sent)))
+      (with-current-buffer (org-agent-chat)
+        (should (string-search "diary.png is private or protected" (buffer-string)))))))
+
 (provide 'org-agent-context-test)
 ;;; org-agent-context-test.el ends here

@@ -239,6 +239,7 @@ fn real_server_speaks_anthropic_messages_and_serves_a_cascade() {
         temperature: Some(0.0),
         max_tokens: Some(200),
         cache_prefix: None,
+        images: Vec::new(),
     };
     let called = rt
         .block_on(anthropic.chat(&with_tools, &CancelToken::new(), |_| {}))

@@ -150,6 +150,7 @@ async fn the_request_is_a_chat_completions_post() {
         temperature: Some(0.5),
         max_tokens: None,
         cache_prefix: None,
+        images: Vec::new(),
     };
     server.push(Reply::sse_fixture("text-short.sse"));
     let (_, got) = chat(&client, &request).await;

@@ -436,6 +436,7 @@ fn request_body_shape() {
         temperature: None,
         max_tokens: Some(256),
         cache_prefix: None,
+        images: Vec::new(),
     };
     let body = request_body(&request, "qwen3:8b");
     assert_eq!(body["model"], "qwen3:8b");

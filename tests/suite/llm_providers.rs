@@ -67,6 +67,7 @@ async fn a_tool_call_conversation_in_every_format() {
                 temperature: Some(0.0),
                 max_tokens: None,
                 cache_prefix: None,
+                images: Vec::new(),
             };
             let (result, deltas) = chat(&c, &request).await;
             let first = result.unwrap_or_else(|e| panic!("{wire:?}: {e}"));
@@ -310,5 +311,78 @@ async fn faults_in_each_providers_own_way() {
             "Slowly but surely.",
             "{wire:?}"
         );
+    }
+}
+
+/// An image goes with the last user message in each provider's own shape, to a backend
+/// marked `:vision`; a backend that is not gets the request without it.
+#[tokio::test]
+async fn images_go_in_each_formats_shape_and_only_to_a_model_that_sees() {
+    let image = org_agent::llm::Image {
+        media_type: "image/png".into(),
+        base64: "iVBORw0KGgo=".into(),
+    };
+    for wire in Wire::ALL {
+        for vision in [true, false] {
+            let server = LlmServer::start().await;
+            let mut b = Backend::with_wire(wire, server.root_for(wire), "test-model");
+            b.endpoint.api_key = Some(KEY.to_owned());
+            b.vision = vision;
+            let c = ChatClient::new(b).unwrap();
+            server.push(Reply::answer(wire, "A red square.", &[]));
+            let request = ChatRequest {
+                messages: vec![
+                    Message::System("Be brief.".into()),
+                    Message::User("What is in it?".into()),
+                ],
+                stream: true,
+                images: vec![image.clone()],
+                ..ChatRequest::default()
+            };
+            let (result, _) = chat(&c, &request).await;
+            assert_eq!(result.unwrap().text, "A red square.", "{wire:?}");
+            let body = server.requests()[0].json();
+            let sent = body.to_string();
+            assert_eq!(
+                sent.contains("iVBORw0KGgo="),
+                vision,
+                "{wire:?} vision={vision}: {sent}"
+            );
+            if !vision {
+                continue;
+            }
+            match wire {
+                Wire::OpenAi => {
+                    let parts = &body["messages"][1]["content"];
+                    assert_eq!(parts[0], json!({"type": "text", "text": "What is in it?"}));
+                    assert_eq!(
+                        parts[1]["image_url"]["url"],
+                        "data:image/png;base64,iVBORw0KGgo="
+                    );
+                }
+                Wire::Anthropic => {
+                    let blocks = &body["messages"][0]["content"];
+                    assert_eq!(blocks[0]["text"], "What is in it?");
+                    assert_eq!(
+                        blocks[1],
+                        json!({"type": "image", "source": {"type": "base64",
+                               "media_type": "image/png", "data": "iVBORw0KGgo="}})
+                    );
+                }
+                Wire::Gemini => {
+                    let parts = &body["contents"][0]["parts"];
+                    assert_eq!(parts[0]["text"], "What is in it?");
+                    assert_eq!(
+                        parts[1],
+                        json!({"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}})
+                    );
+                }
+                Wire::Ollama => {
+                    let m = &body["messages"][1];
+                    assert_eq!(m["content"], "What is in it?");
+                    assert_eq!(m["images"], json!(["iVBORw0KGgo="]));
+                }
+            }
+        }
     }
 }

@@ -345,6 +345,7 @@ fn spotlit_request(
         temperature: cfg.temperature,
         max_tokens: None,
         cache_prefix: Some(stable),
+        images: cfg.added.iter().filter_map(|i| i.image.clone()).collect(),
     };
     (request, untrusted)
 }

@@ -120,6 +120,7 @@ pub fn prepare(
         temperature: Some(cfg.temperature.unwrap_or(0.0)),
         max_tokens: Some(PHRASE_TOKENS),
         cache_prefix: None,
+        images: Vec::new(),
     };
     Ok(Some(Prepared { request, facts }))
 }
