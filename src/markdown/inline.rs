@@ -103,7 +103,6 @@ impl Inline {
         let Some(close) = close else {
             return Res::Need;
         };
-        let inner = self.inner(&s[run..close], c, depth);
         let (open, shut) = match (c, run) {
             ('~', _) => ("+", "+"),
             (_, 2) => ("*", "*"),
@@ -112,9 +111,11 @@ impl Inline {
             ('_', _) if !self.markdown => ("_", "_"),
             _ => ("/", "/"),
         };
+        // `**`, `__`, `~~` are Markdown; so is what they hold (`**a *b* c**`).
         if run != 1 {
             self.markdown = true;
         }
+        let inner = self.inner(&s[run..close], c, depth);
         Res::Out(format!("{open}{inner}{shut}"), close + run)
     }
 

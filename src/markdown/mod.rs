@@ -18,6 +18,9 @@
 //! Markdown headings, so an answer can never close the heading it is written under; an
 //! indented `* item` is always a bullet.
 //!
+//! Not converted: emphasis and links spanning lines, Setext headings, tables without a
+//! leading `|`, reference links, raw HTML other than `<br>`, indented code.
+//!
 //! Pure text in and out: no Emacs, no I/O, no recursion deeper than a few levels.
 
 mod inline;
