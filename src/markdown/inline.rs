@@ -7,6 +7,8 @@
 /// How far (bytes) an opener looks for its closer; past it the opener is plain text. Bounds
 /// the rescans of a streamed line, and is a property of the text alone.
 pub const MAX_SPAN: usize = 4096;
+/// Runs of marks longer than this are plain text (no Markdown writes them as markup).
+pub const LONG_RUN: usize = 16;
 /// How deep constructs nest (emphasis in a link in emphasis…) before inner text is left as is.
 const MAX_DEPTH: u8 = 4;
 
@@ -20,6 +22,12 @@ pub struct Inline {
     pub table: bool,
     /// The character before the text (`None`: the line's start).
     pub prev: Option<char>,
+    /// Where the next text starts in its line (bytes).
+    at: usize,
+    /// For each kind of closer (see [`slot`]), the byte of the line before which there is
+    /// none: a closer's validity does not depend on its opener, so a later opener's search
+    /// starts there, and a line of openers without closers costs linear time.
+    dead: [usize; 10],
 }
 
 /// What a construct at the scan's position comes to.
@@ -33,11 +41,23 @@ enum Res {
 }
 
 impl Inline {
+    /// The same settings for a new line (or a cell, or the text of a construct).
+    pub fn fresh(&self, prev: Option<char>) -> Inline {
+        Inline {
+            prev,
+            at: 0,
+            dead: [0; 10],
+            ..*self
+        }
+    }
+
     /// Convert `s`, a piece of one line (no newline) starting where the last call stopped;
     /// `eol`: `s` runs to the end of the line. Returns the Org text and how many bytes of `s`
     /// it covers; the rest must be offered again with more text (never when `eol`).
     pub fn convert(&mut self, s: &str, eol: bool) -> (String, usize) {
-        self.scan(s, eol, 0)
+        let (out, n) = self.scan(s, eol, 0);
+        self.at += n;
+        (out, n)
     }
 
     fn scan(&mut self, s: &str, eol: bool, depth: u8) -> (String, usize) {
@@ -46,8 +66,8 @@ impl Inline {
         while i < s.len() {
             let c = s[i..].chars().next().unwrap_or(' ');
             let res = match c {
-                '*' | '_' | '~' => self.emphasis(&s[i..], c, eol, depth),
-                '`' => self.code(&s[i..], eol),
+                '*' | '_' | '~' => self.emphasis(&s[i..], c, eol, (depth, self.at + i)),
+                '`' => self.code(&s[i..], eol, (depth, self.at + i)),
                 '[' => self.link(&s[i..], eol, depth),
                 '!' => self.image(&s[i..], eol, depth),
                 '<' => self.angle(&s[i..], eol),
@@ -76,18 +96,22 @@ impl Inline {
         if depth >= MAX_DEPTH {
             return s.to_string();
         }
-        let mut sub = Inline {
-            prev: Some(before),
-            ..*self
-        };
+        let mut sub = self.fresh(Some(before));
         let (out, _) = sub.scan(s, true, depth + 1);
         self.markdown = sub.markdown;
         out
     }
 
     /// `**bold**`, `__bold__`, `*italic*`, `_italic_`, `***both***`, `~~strike~~`.
-    fn emphasis(&mut self, s: &str, c: char, eol: bool, depth: u8) -> Res {
+    /// `at`: how deep the scan is, and where `s` starts in the line.
+    fn emphasis(&mut self, s: &str, c: char, eol: bool, at: (u8, usize)) -> Res {
+        let (depth, abs) = at;
         let run = s.bytes().take_while(|&b| b == c as u8).count();
+        // A long run is text, and so is its tail (a run is whole, so only a run cut by
+        // the line's arrival in pieces follows the same mark).
+        if run > LONG_RUN || self.prev == Some(c) {
+            return Res::Lit(run);
+        }
         if run == s.len() {
             return if eol { Res::Lit(run) } else { Res::Need };
         }
@@ -97,11 +121,17 @@ impl Inline {
         if !wanted || after.is_whitespace() || self.prev.is_some_and(char::is_alphanumeric) {
             return Res::Lit(run);
         }
-        let Some(close) = find_closer(s, c, run, eol) else {
-            return Res::Lit(run);
-        };
-        let Some(close) = close else {
-            return Res::Need;
+        let slot = slot(c, run).filter(|_| depth == 0);
+        let from = slot.map_or(run, |k| self.dead[k].saturating_sub(abs).max(run));
+        let close = match find_closer(s, c, run, from, eol) {
+            Closer::At(j) => j,
+            Closer::Need => return Res::Need,
+            Closer::None(stop) => {
+                if let Some(k) = slot {
+                    self.dead[k] = self.dead[k].max(abs + stop);
+                }
+                return Res::Lit(run);
+            }
         };
         let (open, shut) = match (c, run) {
             ('~', _) => ("+", "+"),
@@ -121,12 +151,26 @@ impl Inline {
 
     /// `` `code` `` (any run of backticks, closed by the same run) → `~code~`, or `=code=`
     /// when the code holds a tilde.
-    fn code(&mut self, s: &str, eol: bool) -> Res {
+    fn code(&mut self, s: &str, eol: bool, at: (u8, usize)) -> Res {
+        let (depth, abs) = at;
         let run = s.bytes().take_while(|&b| b == b'`').count();
-        let mut j = run;
+        if run > LONG_RUN || self.prev == Some('`') {
+            return Res::Lit(run);
+        }
+        if run == s.len() && !eol {
+            return Res::Need;
+        }
+        let slot = slot('`', run).filter(|_| depth == 0);
+        let mut j = slot.map_or(run, |k| self.dead[k].saturating_sub(abs).max(run));
+        let mut dead = |stop: usize, res: Res| {
+            if let (Some(k), Res::Lit(_)) = (slot, &res) {
+                self.dead[k] = self.dead[k].max(abs + stop);
+            }
+            res
+        };
         loop {
             let Some(k) = s[j..].find('`') else {
-                return undecided(s, eol, run);
+                return dead(s.len(), undecided(s, eol, run));
             };
             let start = j + k;
             let len = s[start..].bytes().take_while(|&b| b == b'`').count();
@@ -143,7 +187,7 @@ impl Inline {
                 return Res::Out(format!("{mark}{code}{mark}"), start + len);
             }
             if start > MAX_SPAN {
-                return Res::Lit(run);
+                return dead(start, Res::Lit(run));
             }
             j = start + len;
         }
@@ -151,14 +195,19 @@ impl Inline {
 
     /// `[text](url "title")` → `[[url][text]]`; `[[…]]` (an Org link) as it is.
     fn link(&mut self, s: &str, eol: bool, depth: u8) -> Res {
-        if s.starts_with("[[") {
-            return match s.find("]]") {
-                Some(k) if k <= MAX_SPAN => Res::Lit(k + 2),
-                _ => undecided(s, eol, 1),
-            };
-        }
         if s == "[" && !eol {
             return Res::Need;
+        }
+        // No `]` at all (memchr): the usual case of a lone `[`, and a cheap one.
+        let near = &s.as_bytes()[..s.len().min(MAX_SPAN)];
+        if !near[1..].contains(&b']') {
+            return undecided(s, eol, 1);
+        }
+        if s.starts_with("[[") {
+            return match near.windows(2).position(|w| w == b"]]") {
+                Some(k) => Res::Lit(k + 2),
+                None => undecided(s, eol, 1),
+            };
         }
         let Some(close) = matching(s, b'[', b']') else {
             return undecided(s, eol, 1);
@@ -277,14 +326,35 @@ fn undecided(s: &str, eol: bool, opener: usize) -> Res {
     }
 }
 
-/// Where the run of `run` × `c` closing the emphasis opened at the start of `s` begins:
-/// `Some(Some(at))`, `Some(None)` when more text is needed, `None` when there is none.
-fn find_closer(s: &str, c: char, run: usize, eol: bool) -> Option<Option<usize>> {
+/// The index in [`Inline::dead`] of closers of `run` × `c`, for those remembered.
+fn slot(c: char, run: usize) -> Option<usize> {
+    match (c, run) {
+        ('*', 1..=3) => Some(run - 1),
+        ('_', 1..=3) => Some(run + 2),
+        ('~', 2) => Some(6),
+        ('`', 1..=3) => Some(run + 6),
+        _ => None,
+    }
+}
+
+/// What the search for a closer found.
+enum Closer {
+    /// The closing run starts here.
+    At(usize),
+    /// More text is needed.
+    Need,
+    /// There is none; the search looked up to here.
+    None(usize),
+}
+
+/// The run of `run` × `c` closing the emphasis opened at the start of `s`, searched from
+/// `from` (before it there is none).
+fn find_closer(s: &str, c: char, run: usize, from: usize, eol: bool) -> Closer {
     let b = s.as_bytes();
-    let mut j = run;
+    let mut j = from;
     while j < b.len() {
         if j > MAX_SPAN {
-            return None;
+            return Closer::None(j);
         }
         if b[j] != c as u8 {
             j += 1;
@@ -293,19 +363,19 @@ fn find_closer(s: &str, c: char, run: usize, eol: bool) -> Option<Option<usize>>
         let len = b[j..].iter().take_while(|&&x| x == c as u8).count();
         let end = j + len;
         if end == b.len() && !eol {
-            return Some(None);
+            return Closer::Need;
         }
         let before = s[..j].chars().next_back().unwrap_or(' ');
         let after = s[end..].chars().next().unwrap_or(' ');
         if len == run && !before.is_whitespace() && !after.is_alphanumeric() {
-            return Some(Some(j));
+            return Closer::At(j);
         }
         j = end;
     }
     if eol || s.len() > MAX_SPAN {
-        None
+        Closer::None(b.len())
     } else {
-        Some(None)
+        Closer::Need
     }
 }
 

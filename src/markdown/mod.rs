@@ -27,7 +27,10 @@ mod inline;
 #[cfg(test)]
 mod tests;
 
-use inline::Inline;
+use inline::{Inline, LONG_RUN};
+
+/// Marks (and spaces) a rule may have: a longer run of them is text.
+const LONG_RULE: usize = 256;
 
 /// `text` (a whole answer) as Org, its headings under level `base`.
 pub fn to_org(text: &str, base: usize) -> String {
@@ -122,7 +125,7 @@ impl OrgStream {
             out.push('\n');
             self.line = Line::Start;
             self.quote_line = false;
-            self.inline.prev = None;
+            self.inline = self.inline.fresh(None);
             rest = &rest[k + 1..];
         }
         self.pending.push_str(rest);
@@ -158,7 +161,7 @@ impl OrgStream {
         self.pending.clear();
         self.line = Line::Start;
         self.quote_line = false;
-        self.inline.prev = None;
+        self.inline = self.inline.fresh(None);
         out
     }
 
@@ -248,7 +251,11 @@ impl OrgStream {
             return true;
         };
         let run = rest.bytes().take_while(|&b| b == first).count();
-        if run == rest.len() && !eol && matches!(first, b'`' | b'~' | b'#' | b'0'..=b'9') {
+        if run == rest.len()
+            && run <= LONG_RUN
+            && !eol
+            && matches!(first, b'`' | b'~' | b'#' | b'0'..=b'9')
+        {
             return false;
         }
         let item = first.is_ascii_digit()
@@ -259,12 +266,8 @@ impl OrgStream {
             return false;
         }
         self.line = match first {
-            b'`' | b'~' if run >= 3 && !self.quote_line => {
-                if first == b'`' && rest[run..].contains('`') {
-                    Line::Inline
-                } else {
-                    Line::Whole(Whole::FenceOpen)
-                }
+            b'`' | b'~' if (3..=LONG_RUN).contains(&run) && !self.quote_line => {
+                Line::Whole(Whole::FenceOpen)
             }
             b'#' if run == 1 && rest[1..].starts_with('+') => Line::Whole(Whole::Keyword),
             b'#' if run <= 6 && (run == rest.len() || rest[run..].starts_with([' ', '\t'])) => {
@@ -291,9 +294,10 @@ impl OrgStream {
         let rest = &self.pending[indent..];
         let marks = rest
             .bytes()
+            .take(LONG_RULE + 1)
             .take_while(|&b| b == c || b == b' ' || b == b'\t')
             .count();
-        if marks == rest.len() {
+        if marks == rest.len() && marks <= LONG_RULE {
             if !eol {
                 return false;
             }
@@ -390,6 +394,14 @@ impl OrgStream {
             Whole::FenceOpen => {
                 let ch = t.as_bytes()[0];
                 let len = t.bytes().take_while(|&b| b == ch).count();
+                if ch == b'`' && t[len..].contains('`') {
+                    // Not a fence (a backtick in its info string): prose.
+                    let mut inline = self.inline.fresh(None);
+                    let (text, _) = inline.convert(line, true);
+                    self.inline.markdown = inline.markdown;
+                    out.push_str(&text);
+                    return;
+                }
                 let info = t[len..]
                     .trim()
                     .trim_start_matches('{')
@@ -453,10 +465,7 @@ impl OrgStream {
             text = unclosed.trim_end();
         }
         self.inline.markdown = true;
-        let mut inline = Inline {
-            prev: Some(' '),
-            ..self.inline
-        };
+        let mut inline = self.inline.fresh(Some(' '));
         let (text, _) = inline.convert(text, true);
         self.inline.markdown = inline.markdown;
         if self.quote_line {
@@ -493,11 +502,8 @@ impl OrgStream {
             out.push('|');
             return;
         }
-        let mut inline = Inline {
-            table: true,
-            prev: Some('|'),
-            ..self.inline
-        };
+        let mut inline = self.inline.fresh(Some('|'));
+        inline.table = true;
         let bytes = body.as_bytes();
         let mut start = 0;
         let mut j = 0;
@@ -517,7 +523,7 @@ impl OrgStream {
                 if j < bytes.len() {
                     out.push('|');
                 }
-                inline.prev = Some('|');
+                inline = inline.fresh(Some('|'));
                 start = j + 1;
             }
             j += 1;

@@ -189,3 +189,26 @@ fn random_markup_never_panics_and_splits_alike() {
         }
     }
 }
+
+#[test]
+fn openers_without_closers_cost_little() {
+    for unit in [
+        "[", "*a ", "_a ", "`", "![", "<http", "[[", "**a ", "*", "~",
+    ] {
+        let text = unit.repeat(100_000 / unit.len());
+        let started = std::time::Instant::now();
+        let mut s = OrgStream::new(0);
+        let mut out = String::new();
+        for piece in text.as_bytes().chunks(5) {
+            out.push_str(&s.push(std::str::from_utf8(piece).unwrap()));
+        }
+        out.push_str(&s.finish());
+        assert_eq!(out, to_org(&text, 0));
+        // Linear in practice: well under a second in a release build for 100 KB.
+        assert!(
+            started.elapsed().as_secs() < 10,
+            "{unit:?}: {:?}",
+            started.elapsed()
+        );
+    }
+}
