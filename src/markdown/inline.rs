@@ -265,15 +265,13 @@ impl Inline {
             if lower.starts_with(br) {
                 self.markdown = true;
                 let n = br.len();
-                return match (self.table, n == s.len()) {
+                // The next text starts a line of its own: no space before it.
+                let rest = s[n..].trim_start_matches(' ');
+                return match (self.table, rest.is_empty()) {
                     (true, _) => Res::Out(" ".into(), n),
-                    (false, true) if eol => Res::Out("\\\\".into(), n),
+                    (false, true) if eol => Res::Out("\\\\".into(), s.len()),
                     (false, true) => Res::Need,
-                    // The next text starts a line of its own: no space before it.
-                    (false, false) => {
-                        let rest = s[n..].trim_start_matches(' ');
-                        Res::Out("\\\\\n".into(), s.len() - rest.len())
-                    }
+                    (false, false) => Res::Out("\\\\\n".into(), s.len() - rest.len()),
                 };
             }
             if br.starts_with(&lower) && !eol {

@@ -212,3 +212,77 @@ fn openers_without_closers_cost_little() {
         );
     }
 }
+
+#[test]
+fn random_markdown_pieces_split_alike_into_any_number_of_chunks() {
+    let tokens = [
+        "```",
+        "```py",
+        "~~~",
+        "# ",
+        "## ",
+        "> ",
+        ">",
+        "| ",
+        " | ",
+        "|:--|",
+        "---",
+        "* ",
+        "- ",
+        "1. ",
+        "  ",
+        "**",
+        "*",
+        "_",
+        "__",
+        "~~",
+        "`",
+        "[",
+        "](",
+        ")",
+        "![",
+        "<br>",
+        "<https://a.b>",
+        "\\*",
+        "#+begin_src sh",
+        "#+end_src",
+        "#+begin_quote",
+        "[[id:x][y]]",
+        "word",
+        "a_b",
+        "é",
+        "\n",
+        "\n",
+        "\n",
+        ",",
+        "#",
+        "+",
+    ];
+    let mut seed: u64 = 99;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize % n
+    };
+    for _ in 0..3000 {
+        let len = next(60);
+        let text: String = (0..len).map(|_| tokens[next(tokens.len())]).collect();
+        let whole = to_org(&text, 2);
+        let points: Vec<usize> = (0..=text.len())
+            .filter(|&i| text.is_char_boundary(i))
+            .collect();
+        for _ in 0..8 {
+            let mut cuts: Vec<usize> = (0..next(6)).map(|_| points[next(points.len())]).collect();
+            cuts.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut from = 0;
+            for cut in cuts {
+                pieces.push(&text[from..cut]);
+                from = cut;
+            }
+            pieces.push(&text[from..]);
+            assert_eq!(streamed(&pieces, 2), whole, "{text:?} as {pieces:?}");
+        }
+    }
+}
