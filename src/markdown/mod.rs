@@ -16,7 +16,7 @@
 //! heading, fence, quote, `**bold**`, `` `code` ``, `[link](url)`, `~~strike~~`, a Markdown
 //! table rule, `<br>`), as Markdown after. Org headlines are moved under the base level like
 //! Markdown headings, so an answer can never close the heading it is written under; an
-//! indented `* item` is always a bullet.
+//! indented `* item`, or one right after a list item, is always a bullet.
 //!
 //! Not converted: emphasis and links spanning lines, Setext headings, tables without a
 //! leading `|`, reference links, raw HTML other than `<br>`, indented code.
