@@ -313,7 +313,10 @@ the answer streams in as one undo step; \\[org-agent-here-stop] stops it."
                       (org-agent-here--job-prefix job) (make-string (or level 0) ?*)))))
           (setf (org-agent-here--job-step job) (copy-marker (org-agent-here--job-end job)))
           (org-agent-here--send job prompt
-                                (and focus (list :focus focus)))
+                                (append (and focus (list :focus focus))
+                                        ;; Markdown becomes Org only where Org is written.
+                                        (unless (derived-mode-p 'org-mode)
+                                          (list :answer-format 'raw))))
           (add-hook 'kill-buffer-hook #'org-agent-here--buffer-killed nil t)
           (setq ok t)
           (message "org-agent: answering here; %s stops it"
@@ -642,7 +645,8 @@ original and the proposal.  The model gets no tools: only the text."
   (setf (org-agent-here--job-warnings job) nil)
   (condition-case err
       (org-agent-here--send job (org-agent-here--rewrite-prompt job previous)
-                            (list :tool-rounds 0))
+                            ;; The text as the model wrote it: the region may be code.
+                            (list :tool-rounds 0 :answer-format 'raw))
     (error
      (org-agent-here--rewrite-cleanup job)
      (signal (car err) (cdr err))))

@@ -8,6 +8,7 @@ pub mod context;
 pub mod emacs;
 pub mod gates;
 pub mod llm;
+pub mod markdown;
 pub mod notes;
 pub mod secrets;
 pub mod sexp;

@@ -2,6 +2,7 @@
 //! actions to the actuator, as events), the equipment a chat turn gets, the turn run on the
 //! workers with its events sent to the chat and counted, and the request preview.
 
+use super::answer::AnswerText;
 use super::equipment::Equipment;
 use super::event::{ChatUpdate, Event};
 use super::operator::{Approval, BoxFuture, Operator, Question};
@@ -286,6 +287,7 @@ impl Runtime {
             .as_deref()
             .and_then(|p| self.pasted_provenance(p));
         let skill = setup.skill.clone();
+        let mut shown = AnswerText::new(setup.answer_format);
         self.spawn_future(async move {
             let outcome = AssertUnwindSafe(async {
                 let source = if cfg.store_first {
@@ -323,9 +325,11 @@ impl Runtime {
                 let mut conv = conversation.lock().await;
                 conv.context.read_untrusted(pasted);
                 let mut on_event = |e: TurnEvent| {
-                    self.count(&e);
-                    if let Some(u) = chat_update(e) {
-                        send(u)
+                    for e in shown.events(e) {
+                        self.count(&e);
+                        if let Some(u) = chat_update(e) {
+                            send(u)
+                        }
                     }
                 };
                 let before = conv.messages.len();
@@ -355,8 +359,13 @@ impl Runtime {
                     // large for the backend would otherwise fail every turn after it.
                     conv.forget_from(before);
                 }
+                if let Some(rest) = shown.finish() {
+                    send(ChatUpdate::Text(rest));
+                }
+                // The conversation keeps the model's words; the chat shows (and saves) them
+                // as it showed them while they streamed.
                 outcome
-                    .map(Option::unwrap_or_default)
+                    .map(|a| shown.answer(a.unwrap_or_default()))
                     .map_err(|e| e.to_string())
             })
             .catch_unwind()

@@ -1,6 +1,7 @@
 //! The agent's runtime: worker threads, the event queue that carries results back to Emacs,
 //! the perceive → think → decide → act loop, and semantic search.
 
+pub mod answer;
 pub mod approvals;
 pub mod background;
 pub mod chat;

@@ -52,6 +52,8 @@ pub struct ChatSetup {
     pub context_items: Vec<GivenItem>,
     /// The user's prices over the built-in table (`org-agent-prices`).
     pub prices: Prices,
+    /// How the answer's text is shown (`:answer-format`).
+    pub answer_format: AnswerFormat,
 }
 
 /// One of `:context-items`: `(:label L :id ID)` or `(:label L :text T [:file F])`.
@@ -71,6 +73,15 @@ fn given_item(item: &Value) -> Result<GivenItem, ConfigError> {
         )));
     }
     Ok(given)
+}
+
+/// How a chat shows the model's answer text (`:answer-format`): `org` (the default), its
+/// Markdown converted to Org as it streams; `raw`, as the model wrote it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AnswerFormat {
+    #[default]
+    Org,
+    Raw,
 }
 
 /// Bounds of every background run.
@@ -210,6 +221,15 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
         pasted: o.opt_string("pasted")?,
         paste_dir: o.opt_string("paste-dir")?,
         ..ChatSetup::default()
+    };
+    setup.answer_format = match o.name("answer-format")?.as_deref() {
+        None | Some("org") => AnswerFormat::Org,
+        Some("raw") => AnswerFormat::Raw,
+        Some(other) => {
+            return Err(ConfigError::Shape(format!(
+                "turn options: :answer-format is org or raw, not {other}"
+            )))
+        }
     };
     if let Some(rules) = o.get("permissions") {
         setup.permissions =
@@ -390,6 +410,11 @@ mod tests {
         assert_eq!(t.policy.retry_cap, Duration::from_millis(2500));
         assert_eq!(t.setup.elisp_tools[0].name, "weather");
         assert!(t.setup.elisp_tools[0].confirm);
+        assert_eq!(t.setup.answer_format, AnswerFormat::Org);
+        let raw = setup(ONE, "(:answer-format raw)").unwrap();
+        assert_eq!(raw.setup.answer_format, AnswerFormat::Raw);
+        let e = error(ONE, "(:answer-format html)");
+        assert!(e.contains(":answer-format is org or raw, not html"), "{e}");
     }
 
     #[test]

@@ -1544,3 +1544,46 @@ async fn a_requests_cost_is_reported_and_the_budget_refuses_by_the_same_figures(
     );
     assert_eq!(server.requests().len(), 1, "nothing more was sent");
 }
+
+/// The chat's answer as Org: the events of a turn whose model writes Markdown, in chunks
+/// split anywhere, carry Org text; each step's text is complete before its tool call shows;
+/// the final answer is the Org shown; the conversation keeps the model's Markdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn markdown_answers_reach_the_chat_as_org() {
+    use org_agent::agent::answer::AnswerText;
+    use org_agent::agent::options::AnswerFormat;
+    use org_agent::llm::completion::Delta;
+    use org_agent::llm::http::Message;
+    let server = LlmServer::start().await;
+    server.push(sse(
+        "Let me **look**",
+        &[("query_notes", json!({"todo": "WAITING"}))],
+    ));
+    let markdown = "## Waiting\n* the **domain name** transfer\n```sh\n# check\nwhois x.org\n```\nSee [it](id:abc)";
+    server.push(sse(markdown, &[]));
+    let eq = equipment(&server);
+    let mut conv = Conversation::default();
+    let (answer, events) = turn(&eq, &mut conv, "What is waiting?", &TurnConfig::default()).await;
+    let mut shown = AnswerText::new(AnswerFormat::Org);
+    let mut seen = String::new();
+    for e in events.into_iter().flat_map(|e| shown.events(e)) {
+        match e {
+            TurnEvent::Delta(Delta::Text(t)) => seen.push_str(&t),
+            TurnEvent::Proposed { .. } => seen.push_str("<tool>"),
+            _ => {}
+        }
+    }
+    seen.extend(shown.finish());
+    let org = "**** Waiting\n- the *domain name* transfer\n#+begin_src sh\n# check\nwhois x.org\n#+end_src\nSee [[id:abc][it]]";
+    assert_eq!(seen, format!("Let me *look*<tool>{org}"));
+    assert_eq!(shown.answer(answer.unwrap()), org);
+    let said: Vec<&str> = conv
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said.last(), Some(&markdown));
+}
