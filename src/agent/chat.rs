@@ -21,6 +21,7 @@ use crate::llm::cascade::{Cascade, Policy};
 use crate::llm::completion::{Delta, ToolCall};
 use crate::llm::http::{Backend, CancelToken, ChatClient, Message};
 use crate::notes::scans::Scan;
+use crate::notes::Notes;
 use crate::sexp::Sexp;
 use crate::skills::prompt::PromptFragment;
 use futures_util::FutureExt;
@@ -254,21 +255,7 @@ impl Runtime {
         let cancel = CancelToken::new();
         self.register_chat(request, cancel.clone());
         let conversation = self.conversation(&id);
-        let names: Vec<String> = backends
-            .iter()
-            .map(|b| {
-                format!(
-                    "{} ({} @ {})",
-                    b.endpoint.name, b.endpoint.model, b.endpoint.base_url
-                )
-            })
-            .collect();
-        self.with_telemetry(|t| {
-            t.log(
-                "chat",
-                format!("{id}: turn started with {}", names.join(", then ")),
-            )
-        });
+        self.log_turn_start(&id, &backends);
         let operator = Arc::new(EmacsOperator {
             rt: self,
             request,
@@ -297,26 +284,12 @@ impl Runtime {
                 };
                 let mut setup = setup;
                 let given = std::mem::take(&mut setup.context_items);
-                let first = backends
+                let blind = backends
                     .first()
-                    .map(|b| (b.vision, b.endpoint.name.clone()));
+                    .filter(|b| !b.vision)
+                    .map(|b| b.endpoint.name.clone());
                 let eq = self.chat_equipment(backends, policy, setup, operator)?;
-                let (mut added, mut left_out) = added::shown_all(&eq.notes, &given);
-                // An image goes only to a model that sees images; say so rather than
-                // letting the answer pretend to have seen it.
-                if let Some((false, name)) = &first {
-                    added.retain(|item| match &item.image {
-                        Some(_) => {
-                            left_out.push(format!(
-                                "{}: the backend {name} is not marked as seeing images \
-                                 (:vision t): left out",
-                                item.label
-                            ));
-                            false
-                        }
-                        None => true,
-                    });
-                }
+                let (added, left_out) = added_for(&eq.notes, &given, blind.as_deref());
                 let mut cfg = cfg;
                 cfg.added = added;
                 for why in left_out {
@@ -382,6 +355,25 @@ impl Runtime {
             });
         });
         request
+    }
+
+    /// Log which backends a turn of conversation `id` starts with.
+    fn log_turn_start(&self, id: &str, backends: &[Backend]) {
+        let names: Vec<String> = backends
+            .iter()
+            .map(|b| {
+                format!(
+                    "{} ({} @ {})",
+                    b.endpoint.name, b.endpoint.model, b.endpoint.base_url
+                )
+            })
+            .collect();
+        self.with_telemetry(|t| {
+            t.log(
+                "chat",
+                format!("{id}: turn started with {}", names.join(", then ")),
+            )
+        });
     }
 
     /// Count a turn event in the telemetry: requests per backend, failures, tool calls.
@@ -517,4 +509,29 @@ fn notes_with_roots(notes: crate::notes::Notes, extra: &[String]) -> crate::note
         }
         _ => notes,
     }
+}
+
+/// What the user added, as the notes show it, and a line for the user on each item left
+/// out. An image goes only to a model that sees images: with `blind` (the name of a first
+/// backend that does not), images are left out and said to be, rather than letting the
+/// answer pretend to have seen them.
+fn added_for(
+    notes: &Notes,
+    given: &[added::GivenItem],
+    blind: Option<&str>,
+) -> (Vec<added::AddedItem>, Vec<String>) {
+    let (mut items, mut left_out) = added::shown_all(notes, given);
+    if let Some(name) = blind {
+        items.retain(|item| {
+            if item.image.is_none() {
+                return true;
+            }
+            left_out.push(format!(
+                "{}: the backend {name} is not marked as seeing images (:vision t): left out",
+                item.label
+            ));
+            false
+        });
+    }
+    (items, left_out)
 }
