@@ -314,8 +314,11 @@ the answer streams in as one undo step; \\[org-agent-here-stop] stops it."
           (setf (org-agent-here--job-step job) (copy-marker (org-agent-here--job-end job)))
           (org-agent-here--send job prompt
                                 (append (and focus (list :focus focus))
-                                        ;; Markdown becomes Org only where Org is written.
-                                        (unless (derived-mode-p 'org-mode)
+                                        ;; Markdown becomes Org only where Org is
+                                        ;; written, its headings at the top: the
+                                        ;; answer's stars go below the place's own.
+                                        (if (derived-mode-p 'org-mode)
+                                            (list :answer-level 0)
                                           (list :answer-format 'raw))))
           (add-hook 'kill-buffer-hook #'org-agent-here--buffer-killed nil t)
           (setq ok t)

@@ -18,15 +18,24 @@ pub const CHAT_BASE_LEVEL: usize = 2;
 pub struct AnswerText {
     /// The converter (none: raw).
     stream: Option<OrgStream>,
+    /// The level its headings go under.
+    base: usize,
 }
 
 impl AnswerText {
+    /// The chat's: headings under [`CHAT_BASE_LEVEL`].
     pub fn new(format: AnswerFormat) -> AnswerText {
+        AnswerText::under(format, CHAT_BASE_LEVEL)
+    }
+
+    /// An answer whose headings go under level `base` (0: top-level headlines).
+    pub fn under(format: AnswerFormat, base: usize) -> AnswerText {
         AnswerText {
             stream: match format {
-                AnswerFormat::Org => Some(OrgStream::new(CHAT_BASE_LEVEL)),
+                AnswerFormat::Org => Some(OrgStream::new(base)),
                 AnswerFormat::Raw => None,
             },
+            base,
         }
     }
 
@@ -56,7 +65,7 @@ impl AnswerText {
                 out
             }
             TurnEvent::Failover { .. } => {
-                *stream = OrgStream::new(CHAT_BASE_LEVEL);
+                *stream = OrgStream::new(self.base);
                 vec![e]
             }
             other => vec![other],
@@ -72,7 +81,7 @@ impl AnswerText {
     /// The turn's final answer as the chat shows it.
     pub fn answer(&self, answer: String) -> String {
         match self.stream {
-            Some(_) => to_org(&answer, CHAT_BASE_LEVEL),
+            Some(_) => to_org(&answer, self.base),
             None => answer,
         }
     }

@@ -274,7 +274,10 @@ impl Runtime {
             .as_deref()
             .and_then(|p| self.pasted_provenance(p));
         let skill = setup.skill.clone();
-        let mut shown = AnswerText::new(setup.answer_format);
+        let mut shown = match setup.answer_level {
+            Some(level) => AnswerText::under(setup.answer_format, level),
+            None => AnswerText::new(setup.answer_format),
+        };
         self.spawn_future(async move {
             let outcome = AssertUnwindSafe(async {
                 let source = if cfg.store_first {

@@ -54,6 +54,9 @@ pub struct ChatSetup {
     pub prices: Prices,
     /// How the answer's text is shown (`:answer-format`).
     pub answer_format: AnswerFormat,
+    /// The level of the heading the answer goes under (`:answer-level`; none: the chat's),
+    /// so that its Markdown headings become headlines below it.
+    pub answer_level: Option<usize>,
 }
 
 /// One of `:context-items`: `(:label L :id ID)` or `(:label L :text T [:file F])`.
@@ -231,6 +234,7 @@ fn chat_setup(o: &Fields) -> Result<ChatSetup, ConfigError> {
             )))
         }
     };
+    setup.answer_level = o.integer("answer-level")?.map(|n| n.clamp(0, 50) as usize);
     if let Some(rules) = o.get("permissions") {
         setup.permissions =
             Arc::new(Permissions::from_sexp(rules).map_err(|e| ConfigError::Shape(e.to_string()))?);
@@ -415,6 +419,10 @@ mod tests {
         assert_eq!(raw.setup.answer_format, AnswerFormat::Raw);
         let e = error(ONE, "(:answer-format html)");
         assert!(e.contains(":answer-format is org or raw, not html"), "{e}");
+        assert_eq!(raw.setup.answer_level, None);
+        let level = setup(ONE, "(:answer-level 0)").unwrap();
+        assert_eq!(level.setup.answer_level, Some(0));
+        assert_eq!(setup(ONE, "(:answer-level 99)").unwrap().setup.answer_level, Some(50));
     }
 
     #[test]
