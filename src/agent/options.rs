@@ -422,7 +422,10 @@ mod tests {
         assert_eq!(raw.setup.answer_level, None);
         let level = setup(ONE, "(:answer-level 0)").unwrap();
         assert_eq!(level.setup.answer_level, Some(0));
-        assert_eq!(setup(ONE, "(:answer-level 99)").unwrap().setup.answer_level, Some(50));
+        assert_eq!(
+            setup(ONE, "(:answer-level 99)").unwrap().setup.answer_level,
+            Some(50)
+        );
     }
 
     #[test]
