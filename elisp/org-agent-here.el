@@ -769,8 +769,10 @@ drawers and blocks of the text it replaces (or the text is not Org)."
         (warnings (org-agent-here--job-warnings job)))
     (setf (org-agent-here--job-diff job) diff)
     (if (executable-find diff-command)
+        ;; Synchronous: an asynchronous diff's output could arrive after its buffer is
+        ;; gone (a rejected or accepted proposal).  Once per proposal, after its stream.
         (diff-no-select (org-agent-here--job-original-buffer job) (org-agent-here--job-proposal job)
-                        "-u" nil diff)
+                        "-u" t diff)
       (with-current-buffer diff
         (let ((inhibit-read-only t))
           (erase-buffer)
