@@ -83,15 +83,9 @@ write Org markup, not Markdown, and no heading lines.)"))
       (org-agent-presets-get org-agent-presets-message-preset))
     (let ((backends (or (org-agent-backends-cascade)
                         (user-error "No backend is ready: set `org-agent-backends'"))))
-      (org-agent--send-privacy)
-      (let ((request (org-agent--stimulus
-                      (list :type :event
-                            :payload (list :sensor :chat-message :text prompt)
-                            :meta (list :session (format "babel-%s" token))
-                            :depth 0)
-                      backends
-                      (append (list :interactive nil)
-                              (org-agent-chat-common-options)))))
+      (let ((request (org-agent-chat-stimulus prompt (format "babel-%s" token) backends
+                                              (append (list :interactive nil)
+                                                      (org-agent-chat-common-options)))))
         (puthash request (list marker token "") org-agent-babel--waiting)))
     (org-agent-babel--placeholder token)))
 

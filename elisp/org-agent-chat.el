@@ -739,6 +739,19 @@ The current preset's settings come first, so they win."
          :done-since (format-time-string
                       "%F" (time-subtract nil (* 86400 org-agent-context-recent-days))))))
 
+(defun org-agent-chat-stimulus (text conversation backends options)
+  "Send TEXT as a message of CONVERSATION to BACKENDS with the turn OPTIONS.
+The privacy rules are handed over first (they may have been `setq'd
+since).  Return the module's request id; the turn's events come
+through `org-agent-chat-functions' with that :request."
+  (org-agent--send-privacy)
+  (org-agent--stimulus
+   (list :type :event
+         :payload (list :sensor :chat-message :text text)
+         :meta (list :session conversation)
+         :depth 0)
+   backends options))
+
 (defun org-agent-chat--send-prompt (prompt backends options)
   "Send PROMPT (already in the buffer) to BACKENDS and show the answer as it comes.
 OPTIONS are the turn's, from `org-agent-chat--options'."
@@ -753,15 +766,8 @@ OPTIONS are the turn's, from `org-agent-chat--options'."
         org-agent-chat--step-start nil
         org-agent-chat--backend-name (org-agent-backends-label (car backends)))
   (condition-case err
-      (let ((request (progn
-                       ;; The options may have been `setq'd since the last turn.
-                       (org-agent--send-privacy)
-                       (org-agent--stimulus
-                        (list :type :event
-                              :payload (list :sensor :chat-message :text prompt)
-                              :meta (list :session org-agent-chat--conversation)
-                              :depth 0)
-                        backends options))))
+      (let ((request (org-agent-chat-stimulus prompt org-agent-chat--conversation
+                                              backends options)))
         (setq org-agent-chat--request request)
         (unless org-agent-chat--turn-start (org-agent-chat--start-clock))
         (puthash request (current-buffer) org-agent-chat--in-flight)
@@ -876,13 +882,9 @@ no headings), as short as it can be while keeping all of that.\n\n\
     (setq org-agent-chat--state "compacting the conversation…")
     (force-mode-line-update)
     (condition-case err
-        (let ((request (org-agent--stimulus
-                        (list :type :event
-                              :payload (list :sensor :chat-message :text prompt)
-                              :meta (list :session (format "%s-compact-%d"
-                                                           org-agent-chat--conversation
-                                                           (random 1000000)))
-                              :depth 0)
+        (let ((request (org-agent-chat-stimulus
+                        prompt
+                        (format "%s-compact-%d" org-agent-chat--conversation (random 1000000))
                         (org-agent-backends-cascade)
                         (append (list :tool-rounds 0 :interactive nil)
                                 (org-agent-backends-options)))))

@@ -135,13 +135,7 @@ Return the request id."
                           (org-agent-chat-common-options))))
     (setf (org-agent-here--job-label job) (org-agent-backends-label (car backends))
           (org-agent-here--job-conversation job) conversation)
-    (org-agent--send-privacy)
-    (let ((request (org-agent--stimulus
-                    (list :type :event
-                          :payload (list :sensor :chat-message :text prompt)
-                          :meta (list :session conversation)
-                          :depth 0)
-                    backends options)))
+    (let ((request (org-agent-chat-stimulus prompt conversation backends options)))
       (setf (org-agent-here--job-request job) request
             (org-agent-here--job-state job) 'running)
       (puthash request job org-agent-here--jobs)
