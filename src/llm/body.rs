@@ -8,7 +8,7 @@
 //! its own byte handling. Nothing here parses JSON beyond bracket depth.
 
 use crate::llm::error::LlmError;
-use crate::llm::sse::{SseDecoder, SseEvent};
+use crate::llm::sse::{push_bounded, SseDecoder, SseEvent};
 
 /// How a wire format frames the payloads of its response body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,13 +191,7 @@ impl Lines {
     }
 
     fn push_line_bytes(&mut self, bytes: &[u8]) -> Result<(), LlmError> {
-        if self.line.len().saturating_add(bytes.len()) > self.max_line_len {
-            return Err(LlmError::LineTooLong {
-                limit: self.max_line_len,
-            });
-        }
-        self.line.extend_from_slice(bytes);
-        Ok(())
+        push_bounded(&mut self.line, bytes, self.max_line_len)
     }
 }
 

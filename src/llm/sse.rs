@@ -138,13 +138,7 @@ impl SseDecoder {
     }
 
     fn push_line_bytes(&mut self, bytes: &[u8]) -> Result<(), LlmError> {
-        if self.line.len().saturating_add(bytes.len()) > self.max_line_len {
-            return Err(LlmError::LineTooLong {
-                limit: self.max_line_len,
-            });
-        }
-        self.line.extend_from_slice(bytes);
-        Ok(())
+        push_bounded(&mut self.line, bytes, self.max_line_len)
     }
 
     /// Processes the finished line in `self.line`.
@@ -227,4 +221,14 @@ impl SseDecoder {
             id: self.last_id.clone(),
         });
     }
+}
+
+/// Appends `bytes` to the line being read, unless that makes it longer than `max`: a
+/// body's line is bounded however a server splits it.
+pub(crate) fn push_bounded(line: &mut Vec<u8>, bytes: &[u8], max: usize) -> Result<(), LlmError> {
+    if line.len().saturating_add(bytes.len()) > max {
+        return Err(LlmError::LineTooLong { limit: max });
+    }
+    line.extend_from_slice(bytes);
+    Ok(())
 }
