@@ -89,6 +89,22 @@ write Org markup, not Markdown, and no heading lines.)"))
         (puthash request (list marker token "") org-agent-babel--waiting)))
     (org-agent-babel--placeholder token)))
 
+(defun org-agent-babel--inline (text)
+  "TEXT made safe to stand in a results drawer or as raw results.
+A heading line would end the drawer (and the block's subtree would
+change shape), as would a line saying :END:; headings become bold
+lines, that line becomes verbatim text."
+  (let ((case-fold-search t))
+    (replace-regexp-in-string
+     "^[ \t]*:END:[ \t]*$" "=:END:="
+     (replace-regexp-in-string
+      "^\\*+[ \t]+\\(.*?\\)[ \t]*$"
+      (lambda (line)
+        (let ((title (match-string 1 line)))
+          (if (string-empty-p title) "" (concat "*" title "*"))))
+      text t t)
+     t t)))
+
 (defun org-agent-babel--settle (request text)
   "Put TEXT as the result of the block REQUEST was for, if it still waits for it."
   (pcase-let ((`(,marker ,token ,_) (gethash request org-agent-babel--waiting)))
@@ -106,9 +122,12 @@ write Org markup, not Markdown, and no heading lines.)"))
                          (goto-char result)
                          (search-forward (org-agent-babel--placeholder token)
                                          (save-excursion (org-babel-result-end)) t)))
-              (let ((params (nth 2 info)))
+              (let* ((result-params (cdr (assq :result-params (nth 2 info))))
+                     (raw (and (or (member "raw" result-params) (member "drawer" result-params))
+                               (not (member "org" result-params)))))
                 (org-babel-insert-result
-                 text (cdr (assq :result-params params)) info nil "org-agent")))))))))
+                 (if raw (org-agent-babel--inline text) text)
+                 result-params info nil "org-agent")))))))))
 
 (defun org-agent-babel--handle (event)
   "Act on the chat EVENT if it belongs to a block's request."

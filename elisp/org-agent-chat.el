@@ -113,8 +113,8 @@ ANSWER is nil when the turn ended with an error or was interrupted.")
   "What this conversation's requests cost: (COST UNKNOWN ESTIMATED).
 COST is the sum in USD of those whose price is known; UNKNOWN is
 non-nil when some request's price is unknown; ESTIMATED when some
-provider did not count its tokens.  A conversation continued from its
-file starts again from nil.")
+provider did not count its tokens.  The saved file keeps it (a
+#+USAGE: line), so a conversation continued from there goes on.")
 (defvar-local org-agent-chat--turn-spent nil
   "What the last turn's requests used: (TOKENS COST UNKNOWN ESTIMATED).
 As `org-agent-chat--spent', with the turn's tokens first.")
@@ -279,13 +279,19 @@ same of the last turn, or nil before one."
   "The header's usage: the last turn's tokens and cost, then the conversation's."
   (let ((turn org-agent-chat--turn-spent)
         (conv org-agent-chat--spent))
-    (if (not turn)
-        (format "%s tok" (org-agent-chat-format-tokens org-agent-chat--tokens))
+    (cond
+     ((and (not turn) conv)             ; continued from its file, no turn yet
+      (format "conv %s tok %s"
+              (org-agent-chat-format-tokens org-agent-chat--tokens (nth 2 conv))
+              (org-agent-chat-format-cost (car conv) (nth 1 conv))))
+     ((not turn)
+      (format "%s tok" (org-agent-chat-format-tokens org-agent-chat--tokens)))
+     (t
       (format "%s tok %s · conv %s tok %s"
               (org-agent-chat-format-tokens (nth 0 turn) (nth 3 turn))
               (org-agent-chat-format-cost (nth 1 turn) (nth 2 turn))
               (org-agent-chat-format-tokens org-agent-chat--tokens (nth 2 conv))
-              (org-agent-chat-format-cost (or (car conv) 0) (nth 1 conv))))))
+              (org-agent-chat-format-cost (or (car conv) 0) (nth 1 conv)))))))
 
 (defun org-agent-chat--header ()
   "The header line: backend, state, usage and cost, focus, keys."
@@ -401,11 +407,43 @@ While the agent answers, \\[org-agent-chat-quit] (or \\[org-agent-interrupt]) in
   (when org-agent-chat--conversation
     (let ((dir (org-agent-chat--directory)))
       (make-directory dir t)
-      (save-restriction
-        (widen)
-        (let ((coding-system-for-write 'utf-8-unix))
-          (write-region nil nil (expand-file-name (concat org-agent-chat--conversation ".org") dir)
-                        nil 'silent))))))
+      (let ((text (save-restriction (widen) (buffer-substring-no-properties
+                                              (point-min) (point-max))))
+            (usage (org-agent-chat--usage-keyword))
+            (file (expand-file-name (concat org-agent-chat--conversation ".org") dir)))
+        (with-temp-buffer
+          (insert text)
+          (goto-char (point-min))
+          (when (and usage (re-search-forward "^#\\+CONVERSATION:.*$" nil t))
+            (insert "\n" usage))
+          (let ((coding-system-for-write 'utf-8-unix))
+            (write-region nil nil file nil 'silent)))))))
+
+(defun org-agent-chat--usage-keyword ()
+  "Return the #+USAGE: line keeping the tokens and cost of this chat, or nil.
+The file keeps it so that a conversation continued from disk goes on
+counting from where it was; the buffer does not show it."
+  (when (or (> org-agent-chat--tokens 0) org-agent-chat--spent)
+    (let ((spent (or org-agent-chat--spent (list 0 nil nil))))
+      (format "#+USAGE: %d tokens, $%s%s%s"
+              org-agent-chat--tokens
+              (number-to-string (nth 0 spent))
+              (if (nth 1 spent) ", some prices unknown" "")
+              (if (nth 2 spent) ", some counts estimated" "")))))
+
+(defun org-agent-chat--take-usage-keyword ()
+  "Restore the usage a #+USAGE: line of the buffer saved, and remove the line."
+  (save-excursion
+    (goto-char (point-min))
+    (when (re-search-forward
+           "^#\\+USAGE: *\\([0-9]+\\) tokens, \\$\\([0-9.e+-]+\\)\\(.*\\)\n?" nil t)
+      (let ((rest (match-string 3)))
+        (setq org-agent-chat--tokens (string-to-number (match-string 1))
+              org-agent-chat--spent
+              (list (string-to-number (match-string 2))
+                    (and (string-search "unknown" rest) t)
+                    (and (string-search "estimated" rest) t)))
+        (replace-match "")))))
 
 (defun org-agent-chat--pick-saved ()
   "Ask for a saved conversation, newest first; return its file."
@@ -530,6 +568,7 @@ Tool calls, reasoning and error blocks stay out; the last, unsent prompt too."
             (if (re-search-forward "^#\\+CONVERSATION: *\\(.+\\)$" nil t)
                 (match-string 1)
               (file-name-base file)))
+      (org-agent-chat--take-usage-keyword)
       (org-agent--chat-restore org-agent-chat--conversation (org-agent-chat--history))
       (goto-char (point-max))
       (unless (save-excursion (re-search-backward "^\\* You[ \t]*$" nil t))

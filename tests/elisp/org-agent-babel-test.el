@@ -94,5 +94,23 @@
       (should-not (string-search "FIRST-ANSWER" (buffer-string)))
       (should (string-search "SECOND-ANSWER" (buffer-string))))))
 
+(ert-deftest org-agent-babel-headings-in-an-answer-stay-inside-the-drawer ()
+  "An answer with heading lines and an :END: line keeps the drawer and the outline whole."
+  (org-agent-test-with-server ()
+    (org-agent-babel-test--in-block
+        "* Q\n#+begin_src org-agent\nPlan?\n#+end_src\n* NEXT-SIBLING\n"
+      (org-agent-test-server-push :text "* Steps\n** First   \nbuy a cable\n:END:\n*bold* stays")
+      (org-babel-execute-src-block)
+      (should (org-agent-test-wait (lambda () (string-search "buy a cable" (buffer-string))) 30))
+      (should (string-search
+               ":results:\n*Steps*\n*First*\nbuy a cable\n=:END:=\n*bold* stays\n:end:\n\n* NEXT-SIBLING"
+               (buffer-string)))
+      ;; Org sees the same outline as before: two headings, the drawer whole.
+      (should (equal (org-map-entries (lambda () (org-get-heading t t t t)))
+                     '("Q" "NEXT-SIBLING")))
+      (goto-char (point-min))
+      (search-forward ":results:")
+      (should (eq (org-element-type (org-element-at-point)) 'drawer)))))
+
 (provide 'org-agent-babel-test)
 ;;; org-agent-babel-test.el ends here

@@ -10,6 +10,7 @@
 
 (require 'org-agent-test-setup)
 (require 'org-agent-chat)
+(require 'org-agent-here)
 
 (defvar org-agent-chat-test--server nil "The model server process.")
 (defvar org-agent-chat-test--port nil "Its port.")
@@ -211,6 +212,92 @@
             (should (equal (org-agent--backend-key '(:url "https://api.example.test/v1"))
                            "sk-netrc")))
         (delete-file netrc)))))
+
+;;;; The agent in any buffer, with the real model
+
+(defmacro org-agent-chat-test--with-real-model (&rest body)
+  "Run BODY with the real model server as the only backend, in a fresh Org buffer."
+  (declare (indent 0) (debug t))
+  `(let* ((port (org-agent-chat-test--server))
+          (org-agent-backends `((:name "local" :type openai
+                                       :url ,(format "http://127.0.0.1:%d/v1" port)
+                                       :model "local" :first-byte-timeout 240)))
+          (org-agent-temperature 0)
+          (buffer (generate-new-buffer "org-agent-real-here")))
+     (unwind-protect
+         (with-current-buffer buffer
+           (org-mode)
+           (buffer-enable-undo)
+           ,@body)
+       (with-current-buffer buffer (set-buffer-modified-p nil))
+       (kill-buffer buffer))))
+
+(defun org-agent-chat-test--settle (job)
+  "Wait for the answer-in-place or rewrite JOB to end; return its state."
+  (org-agent-test-wait (lambda () (not (eq (org-agent-here--job-state job) 'running))) 300)
+  (org-agent-here--job-state job))
+
+(ert-deftest org-agent-chat-real-model-answers-under-the-heading ()
+  "A real model's answer lands as a child heading, Org only, in one undo step."
+  (org-agent-chat-test--with-real-model
+    (insert "* Garden\nTomatoes need water.\n* Kitchen\nTail.\n")
+    (undo-boundary)
+    (let ((before (buffer-string)))
+      (goto-char (point-min))
+      (let ((job (org-agent-here-ask "Name one vegetable in a short sentence." 'child)))
+        (should (eq (org-agent-chat-test--settle job) 'done))
+        ;; The outline around the answer is unchanged; the answer is a child of Garden.
+        (let ((outline (let (out)
+                         (org-map-entries (lambda () (push (list (org-outline-level)
+                                                                  (org-get-heading t t t t))
+                                                            out)))
+                         (nreverse out))))
+          (should (equal (car outline) '(1 "Garden")))
+          (should (equal (car (last outline)) '(1 "Kitchen")))
+          (should (equal (cadr outline) '(2 "Name one vegetable in a short sentence.")))
+          ;; Whatever headings the model wrote stay below the child.
+          (should (seq-every-p (lambda (h) (>= (car h) 2)) (butlast (cdr outline)))))
+        (goto-char (point-min))
+        (search-forward "Name one vegetable")
+        (should (string-match-p "local" (org-entry-get nil "ORG_AGENT_MODEL")))
+        (org-end-of-meta-data t)
+        (should (> (length (string-trim (buffer-substring
+                                         (point) (save-excursion (outline-next-heading) (point)))))
+                   0))
+        ;; No Markdown fence or heading survives in an Org buffer.
+        (should-not (string-match-p "^```\\|^#+ " (buffer-string)))
+        (undo-boundary)
+        (let ((last-command nil)) (undo))
+        (should (equal (buffer-string) before))))))
+
+(ert-deftest org-agent-chat-real-model-rewrites-a-region ()
+  "A real model's rewrite comes as a diff; accepting replaces only the region, in one undo step."
+  (org-agent-chat-test--with-real-model
+    (insert "* Note\nthe cat sat on teh mat\n* After\nKeep.\n")
+    (undo-boundary)
+    (let ((before (buffer-string)))
+      (transient-mark-mode 1)
+      (goto-char (point-min))
+      (forward-line 1)
+      (set-mark (point))
+      (end-of-line)
+      (activate-mark)
+      (let ((job (org-agent-here-rewrite (region-beginning) (region-end)
+                                         "Fix the spelling.")))
+        (should (eq (org-agent-chat-test--settle job) 'done))
+        (let ((proposal (with-current-buffer (org-agent-here--job-proposal job) (buffer-string)))
+              (diff (org-agent-here--job-diff job)))
+          (should (> (length (string-trim proposal)) 0))
+          (with-current-buffer diff
+            (should (derived-mode-p 'diff-mode))
+            (org-agent-here-rewrite-accept))
+          (should-not (buffer-live-p diff))
+          (should (string-prefix-p "* Note\n" (buffer-string)))
+          (should (string-suffix-p "* After\nKeep.\n" (buffer-string)))
+          (should (string-search (string-trim proposal) (buffer-string)))
+          (undo-boundary)
+          (let ((last-command nil)) (undo))
+          (should (equal (buffer-string) before)))))))
 
 (provide 'org-agent-chat-test)
 ;;; org-agent-chat-test.el ends here

@@ -67,6 +67,29 @@ waits for the turn to end."
       (should (string-match-p "- today ([0-9-]+ UTC) :: 38 tokens, \\$0\\.052$"
                               (buffer-string))))))
 
+(ert-deftest org-agent-cost-a-continued-conversation-goes-on-counting ()
+  "The saved chat keeps its usage; continued from the file, the counts go on."
+  (org-agent-cost-test--chat '(("test" 1000 2000))
+    (funcall send "Hello?")
+    (funcall send "Again?")
+    (let ((file (expand-file-name (concat org-agent-chat--conversation ".org")
+                                  (org-agent-chat--directory))))
+      (with-temp-buffer
+        (insert-file-contents file)
+        (should (string-match-p "^#\\+CONVERSATION: .*\n#\\+USAGE: 38 tokens, \\$0\\.052"
+                                (buffer-string))))
+      (should-not (string-search "#+USAGE" (buffer-string)))
+      (let ((continued (org-agent-chat--continue file)))
+        (unwind-protect
+            (with-current-buffer continued
+              (should-not (string-search "#+USAGE" (buffer-string)))
+              (should (string-search "conv 38 tok $0.052" (org-agent-chat--header)))
+              (funcall send "Once more?")
+              (should (string-search "19 tok $0.026 · conv 57 tok $0.078"
+                                     (org-agent-chat--header))))
+          (with-current-buffer continued (set-buffer-modified-p nil))
+          (kill-buffer continued))))))
+
 (ert-deftest org-agent-cost-a-server-on-this-machine-costs-nothing ()
   "Without a price of its own, a model served on this machine is free."
   (org-agent-cost-test--chat nil
