@@ -9,6 +9,7 @@ pub mod emacs;
 pub mod gates;
 pub mod llm;
 pub mod markdown;
+pub mod mcp;
 pub mod notes;
 pub mod secrets;
 pub mod sexp;

@@ -26,6 +26,7 @@ mod llm_ollama;
 mod llm_openai;
 mod llm_providers;
 mod llm_sse;
+mod mcp_client;
 mod paths;
 mod privacy;
 mod secrets;
