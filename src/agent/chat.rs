@@ -291,7 +291,13 @@ impl Runtime {
                     .first()
                     .filter(|b| !b.vision)
                     .map(|b| b.endpoint.name.clone());
-                let eq = self.chat_equipment(backends, policy, setup, operator)?;
+                let mut eq = self.chat_equipment(backends, policy, setup, operator)?;
+                // The MCP servers' tools: those not running start now, each within its timeout.
+                let (mcp, left_out_servers) = self.mcp().offered().await;
+                eq.mcp = mcp;
+                for why in left_out_servers {
+                    send(ChatUpdate::Notice(why));
+                }
                 let (added, left_out) = added_for(&eq.notes, &given, blind.as_deref());
                 let mut cfg = cfg;
                 cfg.added = added;

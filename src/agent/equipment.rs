@@ -14,6 +14,7 @@ use crate::llm::cascade::Cascade;
 use crate::llm::completion::ToolCall;
 use crate::llm::http::ChatClient;
 use crate::llm::prices::Prices;
+use crate::mcp::client::Offered;
 use crate::notes::{Notes, Privacy};
 use crate::sexp::{self, Sexp};
 use crate::skills::check_draft;
@@ -67,6 +68,9 @@ pub struct Equipment {
     pub background: bool,
     /// The user's permissions (`org-agent-permissions`), also attached to the gates.
     pub permissions: Arc<Permissions>,
+    /// The tools of the MCP servers that are up (`SERVER__TOOL`): never read-only, so each
+    /// call asks unless the user's rules say otherwise; what they return is untrusted.
+    pub mcp: Offered,
 }
 
 impl Equipment {
@@ -102,6 +106,7 @@ impl Equipment {
             prices: Prices::default(),
             background: false,
             permissions: Arc::new(Permissions::default()),
+            mcp: Offered::default(),
         };
         if let Some(c) = eq.file_roots() {
             eq.tools.push(Arc::new(ToolSet::files(c)));
@@ -213,6 +218,7 @@ impl Equipment {
             || (self.edit_tools && emacs_tools::is_edit(name))
             || (self.eval_elisp() && name == EVAL_ELISP_TOOL)
             || self.semantic_tool(name)
+            || self.mcp.get(name).is_some()
         {
             return None;
         }
@@ -246,6 +252,7 @@ impl Equipment {
         for tools in self.skill_tools_in_use(ctx) {
             all.extend(tools.function_schemas());
         }
+        all.extend(self.mcp.function_schemas());
         for t in &self.elisp_tools {
             if self
                 .elisp_tool(&t.name)
@@ -262,11 +269,12 @@ impl Equipment {
     /// tools read-only unless they ask to confirm — and the skills in use.
     pub(super) fn gate_context(&self, approved: &Context) -> Context {
         let mut ctx = approved.clone();
-        // Tools that change things (write_file) are offered, and ask.
+        // Tools that change things (write_file, every MCP server's tool) are offered, and ask.
         for set in self.tools.iter().filter(|set| !set.read_only()) {
             ctx.tools
                 .extend(set.registry.names().into_iter().map(str::to_string));
         }
+        ctx.tools.extend(self.mcp.names().map(str::to_string));
         let mut read_only = |name: &str| {
             ctx.tools.insert(name.to_string());
             ctx.read_only_tools.insert(name.to_string());
@@ -345,6 +353,9 @@ impl Equipment {
         if self.eval_elisp() && call.name == EVAL_ELISP_TOOL {
             return emacs_tools::eval_action(&call.arguments).map(Action::Emacs);
         }
+        if let Some(checked) = self.mcp.check(&call.name, &call.arguments) {
+            checked?;
+        }
         self.check_skill_call(&call.name, &call.arguments, ctx)?;
         Ok(Action::Tool {
             name: call.name.clone(),
@@ -411,6 +422,9 @@ impl Equipment {
                 self.notes.path_provenance(&path)
             }
             "write_file" => None,
+            _ if self.mcp.get(name).is_some() => Some(format!(
+                "the result of the tool {name} of an MCP server"
+            )),
             _ if self.elisp_tool(name).is_some() => {
                 Some(format!("the result of the Elisp tool {name}"))
             }

@@ -73,6 +73,8 @@ pub enum Event {
     /// came round): Emacs starts the run (`org-agent-skill-run`), since the backends' keys
     /// live there. `provenance` says what fired.
     SkillTriggered { skill: String, provenance: String },
+    /// What an MCP request (a restart, a listing, a read) came to.
+    Mcp { request: u64, value: Sexp },
     /// A request failed; `file` when it concerns one.
     Failed {
         request: u64,
@@ -310,6 +312,9 @@ impl Event {
                     .put("hits", Value::list(hits))
                     .done()
             }
+            Event::Mcp { request, value } => Plist::new("mcp", *request)
+                .put("value", crate::sexp::clone_value(value.value()))
+                .done(),
             Event::Models {
                 request,
                 backend,

@@ -9,6 +9,7 @@ pub mod embedding;
 pub mod equipment;
 pub mod event;
 pub mod ingest;
+pub mod mcp_server;
 pub mod operator;
 pub mod options;
 pub mod runs;

@@ -80,6 +80,10 @@ pub struct Runtime {
     approvals: RwLock<Arc<Approvals>>,
     /// Own edits and intervals the triggers remember.
     triggers: TriggerState,
+    /// The MCP servers the user lists (`org-agent-mcp-servers`), as a client.
+    mcp: crate::mcp::client::McpClients,
+    /// org-agent's own MCP server, while `org-agent-mcp-server-mode` is on.
+    pub(super) mcp_server: Mutex<Option<super::mcp_server::Serving>>,
     /// The threads freeing the stores an open or a close replaced ([`Runtime::retire`]).
     retiring: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
@@ -160,6 +164,8 @@ impl Runtime {
             runs: SkillRuns::default(),
             approvals: RwLock::new(Arc::new(Approvals::in_memory())),
             triggers: TriggerState::default(),
+            mcp: Default::default(),
+            mcp_server: Mutex::new(None),
             retiring: Mutex::new(Vec::new()),
         })
     }
@@ -710,6 +716,24 @@ impl Runtime {
 
     /// Runs `work` on the workers; its event (or its error, or a panic, as `Failed`) is
     /// pushed.
+    /// The MCP servers the user lists.
+    pub fn mcp(&self) -> &crate::mcp::client::McpClients {
+        &self.mcp
+    }
+
+    /// Run `work` on a worker; its value (or error) comes back as an [`Event::Mcp`].
+    pub fn mcp_async<F>(&'static self, work: impl FnOnce(&'static Runtime) -> F) -> u64
+    where
+        F: std::future::Future<Output = Result<Sexp, String>> + Send + 'static,
+    {
+        let request = self.next_id();
+        let work = work(self);
+        self.run_async(request, move |_cancel| async move {
+            let value = work.await?;
+            Ok(Event::Mcp { request, value })
+        })
+    }
+
     pub(super) fn run_async<F>(
         &'static self,
         request: u64,

@@ -8,6 +8,7 @@
 mod convert;
 mod find;
 mod lisp_sexp;
+mod mcp;
 mod skills;
 
 use crate::agent::Runtime;

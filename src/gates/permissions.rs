@@ -6,7 +6,9 @@
 //! EXAMPLES] [:reason TEXT])`. `TOOL` is a tool name (`run_command`, `read_file`) or an
 //! actuator verb (`add-headline`), `*` standing for any run of characters. The patterns say
 //! which subjects the rule is about: globs over resolved paths for the file tools and for the
-//! edit verbs (the file they edit), argvs for `run_command` (an allow covers exactly its words, or more after a trailing `*`; ask and deny are prefixes), globs over the code for
+//! edit verbs (the file they edit), MCP tools' whole names for `mcp` (`(allow mcp
+//! "files__read_*" :match ("files__read_text_file"))`; a rule may also name one MCP tool,
+//! `(deny files__write_file)`), argvs for `run_command` (an allow covers exactly its words, or more after a trailing `*`; ask and deny are prefixes), globs over the code for
 //! `eval_elisp`; a rule without patterns is about every subject. Among the rules that match,
 //! deny wins over ask over allow, whatever their order.
 //!
@@ -97,6 +99,14 @@ pub enum SubjectKind {
     Command,
     /// Elisp code, matched as a glob over the text.
     Code,
+    /// An MCP server's tool, by its whole name `SERVER__TOOL` (the rule's tool is `mcp`).
+    McpTool,
+}
+
+/// Whether `tool` is an MCP server's tool: only those have the separator `__` in their name
+/// (`crate::mcp` names them; the gates sit below it and only need the spelling).
+fn is_mcp_tool(tool: &str) -> bool {
+    tool.contains("__")
 }
 
 /// The kind of subject `tool` has, if its rules may name one.
@@ -106,6 +116,7 @@ pub fn subject_kind(tool: &str) -> Option<SubjectKind> {
     match tool.as_str() {
         "run-command" => Some(SubjectKind::Command),
         "eval-elisp" => Some(SubjectKind::Code),
+        "mcp" => Some(SubjectKind::McpTool),
         "read-file" | "write-file" | "list-directory" => Some(SubjectKind::Path),
         verb if EmacsAction::verb(verb).is_some_and(|v| v.judges_places) => Some(SubjectKind::Path),
         _ => None,
@@ -140,13 +151,15 @@ enum Pattern {
     /// A command rule as `run_command`'s rules read it, and its text.
     Command(Box<CommandRule>, String),
     Code(Glob, String),
+    /// A glob over an MCP tool's whole name.
+    Name(Glob, String),
 }
 
 impl Pattern {
     fn matches(&self, subject: &str) -> bool {
         match self {
             Pattern::Path(glob, _) => glob.matches(subject),
-            Pattern::Code(glob, _) => glob.matches(subject),
+            Pattern::Code(glob, _) | Pattern::Name(glob, _) => glob.matches(subject),
             // Some part of the line matches (each part is judged on its own by the command
             // gate), or the whole line is the exact form.
             Pattern::Command(rule, _) => match &rule.pattern {
@@ -162,7 +175,10 @@ impl Pattern {
 impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Pattern::Path(_, text) | Pattern::Code(_, text) | Pattern::Command(_, text) => {
+            Pattern::Path(_, text)
+            | Pattern::Code(_, text)
+            | Pattern::Name(_, text)
+            | Pattern::Command(_, text) => {
                 write!(f, "{text:?}")
             }
         }
@@ -187,7 +203,7 @@ pub struct Rule {
 impl Rule {
     /// Whether the rule names `tool` (a tool name or verb).
     pub fn names(&self, tool: &str) -> bool {
-        self.tool_glob.matches(&tool.replace('_', "-"))
+        (self.tool == "mcp" && is_mcp_tool(tool)) || self.tool_glob.matches(&tool.replace('_', "-"))
     }
 
     /// Whether the rule matches a subject (a rule without patterns matches every one).
@@ -396,6 +412,7 @@ fn pattern(kind: SubjectKind, permit: Permit, text: &str) -> Result<Pattern, Str
             Pattern::Path(Glob::new(&expanded), text.to_string())
         }
         SubjectKind::Code => Pattern::Code(Glob::across(text), text.to_string()),
+        SubjectKind::McpTool => Pattern::Name(Glob::across(text), text.to_string()),
         SubjectKind::Command => {
             if text.trim().is_empty() {
                 return Err("an empty command pattern would match every command".into());
@@ -567,6 +584,8 @@ pub fn subject_of(action: &Action, notes: Option<&Notes>) -> (String, Option<Str
                 Some(SubjectKind::Path) => arg("path").map(|p| real(&p)),
                 Some(SubjectKind::Command) => arg("command"),
                 Some(SubjectKind::Code) => arg("code"),
+                Some(SubjectKind::McpTool) => None,
+                None if is_mcp_tool(name) => Some(name.clone()),
                 None => None,
             };
             (name.clone(), subject)

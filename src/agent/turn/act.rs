@@ -144,6 +144,13 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
                     ))
                 } else if eq.semantic_tool(name) {
                     Some(self.run_semantic(&args).await)
+                } else if eq.mcp.get(name).is_some() {
+                    match eq.mcp.call(name, args, self.cancel).await {
+                        Ok((ok, text)) if ok => Some((true, text)),
+                        Ok((_, text)) => Some((false, tool_error(&text))),
+                        Err(crate::mcp::client::CallError::Cancelled) => None,
+                        Err(e) => Some((false, tool_error(&e.to_string()))),
+                    }
                 } else {
                     let loading = match name.as_str() {
                         USE_SKILL => args["name"].as_str().map(str::to_owned),

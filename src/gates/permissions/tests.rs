@@ -432,3 +432,30 @@ fn a_dotted_path_to_a_file_not_written_yet_is_judged_where_it_leads() {
     assert_eq!(outcome(&pipe, dotted, &chat()), "deny");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn mcp_tools_ask_by_default_and_rules_name_them_by_server_and_tool() {
+    let mut ctx = chat();
+    for t in ["files__read_text_file", "files__write_file", "web__fetch"] {
+        ctx.tools.insert(t.into());
+    }
+    // Nothing said: every MCP tool asks (it is not read-only).
+    let p = pipeline(rules("()").expect("empty"));
+    assert_eq!(outcome(&p, tool("files__read_text_file", "()"), &ctx), "ask");
+    let p = pipeline(
+        rules(
+            r#"((allow mcp "files__read_*" :match ("files__read_text_file") :not-match ("files__write_file"))
+                (deny files__write_file)
+                (deny mcp "web__*"))"#,
+        )
+        .expect("loads"),
+    );
+    assert_eq!(outcome(&p, tool("files__read_text_file", "()"), &ctx), "allow");
+    assert_eq!(outcome(&p, tool("files__write_file", "()"), &ctx), "deny");
+    assert_eq!(outcome(&p, tool("web__fetch", "()"), &ctx), "deny");
+    // An `mcp` rule never names a built-in tool.
+    assert_eq!(outcome(&p, tool("query_notes", "()"), &ctx), "allow");
+    // Examples that do not say what the pattern says stop the rule from loading.
+    let wrong = rules(r#"((allow mcp "files__read_*" :match ("files__write_file")))"#);
+    assert!(wrong.is_err());
+}

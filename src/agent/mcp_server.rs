@@ -1,0 +1,366 @@
+//! org-agent as an MCP server (`org-agent-mcp-server-mode`): Streamable HTTP on loopback,
+//! every request carrying the bearer token written beside the store (`mcp-server.json`,
+//! mode 0600), so only the user's own programs reach it.
+//!
+//! Outside agents see the notes only as the notes layer shows them: the read tools are the
+//! agent's own (`query_notes`, `read_node`, `search_notes`, `list_files`, `scan_notes`) over
+//! [`Notes`], and their results pass the secret gate before they leave. The edit verbs are
+//! offered too, but an edit from outside never runs unasked: it is judged by the gates the
+//! chat uses (the default policy, the user's permissions, the skills' tables, and everything
+//! from outside counting as untrusted), a denial is said to the client, and anything else
+//! waits in the approvals queue under the client's name, for the user to decide in Emacs.
+//! Reads run on workers; the main thread only ever runs an edit the user approved.
+
+use super::approvals::{Proposal, State as ProposalState};
+use super::equipment::Equipment;
+use super::event::{Event, RunUpdate};
+use super::runtime::Runtime;
+use crate::gates::audit::AuditLog;
+use crate::gates::permissions::Permissions;
+use crate::gates::{Context, Outcome};
+use crate::llm::cascade::{Cascade, Policy};
+use crate::llm::completion::ToolCall;
+use crate::secrets::SecretGate;
+use crate::tools::emacs as emacs_tools;
+use crate::tools::Registry;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::tower::StreamableHttpService;
+use rmcp::transport::StreamableHttpServerConfig;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The largest request body accepted.
+pub const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+/// The file beside the store that tells clients where the server is and its token.
+pub const SERVER_FILE: &str = "mcp-server.json";
+
+/// What the user's settings give the server.
+pub struct ServerSettings {
+    pub permissions: Arc<Permissions>,
+    pub audit_file: Option<PathBuf>,
+}
+
+/// A running server.
+pub struct Serving {
+    pub url: String,
+    pub token: String,
+    pub file: PathBuf,
+    cancel: CancellationToken,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+#[derive(Clone)]
+struct NotesServer {
+    rt: &'static Runtime,
+    settings: Arc<ServerSettings>,
+}
+
+fn text_result(ok: bool, text: String) -> CallToolResult {
+    let content = vec![ContentBlock::text(text)];
+    if ok {
+        CallToolResult::success(content)
+    } else {
+        CallToolResult::error(content)
+    }
+}
+
+/// The read tools outside agents get: the agent's own over the notes layer.
+fn read_tools() -> Registry {
+    Registry::for_aliases()
+}
+
+fn to_tool(declaration: &Value) -> Option<Tool> {
+    let f = &declaration["function"];
+    let name = f["name"].as_str()?.to_string();
+    let description = f["description"].as_str().unwrap_or("").to_string();
+    let schema = f["parameters"].as_object()?.clone();
+    Some(Tool::new(name, description, Arc::new(schema)))
+}
+
+impl NotesServer {
+    fn client_name(ctx: &RequestContext<RoleServer>) -> String {
+        ctx.peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or_else(|| "an MCP client".into())
+    }
+
+    /// Read tools: on a blocking worker, over the notes as shown, secrets withheld.
+    async fn read(&self, name: String, args: Value) -> CallToolResult {
+        let notes = self.rt.notes();
+        let run = move || read_tools().call(&notes, &name, &args);
+        match tokio::task::spawn_blocking(run).await {
+            Ok(Ok(text)) => text_result(true, SecretGate::shared().redact(&text).text.into_owned()),
+            Ok(Err(e)) => text_result(false, SecretGate::shared().redact(&e.to_string()).text.into_owned()),
+            Err(_) => text_result(false, "the tool failed unexpectedly".into()),
+        }
+    }
+
+    /// An edit: judged by the gates; never run from here.
+    fn propose(&self, client: &str, name: &str, args: Value) -> CallToolResult {
+        let mut eq = Equipment::with(
+            Cascade::new(Vec::new(), self.rt.health().clone(), Policy::default()),
+            self.rt.notes(),
+        );
+        eq.edit_tools = true;
+        eq.background = true;
+        eq.audit = self.settings.audit_file.clone().map(AuditLog::new);
+        eq.set_permissions(self.settings.permissions.clone());
+        if let Err(e) = eq.attach_skills(self.rt.skills()) {
+            return text_result(false, format!("the skills do not load: {e}"));
+        }
+        let call = ToolCall {
+            id: "mcp".into(),
+            name: name.to_string(),
+            arguments: args,
+            signature: None,
+        };
+        let base = Context::default();
+        let action = match eq.action(&call, &base) {
+            Ok(a) => a,
+            Err(why) => return text_result(false, why),
+        };
+        let mut ctx = eq.gate_context(&base);
+        // Whatever comes from outside is untrusted: every edit it asks for is asked.
+        ctx.untrusted_read.push(format!("a request of the MCP client {client}"));
+        let verdict = eq.gates.decide(action.clone(), &ctx);
+        let _ = eq.audit(|log, now| log.append(&action, &verdict, now));
+        let (action, reasons) = match verdict.outcome {
+            Outcome::Deny { reasons } => {
+                return text_result(false, format!("denied: {}", reasons.join("; ")))
+            }
+            Outcome::Allow(a) => (a, vec![format!("asked by the MCP client {client}")]),
+            Outcome::Ask { action, reasons } => (action, reasons),
+        };
+        let printed = action.to_sexp();
+        let proposal = self.rt.approvals().push(Proposal {
+            id: 0,
+            state: ProposalState::Pending,
+            skill: format!("mcp:{client}"),
+            tool: name.to_string(),
+            action: crate::sexp::print(printed.value()),
+            reasons,
+            provenance: format!("the MCP client {client}"),
+            created: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0),
+            diff: None,
+            outcome: None,
+        });
+        self.rt.push(Event::SkillRun {
+            request: 0,
+            skill: format!("mcp:{client}"),
+            update: RunUpdate::Queued {
+                proposal,
+                tool: name.to_string(),
+                action: printed,
+            },
+        });
+        text_result(
+            true,
+            format!(
+                "Proposal #{proposal} waits in the user's approvals queue; the user decides \
+                 in Emacs (M-x org-agent-approvals). It has not run."
+            ),
+        )
+    }
+}
+
+impl ServerHandler for NotesServer {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("org-agent", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "The user's Org notes, as org-agent shows them: private notes never appear and \
+                 secrets are withheld. Read with query_notes, search_notes, read_node, \
+                 list_files and scan_notes. Edits are proposals: each waits for the user's \
+                 approval in Emacs.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools: Vec<Tool> = read_tools()
+            .function_schemas()
+            .iter()
+            .filter_map(to_tool)
+            .collect();
+        tools.extend(emacs_tools::edit_schemas().iter().filter_map(to_tool));
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let result = if read_tools().get(&name).is_some() {
+            self.read(name, args).await
+        } else if emacs_tools::is_edit(&name) {
+            let client = Self::client_name(&context);
+            self.propose(&client, &name, args)
+        } else {
+            return Err(ErrorData::invalid_params(format!("no tool named {name}"), None));
+        };
+        Ok(CallToolResponse::Complete(result))
+    }
+}
+
+/// A fresh token: 32 bytes from the operating system, as hex.
+fn new_token() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    getrandom::getrandom(&mut bytes).map_err(|e| format!("no random token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether `header` is `Bearer TOKEN`, compared in constant time.
+fn authorized(header: Option<&http::HeaderValue>, token: &str) -> bool {
+    let Some(given) = header
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let (a, b) = (given.as_bytes(), token.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+fn write_server_file(path: &std::path::Path, url: &str, token: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let text = serde_json::json!({"url": url, "token": token}).to_string();
+    let tmp = path.with_extension("json.tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+impl Runtime {
+    /// Serve MCP on 127.0.0.1:`port` (0: any free port), writing where and the token to
+    /// `mcp-server.json` in `state_dir`. A server already running is stopped first.
+    pub fn mcp_serve(
+        &'static self,
+        port: u16,
+        state_dir: PathBuf,
+        settings: ServerSettings,
+    ) -> Result<(String, PathBuf), String> {
+        self.mcp_stop_serving();
+        // A plain bind (no waiting); tokio takes the socket over on a worker.
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let token = new_token()?;
+        std::fs::create_dir_all(&state_dir).map_err(|e| format!("{}: {e}", state_dir.display()))?;
+        let file = state_dir.join(SERVER_FILE);
+        write_server_file(&file, &url, &token)?;
+        let cancel = CancellationToken::new();
+        let mut config = StreamableHttpServerConfig::default();
+        config.cancellation_token = cancel.child_token();
+        config.max_request_body_bytes = MAX_REQUEST_BYTES;
+        config.legacy_session_mode = true;
+        let handler = NotesServer {
+            rt: self,
+            settings: Arc::new(settings),
+        };
+        let service = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let stop = cancel.clone();
+        let expected = token.clone();
+        self.spawn_future(async move {
+            let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                return;
+            };
+            loop {
+                let stream = tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => stream,
+                        Err(_) => continue,
+                    },
+                    _ = stop.cancelled() => break,
+                };
+                let service = service.clone();
+                let token = expected.clone();
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    let serve = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let mut service = service.clone();
+                        let ok = authorized(req.headers().get(http::header::AUTHORIZATION), &token);
+                        async move {
+                            if !ok {
+                                let body = Full::new(Bytes::from_static(
+                                    b"{\"error\":\"this server needs Authorization: Bearer TOKEN, the token in mcp-server.json\"}",
+                                ))
+                                .map_err(|never| match never {})
+                                .boxed();
+                                let mut response = http::Response::new(body);
+                                *response.status_mut() = http::StatusCode::UNAUTHORIZED;
+                                return Ok::<_, std::convert::Infallible>(response);
+                            }
+                            tower_service::Service::call(&mut service, req).await
+                        }
+                    });
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), serve);
+                    tokio::select! {
+                        _ = conn => {}
+                        _ = stop.cancelled() => {}
+                    }
+                });
+            }
+        });
+        *self.mcp_server.lock() = Some(Serving {
+            url: url.clone(),
+            token,
+            file: file.clone(),
+            cancel,
+        });
+        Ok((url, file))
+    }
+
+    /// Stop serving MCP (the token file goes with it).
+    pub fn mcp_stop_serving(&self) {
+        let old = self.mcp_server.lock().take();
+        drop(old);
+    }
+
+    /// Where the MCP server listens, while it runs.
+    pub fn mcp_serving(&self) -> Option<String> {
+        self.mcp_server.lock().as_ref().map(|s| s.url.clone())
+    }
+}
