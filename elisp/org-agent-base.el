@@ -68,6 +68,11 @@ permissions, the shell tool's sandbox and the audit file."
   :group 'org-agent
   :prefix "org-agent-")
 
+(defgroup org-agent-mcp nil
+  "The Model Context Protocol: the servers the agent uses, the server it offers."
+  :group 'org-agent
+  :prefix "org-agent-")
+
 (defgroup org-agent-module nil
   "The Rust module: where it is installed, how it is built, its log."
   :group 'org-agent
@@ -156,7 +161,17 @@ permissions, the shell tool's sandbox and the audit file."
     (org-agent--permissions-explain rules action scope)
     (org-agent--scan name file inbox)
     (org-agent--scan-names)
-    (org-agent--secret-spans text))
+    (org-agent--secret-spans text)
+    (org-agent--mcp-configure servers)
+    (org-agent--mcp-status)
+    (org-agent--mcp-restart name)
+    (org-agent--mcp-resources name)
+    (org-agent--mcp-read-resource name uri)
+    (org-agent--mcp-prompts name)
+    (org-agent--mcp-get-prompt name prompt args)
+    (org-agent--mcp-serve port state-directory permissions audit-file)
+    (org-agent--mcp-stop-serving)
+    (org-agent--mcp-serving))
   "The functions of the module, `org-agent-module', as (NAME ARGUMENT...).
 Every `#[defun]' of src/emacs/: Rust's fn NAME is org-agent--NAME
 with `_' as `-', and the arguments are those of its Rust signature.

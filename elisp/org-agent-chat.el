@@ -28,6 +28,7 @@
 (require 'org-agent-semantic)
 (require 'org-agent-permissions)
 (require 'org-agent-skills)
+(require 'org-agent-mcp)
 (org-agent--declare-module-functions)
 
 ;;;; Options
@@ -780,10 +781,11 @@ The current preset's settings come first, so they win."
 
 (defun org-agent-chat-stimulus (text conversation backends options)
   "Send TEXT as a message of CONVERSATION to BACKENDS with the turn OPTIONS.
-The privacy rules are handed over first (they may have been `setq'd
-since).  Return the module's request id; the turn's events come
-through `org-agent-chat-functions' with that :request."
+The privacy rules and the MCP servers are handed over first (they may
+have been `setq'd since).  Return the module's request id; the turn's
+events come through `org-agent-chat-functions' with that :request."
   (org-agent--send-privacy)
+  (org-agent-mcp-sync)
   (org-agent--stimulus
    (list :type :event
          :payload (list :sensor :chat-message :text text)

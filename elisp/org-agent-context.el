@@ -31,7 +31,8 @@
 (defvar org-agent-context-items nil
   "What the user added to the context of the next turns, newest first.
 Each a plist: (:kind region :buffer B :start M :end M), (:kind buffer
-:buffer B), (:kind file :file F) or (:kind note :id ID :title T).")
+:buffer B), (:kind file :file F), (:kind note :id ID :title T) or
+\(:kind text :label L :text T), text from elsewhere (an MCP resource).")
 
 (defcustom org-agent-context-max-file-bytes (* 2 1024 1024)
   "Largest file `org-agent-context-add-file' adds, in bytes.
@@ -55,7 +56,8 @@ Within a request, added items share a budget as large as the notes'
     ('buffer (org-agent-context--buffer-label (plist-get item :buffer)))
     ('file (abbreviate-file-name (plist-get item :file)))
     ('image (format "the image %s" (abbreviate-file-name (plist-get item :file))))
-    ('note (format "the note %s" (or (plist-get item :title) (plist-get item :id))))))
+    ('note (format "the note %s" (or (plist-get item :title) (plist-get item :id))))
+    ('text (plist-get item :label))))
 
 (defun org-agent-context--buffer-label (buffer)
   "BUFFER's file name, else its name."
@@ -84,7 +86,14 @@ Within a request, added items share a budget as large as the notes'
                               (marker-position (plist-get b :end)))))
          ('buffer (eq (plist-get a :buffer) (plist-get b :buffer)))
          ((or 'file 'image) (equal (plist-get a :file) (plist-get b :file)))
-         ('note (equal (plist-get a :id) (plist-get b :id))))))
+         ('note (equal (plist-get a :id) (plist-get b :id)))
+         ('text (equal (plist-get a :label) (plist-get b :label))))))
+
+(defun org-agent-context-add-text (label text)
+  "Add TEXT, described as LABEL, to the context of what you ask next.
+For text from outside Emacs's buffers and files (an MCP server's
+resource): it counts as untrusted, as any text that is not a note."
+  (org-agent-context--add (list :kind 'text :label label :text text)))
 
 ;;;###autoload
 (defun org-agent-context-add ()
@@ -181,6 +190,7 @@ GIF, WebP) goes as an image, to a backend with :vision t."
                 (widen)
                 (cons (buffer-substring-no-properties (point-min) (point-max))
                       (and buffer-file-name (expand-file-name buffer-file-name))))))))
+    ('text (cons (plist-get item :text) nil))
     ('file
      (let ((file (plist-get item :file)))
        (and (file-readable-p file)
@@ -274,7 +284,9 @@ left out, and said to be."
       ('note (let ((node (org-agent-node (plist-get item :id))))
                (unless node (user-error "The note is no longer in the store"))
                (find-file-other-window (org-agent-node-get node :file))
-               (goto-char (org-agent-node-get node :begin)))))))
+               (goto-char (org-agent-node-get node :begin))))
+      ('text (with-help-window "*org-agent-context text*"
+               (princ (plist-get item :text)))))))
 
 (provide 'org-agent-context)
 ;;; org-agent-context.el ends here

@@ -142,7 +142,7 @@ The plist has :request, :skill and :kind (`started', `queued' or
     (when-let ((callback (and (memq (plist-get event :type)
                                     '(ingested superseded failed directory-done
                                                embedded search-results preview models
-                                               skills-loaded))
+                                               skills-loaded mcp))
                               (gethash request org-agent--callbacks))))
       (remhash request org-agent--callbacks)
       (funcall callback event))))

@@ -64,6 +64,7 @@
 (require 'org-agent-runs)
 (require 'org-agent-approvals)
 (require 'org-agent-permissions)
+(require 'org-agent-mcp)
 (require 'org-agent-scans)
 (org-agent--declare-module-functions)
 

@@ -1,0 +1,318 @@
+;;; org-agent-mcp.el --- MCP both ways: servers the agent uses, the server it offers -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The org-agent authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The agent uses the tools of the MCP servers in `org-agent-mcp-servers'
+;; (the format of mcp.el's `mcp-hub-servers', so a list made for it works
+;; as is).  Their tools reach the model as SERVER__TOOL; every call asks
+;; unless `org-agent-permissions' says otherwise, for instance
+;;
+;;   (allow mcp "files__read_*" :match ("files__read_text_file"))
+;;
+;; and what they return is untrusted: an edit after it asks.  Servers
+;; start when a chat turn first needs them, on a worker, each within its
+;; :timeout.  `M-x org-agent-mcp' lists them, their state and tools, and
+;; restarts one; `org-agent-mcp-add-resource' adds a server's resource to
+;; the context; `org-agent-mcp-insert-prompt' inserts one of its prompts.
+;;
+;; `org-agent-mcp-server-mode' serves the notes to other agents (Claude
+;; Code, Codex, any MCP client) over Streamable HTTP on 127.0.0.1, behind
+;; a token written to mcp-server.json in the state directory: they read
+;; what `read_node' would show, and their edits wait in M-x
+;; org-agent-approvals.
+
+;;; Code:
+
+(require 'org-agent-base)
+(require 'org-agent-store)
+(require 'org-agent-dispatch)
+(require 'org-agent-permissions)
+(require 'org-agent-context)
+(require 'auth-source)
+(require 'tabulated-list)
+(require 'subr-x)
+(org-agent--declare-module-functions)
+
+(defvar org-agent-audit-file)
+
+(defcustom org-agent-mcp-servers nil
+  "The MCP servers whose tools the agent may use, as mcp.el's `mcp-hub-servers'.
+Each entry is (NAME . PLIST): a command, (\"files\" . (:command \"npx\"
+:args (\"-y\" \"@modelcontextprotocol/server-filesystem\" \"~/notes\")
+:env (:DEBUG \"1\"))), or an address, (\"remote\" . (:url
+\"https://example.com/mcp\" :headers (:Authorization VALUE))).  A header
+or environment VALUE may be (:auth-source HOST [:user USER] [:prefix
+\"Bearer \"]): the secret of that auth-source entry, looked up when the
+list is handed over.  org-agent's own keys: :timeout, the seconds a
+server may take to start (30), and :call-timeout, the seconds one call
+may take (120).  Tools are named SERVER__TOOL."
+  :type '(alist :key-type (string :tag "Name") :value-type (plist :tag "Server"))
+  :group 'org-agent-mcp)
+
+(defcustom org-agent-mcp-server-port 0
+  "The port `org-agent-mcp-server-mode' listens on, on 127.0.0.1.
+0 is any free one.
+Clients find it, and the token, in mcp-server.json in
+`org-agent-state-directory'."
+  :type 'integer
+  :group 'org-agent-mcp)
+
+(defvar org-agent-mcp--sent 'none
+  "The server list last handed to the module.
+An unchanged one is not sent again.")
+
+(defun org-agent-mcp--secret (spec)
+  "The secret SPEC, (:auth-source HOST [:user USER] [:prefix PREFIX]), names."
+  (let* ((found (car (auth-source-search :host (plist-get spec :auth-source)
+                                         :user (plist-get spec :user)
+                                         :max 1)))
+         (secret (plist-get found :secret)))
+    (unless secret
+      (user-error "No auth-source entry for the MCP host %s"
+                  (plist-get spec :auth-source)))
+    (concat (or (plist-get spec :prefix) "")
+            (if (functionp secret) (funcall secret) secret))))
+
+(defun org-agent-mcp--resolve-values (pairs)
+  "PAIRS (a plist or an alist) with auth-source values looked up."
+  (cond
+   ((and (consp (car-safe pairs)) (not (keywordp (car-safe pairs))))
+    (mapcar (lambda (p) (cons (car p) (if (and (consp (cdr p)) (plist-get (cdr p) :auth-source))
+                                          (org-agent-mcp--secret (cdr p))
+                                        (cdr p))))
+            pairs))
+   (t (let (out)
+        (while pairs
+          (let ((value (cadr pairs)))
+            (push (car pairs) out)
+            (push (if (and (consp value) (plist-get value :auth-source))
+                      (org-agent-mcp--secret value)
+                    value)
+                  out))
+          (setq pairs (cddr pairs)))
+        (nreverse out)))))
+
+(defun org-agent-mcp--resolved ()
+  "`org-agent-mcp-servers' with its auth-source values looked up."
+  (mapcar (lambda (entry)
+            (let ((plist (copy-sequence (cdr entry))))
+              (dolist (key '(:headers :env))
+                (when (plist-get plist key)
+                  (setq plist (plist-put plist key (org-agent-mcp--resolve-values
+                                                    (plist-get plist key))))))
+              (cons (car entry) plist)))
+          org-agent-mcp-servers))
+
+(defun org-agent-mcp-sync ()
+  "Hand `org-agent-mcp-servers' to the module if it changed since the last time.
+Chat turns call this before they are sent; the servers start when a turn
+needs their tools."
+  (unless (equal org-agent-mcp--sent org-agent-mcp-servers)
+    (org-agent--mcp-configure (org-agent-mcp--resolved))
+    (setq org-agent-mcp--sent (copy-tree org-agent-mcp-servers))))
+
+;;;; The list of servers
+
+(defvar org-agent-mcp-list-buffer "*org-agent-mcp*"
+  "The buffer `org-agent-mcp' shows the servers in.")
+
+(defvar org-agent-mcp-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "r") #'org-agent-mcp-restart)
+    (define-key map (kbd "RET") #'org-agent-mcp-describe)
+    (define-key map (kbd "a") #'org-agent-mcp-add-resource)
+    map)
+  "Keys of the MCP servers' list.")
+
+(define-derived-mode org-agent-mcp-mode tabulated-list-mode "org-agent MCP"
+  "Show the MCP servers org-agent uses: their state, tools and calls.
+\\<org-agent-mcp-mode-map>\\[org-agent-mcp-restart] restarts the server at point,
+\\[org-agent-mcp-describe] lists its tools, \\[org-agent-mcp-add-resource] adds
+one of its resources to the context, \\[revert-buffer] refreshes."
+  (setq tabulated-list-format [("Server" 16 t) ("State" 9 t) ("Tools" 6 t)
+                               ("Calls" 6 t) ("Failed" 6 t) ("Said" 0 nil)])
+  (setq tabulated-list-padding 1)
+  (add-hook 'tabulated-list-revert-hook #'org-agent-mcp--fill nil t)
+  (tabulated-list-init-header))
+
+(defun org-agent-mcp--fill ()
+  "Fill the list from the module's state of the servers."
+  (setq tabulated-list-entries
+        (mapcar (lambda (s)
+                  (list (plist-get s :name)
+                        (vector (plist-get s :name)
+                                (symbol-name (plist-get s :state))
+                                (number-to-string (length (plist-get s :tools)))
+                                (number-to-string (plist-get s :calls))
+                                (number-to-string (plist-get s :failures))
+                                (or (plist-get s :message) ""))))
+                (org-agent--mcp-status))))
+
+;;;###autoload
+(defun org-agent-mcp ()
+  "List the MCP servers, their state and tools; restart one with r.
+The line above the list says whether `org-agent-mcp-server-mode' serves
+the notes, and where."
+  (interactive)
+  (org-agent--require-started)
+  (org-agent-mcp-sync)
+  (with-current-buffer (get-buffer-create org-agent-mcp-list-buffer)
+    (org-agent-mcp-mode)
+    (org-agent-mcp--fill)
+    (tabulated-list-print t)
+    (setq header-line-format
+          (let ((url (org-agent--mcp-serving)))
+            (if url (format " Serving the notes at %s" url)
+              (if org-agent-mcp-servers " Not serving the notes (M-x org-agent-mcp-server-mode)"
+                " No servers: set org-agent-mcp-servers")))))
+  (pop-to-buffer org-agent-mcp-list-buffer))
+
+(defun org-agent-mcp--server-at-point ()
+  "The name of the server at point, or one asked for."
+  (or (and (derived-mode-p 'org-agent-mcp-mode) (tabulated-list-get-id))
+      (completing-read "MCP server: " (mapcar #'car org-agent-mcp-servers) nil t)))
+
+(defun org-agent-mcp--refresh ()
+  "Refresh the list of servers if it is shown."
+  (when-let ((buffer (get-buffer org-agent-mcp-list-buffer)))
+    (with-current-buffer buffer
+      (org-agent-mcp--fill)
+      (tabulated-list-print t))))
+
+(defun org-agent-mcp--request (request then)
+  "Call THEN with the :value of the `mcp' event of REQUEST; say a failure."
+  (org-agent--add-callback
+   request
+   (lambda (event)
+     (if (eq (plist-get event :type) 'mcp)
+         (funcall then (plist-get event :value))
+       (message "org-agent: %s" (plist-get event :message))
+       (org-agent-mcp--refresh)))))
+
+(defun org-agent-mcp-restart (name)
+  "Stop the MCP server NAME and start it again, on a worker."
+  (interactive (list (org-agent-mcp--server-at-point)))
+  (org-agent--require-started)
+  (org-agent-mcp-sync)
+  (org-agent-mcp--request
+   (org-agent--mcp-restart name)
+   (lambda (status)
+     (message "org-agent: MCP server %s is %s with %d tools" name
+              (plist-get status :state) (length (plist-get status :tools)))
+     (org-agent-mcp--refresh)))
+  (message "org-agent: restarting the MCP server %s..." name)
+  (org-agent-mcp--refresh))
+
+(defun org-agent-mcp-describe (name)
+  "Show the tools of the MCP server NAME, and those it does not offer, with why."
+  (interactive (list (org-agent-mcp--server-at-point)))
+  (let ((status (seq-find (lambda (s) (equal (plist-get s :name) name))
+                          (org-agent--mcp-status))))
+    (with-help-window (format "*org-agent-mcp %s*" name)
+      (princ (format "MCP server %s: %s\n%s\n\nTools offered to the model:\n" name
+                     (plist-get status :state) (or (plist-get status :message) "")))
+      (dolist (tool (plist-get status :tools)) (princ (format "  %s\n" tool)))
+      (when (plist-get status :skipped)
+        (princ "\nNot offered:\n")
+        (dolist (why (plist-get status :skipped)) (princ (format "  %s\n" why)))))))
+
+;;;; Resources and prompts
+
+(defun org-agent-mcp-add-resource (name)
+  "Add a resource of the MCP server NAME to the context of what you ask next.
+Its text counts as untrusted, as any text that is not a note."
+  (interactive (list (org-agent-mcp--server-at-point)))
+  (org-agent--require-started)
+  (org-agent-mcp-sync)
+  (org-agent-mcp--request
+   (org-agent--mcp-resources name)
+   (lambda (resources)
+     (if (null resources)
+         (message "org-agent: the MCP server %s offers no resources" name)
+       ;; Out of the process filter before reading from the minibuffer.
+       (run-at-time 0 nil #'org-agent-mcp--choose-resource name resources))))
+  (message "org-agent: asking %s for its resources..." name))
+
+(defun org-agent-mcp--choose-resource (name resources)
+  "Let the user pick one of RESOURCES of NAME and add it to the context."
+  (let* ((table (mapcar (lambda (r) (cons (if (string-empty-p (nth 1 r)) (car r)
+                                            (format "%s  (%s)" (car r) (nth 1 r)))
+                                          (car r)))
+                        resources))
+         (uri (cdr (assoc (completing-read (format "Resource of %s: " name) table nil t)
+                          table))))
+    (org-agent-mcp--request
+     (org-agent--mcp-read-resource name uri)
+     (lambda (text)
+       (org-agent-context-add-text
+        (format "the resource %s of the MCP server %s" uri name) text)))))
+
+(defun org-agent-mcp-insert-prompt (name)
+  "Insert at point a prompt of the MCP server NAME, asking for its arguments."
+  (interactive (list (org-agent-mcp--server-at-point)))
+  (org-agent--require-started)
+  (org-agent-mcp-sync)
+  (let ((buffer (current-buffer)) (point (point-marker)))
+    (org-agent-mcp--request
+     (org-agent--mcp-prompts name)
+     (lambda (prompts)
+       (run-at-time
+        0 nil
+        (lambda ()
+          (let* ((prompt (assoc (completing-read (format "Prompt of %s: " name)
+                                                 (mapcar #'car prompts) nil t)
+                                prompts))
+                 (args (mapcar (lambda (arg) (cons arg (read-string (format "%s: " arg))))
+                               (nth 2 prompt))))
+            (org-agent-mcp--request
+             (org-agent--mcp-get-prompt name (car prompt) args)
+             (lambda (text)
+               (when (buffer-live-p buffer)
+                 (with-current-buffer buffer
+                   (save-excursion (goto-char point) (insert text)))))))))))))
+
+;;;; Serving the notes
+
+(defun org-agent-mcp--stop-serving ()
+  "Stop serving, if the module is there."
+  (when (fboundp 'org-agent--mcp-stop-serving)
+    (org-agent--mcp-stop-serving)))
+
+(defcustom org-agent-mcp-server-mode-hook nil
+  "Functions run when `org-agent-mcp-server-mode' is turned on or off."
+  :type 'hook
+  :group 'org-agent-mcp)
+
+;;;###autoload
+(define-minor-mode org-agent-mcp-server-mode
+  "Serve the notes to other agents over MCP (Streamable HTTP on 127.0.0.1).
+The address and a fresh token go to mcp-server.json (readable by you
+only) in `org-agent-state-directory'; every request must carry
+\"Authorization: Bearer TOKEN\".  Clients read notes as `read_node'
+shows them (private notes absent, secrets withheld); the edits they ask
+for are judged by `org-agent-permissions' and wait in
+\\[org-agent-approvals]."
+  :global t
+  :group 'org-agent-mcp
+  (if (not org-agent-mcp-server-mode)
+      (org-agent-mcp--stop-serving)
+    (org-agent--require-started)
+    (condition-case err
+        (pcase-let ((`(,url . ,file)
+                     (org-agent--mcp-serve
+                      org-agent-mcp-server-port
+                      (expand-file-name org-agent-state-directory)
+                      org-agent-permissions
+                      (expand-file-name (or (bound-and-true-p org-agent-audit-file)
+                                            (expand-file-name "audit.org"
+                                                              org-agent-state-directory))))))
+          (add-hook 'kill-emacs-hook #'org-agent-mcp--stop-serving)
+          (message "org-agent: serving the notes at %s (token in %s)" url file))
+      (error (setq org-agent-mcp-server-mode nil)
+             (signal (car err) (cdr err))))))
+
+(provide 'org-agent-mcp)
+;;; org-agent-mcp.el ends here
