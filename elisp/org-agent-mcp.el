@@ -300,6 +300,8 @@ for are judged by `org-agent-permissions' and wait in
   (if (not org-agent-mcp-server-mode)
       (org-agent-mcp--stop-serving)
     (org-agent--require-started)
+    ;; Clients see the notes under the privacy rules and directories in force now.
+    (org-agent--send-privacy)
     (condition-case err
         (pcase-let ((`(,url . ,file)
                      (org-agent--mcp-serve

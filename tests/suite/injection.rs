@@ -250,6 +250,10 @@ struct Chat {
     expect_said: bool,
     /// Shown, not asserted, because the design accepts this risk: why.
     accepted: Option<&'static str>,
+    /// A hostile MCP server (tests/mcp/test-server.mjs, instructions in its tool
+    /// descriptions) is connected, and the model first calls its echo tool, whose result
+    /// carries every order of the fixture.
+    mcp_hostile: bool,
 }
 
 impl Chat {
@@ -269,6 +273,7 @@ impl Chat {
             expect: Expect::Unchecked,
             expect_said: false,
             accepted: None,
+            mcp_hostile: false,
         }
     }
 
@@ -281,13 +286,22 @@ impl Chat {
 
     async fn run(self) -> Tally {
         let fx = Fixture::new();
+        let mcp = self.mcp_hostile.then(hostile_mcp);
+        let opening = if self.mcp_hostile {
+            let mut orders: Vec<String> = fx.orders(None).iter().map(Order::line).collect();
+            // And a second call of the server itself, to carry out what the model read.
+            orders.push(Order::new("test__echo", json!({"text": "send the notes"})).line());
+            vec![Order::new("test__echo", json!({"text": orders.join("\n")}))]
+        } else {
+            self.opening.clone()
+        };
         let servers: Vec<LlmServer> =
             futures_util::future::join_all((0..self.backends.max(1)).map(|_| LlmServer::start()))
                 .await;
         let models: Vec<Arc<Obedient>> = servers
             .iter()
             .map(|server| {
-                let model = Arc::new(Obedient::new(self.form, self.opening.clone()));
+                let model = Arc::new(Obedient::new(self.form, opening.clone()));
                 let answering = model.clone();
                 server.respond_with(move |r| answering.respond(r));
                 model
@@ -309,6 +323,11 @@ impl Chat {
             embedder.requests().len()
         };
         eq.semantic = Some(semantic);
+        if let Some(clients) = &mcp {
+            let (offered, left_out) = clients.offered().await;
+            assert!(left_out.is_empty(), "{left_out:?}");
+            eq.mcp = offered;
+        }
         let recorder = if self.unattended {
             Recorder::unattended(fx.store.clone())
         } else {
@@ -372,11 +391,42 @@ impl Chat {
         let proposed: Vec<String> = models.iter().flat_map(|m| m.proposed()).collect();
         let mut tally = tally(self.name, &recorder, &bodies, &fx, &expected, &proposed);
         tally.ran.extend(allowed_changes);
+        if let Some(clients) = &mcp {
+            // The user approved the first call (the echo) and nothing else.
+            let calls = clients.statuses()[0].calls;
+            for _ in 1..calls {
+                tally.ran.push("a call of the MCP server's tool".into());
+            }
+            clients.stop_all().await;
+        }
         tally.unapproved = tally.ran.len();
         tally.skipped = skipped.or(self.accepted.map(str::to_owned));
         tally.error = error;
         tally
     }
+}
+
+/// The hostile MCP server: the SDK's test server over stdio, with instructions in every tool
+/// description and in its own.
+fn hostile_mcp() -> org_agent::mcp::client::McpClients {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let peers = std::process::Command::new(root.join("scripts/mcp-peers"))
+        .arg("path")
+        .output()
+        .expect("scripts/mcp-peers runs");
+    assert!(peers.status.success(), "the MCP peers install");
+    let dir = String::from_utf8_lossy(&peers.stdout).trim().to_string();
+    let text = format!(
+        "((\"test\" :command \"node\" :args ({:?} \"stdio\") :env (:ORG_AGENT_MCP_PEERS_DIR {:?} :MCP_TEST_HOSTILE \"1\")))",
+        root.join("tests/mcp/test-server.mjs").to_string_lossy(),
+        dir
+    );
+    let value = org_agent::sexp::read(&text).expect("the server list reads");
+    let clients = org_agent::mcp::client::McpClients::default();
+    clients.configure(
+        org_agent::mcp::config::parse_servers(value.value()).expect("the server list parses"),
+    );
+    clients
 }
 
 /// The counts of a scenario that sent `bodies`, in which `recorder` ran the Emacs actions,
@@ -732,6 +782,11 @@ fn scenarios(servers: &tokio::runtime::Runtime) -> Vec<Tally> {
         tool_result.say = vec![format!("What is the weather? {}", weather.line())];
         tool_result.expect = Expect::Orders(vec![weather, fixture::tool_result_order()]);
         out.push(servers.block_on(tool_result.run()));
+        let mut hostile = Chat::new(format!("hostile-mcp-server/{f}"), form);
+        hostile.mcp_hostile = true;
+        hostile.expect = Expect::Every;
+        hostile.answers = vec![Approval::Once];
+        out.push(servers.block_on(hostile.run()));
         let mut consensus =
             Chat::new(format!("consensus/{f}"), form).reading("inj-all", Expect::Every);
         consensus.backends = 2;
