@@ -422,9 +422,9 @@ impl Equipment {
                 self.notes.path_provenance(&path)
             }
             "write_file" => None,
-            _ if self.mcp.get(name).is_some() => Some(format!(
-                "the result of the tool {name} of an MCP server"
-            )),
+            _ if self.mcp.get(name).is_some() => {
+                Some(format!("the result of the tool {name} of an MCP server"))
+            }
             _ if self.elisp_tool(name).is_some() => {
                 Some(format!("the result of the Elisp tool {name}"))
             }

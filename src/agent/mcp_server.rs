@@ -108,7 +108,13 @@ impl NotesServer {
         let run = move || read_tools().call(&notes, &name, &args);
         match tokio::task::spawn_blocking(run).await {
             Ok(Ok(text)) => text_result(true, SecretGate::shared().redact(&text).text.into_owned()),
-            Ok(Err(e)) => text_result(false, SecretGate::shared().redact(&e.to_string()).text.into_owned()),
+            Ok(Err(e)) => text_result(
+                false,
+                SecretGate::shared()
+                    .redact(&e.to_string())
+                    .text
+                    .into_owned(),
+            ),
             Err(_) => text_result(false, "the tool failed unexpectedly".into()),
         }
     }
@@ -139,7 +145,8 @@ impl NotesServer {
         };
         let mut ctx = eq.gate_context(&base);
         // Whatever comes from outside is untrusted: every edit it asks for is asked.
-        ctx.untrusted_read.push(format!("a request of the MCP client {client}"));
+        ctx.untrusted_read
+            .push(format!("a request of the MCP client {client}"));
         let verdict = eq.gates.decide(action.clone(), &ctx);
         let _ = eq.audit(|log, now| log.append(&action, &verdict, now));
         let (action, reasons) = match verdict.outcome {
@@ -223,7 +230,10 @@ impl ServerHandler for NotesServer {
             let client = Self::client_name(&context);
             self.propose(&client, &name, args)
         } else {
-            return Err(ErrorData::invalid_params(format!("no tool named {name}"), None));
+            return Err(ErrorData::invalid_params(
+                format!("no tool named {name}"),
+                None,
+            ));
         };
         Ok(CallToolResponse::Complete(result))
     }
@@ -309,7 +319,12 @@ impl Runtime {
             loop {
                 let stream = tokio::select! {
                     accepted = listener.accept() => match accepted {
-                        Ok((stream, _)) => stream,
+                        Ok((stream, _)) => {
+                            // Responses go out in pieces (headers, events): without this,
+                            // Nagle and the peer's delayed ACK add 40 ms to each.
+                            let _ = stream.set_nodelay(true);
+                            stream
+                        }
                         Err(_) => continue,
                     },
                     _ = stop.cancelled() => break,

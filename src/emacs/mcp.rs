@@ -9,7 +9,13 @@ use ::emacs::{defun, Env, IntoLisp, Result, Value};
 use std::sync::Arc;
 
 fn status_plist(s: &Status) -> SexpValue {
-    let strings = |v: &[String]| SexpValue::list(v.iter().map(|t| SexpValue::string(t.as_str())).collect::<Vec<_>>());
+    let strings = |v: &[String]| {
+        SexpValue::list(
+            v.iter()
+                .map(|t| SexpValue::string(t.as_str()))
+                .collect::<Vec<_>>(),
+        )
+    };
     SexpValue::list(vec![
         SexpValue::keyword("name"),
         SexpValue::string(s.name.as_str()),
@@ -65,7 +71,10 @@ fn mcp_status<'e>(env: &'e Env) -> Result<Value<'e>> {
 fn mcp_restart(env: &Env, name: String) -> Result<i64> {
     let rt = runtime(env)?;
     Ok(rt.mcp_async(move |rt| async move {
-        rt.mcp().restart(&name).await.map(|s| Sexp::from(status_plist(&s)))
+        rt.mcp()
+            .restart(&name)
+            .await
+            .map(|s| Sexp::from(status_plist(&s)))
     }) as i64)
 }
 
@@ -78,7 +87,13 @@ fn mcp_resources(env: &Env, name: String) -> Result<i64> {
         let listed = rt.mcp().resources(&name).await?;
         let items = listed
             .iter()
-            .map(|r| SexpValue::list(r.iter().map(|f| SexpValue::string(f.as_str())).collect::<Vec<_>>()))
+            .map(|r| {
+                SexpValue::list(
+                    r.iter()
+                        .map(|f| SexpValue::string(f.as_str()))
+                        .collect::<Vec<_>>(),
+                )
+            })
             .collect::<Vec<_>>();
         Ok(Sexp::from(SexpValue::list(items)))
     }) as i64)

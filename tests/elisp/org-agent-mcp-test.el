@@ -19,6 +19,7 @@
 (require 'org-agent-approvals)
 (require 'org-agent-test-server)
 (require 'json)
+(require 'cl-lib)
 
 (defun org-agent-mcp-test--peers ()
   "The directory holding the MCP peers' packages (installed on first use)."
@@ -194,15 +195,23 @@ The next call starts it again."
                        (lambda () (seq-find (lambda (p) (equal (plist-get p :tool) "set_todo"))
                                             (org-agent--approvals nil)))
                        10))
+              (org-agent-process-events)
               (with-temp-buffer
                 (insert-file-contents file)
                 (should (string-search "* TODO Call the plumber" (buffer-string))))
               ;; Without the token, or with another: refused.
               (let ((checks (alist-get 'checks (org-agent-mcp-test--client "raw" url token))))
-                (dolist (name '("no-token" "wrong-token"))
-                  (should (equal (alist-get 'status (seq-find (lambda (c) (equal (alist-get 'name c) name))
-                                                              checks))
-                                 401))))
+                (cl-flet ((status (name) (alist-get 'status (seq-find (lambda (c) (equal (alist-get 'name c) name))
+                                                                      checks))))
+                  (should (equal (status "no-token") 401))
+                  (should (equal (status "wrong-token") 401))
+                  ;; Malformed and oversized requests: refused, and the server goes on.
+                  (should (member (status "not-json") '(400 415 422)))
+                  (should (equal (status "oversized-64MB") 413))
+                  (should (integerp (status "batch-1000")))))
+              (should (member "read_node"
+                              (mapcar (lambda (tool) (alist-get 'name tool))
+                                      (alist-get 'tools (org-agent-mcp-test--client "http" url token "list")))))
               ;; The stdio bridge, for clients that only launch commands.
               (let ((names (mapcar (lambda (tool) (alist-get 'name tool))
                                    (alist-get 'tools

@@ -441,7 +441,10 @@ fn mcp_tools_ask_by_default_and_rules_name_them_by_server_and_tool() {
     }
     // Nothing said: every MCP tool asks (it is not read-only).
     let p = pipeline(rules("()").expect("empty"));
-    assert_eq!(outcome(&p, tool("files__read_text_file", "()"), &ctx), "ask");
+    assert_eq!(
+        outcome(&p, tool("files__read_text_file", "()"), &ctx),
+        "ask"
+    );
     let p = pipeline(
         rules(
             r#"((allow mcp "files__read_*" :match ("files__read_text_file") :not-match ("files__write_file"))
@@ -450,7 +453,10 @@ fn mcp_tools_ask_by_default_and_rules_name_them_by_server_and_tool() {
         )
         .expect("loads"),
     );
-    assert_eq!(outcome(&p, tool("files__read_text_file", "()"), &ctx), "allow");
+    assert_eq!(
+        outcome(&p, tool("files__read_text_file", "()"), &ctx),
+        "allow"
+    );
     assert_eq!(outcome(&p, tool("files__write_file", "()"), &ctx), "deny");
     assert_eq!(outcome(&p, tool("web__fetch", "()"), &ctx), "deny");
     // An `mcp` rule never names a built-in tool.
