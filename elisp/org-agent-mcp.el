@@ -219,6 +219,19 @@ the notes, and where."
         (princ "\nNot offered:\n")
         (dolist (why (plist-get status :skipped)) (princ (format "  %s\n" why)))))))
 
+(defun org-agent-mcp-status-section ()
+  "Insert the MCP section of `org-agent-status': the servers used and served."
+  (insert "* MCP\n")
+  (let ((url (org-agent--mcp-serving)))
+    (insert (format "- serving the notes :: %s\n"
+                    (if url (format "at %s (org-agent-mcp-server-mode)" url) "no"))))
+  (dolist (s (org-agent--mcp-status))
+    (insert (format "- %s :: %s, %d tools, %d calls, %d failures%s\n"
+                    (plist-get s :name) (plist-get s :state)
+                    (length (plist-get s :tools)) (plist-get s :calls)
+                    (plist-get s :failures)
+                    (if (plist-get s :message) (format " (%s)" (plist-get s :message)) "")))))
+
 ;;;; Resources and prompts
 
 (defun org-agent-mcp-add-resource (name)

@@ -23,6 +23,7 @@
 (require 'org-agent-backends)
 (require 'org-agent-here)
 (require 'org-agent-context)
+(require 'org-agent-mcp)
 
 (defun org-agent-menu--focus ()
   "What the next turn from this buffer is about: the heading at point, the region."
@@ -124,7 +125,9 @@ this buffer uses, what it is about, and where its answer goes."
     ("P" "Why a permission applies" org-agent-permissions-explain)]
    ["State"
     ("i" "Status" org-agent-status)
-    ("l" "Log" org-agent-log)]])
+    ("l" "Log" org-agent-log)
+    ("o" "MCP servers" org-agent-mcp)
+    ("O" "Serve the notes over MCP" org-agent-mcp-server-mode)]])
 
 (provide 'org-agent-menu)
 ;;; org-agent-menu.el ends here

@@ -349,6 +349,7 @@ since it was opened (a continued one starts again from zero)."
         (org-agent--status-table "Tools" (plist-get telemetry :tools))
         (org-agent--status-skills)
         (org-agent--status-cost)
+        (org-agent-mcp-status-section)
         (insert "* Store\n")
         (insert (format "- files :: %d\n- headlines :: %d\n- versions :: %d\n- on disk :: %s\n- turn in flight :: %s\n"
                         (plist-get stats :files) (plist-get stats :headlines)

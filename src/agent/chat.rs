@@ -92,6 +92,14 @@ fn chat_clients(backends: Vec<Backend>) -> Result<Vec<ChatClient>, String> {
 }
 
 impl Runtime {
+    /// Offer the MCP servers' tools in `eq` (those not running start now, each within its
+    /// timeout); what to tell the user of the servers left out.
+    async fn offer_mcp(&self, eq: &mut Equipment) -> Vec<String> {
+        let (offered, left_out) = self.mcp().offered().await;
+        eq.mcp = offered;
+        left_out
+    }
+
     /// The equipment of a chat turn: the cascade of `backends`, the notes as they are now
     /// under the privacy rules in force, the edit tools, and what `setup` brings.
     pub(super) fn chat_equipment(
@@ -292,16 +300,12 @@ impl Runtime {
                     .filter(|b| !b.vision)
                     .map(|b| b.endpoint.name.clone());
                 let mut eq = self.chat_equipment(backends, policy, setup, operator)?;
-                // The MCP servers' tools: those not running start now, each within its timeout.
-                let (mcp, left_out_servers) = self.mcp().offered().await;
-                eq.mcp = mcp;
-                for why in left_out_servers {
-                    send(ChatUpdate::Notice(why));
-                }
+                let mut notices = self.offer_mcp(&mut eq).await;
                 let (added, left_out) = added_for(&eq.notes, &given, blind.as_deref());
                 let mut cfg = cfg;
                 cfg.added = added;
-                for why in left_out {
+                notices.extend(left_out);
+                for why in notices {
                     send(ChatUpdate::Notice(why));
                 }
                 let mut conv = conversation.lock().await;

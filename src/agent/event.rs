@@ -83,6 +83,13 @@ pub enum Event {
     },
 }
 
+/// An [`Event::Mcp`] as Emacs gets it: `(:type mcp :request N :value VALUE)`.
+fn mcp_plist(request: u64, value: &Sexp) -> Sexp {
+    Plist::new("mcp", request)
+        .put("value", crate::sexp::clone_value(value.value()))
+        .done()
+}
+
 /// An active skill as Emacs lists it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SkillSummary {
@@ -312,9 +319,7 @@ impl Event {
                     .put("hits", Value::list(hits))
                     .done()
             }
-            Event::Mcp { request, value } => Plist::new("mcp", *request)
-                .put("value", crate::sexp::clone_value(value.value()))
-                .done(),
+            Event::Mcp { request, value } => mcp_plist(*request, value),
             Event::Models {
                 request,
                 backend,

@@ -50,6 +50,9 @@ pub struct ServerSettings {
     pub audit_file: Option<PathBuf>,
 }
 
+/// The server while `org-agent-mcp-server-mode` is on (one per Emacs, as the runtime).
+static SERVING: parking_lot::Mutex<Option<Serving>> = parking_lot::Mutex::new(None);
+
 /// A running server.
 pub struct Serving {
     pub url: String,
@@ -359,7 +362,7 @@ impl Runtime {
                 });
             }
         });
-        *self.mcp_server.lock() = Some(Serving {
+        *SERVING.lock() = Some(Serving {
             url: url.clone(),
             token,
             file: file.clone(),
@@ -370,12 +373,12 @@ impl Runtime {
 
     /// Stop serving MCP (the token file goes with it).
     pub fn mcp_stop_serving(&self) {
-        let old = self.mcp_server.lock().take();
+        let old = SERVING.lock().take();
         drop(old);
     }
 
     /// Where the MCP server listens, while it runs.
     pub fn mcp_serving(&self) -> Option<String> {
-        self.mcp_server.lock().as_ref().map(|s| s.url.clone())
+        SERVING.lock().as_ref().map(|s| s.url.clone())
     }
 }

@@ -82,8 +82,6 @@ pub struct Runtime {
     triggers: TriggerState,
     /// The MCP servers the user lists (`org-agent-mcp-servers`), as a client.
     mcp: crate::mcp::client::McpClients,
-    /// org-agent's own MCP server, while `org-agent-mcp-server-mode` is on.
-    pub(super) mcp_server: Mutex<Option<super::mcp_server::Serving>>,
     /// The threads freeing the stores an open or a close replaced ([`Runtime::retire`]).
     retiring: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
@@ -165,7 +163,6 @@ impl Runtime {
             approvals: RwLock::new(Arc::new(Approvals::in_memory())),
             triggers: TriggerState::default(),
             mcp: Default::default(),
-            mcp_server: Mutex::new(None),
             retiring: Mutex::new(Vec::new()),
         })
     }

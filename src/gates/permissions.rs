@@ -104,7 +104,7 @@ pub enum SubjectKind {
 }
 
 /// Whether `tool` is an MCP server's tool: only those have the separator `__` in their name
-/// (`crate::mcp` names them; the gates sit below it and only need the spelling).
+/// (the MCP client names them so; the gates sit below it and only need the spelling).
 fn is_mcp_tool(tool: &str) -> bool {
     tool.contains("__")
 }

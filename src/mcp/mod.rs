@@ -8,8 +8,8 @@
 //! ends the call with an error and is started again on the next use. What they return is
 //! untrusted: the turn spotlights it and any edit after it asks.
 //!
-//! As a server (`crate::agent::mcp_server`, since it serves the agent's notes and queue),
-//! org-agent serves Streamable HTTP on loopback, behind a bearer
+//! As a server (`mcp_server.rs` in the agent's folder, since it serves the agent's notes and
+//! queue), org-agent serves Streamable HTTP on loopback, behind a bearer
 //! token, so outside agents reach the notes only as the notes layer shows them, and their
 //! edits wait in the approvals queue.
 //!

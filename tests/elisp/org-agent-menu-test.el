@@ -38,7 +38,8 @@
     (dolist (wanted '(org-agent-here-ask org-agent-here-rewrite org-agent-chat
                       org-agent-new-chat org-agent-preset-choose org-agent-context-add
                       org-agent-context org-agent-scan org-agent-approvals org-agent-status
-                      org-agent-skills org-agent-menu-set-backend org-agent-menu-set-model))
+                      org-agent-skills org-agent-menu-set-backend org-agent-menu-set-model
+                      org-agent-mcp org-agent-mcp-server-mode))
       (should (rassq wanted suffixes)))
     (dolist (suffix suffixes)
       (should (string-prefix-p "org-agent-" (symbol-name (cdr suffix))))
