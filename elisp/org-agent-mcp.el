@@ -31,6 +31,7 @@
 (require 'org-agent-dispatch)
 (require 'org-agent-permissions)
 (require 'org-agent-context)
+(require 'org-agent-semantic)
 (require 'auth-source)
 (require 'tabulated-list)
 (require 'subr-x)
@@ -323,7 +324,8 @@ for are judged by `org-agent-permissions' and wait in
                       org-agent-permissions
                       (expand-file-name (or (bound-and-true-p org-agent-audit-file)
                                             (expand-file-name "audit.org"
-                                                              org-agent-state-directory))))))
+                                                              org-agent-state-directory)))
+                      (org-agent-semantic-backend))))
           (add-hook 'kill-emacs-hook #'org-agent-mcp--stop-serving)
           (message "org-agent: serving the notes at %s (token in %s)" url file))
       (error (setq org-agent-mcp-server-mode nil)

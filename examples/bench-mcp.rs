@@ -125,6 +125,7 @@ fn main() {
     let settings = ServerSettings {
         permissions: Default::default(),
         audit_file: None,
+        embedding: None,
     };
     let (url, file) = rt
         .mcp_serve(0, state.path().to_path_buf(), settings)

@@ -48,6 +48,8 @@ pub const SERVER_FILE: &str = "mcp-server.json";
 pub struct ServerSettings {
     pub permissions: Arc<Permissions>,
     pub audit_file: Option<PathBuf>,
+    /// The embedding server, when search by meaning is set up: `semantic_search` is offered.
+    pub embedding: Option<crate::llm::embeddings::EmbeddingBackend>,
 }
 
 /// The server while `org-agent-mcp-server-mode` is on (one per Emacs, as the runtime).
@@ -119,6 +121,20 @@ impl NotesServer {
                     .into_owned(),
             ),
             Err(_) => text_result(false, "the tool failed unexpectedly".into()),
+        }
+    }
+
+    /// Search by meaning, secrets withheld from what it lists.
+    async fn search(&self, args: Value) -> CallToolResult {
+        let semantic = match self.rt.semantic(self.settings.embedding.clone()) {
+            Ok(Some(s)) => s,
+            Ok(None) => return text_result(false, "search by meaning is not set up".into()),
+            Err(e) => return text_result(false, e),
+        };
+        let cancel = crate::llm::http::CancelToken::new();
+        match semantic.tool_call(&self.rt.notes(), &args, &cancel).await {
+            Ok(text) => text_result(true, SecretGate::shared().redact(&text).text.into_owned()),
+            Err(e) => text_result(false, e),
         }
     }
 
@@ -216,6 +232,9 @@ impl ServerHandler for NotesServer {
             .iter()
             .filter_map(to_tool)
             .collect();
+        if self.settings.embedding.is_some() {
+            tools.extend(to_tool(&super::semantic::tool_declaration()));
+        }
         tools.extend(emacs_tools::edit_schemas().iter().filter_map(to_tool));
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -229,6 +248,8 @@ impl ServerHandler for NotesServer {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let result = if read_tools().get(&name).is_some() {
             self.read(name, args).await
+        } else if name == super::semantic::SEMANTIC_TOOL && self.settings.embedding.is_some() {
+            self.search(args).await
         } else if emacs_tools::is_edit(&name) {
             let client = Self::client_name(&context);
             self.propose(&client, &name, args)

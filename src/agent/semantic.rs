@@ -17,6 +17,38 @@ pub const EMBED_BATCH: usize = 32;
 /// The name of the tool the LLM searches by meaning with.
 pub const SEMANTIC_TOOL: &str = "semantic_search";
 
+impl Semantic {
+    /// A call of the search tool with its JSON `args` (`text`, `limit`): the closest
+    /// headlines as the other tools list them, or why not.
+    pub async fn tool_call(
+        &self,
+        notes: &Notes,
+        args: &serde_json::Value,
+        cancel: &CancelToken,
+    ) -> Result<String, String> {
+        let text = args["text"].as_str().unwrap_or_default().trim();
+        if text.is_empty() {
+            return Err("text must not be empty".into());
+        }
+        let k = args["limit"].as_i64().unwrap_or(10).clamp(1, 50) as usize;
+        let hits = self
+            .search(notes, text, k, 0.0, cancel)
+            .await
+            .map_err(|e| format!("semantic search failed: {e}"))?;
+        if hits.is_empty() {
+            return Ok("No embedded headlines are close to it.".into());
+        }
+        let mut out = format!("{} headlines closest in meaning:\n", hits.len());
+        for (id, score) in hits {
+            if let Ok(r) = notes.node(&id) {
+                out.push_str(&crate::notes::summary(&r));
+                out.push_str(&format!(" (similarity {score:.2})\n"));
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// The tool's declaration.
 pub fn tool_declaration() -> serde_json::Value {
     let mut props = serde_json::Map::new();

@@ -155,8 +155,8 @@ fn mcp_get_prompt(env: &Env, name: String, prompt: String, args: Value) -> Resul
 
 /// Serve MCP on 127.0.0.1:PORT (0: any free port) and write its address and token to
 /// mcp-server.json (mode 0600) in STATE-DIRECTORY.  Edits outside agents ask for are judged
-/// under PERMISSIONS (`org-agent-permissions') and audited to AUDIT-FILE (or nil).  Return
-/// (URL . FILE).
+/// under PERMISSIONS (`org-agent-permissions') and audited to AUDIT-FILE (or nil); with
+/// EMBEDDING, an embedding backend plist, `semantic_search' is offered.  Return (URL . FILE).
 #[defun]
 fn mcp_serve<'e>(
     env: &'e Env,
@@ -164,6 +164,7 @@ fn mcp_serve<'e>(
     state_directory: String,
     permissions: Value,
     audit_file: Option<String>,
+    embedding: Value,
 ) -> Result<Value<'e>> {
     let Ok(port) = u16::try_from(port) else {
         return config_fail(env, format!("{port} is not a port (0 to 65535)"));
@@ -173,9 +174,19 @@ fn mcp_serve<'e>(
         Ok(p) => Arc::new(p),
         Err(e) => return config_fail(env, e.to_string()),
     };
+    let embedding = lisp_sexp::from_lisp(env, embedding)?;
+    let embedding = if crate::sexp::is_nil(embedding.value()) {
+        None
+    } else {
+        match crate::llm::embeddings::EmbeddingBackend::from_sexp(embedding.value()) {
+            Ok(b) => Some(b),
+            Err(e) => return config_fail(env, e.to_string()),
+        }
+    };
     let settings = ServerSettings {
         permissions,
         audit_file: audit_file.map(Into::into),
+        embedding,
     };
     match runtime(env)?.mcp_serve(port, state_directory.into(), settings) {
         Ok((url, file)) => env.cons(url, file.to_string_lossy().into_owned()),

@@ -171,7 +171,9 @@ The next call starts it again."
                                    (alist-get 'tools (org-agent-mcp-test--client "http" url token "list")))))
                 (should (member "read_node" names))
                 (should (member "query_notes" names))
-                (should (member "set_todo" names)))
+                (should (member "set_todo" names))
+                ;; No embedding backend: no search by meaning offered.
+                (should-not (member "semantic_search" names)))
               ;; Reads: the task, its secret withheld; the private note absent.
               (let ((task (org-agent-mcp-test--text
                            (org-agent-mcp-test--client "http" url token "call" "read_node"

@@ -197,27 +197,9 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
         let Some(semantic) = &self.eq.semantic else {
             return (false, tool_error("semantic search is not set up"));
         };
-        let text = args["text"].as_str().unwrap_or_default().trim();
-        if text.is_empty() {
-            return (false, tool_error("text must not be empty"));
-        }
-        let k = args["limit"].as_i64().unwrap_or(10).clamp(1, 50) as usize;
-        match semantic
-            .search(&self.eq.notes, text, k, 0.0, self.cancel)
-            .await
-        {
-            Ok(hits) if hits.is_empty() => (true, "No embedded headlines are close to it.".into()),
-            Ok(hits) => {
-                let mut out = format!("{} headlines closest in meaning:\n", hits.len());
-                for (id, score) in hits {
-                    if let Ok(r) = self.eq.notes.node(&id) {
-                        out.push_str(&crate::notes::summary(&r));
-                        out.push_str(&format!(" (similarity {score:.2})\n"));
-                    }
-                }
-                (true, out)
-            }
-            Err(e) => (false, tool_error(&format!("semantic search failed: {e}"))),
+        match semantic.tool_call(&self.eq.notes, args, self.cancel).await {
+            Ok(text) => (true, text),
+            Err(e) => (false, tool_error(&e)),
         }
     }
 
