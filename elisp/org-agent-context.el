@@ -144,6 +144,43 @@ GIF, WebP) goes as an image, to a backend with :vision t."
                    'file)
            :file file))))
 
+(defcustom org-agent-screenshot-command
+  (cond ((executable-find "grim") (and (executable-find "slurp") '("sh" "-c" "grim -g \"$(slurp)\" %f")))
+        ((executable-find "maim") '("maim" "-s" "%f"))
+        ((executable-find "scrot") '("scrot" "-s" "-o" "%f"))
+        ((executable-find "import") '("import" "%f")))
+  "The program that lets you pick a region of the screen and saves it as a PNG.
+A list: the program and its arguments, %f standing for the file to
+write.  nil: `org-agent-context-add-screenshot' exports the selected
+Emacs frame instead, where Emacs can (`x-export-frames', a Cairo
+build)."
+  :type '(choice (const :tag "The Emacs frame" nil) (repeat string))
+  :group 'org-agent-chat)
+
+(declare-function x-export-frames "xfns.c" (&optional frames type))
+
+;;;###autoload
+(defun org-agent-context-add-screenshot ()
+  "Add a screenshot to the context of what you ask next, as an image.
+You pick a region with `org-agent-screenshot-command'; without one, the
+selected Emacs frame is taken.  It goes to a backend with :vision t."
+  (interactive)
+  (let ((file (make-temp-file "org-agent-screenshot-" nil ".png")))
+    (cond
+     (org-agent-screenshot-command
+      (let* ((argv (mapcar (lambda (a) (string-replace "%f" file a))
+                           org-agent-screenshot-command))
+             (status (apply #'call-process (car argv) nil nil nil (cdr argv))))
+        (unless (and (eq status 0) (> (file-attribute-size (file-attributes file)) 0))
+          (delete-file file)
+          (user-error "The screenshot was not taken (%s exited with %s)" (car argv) status))))
+     ((and (fboundp 'x-export-frames) (display-graphic-p))
+      (let ((coding-system-for-write 'binary))
+        (write-region (x-export-frames nil 'png) nil file nil 'silent)))
+     (t (delete-file file)
+        (user-error "No way to take a screenshot: set `org-agent-screenshot-command'")))
+    (org-agent-context--add (list :kind 'image :file file))))
+
 ;;;###autoload
 (defun org-agent-context-add-note ()
   "Add a note of the store, chosen by outline path, to the context."

@@ -107,6 +107,7 @@ this buffer uses, what it is about, and where its answer goes."
     ("+" "The region, else this buffer" org-agent-context-add :transient t)
     ("F" "A file" org-agent-context-add-file :transient t)
     ("N" "A note" org-agent-context-add-note :transient t)
+    ("I" "A screenshot" org-agent-context-add-screenshot :transient t)
     ("C" "List, remove" org-agent-context)]
    ["This buffer uses"
     ("p" "Preset" org-agent-preset-choose :transient t)

@@ -194,5 +194,22 @@ Token ghp_R8x2Kq9LmZ4vT7nW1pY6sD3fH5jB0cX8aE2u for the CI.
       (with-current-buffer (org-agent-chat)
         (should (string-search "diary.png is private or protected" (buffer-string)))))))
 
+(ert-deftest org-agent-context-a-screenshot-is-an-image-item ()
+  "The screenshot program's picture becomes an image item; a failed one adds nothing."
+  (let ((org-agent-context-items nil)
+        (org-agent-screenshot-command '("sh" "-c" "printf 'PNG-SHOT' > %f")))
+    (org-agent-context-add-screenshot)
+    (let ((item (car org-agent-context-items)))
+      (should (eq (plist-get item :kind) 'image))
+      (should (string-suffix-p ".png" (plist-get item :file)))
+      (should (equal (with-temp-buffer (insert-file-contents (plist-get item :file))
+                                       (buffer-string))
+                     "PNG-SHOT"))
+      (delete-file (plist-get item :file))))
+  (let ((org-agent-context-items nil)
+        (org-agent-screenshot-command '("false" "%f")))
+    (should-error (org-agent-context-add-screenshot) :type 'user-error)
+    (should-not org-agent-context-items)))
+
 (provide 'org-agent-context-test)
 ;;; org-agent-context-test.el ends here
