@@ -78,23 +78,23 @@ An unchanged one is not sent again.")
             (if (functionp secret) (funcall secret) secret))))
 
 (defun org-agent-mcp--resolve-values (pairs)
-  "PAIRS (a plist or an alist) with auth-source values looked up."
-  (cond
-   ((and (consp (car-safe pairs)) (not (keywordp (car-safe pairs))))
-    (mapcar (lambda (p) (cons (car p) (if (and (consp (cdr p)) (plist-get (cdr p) :auth-source))
-                                          (org-agent-mcp--secret (cdr p))
-                                        (cdr p))))
-            pairs))
-   (t (let (out)
-        (while pairs
-          (let ((value (cadr pairs)))
-            (push (car pairs) out)
-            (push (if (and (consp value) (plist-get value :auth-source))
-                      (org-agent-mcp--secret value)
-                    value)
-                  out))
-          (setq pairs (cddr pairs)))
-        (nreverse out)))))
+  "PAIRS (a plist or an alist) as an alist of strings, auth-source values looked up.
+Names go as strings: the module reads keywords lowercased, and an
+environment variable's name has a case."
+  (let ((alist (if (and (consp (car-safe pairs)) (not (keywordp (car-safe pairs))))
+                   pairs
+                 (let (out)
+                   (while pairs
+                     (push (cons (car pairs) (cadr pairs)) out)
+                     (setq pairs (cddr pairs)))
+                   (nreverse out)))))
+    (mapcar (lambda (p)
+              (let ((name (car p)) (value (cdr p)))
+                (cons (if (symbolp name) (string-remove-prefix ":" (symbol-name name)) name)
+                      (if (and (consp value) (plist-get value :auth-source))
+                          (org-agent-mcp--secret value)
+                        value))))
+            alist)))
 
 (defun org-agent-mcp--resolved ()
   "`org-agent-mcp-servers' with its auth-source values looked up."

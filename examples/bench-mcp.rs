@@ -89,7 +89,7 @@ fn main() {
     // The client.
     let clients = McpClients::default();
     let text = format!(
-        "((\"test\" :command \"node\" :args ({:?} \"stdio\") :env (:ORG_AGENT_MCP_PEERS_DIR {:?})))",
+        "((\"test\" :command \"node\" :args ({:?} \"stdio\") :env ((\"ORG_AGENT_MCP_PEERS_DIR\" . {:?}))))",
         root().join("tests/mcp/test-server.mjs").to_string_lossy(),
         dir
     );

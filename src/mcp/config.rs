@@ -6,7 +6,8 @@
 //! ```
 //!
 //! `:env` is a plist (`(:KEY "VALUE" …)`) or an alist; so are `:headers` (Emacs has already
-//! looked up the values that name an auth-source entry). org-agent's own keys: `:timeout`
+//! looked up the values that name an auth-source entry, and made both alists of strings:
+//! keywords reach the module lowercased, and environment variables' names have a case). org-agent's own keys: `:timeout`
 //! (seconds to start, default 30) and `:call-timeout` (seconds per call, default 120). Keys
 //! it does not know (mcp.el's `:roots`, say) are ignored, so a list made for mcp.el works as
 //! it is.
@@ -261,7 +262,7 @@ mod tests {
     #[test]
     fn an_mcp_el_list_reads_as_it_is() {
         let servers = parse_servers(&read(
-            r#"(("filesystem" . (:command "npx" :args ("-y" "server-filesystem" "/tmp") :env (:DEBUG "1") :roots ("x")))
+            r#"(("filesystem" . (:command "npx" :args ("-y" "server-filesystem" "/tmp") :env (("DEBUG" . "1")) :roots ("x")))
                 ("remote api" :url "https://example.com/mcp" :headers (("Authorization" . "Bearer t"))))"#,
         ))
         .expect("parses");

@@ -40,11 +40,11 @@ fn stdio_servers(call_timeout: u32, hostile: bool) -> McpClients {
     let server = root().join("tests/mcp/test-server.mjs");
     let env = if hostile {
         format!(
-            ":env (:ORG_AGENT_MCP_PEERS_DIR {} :MCP_TEST_HOSTILE \"1\")",
+            ":env ((\"ORG_AGENT_MCP_PEERS_DIR\" . {}) (\"MCP_TEST_HOSTILE\" . \"1\"))",
             quote(&dir)
         )
     } else {
-        format!(":env (:ORG_AGENT_MCP_PEERS_DIR {})", quote(&dir))
+        format!(":env ((\"ORG_AGENT_MCP_PEERS_DIR\" . {}))", quote(&dir))
     };
     let text = format!(
         "((\"test\" :command \"node\" :args ({} \"stdio\") {env} :call-timeout {call_timeout} :timeout 30))",

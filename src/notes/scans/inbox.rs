@@ -1247,10 +1247,7 @@ see the [[file:~/org/garden.org][garden layout]] at https://example.com/bins
         let took = started.elapsed();
         assert_eq!(report.findings.len(), 50);
         assert!(report.looked_at >= 100_000);
-        // Measured in release builds only: a debug build is many times slower.
-        if !cfg!(debug_assertions) {
-            assert!(took.as_millis() <= 50, "{took:?}");
-        }
+        // Its speed is the benchmark's (scripts/bench, section 12), not a timed test's.
         eprintln!("inbox scan over {} headlines: {took:?}", report.looked_at);
     }
 }
