@@ -1,7 +1,7 @@
 //! The corpus (`tests/fixtures/markdown/cases.txt`): each case converted whole, split at
 //! every point, and split at random points with a fixed seed, must give the expected Org.
 
-use super::{to_org, OrgStream};
+use super::{to_org, OrgStream, MAX_TITLE};
 
 /// Base level of the corpus's headings: the chat's (answers go under `* Assistant`, whose
 /// steps are `** `).
@@ -140,6 +140,117 @@ fn a_streamed_line_is_held_back_no_longer_than_it_must() {
 }
 
 #[test]
+fn a_title_waits_for_its_underline_and_no_longer() {
+    let mut s = OrgStream::new(BASE);
+    // The text's first line flows at once (an answer's first words show as they come).
+    assert_eq!(s.push("Intro"), "Intro");
+    // A paragraph's first line after it may be a Setext title: it waits for the next line.
+    assert_eq!(s.push("\n\nTitle\n=="), "\n\n");
+    assert_eq!(s.push("==\nBody"), "*** Title\n");
+    // The body is a paragraph's first line too, until it is longer than a title can be.
+    let long = "x".repeat(MAX_TITLE);
+    assert_eq!(s.push(&long), format!("Body{long}"));
+    assert_eq!(s.push("\n- item\n"), "\n- item\n");
+    assert_eq!(s.push("\nTitle\n-"), "\n");
+    // `- ` is a list item, not an underline: the title was prose.
+    assert_eq!(s.push(" item"), "Title\n- item");
+    assert_eq!(s.finish(), "");
+}
+
+#[test]
+fn emphasis_across_lines_waits_for_its_closer_or_the_paragraphs_end() {
+    let mut s = OrgStream::new(BASE);
+    assert_eq!(s.push("- say **very\n"), "- say ");
+    assert_eq!(s.push("  loud** words\n"), "*very\n  loud* words\n");
+    assert_eq!(s.push("- a **b\n"), "- a ");
+    // A new item ends the paragraph: the opener was text.
+    assert_eq!(s.push("- c\n"), "**b\n- c\n");
+    assert_eq!(s.push("x **y\n\n"), "x **y\n\n");
+    assert_eq!(s.finish(), "");
+}
+
+#[test]
+fn a_reference_holds_the_text_back_until_its_definition() {
+    let mut s = OrgStream::new(BASE);
+    // What comes before it flows; it and all after wait.
+    assert_eq!(s.push("Read the [manual][m] "), "Read the ");
+    assert_eq!(s.push("first.\n\nThen"), "");
+    assert_eq!(
+        s.push(" more.\n\n[m]: https://x.org/m \"Manual\"\n"),
+        "[[https://x.org/m][manual]] first.\n\nThen more.\n\n\
+         [m]: [[https://x.org/m][Manual]]\n"
+    );
+    // Defined before: a link at once, the shortcut form too.
+    assert_eq!(
+        s.push("See [M] and [it][m]\n\n"),
+        "See [[https://x.org/m][M]] and [[https://x.org/m][it]]\n\n"
+    );
+    assert_eq!(s.finish(), "");
+    // Never defined: the text as it was, when the step ends. The definitions stay known.
+    assert_eq!(s.push("A [b **c**][none] and [m].\n"), "A ");
+    assert_eq!(s.finish(), "[b *c*][none] and [[https://x.org/m][m]].\n");
+}
+
+#[test]
+fn noncharacters_in_the_text_cannot_pass_for_held_links() {
+    let text = "[a][b] \u{FDD0}0\u{FDD1} \u{FDD0}\n\n[b]: http://b\n";
+    assert_eq!(
+        to_org(text, 0),
+        "[[http://b][a]] \u{FFFD}0\u{FFFD} \u{FFFD}\n\n[b]: [[http://b]]\n"
+    );
+}
+
+#[test]
+fn converted_prose_never_starts_an_org_element() {
+    for text in [
+        "a<br>* b",
+        "a<br>** b",
+        "a<br>#+begin_src sh",
+        "a<br># comment",
+        "a<br>| cell |",
+        "<b>*</b> x",
+        "<i>**</i> x",
+        "\\# x",
+        "\\#+title: x",
+        "\\| x |",
+        "> a<br>* b",
+        "- a<br>* b",
+        "* Org headline<br>* b",
+        "# Heading<br>* b",
+        "x **a\nb<br>* c**",
+    ] {
+        let org = to_org(text, 1);
+        for (k, line) in org.lines().enumerate() {
+            let stars = line.bytes().take_while(|&b| b == b'*').count();
+            let headline = stars > 0 && line[stars..].starts_with([' ', '\t']);
+            let own = text.starts_with("* ") || text.starts_with("# ");
+            // The only headline is the text's own first line; the only keywords, the quote's.
+            let headline_ok = !headline || (k == 0 && own);
+            let keyword_ok = !line.starts_with("#+")
+                || line.starts_with("#+begin_quote")
+                || line.starts_with("#+end_quote");
+            assert!(
+                headline_ok && keyword_ok && !line.starts_with("# ") && !line.starts_with('|'),
+                "{text:?} gave line {line:?} in {org:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn indented_code_holds_blank_lines_until_the_code_goes_on() {
+    let mut s = OrgStream::new(BASE);
+    assert_eq!(
+        s.push("Run:\n\n    make\n"),
+        "Run:\n\n#+begin_example\nmake\n"
+    );
+    assert_eq!(s.push("\n\n"), "");
+    assert_eq!(s.push("    * test\n"), "\n\n,* test\n");
+    assert_eq!(s.push("\nDone"), "#+end_example\n\n");
+    assert_eq!(s.finish(), "Done");
+}
+
+#[test]
 fn a_long_unclosed_opener_is_plain_text_and_not_quadratic() {
     let mut text = String::from("*");
     text.push_str(&"word ".repeat(200_000));
@@ -168,7 +279,9 @@ fn finish_leaves_the_converter_ready_for_the_next_step() {
 
 #[test]
 fn random_markup_never_panics_and_splits_alike() {
-    let alphabet: Vec<char> = "*_~`[]()!<>\\#|-+:. \n\nab1é>brhttps:/,".chars().collect();
+    let alphabet: Vec<char> = "*_~`[]()!<>\\#|-+:. \n\nab1é>brhttps:/,=\t\u{FDD0}"
+        .chars()
+        .collect();
     let mut seed: u64 = 7;
     let mut next = |n: usize| {
         seed = seed
@@ -180,6 +293,10 @@ fn random_markup_never_panics_and_splits_alike() {
         let len = next(60);
         let text: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
         let whole = to_org(&text, 1);
+        assert!(
+            !whole.contains(['\u{FDD0}', '\u{FDD1}']),
+            "{text:?}: {whole:?}"
+        );
         let points: Vec<usize> = (0..=text.len())
             .filter(|&i| text.is_char_boundary(i))
             .collect();
@@ -193,7 +310,26 @@ fn random_markup_never_panics_and_splits_alike() {
 #[test]
 fn openers_without_closers_cost_little() {
     for unit in [
-        "[", "*a ", "_a ", "`", "![", "<http", "[[", "**a ", "*", "~",
+        "[",
+        "*a ",
+        "_a ",
+        "`",
+        "![",
+        "<http",
+        "[[",
+        "**a ",
+        "*",
+        "~",
+        "<b>",
+        "<b>\n",
+        "[a][",
+        "[a][b] ",
+        "<a href=x>",
+        "*a\n",
+        "`\n",
+        "[\n",
+        "</i>",
+        "\n\n    x",
     ] {
         let text = unit.repeat(100_000 / unit.len());
         let started = std::time::Instant::now();
@@ -257,6 +393,31 @@ fn random_markdown_pieces_split_alike_into_any_number_of_chunks() {
         ",",
         "#",
         "+",
+        "===",
+        "    ",
+        "\t",
+        "\n\n",
+        "[a]: http://a.b \"T\"",
+        "[b]:",
+        "[a]",
+        "[x][a]",
+        "[y][b]",
+        "[z][]",
+        "][",
+        "<b>",
+        "</b>",
+        "<em>",
+        "</em>",
+        "<code>",
+        "</code>",
+        "<sup>",
+        "</sup>",
+        "<a href=\"u\">",
+        "</a>",
+        "&lt;",
+        "<span>",
+        "\\#",
+        "\u{FDD0}0\u{FDD1}",
     ];
     let mut seed: u64 = 99;
     let mut next = |n: usize| {
@@ -269,6 +430,10 @@ fn random_markdown_pieces_split_alike_into_any_number_of_chunks() {
         let len = next(60);
         let text: String = (0..len).map(|_| tokens[next(tokens.len())]).collect();
         let whole = to_org(&text, 2);
+        assert!(
+            !whole.contains(['\u{FDD0}', '\u{FDD1}']),
+            "{text:?}: {whole:?}"
+        );
         let points: Vec<usize> = (0..=text.len())
             .filter(|&i| text.is_char_boundary(i))
             .collect();
@@ -284,5 +449,113 @@ fn random_markdown_pieces_split_alike_into_any_number_of_chunks() {
             pieces.push(&text[from..]);
             assert_eq!(streamed(&pieces, 2), whole, "{text:?} as {pieces:?}");
         }
+    }
+}
+
+#[test]
+fn an_opener_unclosed_over_many_lines_is_text_and_not_quadratic() {
+    let mut text = String::from("**");
+    text.push_str(&"word word word\n".repeat(100_000));
+    let started = std::time::Instant::now();
+    let mut s = OrgStream::new(0);
+    let mut out = String::new();
+    for piece in text.as_bytes().chunks(7) {
+        out.push_str(&s.push(std::str::from_utf8(piece).unwrap()));
+    }
+    out.push_str(&s.finish());
+    assert_eq!(out, text);
+    assert!(started.elapsed().as_secs() < 20);
+}
+
+#[test]
+fn long_random_markdown_splits_alike() {
+    let tokens = [
+        "word ",
+        "**",
+        "*",
+        "`",
+        "[",
+        "](u)",
+        "][r]",
+        "[r]: http://r\n",
+        "<b>",
+        "</b>",
+        "\n",
+        "\n",
+        "\n\n",
+        "===\n",
+        "---\n",
+        "- ",
+        "    ",
+        "> ",
+        "# ",
+        "| a |",
+        "<br>",
+        "_",
+    ];
+    let mut seed: u64 = 1234;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize % n
+    };
+    for _ in 0..150 {
+        let len = 100 + next(400);
+        let text: String = (0..len).map(|_| tokens[next(tokens.len())]).collect();
+        let whole = to_org(&text, 2);
+        let bytes: Vec<&str> = (0..text.len()).map(|i| &text[i..i + 1]).collect();
+        assert_eq!(streamed(&bytes, 2), whole, "{text:?} byte by byte");
+        for _ in 0..4 {
+            let mut cuts: Vec<usize> = (0..next(20)).map(|_| next(text.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut from = 0;
+            for cut in cuts {
+                pieces.push(&text[from..cut]);
+                from = cut;
+            }
+            pieces.push(&text[from..]);
+            assert_eq!(streamed(&pieces, 2), whole, "{text:?} as {pieces:?}");
+        }
+    }
+}
+
+#[test]
+fn a_reference_never_defined_stops_holding_the_answer_back() {
+    let mut s = OrgStream::new(BASE);
+    assert_eq!(s.push("See [it][nowhere].\n"), "See ");
+    let line = "A line of the answer, long enough to count.\n";
+    let mut shown = String::new();
+    let mut lines = 0;
+    while shown.is_empty() {
+        shown = s.push(line);
+        lines += 1;
+        assert!(lines * line.len() < 2 * super::refs::MAX_HOLD, "still held");
+    }
+    assert!(shown.starts_with("[it][nowhere].\n"), "{shown:?}");
+    // Defined too late: the link stays text; a later use is a link.
+    s.push("\n[nowhere]: https://n.org\n\n[x][nowhere]\n");
+    assert_eq!(s.finish(), "[[https://n.org][x]]\n");
+}
+
+#[test]
+fn giving_up_on_a_definition_splits_alike() {
+    let mut text = String::from("See [it][r] and **more\n");
+    for k in 0..900 {
+        text.push_str(&format!("Line {k} of [x][r] text, *some* of it.\n"));
+        if k == 880 {
+            text.push_str("\n[r]: https://r.org\n\n");
+        }
+    }
+    let whole = to_org(&text, 2);
+    assert!(whole.contains("[x][r] text") && whole.contains("[[https://r.org][x]]"));
+    for size in [1, 2, 7, 64, 4096] {
+        let pieces: Vec<&str> = text
+            .as_bytes()
+            .chunks(size)
+            .map(|p| std::str::from_utf8(p).unwrap())
+            .collect();
+        assert_eq!(streamed(&pieces, 2), whole, "in pieces of {size}");
     }
 }
