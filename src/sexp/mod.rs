@@ -109,8 +109,8 @@ pub fn clone_value(v: &Value) -> Value {
 }
 
 /// Structural equality without recursion (`lexpr`'s derived `==` recurses along lists).
-/// Floats compare by value; `nil`, `()` and `#f` are the same, and a character equals its
-/// code, as in Emacs.
+/// Floats compare by their bits; `nil`, `()` and `#f` are the same, and a character equals
+/// its code, as in Emacs.
 pub fn equal(a: &Value, b: &Value) -> bool {
     let mut stack = vec![(a, b)];
     while let Some((a, b)) = stack.pop() {
@@ -133,9 +133,17 @@ pub fn equal(a: &Value, b: &Value) -> bool {
                 }
             }
             (Value::Number(x), Value::Number(y)) => {
-                let same = match (x.as_i64(), y.as_i64()) {
-                    (Some(i), Some(j)) => i == j,
-                    _ => x.as_f64() == y.as_f64() && x.is_f64() == y.is_f64(),
+                // Floats as Emacs' `equal` compares them: the same bits (`-0.0` is not `0.0`,
+                // a NaN is itself); integers exactly, past `i64::MAX` too.
+                let same = if x.is_f64() || y.is_f64() {
+                    let bits =
+                        |n: &lexpr::Number| n.as_f64().filter(|_| n.is_f64()).map(f64::to_bits);
+                    bits(x).is_some() && bits(x) == bits(y)
+                } else {
+                    match (x.as_i64(), y.as_i64()) {
+                        (Some(i), Some(j)) => i == j,
+                        _ => x.as_u64().is_some() && x.as_u64() == y.as_u64(),
+                    }
                 };
                 if !same {
                     return false;

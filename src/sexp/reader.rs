@@ -261,7 +261,12 @@ fn guard(input: &str) -> Result<Guarded, SexpError> {
                 if token.is_empty() {
                     token_at = (line, column);
                 }
-                if in_keyword {
+                if token_start && e == ':' {
+                    // Emacs interns `\:a` as `:a`, the keyword: a name that starts with a
+                    // colon is a keyword however the colon was written.
+                    token.push(e);
+                    in_keyword = true;
+                } else if in_keyword {
                     token.extend(e.to_lowercase());
                 } else {
                     token.push(e);

@@ -398,3 +398,41 @@ fn a_string_right_after_a_symbol_is_a_separate_atom() {
     ]);
     assert!(equal(s.value(), &want), "{s:?}");
 }
+
+/// Issue 34, found by `read_print_read_is_read_on_generated_text`: `\:` and `\:a` were read
+/// as plain symbols named `:` and `:a`, printed `:` and `:a`, and read back as keywords.
+/// Emacs interns a name that starts with a colon as a keyword however the colon is written:
+/// `(eq '\:a :a)` is t.
+#[test]
+fn an_escaped_leading_colon_still_makes_a_keyword() {
+    for (text, name) in [
+        ("\\:", ""),
+        ("\\:a", "a"),
+        ("\\:A\\ B", "a b"),
+        ("\\:1", "1"),
+    ] {
+        let v = read(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert!(equal(v.value(), &kw(name)), "{text}: {v:?}");
+        assert_eq!(read(&print(v.value())).unwrap(), v, "{text}");
+    }
+    let v = read("(a . \\:)").unwrap();
+    assert_eq!(print(v.value()), "(a . :)");
+    assert_eq!(read(&print(v.value())).unwrap(), v);
+    // A colon after the first character is an ordinary constituent.
+    let v = read("a\\:b").unwrap();
+    assert!(equal(v.value(), &Value::symbol("a:b")), "{v:?}");
+}
+
+/// `equal` on floats is Emacs' `equal`: the same bits, so `-0.0` is not `0.0` and a NaN is
+/// itself; integers past `i64::MAX` compare exactly, not as floats.
+#[test]
+fn equal_compares_floats_by_bits_and_big_integers_exactly() {
+    let f = Value::from;
+    assert!(!equal(&f(0.0), &f(-0.0)));
+    assert!(equal(&f(-0.0), &f(-0.0)));
+    assert!(equal(&f(f64::NAN), &f(f64::NAN)));
+    assert!(!equal(&f(1.0), &Value::from(1i64)));
+    assert!(!equal(&Value::from(u64::MAX), &Value::from(u64::MAX - 1)));
+    assert!(equal(&Value::from(u64::MAX), &Value::from(u64::MAX)));
+    assert!(equal(&Value::from(5u64), &Value::from(5i64)));
+}
