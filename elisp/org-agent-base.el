@@ -147,6 +147,8 @@ permissions, the shell tool's sandbox and the audit file."
     (org-agent--chat-cancel-all)
     (org-agent--chat-forget conversation)
     (org-agent--log)
+    (org-agent--log-since seq)
+    (org-agent--log-capacity)
     (org-agent--telemetry)
     (org-agent--spent-today)
     (org-agent--chat-restore conversation messages)

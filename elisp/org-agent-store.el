@@ -276,9 +276,21 @@ no store file could be written, so it will be rebuilt again at the next start.")
 (defun org-agent-ingest-file (file &optional force)
   "Ingest FILE into the store now and return its node count.
 An unchanged file (same modification time and size) is not read
-again unless FORCE.  A file that no longer exists leaves the store."
+again unless FORCE.  A file that no longer exists is no error: it
+leaves the store, as in a directory ingest, a message says so, and
+the value is 0 (a file that exists has at least its own node).  A
+file that exists but cannot be read signals `org-agent-store-error'."
   (org-agent--require-started)
-  (org-agent--ingest-file (expand-file-name file) (and force t)))
+  (let* ((file (expand-file-name file))
+         (result (org-agent--ingest-file file (and force t))))
+    (pcase result
+      (`(:gone ,nodes)
+       (if (> nodes 0)
+           (message "org-agent: %s no longer exists; its %d nodes left the store"
+                    file nodes)
+         (message "org-agent: %s does not exist (it was not in the store)" file))
+       0)
+      (_ result))))
 
 (defun org-agent--buffer-keywords ()
   "Return (TODO DONE), the keywords Org computed for the current buffer."

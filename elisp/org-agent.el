@@ -133,8 +133,11 @@ nil: refresh it only on \\[revert-buffer] or \\[org-agent-log]."
   :type '(choice (const :tag "Only on request" nil) number)
   :group 'org-agent-module)
 
-(defvar-local org-agent-log--entries []
-  "The log entries the buffer shows, a vector, oldest first.")
+(defvar-local org-agent-log--seq 0
+  "The sequence number of the newest log entry the buffer shows (0: none).")
+
+(defvar-local org-agent-log--count 0
+  "How many log entries the buffer shows.")
 
 (defvar-local org-agent-log--timer nil
   "The timer refreshing this log buffer while it is shown.")
@@ -161,60 +164,84 @@ was there; \\[revert-buffer] refreshes it at once.
   (add-hook 'kill-buffer-hook #'org-agent-log--stop nil t)
   (add-hook 'change-major-mode-hook #'org-agent-log--stop nil t))
 
-(defun org-agent-log--line (entry)
-  "The text of the log ENTRY, a list (TIME-MS KIND MESSAGE)."
+(defun org-agent-log--line (entry &optional seq)
+  "The text of the log ENTRY, a list (TIME-MS KIND MESSAGE).
+With SEQ, the entry's sequence number, the text carries it as the
+property `org-agent-log-seq'."
   (pcase-let ((`(,ms ,kind ,message) entry))
-    (format "- [%s] *%s* %s\n"
-            (format-time-string "%F %T" (/ ms 1000.0))
-            kind
-            ;; A message of several lines stays inside its list item.
-            (replace-regexp-in-string "\n" "\n  " message t t))))
+    (let ((line (format "- [%s] *%s* %s\n"
+                        (format-time-string "%F %T" (/ ms 1000.0))
+                        kind
+                        ;; A message of several lines stays inside its list item.
+                        (replace-regexp-in-string "\n" "\n  " message t t))))
+      (if seq (propertize line 'org-agent-log-seq seq) line))))
 
-(defun org-agent-log--overlap (old new)
-  "How many entries at the start of NEW are the last ones of OLD (vectors).
-The module keeps the last 500 entries: a refresh finds the old ones
-minus those that fell off the front, then the new ones."
-  (let* ((lo (length old))
-         (p (min lo (length new)))
-         (found 0))
-    ;; The longest overlap first; a wrong alignment fails at its first entry.
-    (while (and (> p 0) (zerop found))
-      (when (cl-loop for i below p
-                     always (equal (aref new i) (aref old (+ (- lo p) i))))
-        (setq found p))
-      (setq p (1- p)))
-    found))
+(defconst org-agent-log--header "#+TITLE: org-agent log\n\n"
+  "The first lines of the log buffer, before its entries.")
+
+(defun org-agent-log--trim (count)
+  "Delete the COUNT oldest entries from the top of the log buffer.
+So are the notes of missed entries (overlays) on them."
+  (let* ((beg (+ (point-min) (length org-agent-log--header)))
+         (end beg))
+    (dotimes (_ count)
+      (setq end (next-single-property-change end 'org-agent-log-seq nil (point-max))))
+    (dolist (ov (overlays-in beg end))
+      (when (overlay-get ov 'org-agent-log-missed)
+        (delete-overlay ov)))
+    (delete-region beg end)
+    (setq org-agent-log--count (- org-agent-log--count count))))
+
+(defun org-agent-log--note-missed (pos missed)
+  "Note at POS, before an entry, that MISSED entries fell out unseen.
+The note is an overlay: the text stays the log's entries."
+  ;; Empty, and advancing neither end: the entries inserted at POS go after it.
+  (let ((ov (make-overlay pos pos)))
+    (overlay-put ov 'org-agent-log-missed missed)
+    (overlay-put ov 'before-string
+                 (propertize (format "- %d %s fell out of the log before this buffer \
+showed %s\n"
+                                     missed (if (= missed 1) "entry" "entries")
+                                     (if (= missed 1) "it" "them"))
+                             'face 'warning))))
 
 (defun org-agent-log--refresh ()
   "Bring the current log buffer up to date with the module's log.
-Entries that fell out of the log are deleted from the top, new ones
-are added at the end; the rest of the text is left alone, so point
-and the windows stay where they are, except that a window (or point)
-at the end stays at the end."
-  (let* ((new (vconcat (org-agent--log)))
-         (old org-agent-log--entries)
-         (overlap (org-agent-log--overlap old new))
-         (inhibit-read-only t)
-         (header "#+TITLE: org-agent log\n\n")
-         (at-end (eobp))
-         (windows-at-end (seq-filter (lambda (w) (= (window-point w) (point-max)))
-                                     (get-buffer-window-list nil nil t))))
-    (unless (equal old new)
-      (save-excursion
-        (if (zerop overlap)
+Only the entries logged since the last refresh are copied, and
+added at the end; the oldest are deleted from the top as they fall
+out of the log, which keeps `org-agent--log-capacity' entries.  The
+rest of the text is left alone, so point and the windows stay where
+they are, except that a window (or point) at the end stays at the
+end.  When entries fell out of the log before the buffer showed
+them, a note before the next entry says how many."
+  (let ((new (org-agent--log-since org-agent-log--seq)))
+    (when new
+      (let* ((inhibit-read-only t)
+             (at-end (eobp))
+             (windows-at-end (seq-filter (lambda (w) (= (window-point w) (point-max)))
+                                         (get-buffer-window-list nil nil t)))
+             (missed (- (caar new) org-agent-log--seq 1)))
+        (save-excursion
+          ;; Nothing shown yet (a new buffer, or the mode set again): start afresh.
+          (when (zerop org-agent-log--seq)
+            (dolist (ov (overlays-in (point-min) (point-max)))
+              (when (overlay-get ov 'org-agent-log-missed) (delete-overlay ov)))
             (erase-buffer)
-          ;; The entries that fell off the front of the log.
-          (let ((gone (cl-loop for i below (- (length old) overlap)
-                               sum (length (org-agent-log--line (aref old i))))))
-            (delete-region (+ (point-min) (length header))
-                           (+ (point-min) (length header) gone))))
-        (when (= (point-min) (point-max)) (insert header))
-        (goto-char (point-max))
-        (cl-loop for i from overlap below (length new)
-                 do (insert (org-agent-log--line (aref new i)))))
-      (setq org-agent-log--entries new)
-      (when at-end (goto-char (point-max)))
-      (dolist (w windows-at-end) (set-window-point w (point-max))))))
+            (setq org-agent-log--count 0)
+            (insert org-agent-log--header))
+          (goto-char (point-max))
+          ;; Entries the ring dropped before this buffer saw them; before the buffer
+          ;; showed any entry, it shows the log's last ones, as it always did.
+          (when (and (> missed 0) (> org-agent-log--seq 0))
+            (org-agent-log--note-missed (point) missed))
+          (dolist (entry new)
+            (insert (org-agent-log--line (cdr entry) (car entry))))
+          (setq org-agent-log--seq (car (car (last new)))
+                org-agent-log--count (+ org-agent-log--count (length new)))
+          (let ((excess (- org-agent-log--count (org-agent--log-capacity))))
+            (when (> excess 0) (org-agent-log--trim excess))))
+        (when at-end (goto-char (point-max)))
+        (dolist (w windows-at-end) (set-window-point w (point-max)))))))
 
 (defun org-agent-log--start ()
   "Refresh the current log buffer every `org-agent-log-refresh-interval' seconds.

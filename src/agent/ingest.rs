@@ -1,15 +1,54 @@
-//! The notes read into the store off the main thread: a buffer's text, a saved file, whole
-//! directories (with progress and cancellation). What an ingest changed fires the skills'
+//! The notes read into the store: a file from disk now, and off the main thread a buffer's
+//! text, a saved file, whole directories (with progress and cancellation). What an ingest changed fires the skills'
 //! save and TODO-change triggers. The store does the reading and parsing; this only puts it
 //! on the workers and reports it as events.
 
 use super::event::Event;
 use super::runtime::Runtime;
-use crate::store::TodoKeywords;
+use crate::store::{IngestReport, StoreError, TodoKeywords};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
+/// What ingesting one file from disk did.
+#[derive(Debug)]
+pub enum FileIngest {
+    /// The file was read (or found unchanged).
+    Read(IngestReport),
+    /// The file no longer exists: it left the store, with its `nodes` nodes (0 when it was
+    /// not in the store).
+    Gone { nodes: usize },
+}
+
 impl Runtime {
+    /// Ingest `file` from disk now, on this thread; re-read it even if unchanged when `force`.
+    /// A file that no longer exists is not an error: it leaves the store, as a directory
+    /// ingest drops the files that are gone, and the log says so. A file that exists but
+    /// cannot be read is an error.
+    pub fn ingest_file_now(&self, file: &str, force: bool) -> Result<FileIngest, StoreError> {
+        let store = self.store();
+        let before = store.state().files.get(file).map(|doc| doc.nodes.len());
+        match store.ingest_file(file, force) {
+            Ok(report) => Ok(FileIngest::Read(report)),
+            Err(StoreError::Read { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                // The removal a directory ingest makes for a file that is gone.
+                store.remove_file(file);
+                let nodes = before.unwrap_or(0);
+                if before.is_some() {
+                    self.with_telemetry(|t| {
+                        t.log(
+                            "store",
+                            format!("{file} no longer exists: its {nodes} nodes left the store"),
+                        )
+                    });
+                }
+                Ok(FileIngest::Gone { nodes })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Ingest a copy of a buffer's text off the main thread. Returns the request id; the
     /// result arrives as an event. Only the newest request per file is committed.
     pub fn ingest_text_async(
@@ -109,5 +148,45 @@ impl Runtime {
             }
         });
         request
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_ingested_now_that_is_gone_leaves_the_store_and_the_log_says_so() {
+        // A runtime of its own (an in-memory store): the global one belongs to other tests.
+        let rt: &'static Runtime = Box::leak(Box::new(Runtime::new(1).unwrap()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.org");
+        std::fs::write(&path, "* One\n** Two\n").unwrap();
+        let file = path.to_str().unwrap();
+        match rt.ingest_file_now(file, false).unwrap() {
+            FileIngest::Read(report) => assert_eq!(report.nodes, 3),
+            other => panic!("not read: {other:?}"),
+        }
+        std::fs::remove_file(&path).unwrap();
+        match rt.ingest_file_now(file, false).unwrap() {
+            FileIngest::Gone { nodes } => assert_eq!(nodes, 3),
+            other => panic!("not gone: {other:?}"),
+        }
+        assert!(!rt.store().state().files.contains_key(file));
+        let logged = rt.with_telemetry(|t| t.entries());
+        assert!(logged
+            .iter()
+            .any(|e| e.kind == "store" && e.message.contains("no longer exists")));
+        // Gone again: nothing to remove, still no error.
+        assert!(matches!(
+            rt.ingest_file_now(file, false),
+            Ok(FileIngest::Gone { nodes: 0 })
+        ));
+        // A file that exists but cannot be read (a directory) is an error.
+        let unreadable = dir.path().join("dir.org");
+        std::fs::create_dir(&unreadable).unwrap();
+        assert!(rt
+            .ingest_file_now(unreadable.to_str().unwrap(), false)
+            .is_err());
     }
 }

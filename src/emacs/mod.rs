@@ -11,6 +11,7 @@ mod lisp_sexp;
 mod mcp;
 mod skills;
 
+use crate::agent::ingest::FileIngest;
 use crate::agent::Runtime;
 use crate::store::{filename, Dialect, TodoKeywords};
 use ::emacs::{defun, Env, IntoLisp, Result, Value};
@@ -360,14 +361,18 @@ fn store_flush(env: &Env) -> Result<()> {
     }
 }
 
-/// Ingest FILE from disk now; re-read it even if unchanged when FORCE. Return its node count.
+/// Ingest FILE from disk now; re-read it even if unchanged when FORCE. Return its node count,
+/// or (:gone N) when FILE no longer exists: it left the store with its N nodes (0: it was not
+/// there). A file that exists but cannot be read signals `org-agent-store-error'.
 /// FILE may name bytes that are not UTF-8 (Unix file names are bytes): they are kept.
 #[defun]
-fn ingest_file(env: &Env, file: Value, force: Value) -> Result<i64> {
+fn ingest_file<'e>(env: &'e Env, file: Value<'e>, force: Value<'e>) -> Result<Value<'e>> {
     let file = file_arg(env, file)?;
-    let store = runtime(env)?.store();
-    match store.ingest_file(&file, force.is_not_nil()) {
-        Ok(r) => Ok(r.nodes as i64),
+    match runtime(env)?.ingest_file_now(&file, force.is_not_nil()) {
+        Ok(FileIngest::Read(r)) => (r.nodes as i64).into_lisp(env),
+        Ok(FileIngest::Gone { nodes }) => {
+            list(env, vec![kw(env, ":gone")?, (nodes as i64).into_lisp(env)?])
+        }
         Err(e) => store_fail(env, e),
     }
 }
@@ -863,6 +868,34 @@ fn log<'e>(env: &'e Env) -> Result<Value<'e>> {
         )?);
     }
     list(env, out)
+}
+
+/// Return the log entries after sequence number SEQ, oldest first: a list of (SEQ TIME-MS
+/// KIND MESSAGE), nil when SEQ is the newest. Entries are numbered from 1, one more each;
+/// when the first returned is numbered above SEQ + 1, those between fell out of the log
+/// (it keeps the last `org-agent--log-capacity').
+#[defun]
+fn log_since<'e>(env: &'e Env, seq: i64) -> Result<Value<'e>> {
+    let entries = runtime(env)?.with_telemetry(|t| t.entries_since(seq.max(0) as u64));
+    let mut out = Vec::with_capacity(entries.len());
+    for e in &entries {
+        out.push(list(
+            env,
+            vec![
+                i64::try_from(e.seq).unwrap_or(i64::MAX).into_lisp(env)?,
+                e.time_ms.into_lisp(env)?,
+                e.kind.as_str().into_lisp(env)?,
+                e.message.as_str().into_lisp(env)?,
+            ],
+        )?);
+    }
+    list(env, out)
+}
+
+/// Return how many entries the log keeps: older ones fall out.
+#[defun]
+fn log_capacity(_env: &Env) -> Result<i64> {
+    Ok(crate::agent::telemetry::LOG_CAPACITY as i64)
 }
 
 /// Return counters per tool and per backend: (:tools ROWS :backends ROWS), each row

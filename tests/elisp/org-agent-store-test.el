@@ -522,8 +522,55 @@ The copy's directory is bound to `notes'."
                                    #'string<)
                              (sort (list name plain) #'string<))))
             (delete-file name)
-            (should-error (org-agent-ingest-file name) :type 'org-agent-store-error)
+            ;; Gone: it leaves the store, without an error.
+            (should (eql (org-agent-ingest-file name) 0))
             (should (null (org-agent-query :file name))))
+        (delete-directory dir t)))))
+
+(ert-deftest org-agent-ingest-file-of-a-deleted-file-removes-it ()
+  "Ingesting a deleted file removes its nodes from the store and says so.
+Nothing is signalled, a second time either; a file that exists but
+cannot be read (a directory) still signals `org-agent-store-error'."
+  (org-agent-test-with-store
+    (let* ((dir (file-name-as-directory (make-temp-file "org-agent-gone" t)))
+           (file (expand-file-name "gone.org" dir))
+           (kept (expand-file-name "kept.org" dir))
+           (messages nil))
+      (unwind-protect
+          (cl-letf (((symbol-function 'message)
+                     (lambda (format &rest args)
+                       (push (apply #'format-message format args) messages))))
+            (write-region "* Gone one\n** Gone two\n" nil file)
+            (write-region "* Kept\n" nil kept)
+            (should (= (org-agent-ingest-file file) 3))
+            (should (= (org-agent-ingest-file kept) 2))
+            (should (equal (org-agent-test-titles (org-agent-query :file file :type 'headline))
+                           '("Gone one" "Gone two")))
+            (delete-file file)
+            (setq messages nil)
+            (should (eql (org-agent-ingest-file file) 0))
+            (should (string-match-p (regexp-quote (concat file " no longer exists; its 3 nodes"))
+                                    (car messages)))
+            (should (null (org-agent-query :file file)))
+            (should (null (org-agent-test-node-titled "Gone one")))
+            (should (null (org-agent-test-node-titled "Gone two")))
+            (should (org-agent-test-node-titled "Kept" kept))
+            ;; The log keeps it too.
+            (should (seq-find (lambda (entry)
+                                (string-match-p (regexp-quote (concat file " no longer exists"))
+                                                (nth 2 entry)))
+                              (org-agent--log)))
+            ;; Gone again: still no error, and the message says it was not there.
+            (setq messages nil)
+            (should (eql (org-agent-ingest-file file) 0))
+            (should (string-match-p "does not exist" (car messages)))
+            ;; There but unreadable: an error that names the file.
+            (let ((unreadable (expand-file-name "dir.org" dir)))
+              (make-directory unreadable)
+              (let ((err (should-error (org-agent-ingest-file unreadable)
+                                       :type 'org-agent-store-error)))
+                (should (string-match-p (regexp-quote unreadable)
+                                        (error-message-string err))))))
         (delete-directory dir t)))))
 
 (defmacro org-agent-test-starting (state &rest body)
