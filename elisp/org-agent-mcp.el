@@ -78,7 +78,7 @@ An unchanged one is not sent again.")
             (if (functionp secret) (funcall secret) secret))))
 
 (defun org-agent-mcp--resolve-values (pairs)
-  "PAIRS (a plist or an alist) as an alist of strings, auth-source values looked up.
+  "PAIRS (a plist or an alist) as an alist of strings, secrets looked up.
 Names go as strings: the module reads keywords lowercased, and an
 environment variable's name has a case."
   (let ((alist (if (and (consp (car-safe pairs)) (not (keywordp (car-safe pairs))))
