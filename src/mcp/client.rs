@@ -129,6 +129,15 @@ pub struct Server {
     stderr: Arc<Mutex<String>>,
 }
 
+/// When a failed server may be started again.
+#[derive(Clone, Copy)]
+enum Retry {
+    /// At its next use: it ran, then crashed or hung.
+    Now,
+    /// After [`RETRY_AFTER`]: it did not start.
+    Later,
+}
+
 /// Why an MCP call did not give a result.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CallError {
@@ -178,7 +187,7 @@ impl Server {
                 return Ok(c.clone());
             }
             *slot = None;
-            self.fail(format!("it exited{}", self.stderr_note()));
+            self.fail(format!("it exited{}", self.stderr_note()), Retry::Now);
         }
         {
             let status = self.status.lock();
@@ -195,7 +204,7 @@ impl Server {
             Ok(Ok(c)) => Arc::new(c),
             Ok(Err(e)) => {
                 let message = format!("it did not start: {e}{}", self.stderr_note());
-                self.fail(message.clone());
+                self.fail(message.clone(), Retry::Later);
                 return Err(message);
             }
             Err(_) => {
@@ -204,7 +213,7 @@ impl Server {
                     self.spec.start_timeout.as_secs(),
                     self.stderr_note()
                 );
-                self.fail(message.clone());
+                self.fail(message.clone(), Retry::Later);
                 return Err(message);
             }
         };
@@ -240,12 +249,17 @@ impl Server {
         s.message = message;
     }
 
-    fn fail(&self, message: String) {
+    /// Say the server failed. One that did not start waits [`RETRY_AFTER`] before a turn
+    /// tries it again; one that crashed or hung once running starts on the next use.
+    fn fail(&self, message: String, retry: Retry) {
         let mut s = self.status.lock();
         s.state = State::Failed;
         s.message = Some(message);
         s.failures += 1;
-        s.failed_at = Some(Instant::now());
+        s.failed_at = match retry {
+            Retry::Later => Some(Instant::now()),
+            Retry::Now => None,
+        };
     }
 
     /// Drop the connection (killing a stdio server), so the next use starts it again.
@@ -253,7 +267,7 @@ impl Server {
         let old = self.connection.lock().await.take();
         drop(old);
         match why {
-            Some(message) => self.fail(message),
+            Some(message) => self.fail(message, Retry::Now),
             None => self.set_state(State::Stopped, None),
         }
     }
@@ -356,8 +370,6 @@ impl Server {
             Ok(Err(e)) => {
                 let message = format!("{e}{}", self.stderr_note());
                 self.stop(Some(message.clone())).await;
-                // A crash is not a failure to start: the next use starts it at once.
-                self.status.lock().failed_at = None;
                 Err(CallError::Broken {
                     server: self.spec.name.clone(),
                     message,
@@ -367,7 +379,6 @@ impl Server {
                 let seconds = self.spec.call_timeout.as_secs();
                 self.stop(Some(format!("a call took more than {seconds} s")))
                     .await;
-                self.status.lock().failed_at = None;
                 Err(CallError::Timeout {
                     server: self.spec.name.clone(),
                     seconds,
@@ -586,12 +597,18 @@ impl McpClients {
         }
     }
 
-    /// The resources of `name`: (uri, name, description, mime type).
-    pub async fn resources(&self, name: &str) -> Result<Vec<[String; 4]>, String> {
+    /// The server `name`, running (started now if it is not: the user asked for it).
+    async fn connected(&self, name: &str) -> Result<(Arc<Server>, Arc<Connection>), String> {
         let server = self
             .server(name)
             .ok_or_else(|| format!("no MCP server is named {name}"))?;
-        let c = server.connection(true).await?;
+        let connection = server.connection(true).await?;
+        Ok((server, connection))
+    }
+
+    /// The resources of `name`: (uri, name, description, mime type).
+    pub async fn resources(&self, name: &str) -> Result<Vec<[String; 4]>, String> {
+        let (server, c) = self.connected(name).await?;
         let listed = bounded_call(&server, c.service.peer().list_all_resources()).await?;
         Ok(listed
             .into_iter()
@@ -610,10 +627,7 @@ impl McpClients {
 
     /// The text of the resource `uri` of `name` (bounded; binary contents named).
     pub async fn read_resource(&self, name: &str, uri: &str) -> Result<String, String> {
-        let server = self
-            .server(name)
-            .ok_or_else(|| format!("no MCP server is named {name}"))?;
-        let c = server.connection(true).await?;
+        let (server, c) = self.connected(name).await?;
         let read = bounded_call(
             &server,
             c.service
@@ -631,10 +645,7 @@ impl McpClients {
 
     /// The prompts of `name`: (name, description, argument names).
     pub async fn prompts(&self, name: &str) -> Result<Vec<(String, String, Vec<String>)>, String> {
-        let server = self
-            .server(name)
-            .ok_or_else(|| format!("no MCP server is named {name}"))?;
-        let c = server.connection(true).await?;
+        let (server, c) = self.connected(name).await?;
         let listed = bounded_call(&server, c.service.peer().list_all_prompts()).await?;
         Ok(listed
             .into_iter()
@@ -664,10 +675,7 @@ impl McpClients {
         prompt: &str,
         args: serde_json::Map<String, Value>,
     ) -> Result<String, String> {
-        let server = self
-            .server(name)
-            .ok_or_else(|| format!("no MCP server is named {name}"))?;
-        let c = server.connection(true).await?;
+        let (server, c) = self.connected(name).await?;
         let mut params = GetPromptRequestParams::new(prompt.to_string());
         if !args.is_empty() {
             params.arguments = Some(args);
