@@ -93,9 +93,21 @@ fn chat_clients(backends: Vec<Backend>) -> Result<Vec<ChatClient>, String> {
 
 impl Runtime {
     /// Offer the MCP servers' tools in `eq` (those not running start now, each within its
-    /// timeout); what to tell the user of the servers left out.
+    /// timeout); what to tell the user of the servers and tools left out. A skill's tools are
+    /// spelled `SKILL__TOOL` too: an MCP tool named like one is left out, never shadows it.
     async fn offer_mcp(&self, eq: &mut Equipment) -> Vec<String> {
-        let (offered, left_out) = self.mcp().offered().await;
+        let (mut offered, mut left_out) = self.mcp().offered().await;
+        offered.tools.retain(|(server, tool)| {
+            let taken =
+                eq.worker_tool(&tool.exposed).is_some() || eq.elisp_tool(&tool.exposed).is_some();
+            if taken {
+                left_out.push(format!(
+                    "The tool {} of the MCP server {} is left out: a skill's tool has that name",
+                    tool.exposed, server.spec.name
+                ));
+            }
+            !taken
+        });
         eq.mcp = offered;
         left_out
     }

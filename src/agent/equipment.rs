@@ -275,6 +275,7 @@ impl Equipment {
                 .extend(set.registry.names().into_iter().map(str::to_string));
         }
         ctx.tools.extend(self.mcp.names().map(str::to_string));
+        ctx.mcp_tools.extend(self.mcp.names().map(str::to_string));
         let mut read_only = |name: &str| {
             ctx.tools.insert(name.to_string());
             ctx.read_only_tools.insert(name.to_string());
@@ -467,7 +468,8 @@ fn skill_gates(skill: &Skill, notes: &Notes) -> Vec<GateRules> {
 /// What the gates of a turn would decide about `action`, and why, for the user
 /// (`M-x org-agent-permissions-explain`): the default policy, the rules of skill drafts, the
 /// active `skills`' tables and ceilings and the user's `permissions`, in the chat or a
-/// `background` run, with `skill` in use besides those always in use.
+/// `background` run, with `skill` in use besides those always in use; `mcp_tools` are the MCP
+/// servers' tools (the `mcp` rules name those).
 pub fn explain_action(
     notes: Notes,
     skills: &[Skill],
@@ -475,10 +477,12 @@ pub fn explain_action(
     action: Action,
     background: bool,
     skill: Option<&str>,
+    mcp_tools: &[String],
 ) -> String {
     let mut pipeline = Pipeline::from_rules(vec![GateRules::default_policy(), draft_rules()]);
     let mut ctx = Context {
         background,
+        mcp_tools: mcp_tools.iter().cloned().collect(),
         ..Context::default()
     };
     for name in ToolSet::builtins().registry.names() {

@@ -1019,6 +1019,13 @@ fn permissions_explain(env: &Env, rules: Value, action: Value, scope: Value) -> 
         _ => (false, None),
     };
     let rt = runtime(env)?;
+    // The MCP servers' tools as they last listed them: the `mcp` rules name those.
+    let mcp_tools: Vec<String> = rt
+        .mcp()
+        .statuses()
+        .into_iter()
+        .flat_map(|s| s.tools)
+        .collect();
     Ok(crate::agent::equipment::explain_action(
         rt.notes(),
         &rt.skills(),
@@ -1026,5 +1033,6 @@ fn permissions_explain(env: &Env, rules: Value, action: Value, scope: Value) -> 
         action,
         background,
         skill.as_deref(),
+        &mcp_tools,
     ))
 }

@@ -38,6 +38,9 @@ pub struct Context {
     pub tools: HashSet<String>,
     /// Tools that only read (their calls need no approval).
     pub read_only_tools: HashSet<String>,
+    /// The MCP servers' tools offered (`SERVER__TOOL`), which the user's `mcp` rules name. A
+    /// skill's tools are spelled the same way (`SKILL__TOOL`): only this says which are MCP's.
+    pub mcp_tools: HashSet<String>,
     /// Skills in use in the conversation now (a skill's rules may hold only then).
     pub skills_in_use: HashSet<String>,
     /// Nobody waits for this run (a skill's trigger, a script): rules scoped to the chat do

@@ -99,14 +99,9 @@ pub enum SubjectKind {
     Command,
     /// Elisp code, matched as a glob over the text.
     Code,
-    /// An MCP server's tool, by its whole name `SERVER__TOOL` (the rule's tool is `mcp`).
+    /// An MCP server's tool, by its whole name `SERVER__TOOL` (the rule's tool is `mcp`;
+    /// which tools are MCP's, the gate context says: [`Context::mcp_tools`]).
     McpTool,
-}
-
-/// Whether `tool` is an MCP server's tool: only those have the separator `__` in their name
-/// (the MCP client names them so; the gates sit below it and only need the spelling).
-fn is_mcp_tool(tool: &str) -> bool {
-    tool.contains("__")
 }
 
 /// The kind of subject `tool` has, if its rules may name one.
@@ -203,7 +198,7 @@ pub struct Rule {
 impl Rule {
     /// Whether the rule names `tool` (a tool name or verb).
     pub fn names(&self, tool: &str) -> bool {
-        (self.tool == "mcp" && is_mcp_tool(tool)) || self.tool_glob.matches(&tool.replace('_', "-"))
+        self.tool_glob.matches(&tool.replace('_', "-"))
     }
 
     /// Whether the rule matches a subject (a rule without patterns matches every one).
@@ -340,11 +335,17 @@ impl Permissions {
         roots
     }
 
-    /// Every rule that matches `tool` with `subject` in `ctx`, and why.
+    /// Every rule that matches `tool` with `subject` in `ctx`, and why. An MCP server's tool
+    /// (one of `ctx.mcp_tools`) is named by the `mcp` rules, its subject its whole name.
     pub fn matches(&self, tool: &str, subject: Option<&str>, ctx: &Context) -> Vec<Match> {
+        let mcp = ctx.mcp_tools.contains(tool);
+        let subject = if mcp { Some(tool) } else { subject };
         self.rules
             .iter()
-            .filter(|r| r.names(tool) && r.scope.holds(ctx))
+            .filter(|r| {
+                let named = if r.tool == "mcp" { mcp } else { r.names(tool) };
+                named && r.scope.holds(ctx)
+            })
             .filter_map(|r| {
                 let why = r.matches_subject(subject)?;
                 let scope = match r.scope {
@@ -584,9 +585,7 @@ pub fn subject_of(action: &Action, notes: Option<&Notes>) -> (String, Option<Str
                 Some(SubjectKind::Path) => arg("path").map(|p| real(&p)),
                 Some(SubjectKind::Command) => arg("command"),
                 Some(SubjectKind::Code) => arg("code"),
-                Some(SubjectKind::McpTool) => None,
-                None if is_mcp_tool(name) => Some(name.clone()),
-                None => None,
+                Some(SubjectKind::McpTool) | None => None,
             };
             (name.clone(), subject)
         }

@@ -438,7 +438,11 @@ fn mcp_tools_ask_by_default_and_rules_name_them_by_server_and_tool() {
     let mut ctx = chat();
     for t in ["files__read_text_file", "files__write_file", "web__fetch"] {
         ctx.tools.insert(t.into());
+        ctx.mcp_tools.insert(t.into());
     }
+    // A skill's tool is spelled like an MCP tool, but it is not one.
+    ctx.tools.insert("files__summary".into());
+    ctx.read_only_tools.insert("files__summary".into());
     // Nothing said: every MCP tool asks (it is not read-only).
     let p = pipeline(rules("()").expect("empty"));
     assert_eq!(
@@ -459,8 +463,14 @@ fn mcp_tools_ask_by_default_and_rules_name_them_by_server_and_tool() {
     );
     assert_eq!(outcome(&p, tool("files__write_file", "()"), &ctx), "deny");
     assert_eq!(outcome(&p, tool("web__fetch", "()"), &ctx), "deny");
-    // An `mcp` rule never names a built-in tool.
+    // An `mcp` rule never names a built-in tool, nor a skill's tool spelled alike.
     assert_eq!(outcome(&p, tool("query_notes", "()"), &ctx), "allow");
+    let p = pipeline(rules(r#"((deny mcp "files__*"))"#).expect("loads"));
+    assert_eq!(outcome(&p, tool("files__summary", "()"), &ctx), "allow");
+    assert_eq!(
+        outcome(&p, tool("files__read_text_file", "()"), &ctx),
+        "deny"
+    );
     // Examples that do not say what the pattern says stop the rule from loading.
     let wrong = rules(r#"((allow mcp "files__read_*" :match ("files__write_file")))"#);
     assert!(wrong.is_err());
