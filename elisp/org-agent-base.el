@@ -171,7 +171,7 @@ permissions, the shell tool's sandbox and the audit file."
     (org-agent--mcp-read-resource name uri)
     (org-agent--mcp-prompts name)
     (org-agent--mcp-get-prompt name prompt args)
-    (org-agent--mcp-serve port state-directory permissions audit-file embedding)
+    (org-agent--mcp-serve port state-directory permissions audit-file embedding ask)
     (org-agent--mcp-stop-serving)
     (org-agent--mcp-serving))
   "The functions of the module, `org-agent-module', as (NAME ARGUMENT...).

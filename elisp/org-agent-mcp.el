@@ -38,6 +38,11 @@
 (org-agent--declare-module-functions)
 
 (defvar org-agent-audit-file)
+;; org-agent-approvals needs the chat, which needs this file: the functions it lends the
+;; asking below are there by the time a proposal arrives.
+(declare-function org-agent-approvals--get "org-agent-approvals" (id))
+(declare-function org-agent-approvals-approve "org-agent-approvals" (id))
+(declare-function org-agent-approvals-deny "org-agent-approvals" (id))
 
 (defcustom org-agent-mcp-servers nil
   "The MCP servers whose tools the agent may use, as mcp.el's `mcp-hub-servers'.
@@ -59,6 +64,28 @@ may take (120).  Tools are named SERVER__TOOL."
 Clients find it, and the token, in mcp-server.json in
 `org-agent-state-directory'."
   :type 'integer
+  :group 'org-agent-mcp)
+
+(defcustom org-agent-mcp-server-ask-clients nil
+  "The outside agents whose edits Emacs asks you about as they arrive.
+Each is an MCP client's name as it introduces itself (\"claude-code\"),
+or t for every client.  Their edits are judged by the gates and
+`org-agent-permissions' and queued like any other; with this, Emacs
+also asks at once (y applies, n denies, q leaves it in the queue)
+and the client waits for your answer, up to
+`org-agent-mcp-server-ask-seconds'.  Other clients' edits wait in
+\[org-agent-approvals].  Takes effect when the server starts."
+  :type '(choice (const :tag "No client" nil)
+                 (const :tag "Every client" t)
+                 (repeat (string :tag "Client name")))
+  :group 'org-agent-mcp)
+
+(defcustom org-agent-mcp-server-ask-seconds 50
+  "How long an edit Emacs asks about keeps its MCP client waiting.
+After that the client is told the edit waits in the approvals queue;
+your answer still applies or denies it.  Many clients give up on a
+call after 60 seconds."
+  :type 'natnum
   :group 'org-agent-mcp)
 
 (defvar org-agent-mcp--sent 'none
@@ -290,6 +317,50 @@ Its text counts as untrusted, as any text that is not a note."
 
 ;;;; Serving the notes
 
+(defun org-agent-mcp--asks-p (client)
+  "Whether the edits of the MCP client CLIENT are asked about at once."
+  (or (eq org-agent-mcp-server-ask-clients t)
+      (and (listp org-agent-mcp-server-ask-clients)
+           (member client org-agent-mcp-server-ask-clients))))
+
+(defun org-agent-mcp--ask-soon (event)
+  "Ask about the proposal of the queued EVENT, if its MCP client asks.
+From a timer: the event arrives while events are being handled."
+  (let ((skill (plist-get event :skill)))
+    (when (and (stringp skill) (string-prefix-p "mcp:" skill)
+               (org-agent-mcp--asks-p (substring skill 4)))
+      (run-at-time 0 nil #'org-agent-mcp--ask
+                   (plist-get event :proposal) (substring skill 4)))))
+
+(add-hook 'org-agent-approvals-queued-functions #'org-agent-mcp--ask-soon 90)
+
+(defun org-agent-mcp--ask (id client)
+  "Ask whether to apply proposal ID, an edit the MCP client CLIENT asked for.
+Its diff is shown when Emacs could preview it.  y applies it, n denies
+it, q leaves it in \[org-agent-approvals]."
+  (let ((proposal (ignore-errors (org-agent-approvals--get id))))
+    (when (eq (plist-get proposal :state) 'pending)
+      (save-window-excursion
+        (when-let ((diff (plist-get proposal :diff)))
+          (with-current-buffer (get-buffer-create "*org-agent-mcp-edit*")
+            (let ((inhibit-read-only t))
+              (erase-buffer)
+              (insert diff))
+            (diff-mode)
+            (display-buffer (current-buffer))))
+        (pcase (car (read-multiple-choice
+                     (format "The MCP client %s asks to %s: %s"
+                             client (plist-get proposal :tool)
+                             (truncate-string-to-width
+                              (prin1-to-string (plist-get proposal :action)) 70 nil nil "…"))
+                     '((?y "apply" "Apply the edit now")
+                       (?n "deny" "Deny it; it does not run")
+                       (?q "later" "Leave it in the approvals queue"))))
+          (?y (condition-case err
+                  (org-agent-approvals-approve id)
+                (user-error (message "%s" (error-message-string err)))))
+          (?n (org-agent-approvals-deny id)))))))
+
 (defun org-agent-mcp--stop-serving ()
   "Stop serving, if the module is there."
   (when (fboundp 'org-agent--mcp-stop-serving)
@@ -325,7 +396,9 @@ for are judged by `org-agent-permissions' and wait in
                       (expand-file-name (or (bound-and-true-p org-agent-audit-file)
                                             (expand-file-name "audit.org"
                                                               org-agent-state-directory)))
-                      (org-agent-semantic-backend))))
+                      (org-agent-semantic-backend)
+                      (cons org-agent-mcp-server-ask-clients
+                            org-agent-mcp-server-ask-seconds))))
           (add-hook 'kill-emacs-hook #'org-agent-mcp--stop-serving)
           (message "org-agent: serving the notes at %s (token in %s)" url file))
       (error (setq org-agent-mcp-server-mode nil)

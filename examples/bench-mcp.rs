@@ -126,6 +126,8 @@ fn main() {
         permissions: Default::default(),
         audit_file: None,
         embedding: None,
+        ask: Default::default(),
+        ask_wait: std::time::Duration::ZERO,
     };
     let (url, file) = rt
         .mcp_serve(0, state.path().to_path_buf(), settings)

@@ -216,10 +216,7 @@ impl Approvals {
 
 /// Move an unreadable queue file aside; the warning to show.
 fn set_aside(path: &Path, why: &str) -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs = super::runs::now_secs();
     let aside = path.with_file_name(format!("approvals.unreadable-{secs}.org"));
     match std::fs::rename(path, &aside) {
         Ok(()) => format!(

@@ -93,22 +93,11 @@ fn chat_clients(backends: Vec<Backend>) -> Result<Vec<ChatClient>, String> {
 
 impl Runtime {
     /// Offer the MCP servers' tools in `eq` (those not running start now, each within its
-    /// timeout); what to tell the user of the servers and tools left out. A skill's tools are
-    /// spelled `SKILL__TOOL` too: an MCP tool named like one is left out, never shadows it.
+    /// timeout) and the skills' aliases of them; what to tell the user of the servers and
+    /// tools left out ([`Equipment::offer_mcp`]).
     async fn offer_mcp(&self, eq: &mut Equipment) -> Vec<String> {
-        let (mut offered, mut left_out) = self.mcp().offered().await;
-        offered.tools.retain(|(server, tool)| {
-            let taken =
-                eq.worker_tool(&tool.exposed).is_some() || eq.elisp_tool(&tool.exposed).is_some();
-            if taken {
-                left_out.push(format!(
-                    "The tool {} of the MCP server {} is left out: a skill's tool has that name",
-                    tool.exposed, server.spec.name
-                ));
-            }
-            !taken
-        });
-        eq.mcp = offered;
+        let (offered, mut left_out) = self.mcp().offered().await;
+        left_out.extend(eq.offer_mcp(offered));
         left_out
     }
 

@@ -186,6 +186,38 @@ impl Equipment {
         self.gates.attach(GateRules::commands(rules));
     }
 
+    /// Offer the MCP servers' tools `offered` (listed for this turn), and the skills' aliases
+    /// of them; the notices of what is left out. An MCP tool named like a skill's tool is
+    /// left out rather than shadow it. Aliases resolve for every skill, so one loaded
+    /// mid-conversation finds its own; only those of the skills in use from the start are
+    /// worth a notice.
+    pub fn offer_mcp(&mut self, mut offered: Offered) -> Vec<String> {
+        let mut left_out = Vec::new();
+        offered.tools.retain(|(server, tool)| {
+            let taken = self.worker_tool(&tool.exposed).is_some()
+                || self.elisp_tool(&tool.exposed).is_some()
+                || self
+                    .skill_tools
+                    .iter()
+                    .any(|t| t.names().contains(&tool.exposed.as_str()));
+            if taken {
+                left_out.push(format!(
+                    "The tool {} of the MCP server {} is left out: a skill's tool has that name",
+                    tool.exposed, server.spec.name
+                ));
+            }
+            !taken
+        });
+        for tools in &mut self.skill_tools {
+            let notices = tools.resolve_mcp(&offered);
+            if self.skills_in_use.contains(&tools.skill) {
+                left_out.extend(notices);
+            }
+        }
+        self.mcp = offered;
+        left_out
+    }
+
     /// Put `skill` in use from the start of the turn: its prompt in the system prompt, its
     /// tools offered, its ceiling enforced.
     pub fn use_skill_from_start(&mut self, skill: &Skill) {
@@ -354,6 +386,9 @@ impl Equipment {
         if self.eval_elisp() && call.name == EVAL_ELISP_TOOL {
             return emacs_tools::eval_action(&call.arguments).map(Action::Emacs);
         }
+        if let Some(expanded) = self.expand_mcp_alias(&call.name, &call.arguments, ctx) {
+            return expanded;
+        }
         if let Some(checked) = self.mcp.check(&call.name, &call.arguments) {
             checked?;
         }
@@ -362,6 +397,29 @@ impl Equipment {
             name: call.name.clone(),
             args: Sexp::from(sexp::json::from_json(&call.arguments)),
         })
+    }
+
+    /// A call of a skill's alias of an MCP tool (`name`, in use at `ctx`) as the call of the
+    /// server's tool it stands for, its arguments merged and checked against the server's
+    /// schema: what the gates judge, the audit records and the turn runs.
+    pub(super) fn expand_mcp_alias(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+        ctx: &Context,
+    ) -> Option<Result<Action, String>> {
+        let alias = self
+            .skill_tools_in_use(ctx)
+            .find_map(|t| t.mcp_alias(name))?;
+        Some(alias.expand(args).and_then(|merged| {
+            if let Some(checked) = self.mcp.check(&alias.target, &merged) {
+                checked?;
+            }
+            Ok(Action::Tool {
+                name: alias.target.clone(),
+                args: Sexp::from(sexp::json::from_json(&merged)),
+            })
+        }))
     }
 
     /// Whether an Emacs action may run at all: only when edits are offered, and never on a

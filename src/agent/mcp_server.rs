@@ -50,6 +50,67 @@ pub struct ServerSettings {
     pub audit_file: Option<PathBuf>,
     /// The embedding server, when search by meaning is set up: `semantic_search` is offered.
     pub embedding: Option<crate::llm::embeddings::EmbeddingBackend>,
+    /// The clients whose edits Emacs asks about as they arrive.
+    pub ask: AskClients,
+    /// How long such a client's call waits for the user's answer before it is told the edit
+    /// waits in the queue.
+    pub ask_wait: std::time::Duration,
+}
+
+/// Which clients' edits Emacs asks about at once (`org-agent-mcp-server-ask-clients`), their
+/// calls waiting for the answer; the others' wait in the approvals queue.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AskClients {
+    #[default]
+    None,
+    All,
+    /// By the names clients give themselves.
+    Named(Vec<String>),
+}
+
+impl AskClients {
+    /// `(CLIENTS . SECONDS)` as Elisp gives them: CLIENTS nil, t or a list of names; how long
+    /// a call waits for the answer.
+    pub fn from_sexp(v: &crate::sexp::Value) -> Result<(AskClients, std::time::Duration), String> {
+        let wrong = || {
+            "org-agent-mcp-server-ask-clients is t, nil or a list of client names, and \
+             org-agent-mcp-server-ask-seconds a number of seconds"
+                .to_string()
+        };
+        let (clients, seconds) = match v {
+            crate::sexp::Value::Cons(cell) => (cell.car(), cell.cdr()),
+            _ => return Err(wrong()),
+        };
+        let seconds = seconds
+            .as_u64()
+            .filter(|&s| s <= 86_400)
+            .ok_or_else(wrong)?;
+        let clients = if crate::sexp::is_nil(clients) {
+            AskClients::None
+        } else if clients.as_symbol() == Some("t") {
+            AskClients::All
+        } else {
+            let names = crate::sexp::list_items(clients)
+                .ok()
+                .and_then(|items| {
+                    items
+                        .iter()
+                        .map(|i| i.as_str().map(str::to_owned))
+                        .collect::<Option<Vec<_>>>()
+                })
+                .ok_or_else(wrong)?;
+            AskClients::Named(names)
+        };
+        Ok((clients, std::time::Duration::from_secs(seconds)))
+    }
+
+    pub fn asks(&self, client: &str) -> bool {
+        match self {
+            AskClients::None => false,
+            AskClients::All => true,
+            AskClients::Named(names) => names.iter().any(|n| n == client),
+        }
+    }
 }
 
 /// The server while `org-agent-mcp-server-mode` is on (one per Emacs, as the runtime).
@@ -85,9 +146,10 @@ fn text_result(ok: bool, text: String) -> CallToolResult {
     }
 }
 
-/// The read tools outside agents get: the agent's own over the notes layer.
-fn read_tools() -> Registry {
-    Registry::for_aliases()
+/// The read tools outside agents get: the agent's own over the notes layer, built once.
+fn read_tools() -> &'static Registry {
+    static TOOLS: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(Registry::for_aliases);
+    &TOOLS
 }
 
 fn to_tool(declaration: &Value) -> Option<Tool> {
@@ -138,8 +200,61 @@ impl NotesServer {
         }
     }
 
-    /// An edit: judged by the gates; never run from here.
-    fn propose(&self, client: &str, name: &str, args: Value) -> CallToolResult {
+    /// An edit: judged by the gates; never run from here. For a client Emacs asks about,
+    /// the call waits for the user's answer.
+    async fn propose(&self, client: &str, name: &str, args: Value) -> CallToolResult {
+        let proposal = match self.queue(client, name, args) {
+            Ok(id) => id,
+            Err(refused) => return refused,
+        };
+        if self.settings.ask.asks(client) {
+            if let Some(answered) = self.answer(proposal).await {
+                return answered;
+            }
+        }
+        text_result(
+            true,
+            format!(
+                "Proposal #{proposal} waits in the user's approvals queue; the user decides \
+                 in Emacs (M-x org-agent-approvals). It has not run."
+            ),
+        )
+    }
+
+    /// The user's answer about `proposal`, once Emacs (which asks at once) has it; `None`
+    /// when they did not answer in time (it stays queued).
+    async fn answer(&self, proposal: u64) -> Option<CallToolResult> {
+        let deadline = tokio::time::Instant::now() + self.settings.ask_wait;
+        loop {
+            let settled = self.rt.approvals().get(proposal)?;
+            match settled.state {
+                ProposalState::Pending => {}
+                ProposalState::Approved => {
+                    return Some(text_result(
+                        true,
+                        format!(
+                            "The user approved proposal #{proposal} and it ran: {}",
+                            settled.outcome.unwrap_or_default()
+                        ),
+                    ))
+                }
+                ProposalState::Denied => {
+                    return Some(text_result(
+                        false,
+                        format!("The user denied proposal #{proposal}; it did not run."),
+                    ))
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Judge an edit by the gates and queue it for the user: its proposal's id, or the
+    /// refusal to send.
+    fn queue(&self, client: &str, name: &str, args: Value) -> Result<u64, CallToolResult> {
         let mut eq = Equipment::with(
             Cascade::new(Vec::new(), self.rt.health().clone(), Policy::default()),
             self.rt.notes(),
@@ -149,7 +264,7 @@ impl NotesServer {
         eq.audit = self.settings.audit_file.clone().map(AuditLog::new);
         eq.set_permissions(self.settings.permissions.clone());
         if let Err(e) = eq.attach_skills(self.rt.skills()) {
-            return text_result(false, format!("the skills do not load: {e}"));
+            return Err(text_result(false, format!("the skills do not load: {e}")));
         }
         let call = ToolCall {
             id: "mcp".into(),
@@ -158,10 +273,9 @@ impl NotesServer {
             signature: None,
         };
         let base = Context::default();
-        let action = match eq.action(&call, &base) {
-            Ok(a) => a,
-            Err(why) => return text_result(false, why),
-        };
+        let action = eq
+            .action(&call, &base)
+            .map_err(|why| text_result(false, why))?;
         let mut ctx = eq.gate_context(&base);
         // Whatever comes from outside is untrusted: every edit it asks for is asked.
         ctx.untrusted_read
@@ -170,7 +284,10 @@ impl NotesServer {
         let _ = eq.audit(|log, now| log.append(&action, &verdict, now));
         let (action, reasons) = match verdict.outcome {
             Outcome::Deny { reasons } => {
-                return text_result(false, format!("denied: {}", reasons.join("; ")))
+                return Err(text_result(
+                    false,
+                    format!("denied: {}", reasons.join("; ")),
+                ))
             }
             Outcome::Allow(a) => (a, vec![format!("asked by the MCP client {client}")]),
             Outcome::Ask { action, reasons } => (action, reasons),
@@ -184,10 +301,7 @@ impl NotesServer {
             action: crate::sexp::print(printed.value()),
             reasons,
             provenance: format!("the MCP client {client}"),
-            created: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() as i64)
-                .unwrap_or(0),
+            created: super::runs::now_secs(),
             diff: None,
             outcome: None,
         });
@@ -200,19 +314,14 @@ impl NotesServer {
                 action: printed,
             },
         });
-        text_result(
-            true,
-            format!(
-                "Proposal #{proposal} waits in the user's approvals queue; the user decides \
-                 in Emacs (M-x org-agent-approvals). It has not run."
-            ),
-        )
+        Ok(proposal)
     }
 }
 
 impl ServerHandler for NotesServer {
     fn get_info(&self) -> InitializeResult {
         InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_protocol_version(crate::mcp::PROTOCOL_REVISION)
             .with_server_info(Implementation::new("org-agent", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "The user's Org notes, as org-agent shows them: private notes never appear and \
@@ -252,7 +361,7 @@ impl ServerHandler for NotesServer {
             self.search(args).await
         } else if emacs_tools::is_edit(&name) {
             let client = Self::client_name(&context);
-            self.propose(&client, &name, args)
+            self.propose(&client, &name, args).await
         } else {
             return Err(ErrorData::invalid_params(
                 format!("no tool named {name}"),

@@ -2,7 +2,7 @@
 //! `M-x org-agent-mcp`) and the server it offers (`org-agent-mcp-server-mode`).
 
 use super::{config_fail, fail, lisp_sexp, runtime};
-use crate::agent::mcp_server::ServerSettings;
+use crate::agent::mcp_server::{AskClients, ServerSettings};
 use crate::mcp::client::Status;
 use crate::sexp::{Sexp, Value as SexpValue};
 use ::emacs::{defun, Env, IntoLisp, Result, Value};
@@ -156,7 +156,9 @@ fn mcp_get_prompt(env: &Env, name: String, prompt: String, args: Value) -> Resul
 /// Serve MCP on 127.0.0.1:PORT (0: any free port) and write its address and token to
 /// mcp-server.json (mode 0600) in STATE-DIRECTORY.  Edits outside agents ask for are judged
 /// under PERMISSIONS (`org-agent-permissions') and audited to AUDIT-FILE (or nil); with
-/// EMBEDDING, an embedding backend plist, `semantic_search' is offered.  Return (URL . FILE).
+/// EMBEDDING, an embedding backend plist, `semantic_search' is offered.  ASK is (CLIENTS .
+/// SECONDS): the edits of the clients CLIENTS names (t: all) are asked about in Emacs at once,
+/// their calls waiting up to SECONDS for the answer.  Return (URL . FILE).
 #[defun]
 fn mcp_serve<'e>(
     env: &'e Env,
@@ -165,6 +167,7 @@ fn mcp_serve<'e>(
     permissions: Value,
     audit_file: Option<String>,
     embedding: Value,
+    ask: Value,
 ) -> Result<Value<'e>> {
     let Ok(port) = u16::try_from(port) else {
         return config_fail(env, format!("{port} is not a port (0 to 65535)"));
@@ -183,10 +186,17 @@ fn mcp_serve<'e>(
             Err(e) => return config_fail(env, e.to_string()),
         }
     };
+    let ask = lisp_sexp::from_lisp(env, ask)?;
+    let (ask, ask_wait) = match AskClients::from_sexp(ask.value()) {
+        Ok(read) => read,
+        Err(e) => return config_fail(env, e),
+    };
     let settings = ServerSettings {
         permissions,
         audit_file: audit_file.map(Into::into),
         embedding,
+        ask,
+        ask_wait,
     };
     match runtime(env)?.mcp_serve(port, state_directory.into(), settings) {
         Ok((url, file)) => env.cons(url, file.to_string_lossy().into_owned()),

@@ -3,8 +3,9 @@
 //! hung server set aside and started again on the next use.
 
 use super::config::{ServerSpec, Transport};
-use super::{content, schema, SEPARATOR};
+use super::{content, schema};
 use crate::llm::http::CancelToken;
+use crate::tools::{namespaced, MAX_TOOL_NAME};
 use parking_lot::Mutex;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, GetPromptRequestParams, Implementation,
@@ -39,6 +40,7 @@ impl ClientHandler for Identity {
             ClientCapabilities::default(),
             Implementation::new("org-agent", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(super::PROTOCOL_REVISION)
     }
 }
 
@@ -415,7 +417,7 @@ fn http_name(name: &str) -> Result<http::HeaderName, String> {
 }
 
 /// A server's listed tools as offered: named `PREFIX__NAME` (characters providers refuse
-/// become `_`; a name longer than 64 characters or taken twice is skipped), their schemas
+/// become `_`; a name longer than [`MAX_TOOL_NAME`] or taken twice is skipped), their schemas
 /// checked, their descriptions bounded.
 pub fn offered_tools(prefix: &str, listed: Vec<rmcp::model::Tool>) -> (Vec<McpTool>, Vec<String>) {
     let mut tools: Vec<McpTool> = Vec::new();
@@ -432,10 +434,10 @@ pub fn offered_tools(prefix: &str, listed: Vec<rmcp::model::Tool>) -> (Vec<McpTo
                 }
             })
             .collect();
-        let exposed = format!("{prefix}{SEPARATOR}{clean}");
-        if exposed.len() > 64 {
+        let exposed = namespaced(prefix, &clean);
+        if exposed.len() > MAX_TOOL_NAME {
             skipped.push(format!(
-                "{name}: the name {exposed} is longer than 64 characters"
+                "{name}: the name {exposed} is longer than {MAX_TOOL_NAME} characters"
             ));
             continue;
         }

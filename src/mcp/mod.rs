@@ -20,15 +20,28 @@ pub mod config;
 pub mod content;
 pub mod schema;
 
-/// The protocol revision org-agent implements (and asks for first); older ones the SDK
-/// negotiates are accepted.
-pub const PROTOCOL_REVISION: &str = "2025-11-25";
+/// The protocol revision org-agent implements: its client asks for it in the `initialize`
+/// handshake, its server answers the handshake with it at most; older ones the SDK
+/// negotiates are accepted. Named, not the SDK's default: the SDK's newest (2026-07-28)
+/// drops the handshake this client starts with.
+pub const PROTOCOL_REVISION: rmcp::model::ProtocolVersion =
+    rmcp::model::ProtocolVersion::V_2025_11_25;
 
-/// Between a server's name and its tool's in the names the model sees.
-pub const SEPARATOR: &str = "__";
-
-/// Whether `tool` names an MCP server's tool (`SERVER__TOOL`): no other tool has the
-/// separator in its name.
-pub fn is_mcp_tool(tool: &str) -> bool {
-    tool.contains(SEPARATOR)
+#[cfg(test)]
+mod tests {
+    /// README.org names the revision spoken; when the SDK gains a newer one with the
+    /// handshake, this says to move both.
+    #[test]
+    fn the_revision_readme_names_is_the_newest_with_a_handshake() {
+        let revision = super::PROTOCOL_REVISION;
+        assert_eq!(
+            rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE,
+            revision
+        );
+        let readme = include_str!("../../README.org");
+        assert!(
+            readme.contains(&format!("protocol revision {revision}")),
+            "README.org does not name protocol revision {revision}"
+        );
+    }
 }

@@ -14,6 +14,7 @@ pub mod draft;
 mod gate;
 pub mod import;
 pub mod load;
+pub mod mcp_alias;
 mod order;
 mod org_match;
 mod parse;
@@ -165,6 +166,13 @@ pub enum SkillToolKind {
     /// properties).
     Alias {
         builtin: String,
+        arguments: Vec<AliasArgument>,
+    },
+    /// An MCP server's tool (`:ALIAS: SERVER__TOOL`) with some of its arguments fixed or
+    /// defaulted, their values as written (strings): the server's schema, which types them,
+    /// is known only once the server lists it ([`mcp_alias`]).
+    McpAlias {
+        tool: String,
         arguments: Vec<AliasArgument>,
     },
     /// An `emacs-lisp` block: in Emacs, the body of a function of `params` in order (the

@@ -33,8 +33,13 @@ pub fn ceiling_rules(skill: &Skill) -> Option<GateRules> {
     if skill.allowed_tools.is_empty() || skill.source == Source::Imported {
         return None;
     }
+    // A call of an alias of an MCP tool reaches the gates as a call of that tool.
     let own = SkillTools::of(skill)
-        .map(|t| t.names().into_iter().map(str::to_owned).collect())
+        .map(|t| {
+            let mut own: Vec<String> = t.names().into_iter().map(str::to_owned).collect();
+            own.extend(t.mcp_pending.iter().map(|a| a.target.clone()));
+            own
+        })
         .unwrap_or_default();
     Some(GateRules {
         source: format!("skill {} allowed tools", skill.name),

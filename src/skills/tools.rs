@@ -11,29 +11,24 @@
 //! Emacs, which defines the function from the block's text when the skills load
 //! ([`elisp_code`]).
 
+use super::mcp_alias::{McpAliasTool, PendingMcpAlias};
 use super::{AliasArgument, Skill, SkillTool, SkillToolKind, Source};
+use crate::mcp::client::Offered;
 use crate::notes::Notes;
 use crate::tools::emacs::ElispTool;
 use crate::tools::{
     check_args, params_schema, Args, Param, ParamType, Registry, Tool, ToolError, ToolSet,
+    MAX_TOOL_NAME,
 };
 use serde_json::{Map, Value};
 use std::sync::Arc;
-
-/// Between the skill's name and the tool's in the name the model calls. No built-in, edit or
-/// skill-loading tool has it in its name, and a skill's name (kebab-case) cannot hold it, so
-/// a skill's tool is never named like another tool, nor like another skill's.
-pub const SEPARATOR: &str = "__";
-
-/// The longest tool name every provider takes (`^[a-zA-Z0-9_-]{1,64}$`).
-pub const MAX_TOOL_NAME: usize = 64;
 
 /// Before an alias argument's value, it is a default the model may change, not fixed.
 pub const DEFAULT_PREFIX: &str = "default:";
 
 /// The name the model calls tool `tool` of skill `skill` by.
 pub fn tool_name(skill: &str, tool: &str) -> String {
-    format!("{skill}{SEPARATOR}{tool}")
+    crate::tools::namespaced(skill, tool)
 }
 
 /// What a skill file says of one tool heading.
@@ -128,10 +123,14 @@ fn alias_kind(
 ) -> Result<SkillToolKind, (usize, String)> {
     let builtins = Registry::for_aliases();
     let Some(tool) = builtins.get(builtin) else {
+        if is_mcp_name(builtin) {
+            return Ok(mcp_alias_kind(builtin, text));
+        }
         return Err((
             line,
             format!(
-                "tool {name}: :ALIAS: {builtin:?} is not a built-in tool (they are: {})",
+                "tool {name}: :ALIAS: {builtin:?} is neither a built-in tool (they are: {}) \
+                 nor an MCP server's tool (SERVER__TOOL)",
                 builtins.names().join(", ")
             ),
         ));
@@ -173,6 +172,43 @@ fn alias_kind(
         builtin: builtin.to_owned(),
         arguments,
     })
+}
+
+/// Whether `name` can name an MCP server's tool as the model calls it: `SERVER__TOOL`, of the
+/// characters every provider takes.
+fn is_mcp_name(name: &str) -> bool {
+    name.split_once(crate::tools::SEPARATOR)
+        .is_some_and(|(server, tool)| !server.is_empty() && !tool.is_empty())
+        && name.len() <= MAX_TOOL_NAME
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// An alias of the MCP tool `target`, its other properties kept as written: only the
+/// server's schema, listed at a turn, says what they are ([`super::mcp_alias`]).
+fn mcp_alias_kind(target: &str, text: &ToolText) -> SkillToolKind {
+    let arguments = text
+        .properties
+        .iter()
+        .filter(|(key, _, _)| !key.eq_ignore_ascii_case("ALIAS"))
+        .map(|&(key, value, line)| {
+            let (default, value) = match value.strip_prefix(DEFAULT_PREFIX) {
+                Some(rest) => (true, rest.trim()),
+                None => (false, value),
+            };
+            AliasArgument {
+                name: key.to_owned(),
+                value: Value::String(value.to_owned()),
+                default,
+                line,
+            }
+        })
+        .collect();
+    SkillToolKind::McpAlias {
+        tool: target.to_owned(),
+        arguments,
+    }
 }
 
 /// A property's `text` as a value of type `kind`.
@@ -277,6 +313,10 @@ pub struct SkillTools {
     pub worker: Arc<ToolSet>,
     /// Its Elisp tools, run in Emacs by the operator.
     pub elisp: Vec<SkillElispTool>,
+    /// Its aliases of MCP servers' tools, as written…
+    pub mcp_pending: Vec<PendingMcpAlias>,
+    /// …and those the servers offer in this turn ([`SkillTools::resolve_mcp`]).
+    pub mcp: Vec<McpAliasTool>,
 }
 
 /// An Elisp tool of a skill: its declaration, and its parameters, against which a call is
@@ -307,6 +347,7 @@ impl SkillTools {
         let builtins = Registry::for_aliases();
         let mut registry = Registry::default();
         let mut elisp = Vec::new();
+        let mut mcp_pending = Vec::new();
         for tool in &skill.tools {
             let name = tool_name(&skill.name, &tool.name);
             match &tool.kind {
@@ -334,6 +375,15 @@ impl SkillTools {
                 }
                 // The parser refuses Elisp in other skills; a skill built otherwise gets none.
                 SkillToolKind::Elisp { .. } => {}
+                SkillToolKind::McpAlias {
+                    tool: target,
+                    arguments,
+                } => mcp_pending.push(PendingMcpAlias {
+                    name,
+                    description: tool.description.clone(),
+                    target: target.clone(),
+                    arguments: arguments.clone(),
+                }),
             }
         }
         Ok(SkillTools {
@@ -343,18 +393,41 @@ impl SkillTools {
                 registry,
             }),
             elisp,
+            mcp_pending,
+            mcp: Vec::new(),
         })
+    }
+
+    /// Make the aliases of MCP tools the tools `offered` in this turn allows; the notices of
+    /// those left out, and why.
+    pub fn resolve_mcp(&mut self, offered: &Offered) -> Vec<String> {
+        let mut notices = Vec::new();
+        self.mcp = self
+            .mcp_pending
+            .iter()
+            .filter_map(|alias| alias.resolve(offered).map_err(|m| notices.push(m)).ok())
+            .collect();
+        notices
+    }
+
+    /// The alias of an MCP tool the model calls `name`, if it is one of these and offered.
+    pub fn mcp_alias(&self, name: &str) -> Option<&McpAliasTool> {
+        self.mcp.iter().find(|t| t.name == name)
     }
 
     /// Whether the skill brings no tool.
     pub fn is_empty(&self) -> bool {
-        self.worker.registry.names().is_empty() && self.elisp.is_empty()
+        self.worker.registry.names().is_empty()
+            && self.elisp.is_empty()
+            && self.mcp_pending.is_empty()
     }
 
-    /// Every tool's name, as the model calls it.
+    /// Every tool's name, as the model calls it (the aliases of MCP tools too, offered or
+    /// not: no MCP tool may take their names).
     pub fn names(&self) -> Vec<&str> {
         let mut names = self.worker.registry.names();
         names.extend(self.elisp.iter().map(|t| t.declaration.name.as_str()));
+        names.extend(self.mcp_pending.iter().map(|t| t.name.as_str()));
         names
     }
 
@@ -362,6 +435,7 @@ impl SkillTools {
     pub fn function_schemas(&self) -> Vec<Value> {
         let mut all = self.worker.registry.function_schemas();
         all.extend(self.elisp.iter().map(|t| t.declaration.function_schema()));
+        all.extend(self.mcp.iter().map(McpAliasTool::function_schema));
         all
     }
 
@@ -469,7 +543,7 @@ pub fn elisp_code(skill: &Skill) -> Vec<ElispCode> {
                 args: params.iter().map(|p| p.name.to_string()).collect(),
                 code: code.clone(),
             }),
-            SkillToolKind::Alias { .. } => None,
+            SkillToolKind::Alias { .. } | SkillToolKind::McpAlias { .. } => None,
         })
         .collect()
 }
@@ -671,7 +745,13 @@ Count the words of a file.
                 ":ALIAS: query_notes",
                 ":ALIAS: shell",
                 6,
-                "\"shell\" is not a built-in tool",
+                "\"shell\" is neither a built-in tool",
+            ),
+            (
+                ":ALIAS: query_notes",
+                ":ALIAS: files__",
+                6,
+                "nor an MCP server's tool (SERVER__TOOL)",
             ),
             (
                 ":TODO:  WAITING",
@@ -759,7 +839,7 @@ Count the words of a file.
         );
         names.push(super::super::disclosure::USE_SKILL.to_owned());
         for name in &names {
-            assert!(!name.contains(SEPARATOR), "{name}");
+            assert!(!name.contains(crate::tools::SEPARATOR), "{name}");
         }
         assert!(!tool_name("a-b", "c_d")
             .trim_start_matches("a-b__")

@@ -205,6 +205,20 @@ pub fn check_args(tool: &str, params: &[Param], args: &Value) -> Result<Args, To
     Ok(Args(map, None))
 }
 
+/// Between a namespace and a tool's own name in the names the model calls: a skill's tools
+/// (`SKILL__TOOL`) and an MCP server's (`SERVER__TOOL`). No built-in, edit or skill-loading
+/// tool has it in its name, and neither a skill's name (kebab-case) nor a server's prefix
+/// can hold it, so a namespaced tool is never named like a built-in.
+pub const SEPARATOR: &str = "__";
+
+/// The longest tool name every provider takes (`^[a-zA-Z0-9_-]{1,64}$`).
+pub const MAX_TOOL_NAME: usize = 64;
+
+/// The name the model calls tool `tool` of `namespace` (a skill, an MCP server) by.
+pub fn namespaced(namespace: &str, tool: &str) -> String {
+    format!("{namespace}{SEPARATOR}{tool}")
+}
+
 /// An OpenAI-style function declaration: how every tool is offered to the LLM.
 pub fn function_declaration(name: &str, description: &str, parameters: Value) -> Value {
     json!({

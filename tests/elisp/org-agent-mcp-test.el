@@ -227,5 +227,77 @@ The next call starts it again."
         (org-agent-mcp-server-mode -1)
         (delete-directory dir t)))))
 
+;; The client, run asynchronously: while it waits for the user's answer,
+;; Emacs must go on running timers to ask.
+(defun org-agent-mcp-test--client-async (&rest args)
+  "Start the SDK's client driver with ARGS; return its process.
+Its output collects in the process buffer."
+  (let ((process-environment (cons (concat "ORG_AGENT_MCP_PEERS_DIR=" (org-agent-mcp-test--peers))
+                                   process-environment)))
+    (make-process :name "org-agent-mcp-client"
+                  :buffer (generate-new-buffer " *mcp-client*")
+                  :stderr (get-buffer-create " *mcp-client-stderr*")
+                  :command (append (list "node" (expand-file-name "tests/mcp/client.mjs"
+                                                                  org-agent-test-root))
+                                   args))))
+
+(ert-deftest org-agent-mcp-server-asks-in-emacs-for-the-clients-named ()
+  "A named client's edit is asked about at once and its call waits for the answer.
+y applies it; a client not named only queues."
+  (org-agent-test-with-store
+    (let* ((dir (make-temp-file "org-agent-mcp-notes" t))
+           (file (expand-file-name "notes.org" dir))
+           (org-agent-directories (list dir))
+           (org-agent-mcp-server-port 0)
+           (org-agent-mcp-server-ask-clients '("org-agent-test-client"))
+           (org-agent-mcp-server-ask-seconds 60)
+           (asked nil))
+      (with-temp-file file
+        (insert "* TODO Call the plumber\n:PROPERTIES:\n:ID: mcp-ask\n:END:\n"))
+      (org-agent--ingest-file file t)
+      ;; Loaded first, or loading it later would put the real one back.
+      (require 'rmc)
+      (unwind-protect
+          (cl-letf (((symbol-function 'read-multiple-choice)
+                     (lambda (prompt _choices &rest _)
+                       (push prompt asked)
+                       '(?y "apply"))))
+            (org-agent-mcp-server-mode 1)
+            (let* ((where (json-read-file (expand-file-name "mcp-server.json"
+                                                            org-agent-state-directory)))
+                   (client (org-agent-mcp-test--client-async
+                            "http" (alist-get 'url where) (alist-get 'token where) "call"
+                            "set_todo" "{\"id\":\"mcp-ask\",\"state\":\"DONE\"}")))
+              (should (org-agent-test-wait
+                       (lambda () (org-agent-process-events)
+                         (not (process-live-p client)))
+                       60))
+              (should (string-search "org-agent-test-client asks to set_todo" (car asked)))
+              (let ((said (with-current-buffer (process-buffer client)
+                            (goto-char (point-min))
+                            (org-agent-mcp-test--text
+                             (json-parse-buffer :object-type 'alist :array-type 'list)))))
+                (should (string-search "The user approved proposal" said)))
+              (with-temp-buffer
+                (insert-file-contents file)
+                (should (string-search "* DONE Call the plumber" (buffer-string)))))
+            ;; Another client's edits wait in the queue; nothing asks.
+            (org-agent-mcp-server-mode -1)
+            (setq asked nil)
+            (let ((org-agent-mcp-server-ask-clients '("someone-else")))
+              (org-agent-mcp-server-mode 1)
+              (let* ((where (json-read-file (expand-file-name "mcp-server.json"
+                                                              org-agent-state-directory)))
+                     (said (org-agent-mcp-test--text
+                            (org-agent-mcp-test--client
+                             "http" (alist-get 'url where) (alist-get 'token where) "call"
+                             "set_todo" "{\"id\":\"mcp-ask\",\"state\":\"TODO\"}"))))
+                (should (string-search "waits in the user's approvals queue" said))
+                (org-agent-process-events)
+                (sit-for 0.2)
+                (should-not asked))))
+        (org-agent-mcp-server-mode -1)
+        (delete-directory dir t)))))
+
 (provide 'org-agent-mcp-test)
 ;;; org-agent-mcp-test.el ends here

@@ -310,3 +310,135 @@ async fn the_reference_filesystem_server_works_as_listed_for_mcp_el() {
         "the server refuses; the result says it is an error"
     );
 }
+
+/// A skill that aliases the test server's `add` with `a` fixed and `b` defaulted, and whose
+/// gate table denies the server's `echo`; two more aliases cannot be offered.
+const ADDER_SKILL: &str = "#+SKILL_NAME: adder\n\
+#+DESCRIPTION: Use when the user wants forty added to something.\n\
+* Prompt\nAdd forty.\n\
+* Gate\n| action | condition | decision | reason |\n|---+---+---+---|\n\
+| test__echo | - | deny | no echoes while adding |\n\
+* Tools\n** plus-forty\n:PROPERTIES:\n:ALIAS: test__add\n:A: 40\n:B: default: 2\n:END:\n\
+Add forty to a number.\n\
+** odd\n:PROPERTIES:\n:ALIAS: test__add\n:C: 1\n:END:\nTakes what add does not.\n\
+** gone\n:PROPERTIES:\n:ALIAS: elsewhere__add\n:END:\nA server not configured.\n";
+
+/// The `role: tool` messages of a recorded request body.
+fn tool_results(body: &serde_json::Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_aliases_an_mcp_tool_and_its_gate_table_tightens_the_server() {
+    use crate::support::llm_server::{LlmServer, Reply};
+    use crate::support::store::demo_store;
+    use org_agent::agent::equipment::Equipment;
+    use org_agent::agent::turn::{run_turn, Conversation, TurnConfig, TurnEvent};
+    use org_agent::gates::permissions::Permissions;
+    use org_agent::llm::http::{Backend, ChatClient};
+    use org_agent::skills::{parse_skill, Source};
+    use org_agent::store::Config;
+    use std::sync::Arc;
+
+    let llm = LlmServer::start().await;
+    let mut eq = Equipment::new(
+        ChatClient::new(Backend::new(llm.base_url(), "test")).unwrap(),
+        Arc::new(demo_store(Config::default(), &["tasks.org"])),
+    );
+    // The user allows every tool of the server: the skill's table must still deny echo.
+    let rules = org_agent::sexp::read("((allow mcp \"test__*\"))").unwrap();
+    eq.set_permissions(Arc::new(Permissions::from_sexp(rules.value()).unwrap()));
+    let skill = parse_skill("/skills/adder.org", ADDER_SKILL, Source::User).unwrap();
+    eq.attach_skills(vec![skill.clone()].into()).unwrap();
+    eq.use_skill_from_start(&skill);
+    let clients = stdio_servers(20, false);
+    let (offered, left_out) = clients.offered().await;
+    assert!(left_out.is_empty(), "{left_out:?}");
+    let notices = eq.offer_mcp(offered);
+    assert_eq!(notices.len(), 2, "{notices:?}");
+    assert!(notices[0].contains("adder__odd") && notices[0].contains("takes no argument C"));
+    assert!(notices[1].contains("adder__gone") && notices[1].contains("no MCP server offers"));
+
+    llm.push(Reply::chat_sse(
+        "",
+        &[
+            ("test__echo", json!({"text": "hi"})),
+            ("adder__plus-forty", json!({"a": 1, "b": 1})),
+            ("adder__plus-forty", json!({"b": "two"})),
+            ("adder__plus-forty", json!({})),
+        ],
+    ));
+    llm.push(Reply::chat_sse("Forty-two.", &[]));
+    let mut ran = Vec::new();
+    let mut conversation = Conversation::default();
+    let result = run_turn(
+        &eq,
+        &mut conversation,
+        "Add forty to two.",
+        &TurnConfig::default(),
+        &CancelToken::new(),
+        |e| {
+            if let TurnEvent::Proposed { call, decision, .. } = e {
+                ran.push((call.name, decision));
+            }
+        },
+    )
+    .await;
+    assert_eq!(result.expect("the turn ends"), "Forty-two.");
+
+    let requests = llm.requests();
+    let first = requests[0].json();
+    let alias = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "adder__plus-forty")
+        .unwrap_or_else(|| panic!("the alias is offered: {first}"));
+    let offered = first["tools"].to_string();
+    assert!(!offered.contains("adder__odd") && !offered.contains("adder__gone"));
+    let params = &alias["function"]["parameters"];
+    // `a` is fixed: not offered, and refused if given; `b` has a default: optional.
+    assert!(params["properties"].get("a").is_none(), "{params}");
+    assert!(params["properties"].get("b").is_some(), "{params}");
+    assert!(!params["required"]
+        .as_array()
+        .is_some_and(|r| r.iter().any(|n| n == "b")));
+    assert!(alias["function"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("test__add with a=40"));
+
+    let results = tool_results(&requests[1].json());
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert!(
+        results[0].contains("no echoes while adding"),
+        "the skill's row denied echo, whatever the user allows: {}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("a is not an argument of this tool"),
+        "a fixed argument is refused: {}",
+        results[1]
+    );
+    assert!(results[2].contains("must be a number"), "{}", results[2]);
+    assert!(
+        results[3].contains("42"),
+        "40 + the default 2: {}",
+        results[3]
+    );
+    // Only the last call reached the server, and as its own tool.
+    assert_eq!(clients.statuses()[0].calls, 1);
+    assert!(
+        ran.contains(&("adder__plus-forty".to_string(), "allow")),
+        "{ran:?}"
+    );
+}

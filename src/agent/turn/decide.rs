@@ -79,12 +79,18 @@ impl<E: FnMut(TurnEvent)> Turn<'_, E> {
                 let action = action.as_proposed();
                 self.sexp_calls += 1;
                 let call = sexp_call(&action, self.sexp_calls);
+                let ctx = &self.conversation.context;
                 let checked = match &action {
                     Action::Emacs(e) => self.eq.may_touch(e).map(|()| action),
-                    Action::Tool { name, .. } => self
-                        .eq
-                        .check_skill_call(name, &call.arguments, &self.conversation.context)
-                        .map(|()| action),
+                    Action::Tool { name, .. } => {
+                        match self.eq.expand_mcp_alias(name, &call.arguments, ctx) {
+                            Some(expanded) => expanded,
+                            None => self
+                                .eq
+                                .check_skill_call(name, &call.arguments, ctx)
+                                .map(|()| action),
+                        }
+                    }
                 };
                 Ok(Proposals::Calls(Step {
                     native: false,
