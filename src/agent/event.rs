@@ -281,14 +281,7 @@ impl Event {
                 .text("file", file)
                 .count("nodes", *nodes)
                 .done(),
-            Event::Reconciled { request, report } => Plist::new("reconciled", *request)
-                .count("files", report.files)
-                .count("confirmed", report.confirmed)
-                .count("ingested", report.ingested.len())
-                .count("removed", report.removed.len())
-                .put("errors", strings(&report.errors))
-                .put("cancelled", Value::Bool(report.cancelled))
-                .done(),
+            Event::Reconciled { request, report } => reconciled(*request, report),
             Event::Superseded { request, file } => {
                 Plist::new("superseded", *request).text("file", file).done()
             }
@@ -302,15 +295,7 @@ impl Event {
                 .count("total", *total)
                 .text("file", file)
                 .done(),
-            Event::DirectoryDone { request, report } => Plist::new("directory-done", *request)
-                .count("files", report.files)
-                .count("ingested", report.ingested)
-                .count("unchanged", report.unchanged)
-                .count("removed", report.removed)
-                .count("nodes", report.nodes)
-                .put("errors", strings(&report.errors))
-                .put("cancelled", Value::Bool(report.cancelled))
-                .done(),
+            Event::DirectoryDone { request, report } => directory_done(*request, report),
             Event::Chat {
                 request,
                 conversation,
@@ -412,6 +397,32 @@ impl Event {
             _ => None,
         }
     }
+}
+
+/// `(:type directory-done :request N :files N :ingested N …)`.
+fn directory_done(request: u64, report: &DirReport) -> Sexp {
+    Plist::new("directory-done", request)
+        .count("files", report.files)
+        .count("ingested", report.ingested)
+        .count("unchanged", report.unchanged)
+        .count("removed", report.removed)
+        .count("nodes", report.nodes)
+        .put("errors", strings(&report.errors))
+        .put("cancelled", Value::Bool(report.cancelled))
+        .done()
+}
+
+/// `(:type reconciled :request N :files N :confirmed N :ingested N :removed N …)`: counts
+/// only; each file came as an event of its own, with its name as Emacs spells it.
+fn reconciled(request: u64, report: &ReconcileReport) -> Sexp {
+    Plist::new("reconciled", request)
+        .count("files", report.files)
+        .count("confirmed", report.confirmed)
+        .count("ingested", report.ingested.len())
+        .count("removed", report.removed.len())
+        .put("errors", strings(&report.errors))
+        .put("cancelled", Value::Bool(report.cancelled))
+        .done()
 }
 
 /// `(:type skill-run :request N :skill NAME :kind started|queued|finished …)`.

@@ -44,7 +44,13 @@ pub(super) struct DiskSeen(HashMap<Arc<str>, Disk>);
 impl DiskSeen {
     /// Every file of the store as opened, not yet looked at.
     pub(super) fn opened(state: &State) -> DiskSeen {
-        DiskSeen(state.files.keys().map(|k| (k.clone(), Disk::Unknown)).collect())
+        DiskSeen(
+            state
+                .files
+                .keys()
+                .map(|k| (k.clone(), Disk::Unknown))
+                .collect(),
+        )
     }
 }
 
@@ -190,7 +196,11 @@ impl Store {
         let meta = match file_meta(&path) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let nodes = self.state().files.get(c.file.as_str()).map(|d| d.nodes.len());
+                let nodes = self
+                    .state()
+                    .files
+                    .get(c.file.as_str())
+                    .map(|d| d.nodes.len());
                 if c.stored && self.remove_file_if_latest(&c.file, Some(generation)) {
                     report.removed.push((c.file.clone(), nodes.unwrap_or(0)));
                 }
@@ -219,7 +229,8 @@ impl Store {
         if same {
             if self.confirm_read(&c.file, generation) {
                 report.confirmed += 1;
-                seen.0.insert(Arc::from(c.file.as_str()), Disk::Found(meta.0, meta.1));
+                seen.0
+                    .insert(Arc::from(c.file.as_str()), Disk::Found(meta.0, meta.1));
             }
             return None;
         }
@@ -231,7 +242,8 @@ impl Store {
             Ok(Prepared::Unchanged(_)) => {
                 if self.confirm_read(&c.file, generation) {
                     report.confirmed += 1;
-                    seen.0.insert(Arc::from(c.file.as_str()), Disk::Found(meta.0, meta.1));
+                    seen.0
+                        .insert(Arc::from(c.file.as_str()), Disk::Found(meta.0, meta.1));
                 }
                 None
             }

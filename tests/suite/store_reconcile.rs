@@ -69,7 +69,11 @@ fn one_pass_after_reopening_takes_in_what_changed_while_the_store_was_closed() {
         store.flush().unwrap();
     }
     // Behind the store's back: one file changed, one deleted, two new (one in a folder).
-    std::fs::write(&a, "* A new title\n:PROPERTIES:\n:ID: a-1\n:END:\n* A second\n").unwrap();
+    std::fs::write(
+        &a,
+        "* A new title\n:PROPERTIES:\n:ID: a-1\n:END:\n* A second\n",
+    )
+    .unwrap();
     std::fs::remove_file(&b).unwrap();
     let d = path_in(&root, "d.org");
     std::fs::write(&d, "* D\n").unwrap();
@@ -85,7 +89,10 @@ fn one_pass_after_reopening_takes_in_what_changed_while_the_store_was_closed() {
         names(&r),
         (vec![a.clone(), d.clone(), e.clone()], vec![b.clone()])
     );
-    assert_eq!(r.files, 5, "the store's four files and the two new ones, b once");
+    assert_eq!(
+        r.files, 5,
+        "the store's four files and the two new ones, b once"
+    );
     assert_eq!(in_store(&store), on_disk(&root));
     assert_eq!(titles(&store, &a), ["A new title", "A second"]);
     assert_eq!(titles(&store, &c), ["C"]);
@@ -120,7 +127,9 @@ fn a_torn_tail_and_a_rebuilt_store_are_brought_up_to_date_by_one_pass() {
         let (store, _) = open(state.path());
         store.ingest_directories(&dirs, |_, _, _| {}, || false);
         store.flush().unwrap();
-        let before = std::fs::metadata(state.path().join(LOG_NAME)).unwrap().len();
+        let before = std::fs::metadata(state.path().join(LOG_NAME))
+            .unwrap()
+            .len();
         std::fs::write(&a, "* A saved before the crash\n").unwrap();
         store.ingest_file(&a, false).unwrap();
         store.flush().unwrap();
@@ -255,7 +264,7 @@ fn a_buffers_text_stays_until_the_file_on_disk_changes() {
     pass(&store, &dirs);
     std::fs::remove_file(&unsaved).unwrap();
     let r = pass(&store, &dirs);
-    assert_eq!(names(&r).1, [unsaved.clone()]);
+    assert_eq!(names(&r).1, [unsaved]);
 }
 
 #[test]
