@@ -36,7 +36,7 @@ When nil, use `org-directory'."
   :group 'org-agent-store)
 
 (defun org-agent--set-watch-interval (symbol value)
-  "Set SYMBOL to VALUE and restart the watch if it runs."
+  "Set SYMBOL to VALUE; restart a running watch with it."
   (set-default symbol value)
   (when (fboundp 'org-agent--watch-restart)
     (org-agent--watch-restart)))
@@ -441,7 +441,7 @@ request id."
                           #'org-agent--watch-tick))))
 
 (defun org-agent--watch-restart ()
-  "Follow a new `org-agent-watch-interval' if the watch runs."
+  "Restart a running watch with the new `org-agent-watch-interval'."
   (when (timerp org-agent--watch-timer)
     (org-agent--watch-start)))
 
