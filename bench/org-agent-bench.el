@@ -569,6 +569,7 @@ project's checkouts only; ORG_AGENT_BENCH_CORPUS names another folder of Org fil
     (org-agent-bench--row "1b ingest, memex: one file at a time / org-element"
                           (plist-get r :ratio) "x" ">= 50x"
                           (org-agent-bench--verdict (plist-get r :ratio) #'>= 50))
+    (org-agent-bench-reconcile files)
     ;; For reference: org-element at headline granularity (what the store extracts).
     (org-agent-bench--progress "memex: org-element at headline granularity on the subset...")
     (pcase-let* ((`(,secs ,_errors) (org-agent-bench--element-parse subset 'headline))
@@ -578,6 +579,64 @@ project's checkouts only; ORG_AGENT_BENCH_CORPUS names another folder of Org fil
       (org-agent-bench--out "  (info)   org-element-parse-buffer at headline granularity, same subset: %.3f s  %s MB/s  -> module is %sx"
                             secs (org-agent-bench--fmt rate) (org-agent-bench--fmt ratio)))
     r))
+
+(defun org-agent-bench--reconcile-pass (dir)
+  "Compare the store with DIR once; return (SECONDS CALL-SECONDS EVENT).
+SECONDS is from the call to the final event; CALL-SECONDS is the
+main thread's share, the call itself."
+  (let ((org-agent-directories (list dir))
+        (t0 (float-time))
+        done call)
+    (setq call (org-agent-bench--time
+                 (org-agent--reconcile (lambda (e) (setq done e)))))
+    (while (not done) (accept-process-output nil 0.001))
+    (list (- (float-time) t0) call done)))
+
+(defun org-agent-bench-reconcile (files)
+  "Section 1c: a pass comparing the store, just opened, with the memex FILES.
+The store holds the memex (section 1b reopened it).  The pass runs
+after every open and every `org-agent-watch-interval' seconds."
+  (let* ((dir (file-name-directory (car files)))
+         (file (car files))
+         (text (with-temp-buffer
+                 (set-buffer-multibyte nil)
+                 (insert-file-contents-literally file)
+                 (buffer-string)))
+         (write (lambda (bytes)
+                  (let ((coding-system-for-write 'no-conversion))
+                    (write-region bytes nil file nil 'silent))))
+         (first (org-agent-bench--reconcile-pass dir))
+         (passes (cl-loop repeat 10 collect (org-agent-bench--reconcile-pass dir)))
+         (ms (* 1000 (org-agent-bench--median (mapcar #'car passes))))
+         (call-ms (* 1000 (org-agent-bench--median (mapcar #'cadr passes))))
+         touched changed)
+    (org-agent-bench--out "
+== 1c. The store compared with the disk (%d files, %d headlines), nothing changed"
+                          (length files) (plist-get (org-agent-store-stats) :headlines))
+    (org-agent-bench--out "  first pass after the open: %s ms (%S)"
+                          (org-agent-bench--fmt (* 1000 (car first))) (nth 2 first))
+    (org-agent-bench--out "  pass, nothing changed: median %s ms of 10, call to final event (min %s, max %s); main thread: median %s ms (the call)"
+                          (org-agent-bench--fmt ms)
+                          (org-agent-bench--fmt (* 1000 (apply #'min (mapcar #'car passes))))
+                          (org-agent-bench--fmt (* 1000 (apply #'max (mapcar #'car passes))))
+                          (org-agent-bench--fmt call-ms))
+    ;; One file rewritten with the same text (a sync tool touching it): read and hashed.
+    (sleep-for 0.01)
+    (funcall write text)
+    (setq touched (org-agent-bench--reconcile-pass dir))
+    ;; One file changed (a pull): read, parsed, stored; then put back as it was.
+    (funcall write (concat text "* Added by the benchmark
+"))
+    (setq changed (org-agent-bench--reconcile-pass dir))
+    (funcall write text)
+    (org-agent-bench--reconcile-pass dir)
+    (org-agent-bench--out "  one file touched (same text, read and hashed): %s ms; one file changed (parsed, stored): %s ms"
+                          (org-agent-bench--fmt (* 1000 (car touched)))
+                          (org-agent-bench--fmt (* 1000 (car changed))))
+    (org-agent-bench--row "1c compare store with disk, nothing changed, median of 10"
+                          ms "ms" "(info)" "info")
+    (org-agent-bench--row "1c same, main-thread share (the call)"
+                          call-ms "ms" "(info)" "info")))
 
 ;;;; 3. Queries
 

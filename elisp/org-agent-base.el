@@ -116,6 +116,7 @@ permissions, the shell tool's sandbox and the audit file."
     (org-agent--ingest-text file text todo done)
     (org-agent--ingest-text-async file text todo done)
     (org-agent--ingest-directories-async dirs)
+    (org-agent--reconcile-async dirs)
     (org-agent--cancel request)
     (org-agent--remove-file file)
     (org-agent--set-channel process)

@@ -47,8 +47,11 @@ plain `setq' does not reach the module."
 
 (defvar org-agent-ingest-functions nil
   "Functions called with an event plist after each ingest reported by a worker.
-The plist has :type (`ingested', `superseded' or `failed'), :file,
-and for `ingested' :nodes and :changed.")
+The plist has :type (`ingested', `superseded', `removed' or
+`failed'), :file, and for `ingested' :nodes and :changed, for
+`removed' (a file gone from disk left the store) :nodes.  A pass
+comparing the store with the disk (`org-agent-reconcile') reports
+each file it stored or removed so.")
 
 (defvar org-agent-directory-ingest-functions nil
   "Functions called with each event of a directory ingest.
@@ -129,7 +132,7 @@ The plist has :request, :skill and :kind (`started', `queued' or
          (message "org-agent: %s" (plist-get event :message)))
        (run-hook-with-args 'org-agent-directory-ingest-functions event)
        (run-hook-with-args 'org-agent-ingest-functions event))
-      ((or 'ingested 'superseded)
+      ((or 'ingested 'superseded 'removed)
        (run-hook-with-args 'org-agent-ingest-functions event))
       ('chat
        (run-hook-with-args 'org-agent-chat-functions event))
@@ -140,7 +143,7 @@ The plist has :request, :skill and :kind (`started', `queued' or
       ('skill-triggered
        (run-hook-with-args 'org-agent-skill-triggered-functions event)))
     (when-let ((callback (and (memq (plist-get event :type)
-                                    '(ingested superseded failed directory-done
+                                    '(ingested superseded failed directory-done reconciled
                                                embedded search-results preview models
                                                skills-loaded mcp))
                               (gethash request org-agent--callbacks))))

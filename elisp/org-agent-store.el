@@ -35,6 +35,25 @@ When nil, use `org-directory'."
   :type '(repeat directory)
   :group 'org-agent-store)
 
+(defun org-agent--set-watch-interval (symbol value)
+  "Set SYMBOL to VALUE; restart a running watch with it."
+  (set-default symbol value)
+  (when (fboundp 'org-agent--watch-restart)
+    (org-agent--watch-restart)))
+
+(defcustom org-agent-watch-interval 30
+  "Seconds between two comparisons of the store with the files on disk.
+While `org-agent-mode' is on, a worker compares them this often and
+takes in what changed outside Emacs (a `git pull', a sync tool,
+another editor): files changed are ingested again, files deleted
+leave the store, new Org files under `org-agent-directories' are
+added.  A comparison costs one `stat' per file when nothing
+changed.  nil: only when the store is opened."
+  :type '(choice (const :tag "Only when the store is opened" nil)
+                 (number :tag "Seconds"))
+  :set #'org-agent--set-watch-interval
+  :group 'org-agent-store)
+
 (defcustom org-agent-snapshot-count 20
   "How many store snapshots to keep for rollback."
   :type 'natnum
@@ -238,7 +257,12 @@ Return non-nil when org-agent is running."
           (add-hook 'kill-emacs-hook #'org-agent--shutdown)
           (setq org-agent--started t)
           (run-hooks 'org-agent-start-hook)
-          (when (plist-get report :rebuilt)
+          (if (not (plist-get report :rebuilt))
+              ;; Files may have changed while the store was closed, or after the log
+              ;; was last written (a torn tail): one pass on a worker catches up.  One
+              ;; still running was for the store this open replaced.
+              (progn (setq org-agent--reconcile-request nil)
+                     (org-agent--reconcile))
             (org-agent--warn-rebuilt report)
             (when (org-agent--directories)
               (org-agent-ingest-directory)))
@@ -352,6 +376,74 @@ runs, join it instead of starting another.  Return the request id."
                request))))
       (when callback (org-agent--add-callback request callback))
       request)))
+
+;;;; The store and the disk
+
+(defvar org-agent--reconcile-request nil
+  "The request id of the comparison of the store with the disk in flight, or nil.")
+
+(defvar org-agent--watch-timer nil
+  "The timer of `org-agent-watch-interval', while `org-agent-mode' is on.")
+
+(defun org-agent--reconcile (&optional callback)
+  "Compare the store with the files on disk on a worker; return the request id.
+Files changed on disk are ingested again, deleted ones leave the
+store, new Org files under `org-agent-directories' are added; each
+change reaches `org-agent-ingest-functions'.  While a comparison
+runs, join it.  CALLBACK, if given, is called with its final event,
+of type `reconciled' (:files :confirmed :ingested :removed :errors)."
+  (let ((request (or org-agent--reconcile-request
+                     (setq org-agent--reconcile-request
+                           (org-agent--reconcile-async (org-agent--directories))))))
+    (org-agent--add-callback request #'org-agent--reconciled)
+    (when callback (org-agent--add-callback request callback))
+    request))
+
+(defun org-agent--reconciled (event)
+  "Forget the comparison EVENT ends; report its errors."
+  (when (eql (plist-get event :request) org-agent--reconcile-request)
+    (setq org-agent--reconcile-request nil))
+  (when-let ((errors (plist-get event :errors)))
+    (message "org-agent: comparing the store with the disk: %d errors, first: %s"
+             (length errors) (car errors))))
+
+;;;###autoload
+(defun org-agent-reconcile (&optional callback)
+  "Bring the store up to date with the Org files on disk, off the main thread.
+Files changed outside Emacs are ingested again, deleted ones leave
+the store, new Org files under `org-agent-directories' are added.
+CALLBACK, if given, is called with the final event plist.  Return the
+request id."
+  (interactive)
+  (org-agent--require-started)
+  (org-agent--reconcile callback))
+
+(defun org-agent--watch-tick ()
+  "Compare the store with the disk unless a comparison is in flight."
+  (when (and org-agent--started (not org-agent--reconcile-request))
+    (condition-case err
+        (org-agent--reconcile)
+      (error (message "org-agent: cannot compare the store with the disk: %s"
+                      (error-message-string err))))))
+
+(defun org-agent--watch-stop ()
+  "Stop comparing the store with the disk periodically."
+  (when (timerp org-agent--watch-timer)
+    (cancel-timer org-agent--watch-timer))
+  (setq org-agent--watch-timer nil))
+
+(defun org-agent--watch-start ()
+  "Compare the store with the disk every `org-agent-watch-interval' seconds."
+  (org-agent--watch-stop)
+  (when (and (numberp org-agent-watch-interval) (> org-agent-watch-interval 0))
+    (setq org-agent--watch-timer
+          (run-with-timer org-agent-watch-interval org-agent-watch-interval
+                          #'org-agent--watch-tick))))
+
+(defun org-agent--watch-restart ()
+  "Restart a running watch with the new `org-agent-watch-interval'."
+  (when (timerp org-agent--watch-timer)
+    (org-agent--watch-start)))
 
 ;;;; Queries
 

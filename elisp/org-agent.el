@@ -76,7 +76,9 @@
 When on, the store is loaded, the Org files under
 `org-agent-directories' are ingested in the background (unchanged
 files are skipped), and saving an Org buffer re-ingests it: the main
-thread only copies the text, a worker parses it."
+thread only copies the text, a worker parses it.  Every
+`org-agent-watch-interval' seconds a worker compares the store with
+the files on disk, so that files changed outside Emacs need no save."
   :global t
   :group 'org-agent
   :lighter " Agent"
@@ -85,19 +87,22 @@ thread only copies the text, a worker parses it."
           (progn
             (add-hook 'after-save-hook #'org-agent--after-save)
             (if (org-agent--start)
-                (when (org-agent--directories) (org-agent-ingest-directory))
+                (progn (when (org-agent--directories) (org-agent-ingest-directory))
+                       (org-agent--watch-start))
               (add-hook 'org-agent--after-build-functions #'org-agent--resume-mode)))
         (error
          (setq org-agent-mode nil)
          (remove-hook 'after-save-hook #'org-agent--after-save)
          (signal (car err) (cdr err))))
+    (org-agent--watch-stop)
     (remove-hook 'after-save-hook #'org-agent--after-save)))
 
 (defun org-agent--resume-mode ()
   "Finish turning on `org-agent-mode' once the module was built."
   (remove-hook 'org-agent--after-build-functions #'org-agent--resume-mode)
-  (when (and org-agent-mode (org-agent--start) (org-agent--directories))
-    (org-agent-ingest-directory)))
+  (when (and org-agent-mode (org-agent--start))
+    (when (org-agent--directories) (org-agent-ingest-directory))
+    (org-agent--watch-start)))
 
 ;;;; Finding headlines
 

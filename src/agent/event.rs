@@ -3,12 +3,23 @@
 
 use crate::sexp::{Sexp, Value};
 use crate::skills::tools::ElispCode;
-use crate::store::{DirReport, IngestReport};
+use crate::store::{DirReport, IngestReport, ReconcileReport};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// A buffer or file was ingested (or found unchanged).
     Ingested { request: u64, report: IngestReport },
+    /// A file that no longer exists left the store (found by a reconcile), with its nodes.
+    Removed {
+        request: u64,
+        file: String,
+        nodes: usize,
+    },
+    /// A reconcile finished (its changes came first, each as `Ingested` or `Removed`).
+    Reconciled {
+        request: u64,
+        report: ReconcileReport,
+    },
     /// A newer ingest of the same file was requested before this one finished.
     Superseded { request: u64, file: String },
     /// Progress of a directory ingest.
@@ -262,6 +273,15 @@ impl Event {
                 .put("changed", Value::Bool(report.changed))
                 .count("new-versions", report.new_versions)
                 .done(),
+            Event::Removed {
+                request,
+                file,
+                nodes,
+            } => Plist::new("removed", *request)
+                .text("file", file)
+                .count("nodes", *nodes)
+                .done(),
+            Event::Reconciled { request, report } => reconciled(*request, report),
             Event::Superseded { request, file } => {
                 Plist::new("superseded", *request).text("file", file).done()
             }
@@ -275,15 +295,7 @@ impl Event {
                 .count("total", *total)
                 .text("file", file)
                 .done(),
-            Event::DirectoryDone { request, report } => Plist::new("directory-done", *request)
-                .count("files", report.files)
-                .count("ingested", report.ingested)
-                .count("unchanged", report.unchanged)
-                .count("removed", report.removed)
-                .count("nodes", report.nodes)
-                .put("errors", strings(&report.errors))
-                .put("cancelled", Value::Bool(report.cancelled))
-                .done(),
+            Event::DirectoryDone { request, report } => directory_done(*request, report),
             Event::Chat {
                 request,
                 conversation,
@@ -378,11 +390,39 @@ impl Event {
     pub fn file(&self) -> Option<&str> {
         match self {
             Event::Ingested { report, .. } => Some(&report.file),
-            Event::Superseded { file, .. } | Event::Progress { file, .. } => Some(file),
+            Event::Superseded { file, .. }
+            | Event::Progress { file, .. }
+            | Event::Removed { file, .. } => Some(file),
             Event::Failed { file, .. } => file.as_deref(),
             _ => None,
         }
     }
+}
+
+/// `(:type directory-done :request N :files N :ingested N …)`.
+fn directory_done(request: u64, report: &DirReport) -> Sexp {
+    Plist::new("directory-done", request)
+        .count("files", report.files)
+        .count("ingested", report.ingested)
+        .count("unchanged", report.unchanged)
+        .count("removed", report.removed)
+        .count("nodes", report.nodes)
+        .put("errors", strings(&report.errors))
+        .put("cancelled", Value::Bool(report.cancelled))
+        .done()
+}
+
+/// `(:type reconciled :request N :files N :confirmed N :ingested N :removed N …)`: counts
+/// only; each file came as an event of its own, with its name as Emacs spells it.
+fn reconciled(request: u64, report: &ReconcileReport) -> Sexp {
+    Plist::new("reconciled", request)
+        .count("files", report.files)
+        .count("confirmed", report.confirmed)
+        .count("ingested", report.ingested.len())
+        .count("removed", report.removed.len())
+        .put("errors", strings(&report.errors))
+        .put("cancelled", Value::Bool(report.cancelled))
+        .done()
 }
 
 /// `(:type skill-run :request N :skill NAME :kind started|queued|finished …)`.

@@ -151,6 +151,39 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Make the store equal the files on disk (see [`crate::store::Store::reconcile`]) off
+    /// the main thread; `dirs` are the user's directories, whose new Org files are added.
+    /// Each file stored or removed is reported as a save's ingest is (`Ingested`, or
+    /// `Removed`), under a request id of its own, so that views refresh; then `Reconciled`
+    /// under the returned id. What changed fires no skill trigger, as after a directory
+    /// ingest: a pull of many files is not a burst of saves.
+    pub fn reconcile_async(&'static self, dirs: Vec<PathBuf>) -> u64 {
+        let request = self.next_id();
+        let cancel = self.cancellable(request);
+        let store = self.store();
+        self.spawn(request, None, move || {
+            let report = store.reconcile(&dirs, || cancel.load(Ordering::Relaxed));
+            self.forget_cancellable(request);
+            for r in &report.ingested {
+                self.push(Event::Ingested {
+                    request: self.next_id(),
+                    report: r.clone(),
+                });
+            }
+            for (file, nodes) in &report.removed {
+                self.push(Event::Removed {
+                    request: self.next_id(),
+                    file: file.clone(),
+                    nodes: *nodes,
+                });
+            }
+            self.push(Event::Reconciled { request, report });
+        });
+        request
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

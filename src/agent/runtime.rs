@@ -323,6 +323,23 @@ impl Runtime {
                     report.errors.len()
                 ),
             )),
+            Event::Removed { file, nodes, .. } => Some((
+                "store",
+                format!("{file} no longer exists: its {nodes} nodes left the store"),
+            )),
+            Event::Reconciled { report, .. } if report.changed() || !report.errors.is_empty() => {
+                Some((
+                    "ingest",
+                    format!(
+                        "the store compared with the disk: {} files, {} ingested, {} removed, \
+                         {} errors",
+                        report.files,
+                        report.ingested.len(),
+                        report.removed.len(),
+                        report.errors.len()
+                    ),
+                ))
+            }
             Event::Failed { message, .. } => Some(("error", message.clone())),
             Event::SkillTriggered { skill, provenance } => {
                 Some(("trigger", format!("{skill}: {provenance}")))

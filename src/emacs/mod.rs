@@ -427,6 +427,18 @@ fn ingest_directories_async(env: &Env, dirs: Value) -> Result<i64> {
     Ok(runtime(env)?.ingest_directories_async(dirs) as i64)
 }
 
+/// Compare the store with the files on disk on a worker, the Org files under DIRS included:
+/// what changed is ingested again, what was deleted leaves, what is new is added. Return a
+/// request id at once; each change arrives as an event, then a `reconciled' one.
+#[defun]
+fn reconcile_async(env: &Env, dirs: Value) -> Result<i64> {
+    let mut paths = Vec::new();
+    for dir in list_items(env, dirs)? {
+        paths.push(filename::to_path(&file_arg(env, dir)?));
+    }
+    Ok(runtime(env)?.reconcile_async(paths) as i64)
+}
+
 /// Ask request REQUEST to stop. Return non-nil if it was running.
 #[defun]
 fn cancel(env: &Env, request: i64) -> Result<bool> {

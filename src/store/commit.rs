@@ -80,6 +80,13 @@ impl Store {
         g
     }
 
+    /// The generation of `file` now, without reserving one: an ingest that stores what it
+    /// read only when this is still [`Store::is_latest`] loses to any ingest or removal of
+    /// the file requested meanwhile. 0, which no reservation returns, when none was.
+    pub(super) fn observed_generation(&self, file: &str) -> u64 {
+        self.generations.lock().get(file).copied().unwrap_or(0)
+    }
+
     pub(super) fn is_latest(&self, file: &str, generation: Option<u64>) -> bool {
         match generation {
             None => true,

@@ -46,11 +46,11 @@ impl IngestReport {
 /// (or [`COMMIT_GROUP_FILES`] files): few enough that a group's documents wait in memory
 /// only briefly, and that the last group, committed after all parsing, adds little. At
 /// 16,384 the memex's directory ingest took a fifth longer.
-const COMMIT_GROUP_NODES: usize = 4096;
-const COMMIT_GROUP_FILES: usize = 256;
+pub(super) const COMMIT_GROUP_NODES: usize = 4096;
+pub(super) const COMMIT_GROUP_FILES: usize = 256;
 
 /// An ingest read and parsed, before its commit.
-enum Prepared {
+pub(super) enum Prepared {
     /// The store has this text (or file) already.
     Unchanged(IngestReport),
     Parsed(Parsed),
@@ -58,12 +58,15 @@ enum Prepared {
 
 /// A file's new document, to commit unless a newer ingest of the file was requested since
 /// `generation` was taken.
-struct Parsed {
-    doc: Arc<FileDoc>,
-    generation: Option<u64>,
+pub(super) struct Parsed {
+    pub(super) doc: Arc<FileDoc>,
+    pub(super) generation: Option<u64>,
+    /// Whether storing it supersedes the ingests of the file read before (as one without
+    /// a generation always does): a reconcile's read of the disk is newer than theirs.
+    pub(super) supersede: bool,
 }
 
-fn file_meta(path: &Path) -> std::io::Result<(i64, u64)> {
+pub(super) fn file_meta(path: &Path) -> std::io::Result<(i64, u64)> {
     let md = std::fs::metadata(path)?;
     let mtime = md
         .modified()
@@ -108,7 +111,7 @@ impl Store {
 
     /// `text` parsed as the new contents of `file`, to commit; or the report of a file whose
     /// text and settings are what the store has.
-    fn prepare_text(
+    pub(super) fn prepare_text(
         &self,
         file: &str,
         text: &str,
@@ -147,7 +150,11 @@ impl Store {
             parsed.file_tags,
             parsed.nodes,
         ));
-        Ok(Prepared::Parsed(Parsed { doc, generation }))
+        Ok(Prepared::Parsed(Parsed {
+            doc,
+            generation,
+            supersede: false,
+        }))
     }
 
     /// Store parsed files in one commit: one change of the state and one log batch for all
@@ -158,19 +165,24 @@ impl Store {
     /// the history and what each document changes in the id index are worked out against
     /// it first, with no lock readers take; readers then wait only for the changes to be
     /// applied, and the documents replaced are freed after.
-    fn commit_parsed(&self, parsed: Vec<Parsed>) -> Vec<Option<IngestReport>> {
+    pub(super) fn commit_parsed(&self, parsed: Vec<Parsed>) -> Vec<Option<IngestReport>> {
         let guard = self.commit_lock.lock();
         let time = now();
         let mut reports = Vec::with_capacity(parsed.len());
         let mut records = Vec::new();
         let mut links = Vec::with_capacity(parsed.len());
         let current = self.state();
-        for Parsed { doc, generation } in parsed {
+        for Parsed {
+            doc,
+            generation,
+            supersede,
+        } in parsed
+        {
             if !self.is_latest(&doc.path, generation) {
                 reports.push(None);
                 continue;
             }
-            if generation.is_none() {
+            if generation.is_none() || supersede {
                 // Stored now, so an ingest of the file read before is superseded by it.
                 self.reserve_generation(&doc.path);
             }
@@ -278,19 +290,30 @@ impl Store {
                 }
             }
         }
+        // Reserved before the read, not after: a reconcile that read the file later and
+        // stored it supersedes this read then, instead of this older text replacing it.
+        let gen = self.reserve_generation(file);
         let bytes = std::fs::read(path).map_err(|source| StoreError::Read {
             file: path.to_path_buf(),
             source,
         })?;
         let text = text::decode_owned(bytes);
-        let gen = self.reserve_generation(file);
         self.prepare_text(file, &text, None, Some(meta), Some(gen))
     }
 
     /// Drop a file from the store. Returns whether it was there. An ingest of the file read
     /// before is superseded: its result is not stored.
     pub fn remove_file(&self, file: &str) -> bool {
+        self.remove_file_if_latest(file, None)
+    }
+
+    /// [`Store::remove_file`], unless an ingest or removal of `file` was requested since
+    /// `generation` was observed (see [`Store::observed_generation`]).
+    pub(super) fn remove_file_if_latest(&self, file: &str, generation: Option<u64>) -> bool {
         let guard = self.commit_lock.lock();
+        if !self.is_latest(file, generation) {
+            return false;
+        }
         self.reserve_generation(file);
         let mut state = (*self.state()).clone();
         let removed = state.remove_file(&Arc::from(file));

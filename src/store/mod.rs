@@ -28,6 +28,7 @@ pub mod node;
 pub mod parse;
 pub mod persist;
 pub mod query;
+pub mod reconcile;
 pub mod state;
 pub mod stats;
 pub mod text;
@@ -46,6 +47,7 @@ pub use log::{OpenReport, Reload, FALLBACK_LOG_NAME, LOG_NAME, RELOAD_MIN_VERSIO
 pub use node::{Node, NodeContent, NodeKind, Planning, PlanningTimes, Property, TodoType};
 pub use parse::Dialect;
 pub use query::Query;
+pub use reconcile::ReconcileReport;
 pub use state::State;
 pub use stats::Stats;
 pub use todo::TodoKeywords;
@@ -74,6 +76,8 @@ pub struct Store {
     directory_ingest: Mutex<()>,
     /// Set when the store is being closed ([`Store::mark_closed`]).
     closed: std::sync::atomic::AtomicBool,
+    /// What [`Store::reconcile`] last saw of each file on disk.
+    disk_seen: Mutex<reconcile::DiskSeen>,
 }
 
 fn now() -> i64 {
@@ -96,7 +100,6 @@ impl Store {
         config: Config,
     ) -> Store {
         Store {
-            current: Mutex::new(state),
             archive: Mutex::new(archive),
             commit_lock: Mutex::new(()),
             snapshots: Mutex::new(VecDeque::new()),
@@ -105,6 +108,8 @@ impl Store {
             generations: Mutex::new(HashMap::default()),
             next_generation: std::sync::atomic::AtomicU64::new(1),
             directory_ingest: Mutex::new(()),
+            disk_seen: Mutex::new(reconcile::DiskSeen::opened(&state)),
+            current: Mutex::new(state),
             closed: std::sync::atomic::AtomicBool::new(false),
         }
     }

@@ -42,5 +42,6 @@ mod store_hostile;
 mod store_ingest;
 mod store_persist;
 mod store_query;
+mod store_reconcile;
 mod string_continuations;
 mod tools;
