@@ -342,8 +342,11 @@ impl<'e> NodePlists<'e> {
         Ok(v)
     }
 
-    fn shared_list(&mut self, items: &[String]) -> Result<Option<Value<'e>>> {
-        if items.is_empty() {
+    fn shared_list<'a>(
+        &mut self,
+        items: impl ExactSizeIterator<Item = &'a str>,
+    ) -> Result<Option<Value<'e>>> {
+        if items.len() == 0 {
             return Ok(None);
         }
         let mut out = Vec::with_capacity(items.len());
@@ -393,7 +396,7 @@ impl<'e> NodePlists<'e> {
                 TodoType::Done => sym_done.bind(env),
             })),
             5 => c.priority.map(|p| int(p as i64)).unwrap_or(Ok(None)),
-            6 => self.shared_list(&c.tags),
+            6 => self.shared_list(c.tags.iter().map(String::as_str)),
             7 => self.properties(&c.properties, &n.id),
             8..=10 => {
                 let p = &c.planning;
@@ -401,7 +404,7 @@ impl<'e> NodePlists<'e> {
                 ts.as_deref().map(|s| text(env, s)).transpose()
             }
             11 => int(c.level as i64),
-            12 => self.shared_list(&n.inherited_tags),
+            12 => self.shared_list(n.inherited().into_iter()),
             13 => self.file_value(&r.doc).map(Some),
             14 => int(n.begin_pos as i64),
             15 => int(n.end_pos as i64),

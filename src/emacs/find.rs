@@ -2,7 +2,6 @@
 //! file's nodes (each outline path from its parent's, not by walking up from every node).
 
 use super::convert::file_name;
-use crate::store::node::distinct_tags;
 use crate::store::{FileDoc, NodeKind, State};
 use std::sync::Arc;
 
@@ -37,7 +36,7 @@ pub fn each_display<E>(
         display.push_str(&path);
         path.push('/');
         paths.push(path);
-        let tags = distinct_tags(n.inherited_tags.iter().chain(&n.content.tags));
+        let tags = n.all_tags();
         if !tags.is_empty() {
             display.push_str("  :");
             display.push_str(&tags.join(":"));

@@ -209,7 +209,7 @@ impl Privacy {
         let Some(node) = nodes.get(index as usize) else {
             return true;
         };
-        if node.inherited_tags.iter().any(|t| self.is_private_tag(t)) {
+        if node.inherited_tags.any(|t| self.is_private_tag(t)) {
             return true;
         }
         let mut index = Some(index);

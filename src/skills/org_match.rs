@@ -35,6 +35,7 @@
 //! silently ignore the rest of the string. Group tags are not expanded. Only headlines
 //! match; the file node never does.
 
+use crate::store::node::{keep_last, InheritedTags};
 use crate::store::{Node, NodeContent, NodeKind, TodoType};
 use regex::{Regex, RegexBuilder};
 use std::borrow::Cow;
@@ -123,7 +124,7 @@ enum Operand {
 pub struct MatchNode<'n> {
     pub content: &'n NodeContent,
     /// Tags from `#+FILETAGS` and ancestors (the store's [`Node::inherited_tags`]).
-    pub inherited_tags: &'n [String],
+    pub inherited_tags: &'n InheritedTags,
     /// `CATEGORY`, when known.
     pub category: Option<Cow<'n, str>>,
 }
@@ -182,8 +183,8 @@ impl<'n> MatchNode<'n> {
         self.content
             .tags
             .iter()
-            .chain(self.inherited_tags)
             .map(String::as_str)
+            .chain(self.inherited_tags.iter())
     }
 
     /// A property as a match reads it: the special ones computed, the rest from the drawer.
@@ -199,9 +200,11 @@ impl<'n> MatchNode<'n> {
             "CATEGORY" => self.category.as_deref().map(Cow::Borrowed),
             "ITEM" => Some(Cow::Borrowed(&c.title)),
             "TAGS" => tag_list(c.tags.iter().map(String::as_str).collect()),
+            // As `org-get-tags` gives them (see `store::inherit`).
             "ALLTAGS" => {
-                let inherited = self.inherited_tags.iter().map(String::as_str);
-                tag_list(inherited.chain(c.tags.iter().map(String::as_str)).collect())
+                let mut all = self.inherited_tags.as_org(&c.tags);
+                all.extend(keep_last(c.tags.iter().map(String::as_str)));
+                tag_list(all)
             }
             "SCHEDULED" => c.planning.scheduled.as_deref().map(Cow::Borrowed),
             "DEADLINE" => c.planning.deadline.as_deref().map(Cow::Borrowed),

@@ -21,6 +21,7 @@ pub mod hash;
 pub mod history;
 pub mod ids;
 pub mod ingest;
+pub mod inherit;
 pub mod links;
 pub mod log;
 mod memory;

@@ -100,6 +100,13 @@ thread_local! {
     static TAG_LISTS: std::cell::RefCell<rustc_hash::FxHashSet<Tags>> = Default::default();
 }
 
+impl Tags {
+    /// Where the list is and how long, to count shared lists once.
+    pub(super) fn address(&self) -> Option<(usize, usize)> {
+        self.0.as_ref().map(|t| (Arc::as_ptr(t) as usize, t.len()))
+    }
+}
+
 impl std::ops::Deref for Tags {
     type Target = [String];
     fn deref(&self) -> &[String] {
@@ -667,11 +674,13 @@ impl NodeContent {
         self.property_at(key).map(|i| &self.properties[i].1)
     }
 
-    /// Where `key`'s entry is: the last one, since Org reads the last value of a repeated key.
+    /// Where `key`'s entry is: the first one, as `org-entry-get` reads a repeated key in
+    /// Org 9.5, where the drawer keeps every line; from 9.6 the drawer keeps one entry a key,
+    /// with the last value (see `parse::merge_repeated_keys`), and `org-entry-get` reads that.
     fn property_at(&self, key: &str) -> Option<usize> {
         self.properties
             .iter()
-            .rposition(|(k, _)| k.eq_ignore_ascii_case(key))
+            .position(|(k, _)| k.eq_ignore_ascii_case(key))
     }
 
     /// The `:ID:` value when it is the node's id as written (no blanks to trim), so the id can
@@ -731,14 +740,113 @@ pub struct Node {
     /// The same range as Emacs buffer positions (1-based character positions).
     pub begin_pos: u32,
     pub end_pos: u32,
-    /// Tags from `#+FILETAGS` and ancestors, not the node's own: one shared list for all the
-    /// children of a parent.
-    pub inherited_tags: TagSet,
+    /// Tags from `#+FILETAGS` and ancestors, as a chain shared with the other nodes below
+    /// the same ancestors: read them with [`Node::inherited`] or [`Node::has_tag`] (as a
+    /// slice it is what the log records, see [`InheritedTags`]).
+    pub inherited_tags: InheritedTags,
 }
 
-/// A list of tags shared by many nodes. A thin pointer (to a `Vec`), so a node is 8 bytes
-/// smaller than with a shared slice: the extra indirection is to a list that is shared.
-pub type TagSet = Arc<Vec<String>>;
+/// One ancestor's tags as its descendants inherit them.
+#[derive(Debug)]
+struct Link {
+    up: Option<Arc<Link>>,
+    tags: Tags,
+    /// What the log records for the node holding this link (only the file node's is
+    /// ever set; see [`InheritedTags`]'s `Deref`).
+    logged: Tags,
+}
+
+/// The tags a node inherits, as a shared chain that `store::inherit` derives (why and how
+/// is there). A thin pointer: a node is one of 100k.
+///
+/// Read them with [`InheritedTags::contains`], [`InheritedTags::any`] or, in Org's order,
+/// [`Node::inherited`]. As a slice (its `Deref`) it is what the log's placement record
+/// writes for the node: nothing, or in the file node the list reading the log derives the
+/// chains from. It is not the tags.
+#[derive(Clone, Debug, Default)]
+pub struct InheritedTags(Option<Arc<Link>>);
+
+impl std::ops::Deref for InheritedTags {
+    type Target = [String];
+    fn deref(&self) -> &[String] {
+        self.0.as_deref().map_or(&[], |link| &link.logged)
+    }
+}
+
+impl InheritedTags {
+    /// The links, innermost first.
+    fn links(&self) -> impl Iterator<Item = &Link> {
+        std::iter::successors(self.0.as_deref(), |l| l.up.as_deref())
+    }
+
+    /// Every inherited tag, repeats included, innermost ancestor first.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.links()
+            .flat_map(|l| l.tags.iter().rev())
+            .map(String::as_str)
+    }
+
+    /// Whether the node inherits no tag (what the log records aside).
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+
+    pub fn contains(&self, tag: &str) -> bool {
+        self.iter().any(|t| t == tag)
+    }
+
+    pub fn any(&self, f: impl FnMut(&str) -> bool) -> bool {
+        self.iter().any(f)
+    }
+
+    /// The tags `org-get-tags` marks `inherited` on a node whose own tags are `own`: outermost
+    /// first, each at its last place, none of `own`.
+    pub fn as_org<'a>(&'a self, own: &'a [String]) -> Vec<&'a str> {
+        let mut seen: rustc_hash::FxHashSet<&str> = own.iter().map(String::as_str).collect();
+        let mut out: Vec<&str> = self.iter().filter(|t| seen.insert(t)).collect();
+        out.reverse();
+        out
+    }
+
+    /// This chain with `tags` passed down below it (itself when there are none), or a chain
+    /// of `tags` alone without `up`.
+    pub(super) fn passing(up: Option<&InheritedTags>, tags: Tags) -> InheritedTags {
+        let up = up.and_then(|u| u.0.clone());
+        if tags.is_empty() {
+            return InheritedTags(up);
+        }
+        InheritedTags(Some(Arc::new(Link {
+            up,
+            tags,
+            logged: Tags::default(),
+        })))
+    }
+
+    /// No inherited tags, and `logged` for the log to record.
+    pub(super) fn logged_only(logged: Tags) -> InheritedTags {
+        InheritedTags(Some(Arc::new(Link {
+            up: None,
+            tags: Tags::default(),
+            logged,
+        })))
+    }
+
+    /// The tag lists this chain holds, as (address, length): a list shared by several chains
+    /// has the same address in each.
+    pub(super) fn lists(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.links()
+            .flat_map(|l| [l.tags.address(), l.logged.address()])
+            .flatten()
+    }
+}
+
+/// `tags` without repeats, each at its last place, as `org-get-tags` keeps them.
+pub fn keep_last<'a>(tags: impl DoubleEndedIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+    let mut out: Vec<&str> = tags.rev().filter(|t| seen.insert(t)).collect();
+    out.reverse();
+    out
+}
 
 /// [`Node::parent`] of the file node, as stored.
 pub(super) const NO_PARENT: u32 = u32::MAX;
@@ -755,7 +863,21 @@ impl Node {
     }
 
     pub fn has_tag(&self, tag: &str) -> bool {
-        self.content.has_tag(tag) || self.inherited_tags.iter().any(|t| t == tag)
+        self.content.has_tag(tag) || self.inherited_tags.contains(tag)
+    }
+
+    /// The tags `org-get-tags` marks `inherited`: from `#+FILETAGS` and ancestors, outermost
+    /// first, each at its last place, none of the node's own.
+    pub fn inherited(&self) -> Vec<&str> {
+        self.inherited_tags.as_org(&self.content.tags)
+    }
+
+    /// All the node's tags as `org-get-tags` gives them: [`Node::inherited`], then the own
+    /// tags, each at its last place.
+    pub fn all_tags(&self) -> Vec<&str> {
+        let mut all = self.inherited();
+        all.extend(keep_last(self.content.tags.iter().map(String::as_str)));
+        all
     }
 }
 
@@ -836,24 +958,6 @@ pub(super) fn link_subtrees(nodes: &mut [Node]) -> bool {
         n.subtree_end = end;
     }
     true
-}
-
-/// `tags` without repeats, in the order of their first occurrence. Linear: a headline may
-/// carry tens of thousands of tags.
-pub fn distinct_tags<'a>(tags: impl IntoIterator<Item = &'a String>) -> Vec<&'a str> {
-    let all: Vec<&str> = tags.into_iter().map(String::as_str).collect();
-    if all.len() <= 8 {
-        // The usual handful: comparing beats hashing and allocates nothing more.
-        let mut out: Vec<&str> = Vec::with_capacity(all.len());
-        for t in all {
-            if !out.contains(&t) {
-                out.push(t);
-            }
-        }
-        return out;
-    }
-    let mut seen = rustc_hash::FxHashSet::default();
-    all.into_iter().filter(|t| seen.insert(*t)).collect()
 }
 
 #[cfg(test)]

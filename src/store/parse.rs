@@ -13,8 +13,8 @@
 use super::error::StoreError;
 use super::hash::Hash;
 use super::node::{
-    intern_key, link_subtrees, saturating_level, Keyword, Node, NodeContent, NodeKind, Planning,
-    PlanningTimes, Property, TagSet, TodoType, NO_PARENT,
+    intern_key, link_subtrees, saturating_level, InheritedTags, Keyword, Node, NodeContent,
+    NodeKind, Planning, PlanningTimes, Property, TodoType, NO_PARENT,
 };
 use super::text::PositionMap;
 use super::todo::{collect_settings, headline_level, strip_prefix_ci, TodoKeywords};
@@ -762,7 +762,7 @@ fn file_property_drawer(text: &str, limit: usize) -> (Vec<Property>, usize) {
     (Vec::new(), 0)
 }
 
-/// Ids, inherited tags, Merkle hashes and buffer positions.
+/// Ids, Merkle hashes, buffer positions and inherited tags.
 fn finish(
     mut raws: Vec<Raw>,
     text: &str,
@@ -772,44 +772,6 @@ fn finish(
 ) -> Parsed {
     let n = raws.len();
     let path_str = super::filename::key(file);
-
-    // Inherited tags: parents come before children in document order. Every child of a node
-    // inherits the same tags, so they are worked out once per parent, with a set: a headline
-    // may carry tens of thousands of tags.
-    let no_inherit: HashSet<&str> = no_inherit.iter().map(String::as_str).collect();
-    let mut for_children: HashMap<u32, TagSet> = HashMap::default();
-    let mut inherited: Vec<TagSet> = Vec::with_capacity(n);
-    let none = TagSet::default();
-    for (i, raw) in raws.iter().enumerate() {
-        let tags = match raw.parent {
-            None => none.clone(),
-            Some(p) => for_children
-                .entry(p)
-                .or_insert_with(|| {
-                    let above = &inherited[p as usize];
-                    let mut t = above.to_vec();
-                    let from_parent: &[String] = if p == 0 {
-                        file_tags
-                    } else {
-                        &raws[p as usize].content.tags
-                    };
-                    let mut have: HashSet<&str> = above.iter().map(String::as_str).collect();
-                    for tag in from_parent {
-                        if !no_inherit.contains(tag.as_str()) && have.insert(tag) {
-                            t.push(tag.clone());
-                        }
-                    }
-                    if t.len() == above.len() {
-                        above.clone()
-                    } else {
-                        Arc::new(t)
-                    }
-                })
-                .clone(),
-        };
-        debug_assert_eq!(inherited.len(), i);
-        inherited.push(tags);
-    }
 
     // Ids: the :ID: property, or a digest of the file and outline path (with an ordinal for
     // siblings that share a title), stable while the text of the path does not change.
@@ -893,9 +855,11 @@ fn finish(
             end: raw.end as u32,
             begin_pos: begin_pos[i],
             end_pos: end_pos[i],
-            inherited_tags: inherited[i].clone(),
+            inherited_tags: InheritedTags::default(),
         })
         .collect();
+    let no_inherit: HashSet<&str> = no_inherit.iter().map(String::as_str).collect();
+    super::inherit::derive(&mut nodes, |t| no_inherit.contains(t));
     // The outline gives each headline a parent before it on the path to it.
     let linked = link_subtrees(&mut nodes);
     debug_assert!(linked, "a parsed outline is a tree in document order");

@@ -120,8 +120,10 @@ impl Query {
 
     /// Candidate node indexes of one document, using its indexes where the query allows.
     fn candidates<'d>(&self, doc: &'d FileDoc) -> Box<dyn Iterator<Item = u32> + 'd> {
-        let by_tag = self.tag.as_ref().or(self.own_tag.as_ref());
-        if let Some(t) = by_tag {
+        if let Some(t) = &self.tag {
+            return Box::new(doc.tagged(t));
+        }
+        if let Some(t) = &self.own_tag {
             return match doc.tag_index.get(t) {
                 Some(v) => Box::new(v.iter().copied()),
                 None => Box::new(std::iter::empty()),

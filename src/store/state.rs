@@ -6,6 +6,7 @@
 use super::archive::{Archive, History, StoredVersion};
 use super::file_doc::{FileDoc, Files, NodeRef};
 use super::ids::{FileKey, IdChanges, IdIndex, IdLocs, IdMap, Loc};
+use super::inherit;
 use super::node::{self, Node};
 use super::persist::{FileEntry, FileRecord, Record};
 use std::sync::Arc;
@@ -208,12 +209,11 @@ impl State {
     }
 }
 
-/// Rebuild a document from its record and the stored versions.
+/// Rebuild a document from its record and the stored versions. Inherited tags are derived
+/// again, as parsing did (see `inherit`).
 fn doc_from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String> {
     let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
-    // The log repeats each node's inherited tags; in memory, nodes with the same ones
-    // share one slice.
-    let mut tag_sets: rustc_hash::FxHashSet<node::TagSet> = Default::default();
+    let mut logged: Vec<Vec<String>> = Vec::with_capacity(rec.nodes.len());
     for p in rec.nodes {
         let content = match archive.versions.get(&p.hash) {
             Some(StoredVersion(content)) => content.clone(),
@@ -224,14 +224,7 @@ fn doc_from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String
                 ))
             }
         };
-        let inherited_tags = match tag_sets.get(&p.inherited_tags) {
-            Some(shared) => shared.clone(),
-            None => {
-                let shared = Arc::new(p.inherited_tags);
-                tag_sets.insert(shared.clone());
-                shared
-            }
-        };
+        logged.push(p.inherited_tags);
         nodes.push(Node {
             id: archive.intern(&p.id),
             content,
@@ -241,7 +234,7 @@ fn doc_from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String
             end: p.end,
             begin_pos: p.begin_pos,
             end_pos: p.end_pos,
-            inherited_tags,
+            inherited_tags: node::InheritedTags::default(),
         });
     }
     if !node::link_subtrees(&mut nodes) {
@@ -250,6 +243,13 @@ fn doc_from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String
             rec.path
         ));
     }
+    let excluded: Vec<String> =
+        inherit::excluded_in_log(&logged, |i| &nodes[i].content.tags, |i| nodes[i].parent())
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+    drop(logged);
+    inherit::derive(&mut nodes, |t| excluded.iter().any(|e| e == t));
     Ok(FileDoc::new(
         Arc::from(rec.path.as_str()),
         rec.mtime,
@@ -317,6 +317,49 @@ mod tests {
         match &read[..] {
             [Record::File(FileEntry::Read(rec))] => assert_eq!(*rec, record(&doc)),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// Inherited tags read back from the log are those parsing gave, from a log written as
+    /// now (derived, the excluded tags in the file node's list) and from one written before
+    /// (each node's whole list), with a tag excluded from inheritance.
+    #[test]
+    fn inherited_tags_read_back_from_either_log() {
+        let store = Store::in_memory(Config {
+            no_inherit_tags: vec!["x".into(), "ft2".into()],
+            ..Config::default()
+        });
+        let text = "#+FILETAGS: :ft:ft2:\n* A :a:x:\n** B :b:a:\n*** C\n** D :x:\n*** E\n* F\n";
+        store
+            .ingest_text("/n/f.org", text, None, None, None)
+            .expect("ingest");
+        let doc = store
+            .state()
+            .files
+            .get("/n/f.org")
+            .expect("the file")
+            .clone();
+        let inherited = |d: &FileDoc| -> Vec<String> {
+            d.nodes.iter().map(|n| n.inherited().join(" ")).collect()
+        };
+        let parsed = inherited(&doc);
+        assert_eq!(parsed, ["", "ft", "ft", "ft b a", "ft a", "ft a", "ft"]);
+        let now = record(&doc);
+        assert_eq!(now.nodes[0].inherited_tags, [inherit::DERIVED, "ft2", "x"]);
+        assert!(now.nodes[1..].iter().all(|p| p.inherited_tags.is_empty()));
+        let mut before = now.clone();
+        // Then every tag of the ancestors that was inherited, once, the node's own too.
+        for (p, n) in before.nodes.iter_mut().zip(&doc.nodes) {
+            let all: Vec<&str> = n.inherited_tags.iter().collect();
+            p.inherited_tags = node::keep_last(all.into_iter().rev())
+                .iter()
+                .map(|t| t.to_string())
+                .collect();
+        }
+        let archive = store.archive.lock();
+        for rec in [now, before] {
+            let read = doc_from_record(rec, &archive).expect("reads");
+            assert_eq!(inherited(&read), parsed);
         }
     }
 }

@@ -15,6 +15,10 @@ pub struct Stats {
     pub snapshots: usize,
     pub path: Option<String>,
     pub write_error: Option<String>,
+    /// Tag strings the files' nodes hold, own and inherited, each shared list counted once.
+    pub tag_strings: usize,
+    /// Entries of the files' tag indexes.
+    pub tag_index_entries: usize,
 }
 
 impl Store {
@@ -36,6 +40,12 @@ impl Store {
             snapshots: self.snapshots.lock().len(),
             path: self.writer.as_ref().map(|w| w.path.display().to_string()),
             write_error: self.writer.as_ref().and_then(|w| w.last_error()),
+            tag_strings: state.files.values().map(|d| d.tag_strings()).sum(),
+            tag_index_entries: state
+                .files
+                .values()
+                .map(|d| d.tag_index.values().map(Vec::len).sum::<usize>())
+                .sum(),
         }
     }
 }

@@ -66,8 +66,11 @@ impl TodoKeywords {
                 self.todo.push(k);
             }
         }
+        // A keyword in the done part of any sequence is a done state, wherever else it is
+        // written: `org-done-keywords` has it, and `org-element` asks that list.
         for k in done {
-            if !self.todo.contains(&k) && !self.done.contains(&k) {
+            self.todo.retain(|t| *t != k);
+            if !self.done.contains(&k) {
                 self.done.push(k);
             }
         }
@@ -129,13 +132,13 @@ fn collect_into(
                     done: vec![],
                 })
                 .add_sequence(value),
+            // As `org-file-tags` has them in Org 9.5 to 9.8: every line's, repeats kept.
             "FILETAGS" => {
-                for word in value.split_whitespace() {
-                    for tag in word.split(':').filter(|t| !t.is_empty()) {
-                        if !settings.file_tags.iter().any(|t| t == tag) {
-                            settings.file_tags.push(tag.to_string());
-                        }
-                    }
+                let blank = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c');
+                for word in value.split(blank).filter(|w| !w.is_empty()) {
+                    settings
+                        .file_tags
+                        .extend(split_at_colons(word).into_iter().map(str::to_string));
                 }
             }
             "TITLE" => {
@@ -170,6 +173,21 @@ fn collect_into(
             _ => {}
         }
     }
+}
+
+/// `org-split-string` at ":": one colon at either end is dropped, empty tags between two
+/// colons are kept.
+fn split_at_colons(word: &str) -> Vec<&str> {
+    let mut parts: Vec<&str> = word.split(':').collect();
+    if parts.len() > 1 {
+        if parts.last() == Some(&"") {
+            parts.pop();
+        }
+        if parts.first() == Some(&"") {
+            parts.remove(0);
+        }
+    }
+    parts
 }
 
 /// The name of the block a `#+begin_NAME` line (without its indentation) opens.

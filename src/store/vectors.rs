@@ -115,7 +115,7 @@ pub fn embedding_text(node: &NodeRef) -> String {
         out.push_str(" / ");
     }
     out.push_str(c.title.trim());
-    let tags = super::node::distinct_tags(c.tags.iter().chain(n.inherited_tags.iter()));
+    let tags = n.all_tags();
     if !tags.is_empty() {
         out.push_str("\nTags: ");
         out.push_str(&tags.join(", "));

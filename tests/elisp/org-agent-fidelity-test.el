@@ -5,9 +5,11 @@
 ;; For every headline of every file in the shared corpus (when it is
 ;; beside the checkout), of this checkout's own Org files, and of a
 ;; fixture holding one headline per rule the Org release series read
-;; differently, the store must report the same title, TODO keyword,
-;; priority, own tags, properties and planning as `org-element' of the
-;; Org this Emacs has loaded.  `scripts/test' runs it under Emacs's own
+;; differently, the store must report the same title, TODO keyword and
+;; its type, priority, own tags, properties and planning as
+;; `org-element' of the Org this Emacs has loaded, the same inherited
+;; tags as `org-get-tags', and for each file the same tags as
+;; `org-file-tags'.  `scripts/test' runs it under Emacs's own
 ;; Org and under Org 9.6, 9.7 and 9.8 (../shared/org/build), setting
 ;; ORG_AGENT_TEST_ORG_VERSION to the version it put first on
 ;; `load-path', which the tests check was loaded.
@@ -39,8 +41,39 @@ counts as that many entries."
   (let ((ts (org-element-property key hl)))
     (and ts (org-element-property :raw-value ts))))
 
+(defun org-agent-fidelity--inherited (headlines)
+  "Add to each of HEADLINES the tags `org-get-tags' says it inherits.
+Its list ends with the distinct own tags; what comes before is
+inherited.  (Not the tags it marks `inherited': an empty tag has no
+room for the mark.)  The store reads an ancestor's tags as org-element
+does; where `org-get-tags' reads a headline's own tags otherwise (Org
+9.5 reads them with `org-tag-line-re', without empty tags), the tags
+below it are `org-disagrees' rather than compared."
+  (let ((org-trust-scanner-tags nil) open)
+    ;; Every headline's own tags before any inherited ones: `org-get-tags'
+    ;; of Org 9.6 reverses in place the cached tags of the headline it asks.
+    (dolist (hl (mapcar (lambda (hl)
+                          (goto-char (plist-get hl :begin))
+                          (cons hl (org-get-tags nil t)))
+                        headlines))
+      (let* ((local (cdr hl)) (hl (car hl)) (begin (plist-get hl :begin)))
+        (while (and open (>= begin (caar open))) (pop open))
+        (push (cons (plist-get hl :end)
+                    (or (cdar open)
+                        (not (equal (mapcar #'substring-no-properties local)
+                                    (plist-get hl :tags)))))
+              open)
+        (goto-char begin)
+        (nconc hl (list :inherited-tags
+                        (if (cdar open) 'org-disagrees
+                          (mapcar #'substring-no-properties
+                                  (butlast (org-get-tags)
+                                           (length (delete-dups local)))))))))))
+
 (defun org-agent-fidelity--oracle (file)
-  "Return what org-element reports for each headline of FILE, in order."
+  "Return what Org reports for FILE: (FILE-TAGS . HEADLINES).
+FILE-TAGS is `org-file-tags'; HEADLINES what org-element reports for
+each headline, in order, and the tags it inherits."
   (with-temp-buffer
     (let ((enable-local-variables nil)
           (default-directory (file-name-directory file))
@@ -50,38 +83,52 @@ counts as that many entries."
                                           :key #'car :test #'equal)))
       (insert-file-contents file)
       (delay-mode-hooks (org-mode))
-      (org-element-map (org-element-parse-buffer 'headline) 'headline
-        (lambda (hl)
-          (list :begin (org-element-property :begin hl)
-                :title (org-element-property :raw-value hl)
-                :todo (org-element-property :todo-keyword hl)
-                :priority (org-element-property :priority hl)
-                :tags (mapcar #'substring-no-properties (org-element-property :tags hl))
-                :properties (org-agent-fidelity--element-properties hl)
-                :scheduled (org-agent-fidelity--ts hl :scheduled)
-                :deadline (org-agent-fidelity--ts hl :deadline)
-                :closed (org-agent-fidelity--ts hl :closed)))))))
+      (let ((headlines
+             (org-element-map (org-element-parse-buffer 'headline) 'headline
+               (lambda (hl)
+                 (list :begin (org-element-property :begin hl)
+                       :end (org-element-property :end hl)
+                       :title (org-element-property :raw-value hl)
+                       :todo (org-element-property :todo-keyword hl)
+                       :todo-type (org-element-property :todo-type hl)
+                       :priority (org-element-property :priority hl)
+                       :tags (mapcar #'substring-no-properties
+                                     (org-element-property :tags hl))
+                       :properties (org-agent-fidelity--element-properties hl)
+                       :scheduled (org-agent-fidelity--ts hl :scheduled)
+                       :deadline (org-agent-fidelity--ts hl :deadline)
+                       :closed (org-agent-fidelity--ts hl :closed))))))
+        (org-agent-fidelity--inherited headlines)
+        (cons (mapcar #'substring-no-properties org-file-tags) headlines)))))
 
 (defun org-agent-fidelity--ours (file)
-  "Return what the store reports for each headline of FILE, in order."
+  "Return what the store reports for FILE: (FILE-TAGS . HEADLINES)."
   (org-agent-ingest-file file t)
-  (mapcar (lambda (n)
-            (list :begin (plist-get n :begin)
-                  :title (plist-get n :title)
-                  :todo (plist-get n :todo)
-                  :priority (plist-get n :priority)
-                  :tags (plist-get n :tags)
-                  :properties (sort (copy-sequence (plist-get n :properties))
-                                    (lambda (a b) (or (string< (car a) (car b))
-                                                      (and (string= (car a) (car b))
-                                                           (string< (cdr a) (cdr b))))))
-                  :scheduled (plist-get n :scheduled)
-                  :deadline (plist-get n :deadline)
-                  :closed (plist-get n :closed)))
-          (org-agent-query :file file :type 'headline)))
+  (let ((nodes (org-agent-query :file file)))
+    (cons (plist-get (seq-find (lambda (n) (eq (plist-get n :kind) 'file)) nodes) :tags)
+          (mapcar #'org-agent-fidelity--our-headline
+                  (seq-filter (lambda (n) (eq (plist-get n :kind) 'headline)) nodes)))))
+
+(defun org-agent-fidelity--our-headline (n)
+  "Return the fields compared of the store's node plist N."
+  (list :begin (plist-get n :begin)
+        :title (plist-get n :title)
+        :todo (plist-get n :todo)
+        :todo-type (plist-get n :todo-type)
+        :priority (plist-get n :priority)
+        :tags (plist-get n :tags)
+        :inherited-tags (plist-get n :inherited-tags)
+        :properties (sort (copy-sequence (plist-get n :properties))
+                          (lambda (a b) (or (string< (car a) (car b))
+                                            (and (string= (car a) (car b))
+                                                 (string< (cdr a) (cdr b))))))
+        :scheduled (plist-get n :scheduled)
+        :deadline (plist-get n :deadline)
+        :closed (plist-get n :closed)))
 
 (defconst org-agent-fidelity--fields
-  '(:begin :title :todo :priority :tags :properties :scheduled :deadline :closed)
+  '(:begin :title :todo :todo-type :priority :tags :inherited-tags :properties
+           :scheduled :deadline :closed)
   "The fields compared, in the order mismatches are reported.")
 
 (defun org-agent-fidelity-compare (files)
@@ -89,14 +136,19 @@ counts as that many entries."
 Return (HEADLINES . MISMATCHES), each mismatch (FILE BEGIN FIELD OURS THEIRS)."
   (let ((headlines 0) mismatches)
     (dolist (file files)
-      (let ((theirs (org-agent-fidelity--oracle file))
-            (ours (org-agent-fidelity--ours file)))
+      (let* ((org (org-agent-fidelity--oracle file))
+             (store (org-agent-fidelity--ours file))
+             (theirs (cdr org))
+             (ours (cdr store)))
+        (unless (equal (car store) (car org))
+          (push (list file 1 :file-tags (car store) (car org)) mismatches))
         (setq headlines (+ headlines (length theirs)))
         (unless (= (length theirs) (length ours))
           (push (list file 0 :count (length ours) (length theirs)) mismatches))
         (cl-loop for a in ours for b in theirs
                  do (dolist (field org-agent-fidelity--fields)
-                      (unless (equal (plist-get a field) (plist-get b field))
+                      (unless (or (equal (plist-get a field) (plist-get b field))
+                                  (eq (plist-get b field) 'org-disagrees))
                         (push (list file (plist-get b :begin) field
                                     (plist-get a field) (plist-get b field))
                               mismatches))))))

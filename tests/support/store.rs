@@ -190,7 +190,7 @@ pub fn file_fp(doc: &org_agent::store::FileDoc) -> FileFp {
                 end: n.end,
                 begin_pos: n.begin_pos,
                 end_pos: n.end_pos,
-                inherited_tags: n.inherited_tags.to_vec(),
+                inherited_tags: n.inherited().iter().map(|t| t.to_string()).collect(),
             })
             .collect(),
         tag_index,
