@@ -147,7 +147,6 @@ permissions, the shell tool's sandbox and the audit file."
     (org-agent--node-at file pos)
     (org-agent--chat-cancel-all)
     (org-agent--chat-forget conversation)
-    (org-agent--log)
     (org-agent--log-since seq)
     (org-agent--log-capacity)
     (org-agent--telemetry)

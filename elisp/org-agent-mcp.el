@@ -179,14 +179,18 @@ one of its resources to the context, \\[revert-buffer] refreshes."
                                 (or (plist-get s :message) ""))))
                 (org-agent--mcp-status))))
 
+(defun org-agent-mcp--ready ()
+  "Start org-agent if need be and hand the module the servers as configured now."
+  (org-agent--require-started)
+  (org-agent-mcp-sync))
+
 ;;;###autoload
 (defun org-agent-mcp ()
   "List the MCP servers, their state and tools; restart one with r.
 The line above the list says whether `org-agent-mcp-server-mode' serves
 the notes, and where."
   (interactive)
-  (org-agent--require-started)
-  (org-agent-mcp-sync)
+  (org-agent-mcp--ready)
   (with-current-buffer (get-buffer-create org-agent-mcp-list-buffer)
     (org-agent-mcp-mode)
     (org-agent-mcp--fill)
@@ -223,8 +227,7 @@ the notes, and where."
 (defun org-agent-mcp-restart (name)
   "Stop the MCP server NAME and start it again, on a worker."
   (interactive (list (org-agent-mcp--server-at-point)))
-  (org-agent--require-started)
-  (org-agent-mcp-sync)
+  (org-agent-mcp--ready)
   (org-agent-mcp--request
    (org-agent--mcp-restart name)
    (lambda (status)
@@ -266,8 +269,7 @@ the notes, and where."
   "Add a resource of the MCP server NAME to the context of what you ask next.
 Its text counts as untrusted, as any text that is not a note."
   (interactive (list (org-agent-mcp--server-at-point)))
-  (org-agent--require-started)
-  (org-agent-mcp-sync)
+  (org-agent-mcp--ready)
   (org-agent-mcp--request
    (org-agent--mcp-resources name)
    (lambda (resources)
@@ -294,8 +296,7 @@ Its text counts as untrusted, as any text that is not a note."
 (defun org-agent-mcp-insert-prompt (name)
   "Insert at point a prompt of the MCP server NAME, asking for its arguments."
   (interactive (list (org-agent-mcp--server-at-point)))
-  (org-agent--require-started)
-  (org-agent-mcp-sync)
+  (org-agent-mcp--ready)
   (let ((buffer (current-buffer)) (point (point-marker)))
     (org-agent-mcp--request
      (org-agent--mcp-prompts name)

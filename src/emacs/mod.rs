@@ -864,24 +864,6 @@ fn chat_forget(env: &Env, conversation: String) -> Result<()> {
     Ok(())
 }
 
-/// Return the recent log, oldest first: a list of (TIME-MS KIND MESSAGE).
-#[defun]
-fn log<'e>(env: &'e Env) -> Result<Value<'e>> {
-    let entries = runtime(env)?.with_telemetry(|t| t.entries());
-    let mut out = Vec::with_capacity(entries.len());
-    for e in &entries {
-        out.push(list(
-            env,
-            vec![
-                e.time_ms.into_lisp(env)?,
-                e.kind.as_str().into_lisp(env)?,
-                e.message.as_str().into_lisp(env)?,
-            ],
-        )?);
-    }
-    list(env, out)
-}
-
 /// Return the log entries after sequence number SEQ, oldest first: a list of (SEQ TIME-MS
 /// KIND MESSAGE), nil when SEQ is the newest. Entries are numbered from 1, one more each;
 /// when the first returned is numbered above SEQ + 1, those between fell out of the log

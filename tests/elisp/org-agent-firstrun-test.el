@@ -219,7 +219,7 @@ embedding backend is the test server."
                 (should (org-agent-test-wait (lambda () (zerop pending)) 60))))
             (with-current-buffer log
               (org-agent-log--refresh)
-              (let ((entries (org-agent--log)))
+              (let ((entries (mapcar #'cdr (org-agent--log-since 0))))
                 (should (= (length entries) 500))
                 (should (equal (buffer-string)
                                (concat "#+TITLE: org-agent log\n\n"

@@ -315,9 +315,9 @@ allowed-tools: Read set_todo
 (defun org-agent-skills-test--trigger-logged-p (name)
   "Non-nil when the module's log says skill NAME was triggered."
   (seq-find (lambda (entry)
-              (and (equal (nth 1 entry) "trigger")
-                   (string-prefix-p (concat name ": ") (nth 2 entry))))
-            (org-agent--log)))
+              (and (equal (nth 2 entry) "trigger")
+                   (string-prefix-p (concat name ": ") (nth 3 entry))))
+            (org-agent--log-since 0)))
 
 (ert-deftest org-agent-skills-shipped-triggers-that-are-off-say-so-and-fire-nothing ()
   "A shipped skill's save trigger is off until `org-agent-shipped-skill-triggers' names it.

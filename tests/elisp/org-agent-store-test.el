@@ -558,8 +558,8 @@ cannot be read (a directory) still signals `org-agent-store-error'."
             ;; The log keeps it too.
             (should (seq-find (lambda (entry)
                                 (string-match-p (regexp-quote (concat file " no longer exists"))
-                                                (nth 2 entry)))
-                              (org-agent--log)))
+                                                (nth 3 entry)))
+                              (org-agent--log-since 0)))
             ;; Gone again: still no error, and the message says it was not there.
             (setq messages nil)
             (should (eql (org-agent-ingest-file file) 0))
