@@ -85,6 +85,8 @@ permissions, the shell tool's sandbox and the audit file."
 (define-error 'org-agent-error "org-agent error")
 (define-error 'org-agent-config-error "org-agent configuration error" 'org-agent-error)
 (define-error 'org-agent-store-error "org-agent store error" 'org-agent-error)
+(define-error 'org-agent-store-locked "org-agent store in use by another Emacs"
+  'org-agent-store-error)
 ;; The module cannot be built or loaded (org-agent-build.el).
 (define-error 'org-agent-module-error "org-agent module error" 'org-agent-error)
 ;; An action of the agent failed (org-agent-actuator.el).

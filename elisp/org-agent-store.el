@@ -132,6 +132,21 @@ leads: a symbolic link to a protected file is protected."
 (defvar org-agent--started nil
   "Non-nil once the module is loaded and the store is open.")
 
+(defcustom org-agent-store-wait-interval 5
+  "Seconds between tries to open a store another Emacs holds.
+Two sessions of one user on one `org-agent-state-directory' (a daemon
+and an `emacs -nw', say) never write it at once: the second waits,
+says so in `org-agent-status', and opens the store as soon as the
+first lets go of it (when it exits, or is killed)."
+  :type 'number
+  :group 'org-agent-store)
+
+(defvar org-agent--store-waiting nil
+  "Why org-agent waits to open its store (another Emacs holds it), or nil.")
+
+(defvar org-agent--store-wait-timer nil
+  "The timer that tries again to open a store another Emacs holds.")
+
 (defvar org-agent-start-hook nil
   "Functions run once the module is loaded and the store is open.")
 
@@ -252,8 +267,8 @@ Return non-nil when org-agent is running."
       (when (org-agent-ensure-module)
         (org-agent--send-configuration)
         (org-agent--open-channel)
-        (let* ((dir (expand-file-name org-agent-state-directory))
-               (report (org-agent--store-open dir)))
+        (when-let ((report (org-agent--open-or-wait
+                            (expand-file-name org-agent-state-directory))))
           (add-hook 'kill-emacs-hook #'org-agent--shutdown)
           (setq org-agent--started t)
           (run-hooks 'org-agent-start-hook)
@@ -267,6 +282,28 @@ Return non-nil when org-agent is running."
             (when (org-agent--directories)
               (org-agent-ingest-directory)))
           t))))
+
+(defun org-agent--open-or-wait (dir)
+  "Open the store in DIR and return its report.
+Return nil while another Emacs holds it: then a timer tries again
+every `org-agent-store-wait-interval' seconds."
+  (condition-case err
+      (prog1 (org-agent--store-open dir)
+        (when org-agent--store-waiting
+          (message "org-agent: the store in %s is free again and now open" dir))
+        (setq org-agent--store-waiting nil)
+        (when org-agent--store-wait-timer
+          (cancel-timer org-agent--store-wait-timer)
+          (setq org-agent--store-wait-timer nil)))
+    (org-agent-store-locked
+     (unless org-agent--store-waiting
+       (message "org-agent: %s" (cadr err)))
+     (setq org-agent--store-waiting (cadr err))
+     (unless org-agent--store-wait-timer
+       (setq org-agent--store-wait-timer
+             (run-with-timer org-agent-store-wait-interval org-agent-store-wait-interval
+                             #'org-agent--start)))
+     nil)))
 
 (defun org-agent--warn-rebuilt (report)
   "Tell the user, once, that the store in REPORT could not be used.
@@ -293,7 +330,9 @@ no store file could be written, so it will be rebuilt again at the next start.")
 (defun org-agent--require-started ()
   "Start org-agent or signal that it cannot run yet."
   (unless (org-agent--start)
-    (user-error "The org-agent module is being built; try again when it is loaded")))
+    (if org-agent--store-waiting
+        (user-error "%s" org-agent--store-waiting)
+      (user-error "The org-agent module is being built; try again when it is loaded"))))
 
 ;;;; Ingest
 

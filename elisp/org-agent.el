@@ -369,6 +369,25 @@ since it was opened (a continued one starts again from zero)."
 (defun org-agent-status ()
   "Show the agent's telemetry per tool and backend, cost, and the store statistics."
   (interactive)
+  (if (and org-agent--store-waiting (not (org-agent--start)))
+      (org-agent--status-waiting)
+    (org-agent--status-running)))
+
+(defun org-agent--status-waiting ()
+  "Show that org-agent waits for another Emacs to let go of the store."
+  (with-current-buffer (get-buffer-create "*org-agent-status*")
+    (let ((inhibit-read-only t))
+      (erase-buffer)
+      (org-mode)
+      (insert "#+TITLE: org-agent status\n\n* Store\n"
+              (format "- waiting :: %s\n" org-agent--store-waiting)
+              (format "- tries again :: every %s seconds\n" org-agent-store-wait-interval))
+      (goto-char (point-min))
+      (setq buffer-read-only t))
+    (pop-to-buffer (current-buffer))))
+
+(defun org-agent--status-running ()
+  "Show the status of a running org-agent."
   (org-agent--require-started)
   (let ((telemetry (org-agent--telemetry))
         (stats (org-agent-store-stats)))
@@ -383,6 +402,8 @@ since it was opened (a continued one starts again from zero)."
         (org-agent--status-cost)
         (org-agent-mcp-status-section)
         (insert "* Store\n")
+        (insert (format "- state directory :: %s (this Emacs writes it; another waits)\n"
+                        (abbreviate-file-name (expand-file-name org-agent-state-directory))))
         (insert (format "- files :: %d\n- headlines :: %d\n- versions :: %d\n- on disk :: %s\n- turn in flight :: %s\n"
                         (plist-get stats :files) (plist-get stats :headlines)
                         (plist-get stats :versions)

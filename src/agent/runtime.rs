@@ -37,6 +37,8 @@ pub type Waker = Box<dyn Write + Send>;
 pub struct Runtime {
     tokio: tokio::runtime::Runtime,
     store: RwLock<Arc<Store>>,
+    /// The state directory of the persisted store, held against other sessions.
+    state_lock: Mutex<Option<crate::store::StateLock>>,
     config: Mutex<Config>,
     events: Mutex<VecDeque<Event>>,
     waker: Mutex<Option<Waker>>,
@@ -139,6 +141,7 @@ impl Runtime {
         Ok(Runtime {
             tokio,
             store: RwLock::new(Arc::new(Store::in_memory(config.clone()))),
+            state_lock: Mutex::new(None),
             config: Mutex::new(config),
             events: Mutex::new(VecDeque::new()),
             waker: Mutex::new(None),
@@ -236,10 +239,24 @@ impl Runtime {
     }
 
     /// Open the persisted store in `dir` and make it current.
+    /// Another session holding `dir` is [`StoreError::Locked`], and the store in use stays.
     pub fn open_store(&'static self, dir: &std::path::Path) -> Result<OpenReport, StoreError> {
+        let held = self
+            .state_lock
+            .lock()
+            .as_ref()
+            .is_some_and(|l| l.dir() == dir);
+        let lock = match held {
+            true => None,
+            false => Some(crate::store::StateLock::acquire(dir)?),
+        };
         let (store, report) = Store::open(dir, self.config.lock().clone())?;
         let old = std::mem::replace(&mut *self.store.write(), Arc::new(store));
         self.retire(old);
+        // The old directory is let go only once its store is flushed (by `retire`).
+        if let Some(lock) = lock {
+            *self.state_lock.lock() = Some(lock);
+        }
         // The vectors are derived data: a missing or damaged file only means embedding
         // again, so it never stops the store from opening. Reading and checking 150 MB is
         // not main-thread work: a worker loads them; until then searches find nothing.
@@ -283,6 +300,7 @@ impl Runtime {
         let config = self.config.lock().clone();
         let old = std::mem::replace(&mut *self.store.write(), Arc::new(Store::in_memory(config)));
         self.retire(old);
+        *self.state_lock.lock() = None;
         *self.approvals.write() = Arc::new(Approvals::in_memory());
         *self.vectors_path.lock() = None;
         *self.vectors.lock() = VectorIndex::new("");

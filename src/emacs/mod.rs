@@ -13,7 +13,7 @@ mod skills;
 
 use crate::agent::ingest::FileIngest;
 use crate::agent::Runtime;
-use crate::store::{filename, Dialect, TodoKeywords};
+use crate::store::{filename, Dialect, StoreError, TodoKeywords};
 use ::emacs::{defun, Env, IntoLisp, Result, Value};
 use convert::*;
 use std::path::PathBuf;
@@ -27,6 +27,7 @@ use std::sync::Arc;
     org_agent_error "org-agent error" (error)
     org_agent_config_error "org-agent configuration error" (org_agent_error)
     org_agent_store_error "org-agent store error" (org_agent_error)
+    org_agent_store_locked "org-agent store in use by another Emacs" (org_agent_store_error)
 }
 
 #[::emacs::module(
@@ -309,7 +310,8 @@ fn edit_refusal(env: &Env, action: Value) -> Result<Option<String>> {
 /// BOOL). REASON is a string when the store on disk was unusable (corrupt, unreadable, not a
 /// file…), so the caller should re-ingest; PATH under :set-aside is where it was moved, if it
 /// could be; :log is the log now in use, nil when none could be written (the store then lives
-/// in memory only). The store always opens.
+/// in memory only). The store always opens, unless another Emacs holds DIR: then
+/// `org-agent-store-locked' is signalled, naming it, and nothing was opened.
 #[defun]
 fn store_open<'e>(env: &'e Env, dir: Value<'e>) -> Result<Value<'e>> {
     let dir = filename::to_path(&file_arg(env, dir)?);
@@ -332,6 +334,7 @@ fn store_open<'e>(env: &'e Env, dir: Value<'e>) -> Result<Value<'e>> {
                 (kw(env, ":torn-tail")?, r.torn_tail.into_lisp(env)?),
             ],
         ),
+        Err(e @ StoreError::Locked { .. }) => env.signal(org_agent_store_locked, (e.to_string(),)),
         Err(e) => store_fail(env, e),
     }
 }

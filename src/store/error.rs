@@ -38,6 +38,12 @@ pub enum StoreError {
         offset: u64,
         reason: String,
     },
+    #[error(
+        "the store in {} is in use by another Emacs ({holder}); org-agent waits until that \
+         one stops using it (or set org-agent-state-directory to another directory)",
+        dir.display()
+    )]
+    Locked { dir: PathBuf, holder: String },
     #[error("no snapshot number {0}")]
     NoSnapshot(usize),
 }
