@@ -28,6 +28,7 @@ pub mod node;
 pub mod parse;
 pub mod persist;
 pub mod query;
+pub mod seal;
 pub mod state;
 pub mod stats;
 pub mod text;

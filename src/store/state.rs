@@ -250,6 +250,12 @@ fn doc_from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String
             rec.path
         ));
     }
+    if let Some(i) = (0..nodes.len()).find(|&i| !children_as_hashed(&nodes, i as u32)) {
+        return Err(format!(
+            "file record for {}: node {i} has other children than its version was hashed with",
+            rec.path
+        ));
+    }
     Ok(FileDoc::new(
         Arc::from(rec.path.as_str()),
         rec.mtime,
@@ -259,6 +265,19 @@ fn doc_from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String
         rec.file_tags,
         nodes,
     ))
+}
+
+/// Whether node `index`'s children in the outline are the ones its version was hashed with:
+/// the same hashes in order where the version holds them in memory, as many where they
+/// stayed in the log (read only when asked). Each version was checked against its hash as
+/// it was decoded, so this makes the outline a Merkle tree of what it places.
+fn children_as_hashed(nodes: &[Node], index: u32) -> bool {
+    let content = &nodes[index as usize].content;
+    let mut placed = node::children(nodes, index).map(|c| nodes[c as usize].hash());
+    match content.body.logged() {
+        Some(logged) => placed.count() == logged.children() as usize,
+        None => placed.by_ref().eq(content.children.iter().copied()),
+    }
 }
 
 #[cfg(test)]
