@@ -4,7 +4,9 @@
 //! (postcard-encoded records), CRC-32 of the payload. A crash can only leave a torn last
 //! batch (shorter than its header says, or zero-filled), which loading drops: the store is
 //! then exactly the state before that commit. Anything else that fails a check is corruption,
-//! reported as such so the caller rebuilds from the Org files instead of trusting it.
+//! reported as such so the caller rebuilds from the Org files instead of trusting it: a log
+//! that stops short of what its seal (`seal`) says was committed, and a version that does not
+//! hash to its hash, as well as bytes that fail a checksum.
 //! Compaction writes a fresh log beside the old one and renames it over, so it is atomic too.
 
 use super::body::{DecodingFromLog, LogReader};
@@ -887,8 +889,9 @@ impl Writer<'_> {
         self.seal();
     }
 
-    /// Replace the seal once the batches it counts are synced: it never says more than the
-    /// disk holds. One small write and sync per burst, as the log has one sync per burst.
+    /// Rewrite the seal once the batches it counts are synced: it never says more than the
+    /// disk holds. One small write in place and its sync per burst, as the log has one sync
+    /// per burst.
     fn seal(&mut self) {
         if self.failed.is_some() || self.sealed == Some(self.tally) {
             return;

@@ -169,10 +169,12 @@ impl State {
                 archive.versions.insert(StoredVersion(content));
             }
             Record::History { id, hash, time } => {
-                // A version the log never wrote cannot be shown; such an entry is dropped, as
-                // reading the history always did.
+                // Every commit writes a version before the history entries that name it, and
+                // compaction writes every version first: one the log never wrote is damage.
                 let Some(version) = archive.versions.get(&hash).map(|v| v.0.clone()) else {
-                    return Ok(());
+                    return Err(format!(
+                        "the history of {id} names a node version the log never wrote"
+                    ));
                 };
                 match archive.history.get_mut(id.as_str()) {
                     Some(hist) => hist.push((version, time)),
@@ -310,6 +312,47 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_file_record_whose_outline_is_not_its_versions_children_is_damage() {
+        let store = Store::in_memory(Config::default());
+        store
+            .ingest_text("/n/f.org", "* A\n** B\n* C\n", None, None, None)
+            .expect("ingest");
+        let doc = store.state().files["/n/f.org"].clone();
+        let mut archive = std::mem::take(&mut *store.archive.lock());
+        let mut rec = record(&doc);
+        assert_eq!(rec.nodes[2].parent, Some(1));
+        let replayed =
+            State::default().replay(Record::File(FileEntry::Read(rec.clone())), &mut archive);
+        assert_eq!(replayed, Ok(()));
+        // B under the file node instead of A: still an outline, but not the one hashed.
+        rec.nodes[2].parent = Some(0);
+        let e = State::default()
+            .replay(Record::File(FileEntry::Read(rec)), &mut archive)
+            .expect_err("the file node has two children, not three");
+        assert!(e.contains("node 0 has other children"), "{e}");
+    }
+
+    #[test]
+    fn a_history_entry_of_a_version_never_written_is_damage() {
+        let mut state = State::default();
+        let mut archive = Archive::default();
+        let e = state
+            .replay(
+                Record::History {
+                    id: "x".into(),
+                    hash: crate::store::Hash([9; 32]),
+                    time: 1,
+                },
+                &mut archive,
+            )
+            .expect_err("no such version");
+        assert!(
+            e.contains("history of x") && e.contains("never wrote"),
+            "{e}"
+        );
     }
 
     #[test]
