@@ -2,7 +2,10 @@
 //! store, then open that store again in fresh processes and report open time and resident
 //! memory (the figures of `scripts/bench` sections 1, 4 and 5, for iterating quickly).
 //!
-//!   cargo run --release --example bench-store [--only one-file|dir] DIR [STATE_DIR]
+//!   cargo run --release --example bench-store [--only one-file|flushed|dir] DIR [STATE_DIR]
+//!
+//! `flushed` ingests one file at a time and waits for each commit to be on disk: the cost
+//! of a commit's durability (the log's sync and its seal's replacement).
 //!
 //! DIR is, e.g., the generated memex (`org-agent-bench--generate-memex`).
 
@@ -68,17 +71,21 @@ fn main() {
     };
     let (Some(dir), true) = (
         dir.filter(|d| !d.is_empty()).map(PathBuf::from),
-        matches!(only.as_deref(), None | Some("one-file" | "dir")),
+        matches!(only.as_deref(), None | Some("one-file" | "flushed" | "dir")),
     ) else {
-        eprintln!("usage: bench-store [--only one-file|dir] DIR [STATE_DIR]");
+        eprintln!("usage: bench-store [--only one-file|flushed|dir] DIR [STATE_DIR]");
         std::process::exit(2);
     };
     let state = args
         .next()
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("org-agent-bench-store"));
+    if only.as_deref() == Some("flushed") {
+        one_file_at_a_time(&dir, &state, true);
+        return;
+    }
     if only.as_deref() != Some("dir") {
-        one_file_at_a_time(&dir, &state);
+        one_file_at_a_time(&dir, &state, false);
     }
     if only.as_deref() != Some("one-file") {
         directory_ingest(&dir, &state);
@@ -95,8 +102,9 @@ fn main() {
     }
 }
 
-/// Ingest the files under `dir` into a fresh store in `state`, one `ingest_file` each.
-fn one_file_at_a_time(dir: &Path, state: &Path) {
+/// Ingest the files under `dir` into a fresh store in `state`, one `ingest_file` each, and
+/// when `flushed`, each on disk before the next.
+fn one_file_at_a_time(dir: &Path, state: &Path, flushed: bool) {
     let store = empty_store(state);
     let files = Store::org_files_under(&[dir.to_path_buf()]);
     let t = Instant::now();
@@ -105,12 +113,17 @@ fn one_file_at_a_time(dir: &Path, state: &Path) {
         if let Err(e) = store.ingest_file(&name, true) {
             eprintln!("{name}: {e}");
         }
+        if flushed {
+            let _ = store.flush();
+        }
     }
     let _ = store.flush();
+    let took = t.elapsed().as_secs_f64();
     println!(
-        "one file at a time: {:.3} s ({} files)",
-        t.elapsed().as_secs_f64(),
-        files.len()
+        "one file at a time{}: {took:.3} s ({} files, {:.2} ms a commit)",
+        if flushed { ", each flushed" } else { "" },
+        files.len(),
+        took * 1e3 / files.len().max(1) as f64
     );
 }
 

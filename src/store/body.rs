@@ -151,19 +151,34 @@ impl LoggedBody {
                 .unreadable(self.offset(), "the log ends before it".into()));
         }
         let tail = bytes.split_off(self.len());
-        let children = postcard::take_from_bytes::<u32>(&tail)
-            .and_then(|(_level, rest)| postcard::take_from_bytes::<Vec<Hash>>(rest))
-            .ok()
-            .map(|(children, _)| children)
-            .filter(|children| children.len() == count as usize)
-            .ok_or_else(|| {
-                self.log.unreadable(
-                    self.offset(),
-                    format!("the {count} child hashes after it do not read back"),
-                )
-            })?;
+        let children = children_after(&tail, count).ok_or_else(|| {
+            self.log.unreadable(
+                self.offset(),
+                format!("the {count} child hashes after it do not read back"),
+            )
+        })?;
         Ok((self.log.text(self.offset(), bytes)?, children))
     }
+
+    /// The body and the child hashes after it, from `payload`, the batch they were decoded
+    /// from, which the log holds at byte `at`: no read of the file. `None` when they are
+    /// not there.
+    pub(super) fn within<'p>(&self, payload: &'p [u8], at: u64) -> Option<(&'p str, Vec<Hash>)> {
+        let start = usize::try_from(self.offset().checked_sub(at)?).ok()?;
+        let end = start.checked_add(self.len())?;
+        let body = std::str::from_utf8(payload.get(start..end)?).ok()?;
+        let children = children_after(payload.get(end..)?, self.children)?;
+        Some((body, children))
+    }
+}
+
+/// The `count` child hashes in `tail`, the bytes after a body: the level, then the hashes.
+fn children_after(tail: &[u8], count: u32) -> Option<Vec<Hash>> {
+    postcard::take_from_bytes::<u32>(tail)
+        .and_then(|(_level, rest)| postcard::take_from_bytes::<Vec<Hash>>(rest))
+        .ok()
+        .map(|(children, _)| children)
+        .filter(|children| children.len() == count as usize)
 }
 
 /// A node's body: the text between its planning and property drawer and its first child.

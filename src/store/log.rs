@@ -7,6 +7,7 @@ use super::archive::Archive;
 use super::error::{Result, StoreError};
 use super::memory::release_freed_memory;
 use super::persist::{self, LogWriter, Record};
+use super::seal::{self, Tally};
 use super::state::State;
 use super::{now, Config, Store};
 use std::path::{Path, PathBuf};
@@ -56,18 +57,20 @@ fn set_aside(path: &Path, label: &str) -> std::io::Result<Option<PathBuf>> {
 struct Replayed {
     state: State,
     archive: Archive,
-    valid_len: u64,
+    /// Where the log's whole batches end.
+    tally: Tally,
     torn_tail: bool,
     /// File records read: when they far outnumber the live files, the log is compacted.
     file_records: usize,
 }
 
-/// Load the log at `path` batch by batch into a state (a missing log is an empty one).
+/// Load the log at `path` batch by batch into a state (a missing log is an empty one,
+/// unless its seal says batches were committed to it).
 fn replay_log(path: &Path) -> Result<Replayed> {
     let mut state = State::default();
     let mut archive = Archive::default();
     let mut file_records = 0usize;
-    let loaded = persist::load(path, |batch| {
+    let loaded = persist::load_sealed(path, |batch| {
         for rec in batch {
             if matches!(rec, Record::File(_) | Record::RemoveFile(_)) {
                 file_records += 1;
@@ -80,7 +83,7 @@ fn replay_log(path: &Path) -> Result<Replayed> {
     Ok(Replayed {
         state,
         archive,
-        valid_len: loaded.valid_len,
+        tally: loaded.tally,
         torn_tail: loaded.torn_tail,
         file_records,
     })
@@ -154,7 +157,7 @@ impl Store {
         for name in [LOG_NAME, FALLBACK_LOG_NAME] {
             let path = dir.join(name);
             let failure = match replay_log(&path) {
-                Ok(replayed) => match LogWriter::open(&path, replayed.valid_len) {
+                Ok(replayed) => match LogWriter::open(&path, replayed.tally) {
                     Ok(writer) => return Ok(Store::opened(replayed, writer, config, report)),
                     Err(e) => e,
                 },
@@ -165,22 +168,27 @@ impl Store {
                 _ => "unusable",
             };
             let mut reason = failure.to_string();
-            match set_aside(&path, label) {
-                Ok(Some(aside)) => {
-                    report.set_aside = Some(aside);
-                    if let Ok(writer) = LogWriter::open(&path, 0) {
-                        report.rebuilt.get_or_insert(reason);
-                        let empty = Replayed {
-                            state: State::default(),
-                            archive: Archive::default(),
-                            valid_len: 0,
-                            torn_tail: false,
-                            file_records: 0,
-                        };
-                        return Ok(Store::opened(empty, writer, config, report));
+            let moved = set_aside(&path, label);
+            // The seal goes with the log it describes (or, the log gone, alone): left, it
+            // would call the new log cut short.
+            let seal_moved = set_aside(&seal::path_for(&path), label);
+            match moved {
+                Ok(aside) => {
+                    report.set_aside = aside.or(seal_moved.ok().flatten());
+                    if report.set_aside.is_some() {
+                        if let Ok(writer) = LogWriter::open(&path, Tally::empty(0)) {
+                            report.rebuilt.get_or_insert(reason);
+                            let empty = Replayed {
+                                state: State::default(),
+                                archive: Archive::default(),
+                                tally: Tally::empty(0),
+                                torn_tail: false,
+                                file_records: 0,
+                            };
+                            return Ok(Store::opened(empty, writer, config, report));
+                        }
                     }
                 }
-                Ok(None) => {}
                 Err(e) => reason.push_str(&format!(" (it cannot be moved aside either: {e})")),
             }
             report.rebuilt.get_or_insert(reason);

@@ -31,6 +31,7 @@ pub mod parse;
 pub mod persist;
 pub mod query;
 pub mod reconcile;
+pub mod seal;
 pub mod state;
 pub mod stats;
 pub mod text;

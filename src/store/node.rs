@@ -619,6 +619,19 @@ impl NodeContent {
         Hash(h.finalize().into())
     }
 
+    /// [`NodeContent::compute_hash`] of this version as just decoded from `payload`, which
+    /// the log holds at byte `at`: a body left in the log, and the child hashes after it,
+    /// are read from the payload, not the file. `None` when they are not in it.
+    pub(super) fn hash_decoded_from(&self, payload: &[u8], at: u64) -> Option<Hash> {
+        match self.body.logged() {
+            Some(logged) => {
+                let (body, children) = logged.within(payload, at)?;
+                Some(self.hash_with(body, &children))
+            }
+            None => Some(self.hash_with(self.body.resident()?, &self.children)),
+        }
+    }
+
     /// The body and the children's hashes, read from the log where they are, not checked.
     fn read_unchecked(&self) -> Result<(Cow<'_, str>, Cow<'_, [Hash]>)> {
         match self.body.logged() {

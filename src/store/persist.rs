@@ -4,13 +4,16 @@
 //! (postcard-encoded records), CRC-32 of the payload. A crash can only leave a torn last
 //! batch (shorter than its header says, or zero-filled), which loading drops: the store is
 //! then exactly the state before that commit. Anything else that fails a check is corruption,
-//! reported as such so the caller rebuilds from the Org files instead of trusting it.
+//! reported as such so the caller rebuilds from the Org files instead of trusting it: a log
+//! that stops short of what its seal (`seal`) says was committed, and a version that does not
+//! hash to its hash, as well as bytes that fail a checksum.
 //! Compaction writes a fresh log beside the old one and renames it over, so it is atomic too.
 
 use super::body::{DecodingFromLog, LogReader};
 use super::error::{Result, StoreError};
 use super::hash::Hash;
 use super::node::{Node, NodeContent};
+use super::seal::{self, Seal, Tally};
 use super::FileDoc;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -230,6 +233,8 @@ pub const DECODE_GROUP: usize = 4 << 20;
 pub struct Loaded {
     /// Bytes of the log that hold whole batches; a torn tail beyond is cut off.
     pub valid_len: u64,
+    /// Where those bytes leave the log: what its writer goes on from.
+    pub tally: Tally,
     pub torn_tail: bool,
     /// The most payload bytes the loader held at once.
     pub peak_buffered: usize,
@@ -252,13 +257,38 @@ pub fn load(
     load_in_groups(path, DECODE_GROUP, apply)
 }
 
+/// [`load`], and the log must reach what its seal says was committed: one that stops short
+/// of it (cut, even on a batch boundary) or differs before it is corrupt. A log without a
+/// seal is taken as it is.
+pub fn load_sealed(
+    path: &Path,
+    apply: impl FnMut(Vec<Record>) -> Result<(), String> + Send,
+) -> Result<Loaded> {
+    let committed = match seal::read(path) {
+        Ok(seal) => seal.map(|s| s.tallies()).unwrap_or_default(),
+        Err(reason) => return Err(corrupt(path, reason)),
+    };
+    load_checked(path, DECODE_GROUP, &committed, apply)
+}
+
 /// [`load`], decoding batches in groups of about `group` payload bytes.
-///
-/// Records are applied on a thread of their own while the next group is read and decoded:
-/// on two cores, applying one group and decoding the next take about as long as each other.
 pub fn load_in_groups(
     path: &Path,
     group: usize,
+    apply: impl FnMut(Vec<Record>) -> Result<(), String> + Send,
+) -> Result<Loaded> {
+    load_checked(path, group, &[], apply)
+}
+
+/// [`load_in_groups`], and unless `committed` is empty, the log must match one of its
+/// tallies at some batch boundary.
+///
+/// Records are applied on a thread of their own while the next group is read and decoded:
+/// on two cores, applying one group and decoding the next take about as long as each other.
+fn load_checked(
+    path: &Path,
+    group: usize,
+    committed: &[Tally],
     mut apply: impl FnMut(Vec<Record>) -> Result<(), String> + Send,
 ) -> Result<Loaded> {
     // Bodies stay in the log, read through this handle when asked (see `body`). Without it
@@ -275,7 +305,7 @@ pub fn load_in_groups(
             }
             Ok(())
         });
-        let read = read_groups(path, group, |group| {
+        let read = read_groups(path, group, committed, |group| {
             // A failed send means the applier stopped at a bad record: reading on is moot.
             Ok(decoded
                 .send(decode_batches(path, log.as_ref(), group)?)
@@ -291,12 +321,62 @@ pub fn load_in_groups(
     })
 }
 
+/// The tallies a log must match at some batch boundary (none: any log will do).
+struct Checkpoints<'a> {
+    committed: &'a [Tally],
+    met: bool,
+}
+
+impl Checkpoints<'_> {
+    fn pass(&mut self, at: &Tally) {
+        self.met = self.met || self.committed.contains(at);
+    }
+
+    /// Whether the log, whose whole batches end at `end`, held what was committed.
+    fn verdict(&self, path: &Path, end: &Tally) -> Result<()> {
+        // A seal of a log with no batch yet asks nothing of it: not even its magic.
+        if self.met || self.committed.is_empty() || self.committed.iter().any(|t| t.batches == 0) {
+            return Ok(());
+        }
+        let longest = self.committed.iter().map(|t| t.len).max().unwrap_or(0);
+        Err(corrupt(
+            path,
+            if end.len < longest {
+                format!(
+                    "it ends at byte {} ({} whole batches), short of the {longest} bytes \
+                     committed to it: it was cut, not torn by a crash",
+                    end.len, end.batches
+                )
+            } else {
+                format!("its batches up to byte {longest} are not the ones committed there")
+            },
+        ))
+    }
+}
+
 /// Read and check the log's batches, handing them to `each_group` in groups of about `group`
-/// payload bytes; it answers whether to go on.
+/// payload bytes; it answers whether to go on. The log must pass one of the `committed`
+/// tallies, when there are any.
 fn read_groups(
     path: &Path,
     group: usize,
+    committed: &[Tally],
     mut each_group: impl FnMut(&[(u64, Vec<u8>)]) -> Result<bool>,
+) -> Result<Loaded> {
+    let mut checkpoints = Checkpoints {
+        committed,
+        met: false,
+    };
+    let loaded = read_groups_passing(path, group, &mut checkpoints, &mut each_group)?;
+    checkpoints.verdict(path, &loaded.tally)?;
+    Ok(loaded)
+}
+
+fn read_groups_passing(
+    path: &Path,
+    group: usize,
+    checkpoints: &mut Checkpoints<'_>,
+    each_group: &mut impl FnMut(&[(u64, Vec<u8>)]) -> Result<bool>,
 ) -> Result<Loaded> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
@@ -307,6 +387,7 @@ fn read_groups(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Loaded {
                 valid_len: 0,
+                tally: Tally::empty(0),
                 torn_tail: false,
                 peak_buffered: 0,
             })
@@ -322,6 +403,7 @@ fn read_groups(
         if FILE_MAGIC.starts_with(&magic[..got]) {
             return Ok(Loaded {
                 valid_len: 0,
+                tally: Tally::empty(0),
                 torn_tail: got > 0,
                 peak_buffered: 0,
             });
@@ -332,6 +414,8 @@ fn read_groups(
         return Err(corrupt(path, "not an org-agent store (bad magic)"));
     }
     let mut pos = FILE_MAGIC.len() as u64;
+    let mut tally = Tally::empty(pos);
+    checkpoints.pass(&tally);
     let mut torn_tail = false;
     let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut pending_bytes = 0usize;
@@ -403,10 +487,13 @@ fn read_groups(
         peak_buffered = peak_buffered.max(pending_bytes);
         pending.push((pos, payload));
         pos += total;
+        tally.add(&header, &crc_bytes, total);
+        checkpoints.pass(&tally);
         if pending_bytes >= group {
             if !each_group(&pending)? {
                 return Ok(Loaded {
                     valid_len: pos,
+                    tally,
                     torn_tail,
                     peak_buffered,
                 });
@@ -418,6 +505,7 @@ fn read_groups(
     each_group(&pending)?;
     Ok(Loaded {
         valid_len: pos,
+        tally,
         torn_tail,
         peak_buffered,
     })
@@ -491,10 +579,12 @@ fn decode_batches(
     batches: &[(u64, Vec<u8>)],
 ) -> Result<Vec<Vec<Record>>> {
     let decode = |(pos, payload): &(u64, Vec<u8>)| {
-        let _bodies_stay =
-            log.map(|log| DecodingFromLog::enter(log, payload, pos + HEADER_LEN as u64));
-        postcard::from_bytes::<Vec<Record>>(payload)
-            .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))
+        let at = pos + HEADER_LEN as u64;
+        let _bodies_stay = log.map(|log| DecodingFromLog::enter(log, payload, at));
+        let records = postcard::from_bytes::<Vec<Record>>(payload)
+            .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))?;
+        check_versions(path, &records, payload, at)?;
+        Ok(records)
     };
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -534,6 +624,28 @@ fn decode_batches(
         out.extend(r?);
     }
     Ok(out)
+}
+
+/// Every version in `records`, decoded from `payload` (at byte `at` of the log), must hash
+/// to the hash it is stored by: checksums only show the bytes are the ones written, and a
+/// batch can be written whole yet hold a version that is not what its hash says. Done here,
+/// where batches are decoded in parallel and the bodies are still in memory.
+fn check_versions(path: &Path, records: &[Record], payload: &[u8], at: u64) -> Result<()> {
+    for record in records {
+        if let Record::Version(hash, content) = record {
+            if content.hash_decoded_from(payload, at) != Some(*hash) {
+                return Err(corrupt(
+                    path,
+                    format!(
+                        "the node version {} in the batch at byte {} does not hash to it",
+                        &hash.to_hex()[..12],
+                        at - HEADER_LEN as u64
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 enum Msg {
@@ -576,8 +688,9 @@ impl Drop for Ticket<'_> {
 }
 
 impl LogWriter {
-    /// Open (or create) the log at `path`, cutting it to `valid_len` bytes first.
-    pub fn open(path: &Path, valid_len: u64) -> Result<LogWriter> {
+    /// Open (or create) the log at `path`, cutting it to where `loaded` (what loading it
+    /// found; [`Tally::empty`] for a new log) leaves it first, and seal it there.
+    pub fn open(path: &Path, loaded: Tally) -> Result<LogWriter> {
         let io = |source| StoreError::Io {
             path: path.to_path_buf(),
             source,
@@ -592,17 +705,31 @@ impl LogWriter {
             .truncate(false)
             .open(path)
             .map_err(io)?;
-        if valid_len < FILE_MAGIC.len() as u64 {
+        let tally = if loaded.len < FILE_MAGIC.len() as u64 {
             file.set_len(0).map_err(io)?;
             file.write_all(FILE_MAGIC).map_err(io)?;
             file.sync_all().map_err(io)?;
             sync_dir(path);
+            Tally::empty(FILE_MAGIC.len() as u64)
         } else {
-            file.set_len(valid_len).map_err(io)?;
-        }
+            file.set_len(loaded.len).map_err(io)?;
+            loaded
+        };
         file.seek(SeekFrom::End(0)).map_err(io)?;
-        let (tx, rx) = mpsc::channel::<Msg>();
         let last_error = Arc::new(parking_lot::Mutex::new(None));
+        // A store from before seals, a torn tail cut off, or a log that ran ahead of its
+        // seal: seal what was found, so that from now on less is damage.
+        let sealed = match seal::read(path) {
+            Ok(Some(s)) if s == Seal::at(tally) => Some(tally),
+            _ => match seal::write(path, &Seal::at(tally)) {
+                Ok(()) => Some(tally),
+                Err(e) => {
+                    *last_error.lock() = Some(format!("sealing {}: {e}", path.display()));
+                    None
+                }
+            },
+        };
+        let (tx, rx) = mpsc::channel::<Msg>();
         let err_slot = last_error.clone();
         let buffers = Arc::new(BatchBuffers::default());
         let written = buffers.clone();
@@ -621,6 +748,8 @@ impl LogWriter {
                     flushes: Vec::new(),
                     dirty: false,
                     failed: None,
+                    tally,
+                    sealed,
                 }
                 .run(rx)
             })
@@ -724,6 +853,24 @@ struct Writer<'a> {
     flushes: Vec<(u64, mpsc::SyncSender<Result<(), String>>)>,
     dirty: bool,
     failed: Option<String>,
+    /// Where the log stands after the batches written so far.
+    tally: Tally,
+    /// What the seal on disk says, when it is known to say just that.
+    sealed: Option<Tally>,
+}
+
+/// Count the whole batches in `bytes` (batches [`append_batch`] wrote) into `tally`.
+fn tally_batches(tally: &mut Tally, bytes: &[u8]) {
+    let mut at = 0;
+    while let Some(header) = bytes.get(at..at + HEADER_LEN) {
+        let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+        let end = at + HEADER_LEN + len + 4;
+        let Some(crc) = bytes.get(end - 4..end) else {
+            return;
+        };
+        tally.add(header, crc, (end - at) as u64);
+        at = end;
+    }
 }
 
 impl Writer<'_> {
@@ -735,9 +882,27 @@ impl Writer<'_> {
                 self.take(next);
             }
             self.sync();
+            self.seal();
             self.answer_flushes();
         }
         self.sync();
+        self.seal();
+    }
+
+    /// Rewrite the seal once the batches it counts are synced: it never says more than the
+    /// disk holds. One small write in place and its sync per burst, as the log has one sync
+    /// per burst.
+    fn seal(&mut self) {
+        if self.failed.is_some() || self.sealed == Some(self.tally) {
+            return;
+        }
+        match seal::write(self.path, &Seal::at(self.tally)) {
+            Ok(()) => self.sealed = Some(self.tally),
+            Err(e) => {
+                self.sealed = None;
+                *self.last_error.lock() = Some(format!("sealing {}: {e}", self.path.display()));
+            }
+        }
     }
 
     fn take(&mut self, msg: Msg) {
@@ -762,7 +927,10 @@ impl Writer<'_> {
             Job::Append(bytes) => {
                 if self.failed.is_none() {
                     match self.file.write_all(&bytes) {
-                        Ok(()) => self.dirty = true,
+                        Ok(()) => {
+                            tally_batches(&mut self.tally, &bytes);
+                            self.dirty = true;
+                        }
                         Err(e) => {
                             let msg = format!("writing {}: {e}", self.path.display());
                             *self.last_error.lock() = Some(msg.clone());
@@ -772,13 +940,17 @@ impl Writer<'_> {
                 }
                 self.written.give_back(bytes);
             }
-            Job::Rewrite(bytes) => match rewrite(self.path, &bytes) {
-                Ok(new_file) => {
+            Job::Rewrite(bytes) => match rewrite(self.path, &bytes, self.tally) {
+                Ok((new_file, tally, sealed)) => {
                     self.file = new_file;
                     self.dirty = false;
                     self.failed = None;
+                    self.tally = tally;
+                    self.sealed = sealed.then_some(tally);
                 }
                 Err(e) => {
+                    // The seal may accept the log that was not renamed in: say it again.
+                    self.sealed = None;
                     *self.last_error.lock() =
                         Some(format!("compacting {}: {e}", self.path.display()))
                 }
@@ -811,7 +983,12 @@ impl Writer<'_> {
     }
 }
 
-fn rewrite(path: &Path, batches: &[u8]) -> std::io::Result<File> {
+/// Replace the log at `path`, which stands at `old`, with one of `batches`. Returns the new
+/// log, where it stands, and whether its seal says just that.
+///
+/// The seal accepts either log while the new one is renamed over the old, so a crash on
+/// either side of the rename leaves a log its seal accepts; then it is the new log's alone.
+fn rewrite(path: &Path, batches: &[u8], old: Tally) -> std::io::Result<(File, Tally, bool)> {
     let tmp = path.with_extension("compact");
     {
         let mut f = File::create(&tmp)?;
@@ -819,9 +996,21 @@ fn rewrite(path: &Path, batches: &[u8]) -> std::io::Result<File> {
         f.write_all(batches)?;
         f.sync_all()?;
     }
+    let mut new = Tally::empty(FILE_MAGIC.len() as u64);
+    tally_batches(&mut new, batches);
+    let either = Seal {
+        committed: old,
+        or: Some(new),
+    };
+    if let Err(e) = seal::write(path, &either) {
+        // Renamed without it, the new log would be shorter than its seal says: damage.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     std::fs::rename(&tmp, path)?;
     sync_dir(path);
+    let sealed = seal::write(path, &Seal::at(new)).is_ok();
     let mut f = OpenOptions::new().read(true).write(true).open(path)?;
     f.seek(SeekFrom::End(0))?;
-    Ok(f)
+    Ok((f, new, sealed))
 }

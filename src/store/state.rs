@@ -170,10 +170,12 @@ impl State {
                 archive.versions.insert(StoredVersion(content));
             }
             Record::History { id, hash, time } => {
-                // A version the log never wrote cannot be shown; such an entry is dropped, as
-                // reading the history always did.
+                // Every commit writes a version before the history entries that name it, and
+                // compaction writes every version first: one the log never wrote is damage.
                 let Some(version) = archive.versions.get(&hash).map(|v| v.0.clone()) else {
-                    return Ok(());
+                    return Err(format!(
+                        "the history of {id} names a node version the log never wrote"
+                    ));
                 };
                 match archive.history.get_mut(id.as_str()) {
                     Some(hist) => hist.push((version, time)),
@@ -243,6 +245,12 @@ fn doc_from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String
             rec.path
         ));
     }
+    if let Some(i) = (0..nodes.len()).find(|&i| !children_as_hashed(&nodes, i as u32)) {
+        return Err(format!(
+            "file record for {}: node {i} has other children than its version was hashed with",
+            rec.path
+        ));
+    }
     let excluded: Vec<String> =
         inherit::excluded_in_log(&logged, |i| &nodes[i].content.tags, |i| nodes[i].parent())
             .into_iter()
@@ -259,6 +267,19 @@ fn doc_from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String
         rec.file_tags,
         nodes,
     ))
+}
+
+/// Whether node `index`'s children in the outline are the ones its version was hashed with:
+/// the same hashes in order where the version holds them in memory, as many where they
+/// stayed in the log (read only when asked). Each version was checked against its hash as
+/// it was decoded, so this makes the outline a Merkle tree of what it places.
+fn children_as_hashed(nodes: &[Node], index: u32) -> bool {
+    let content = &nodes[index as usize].content;
+    let mut placed = node::children(nodes, index).map(|c| nodes[c as usize].hash());
+    match content.body.logged() {
+        Some(logged) => placed.count() == logged.children() as usize,
+        None => placed.by_ref().eq(content.children.iter().copied()),
+    }
 }
 
 #[cfg(test)]
@@ -291,6 +312,47 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_file_record_whose_outline_is_not_its_versions_children_is_damage() {
+        let store = Store::in_memory(Config::default());
+        store
+            .ingest_text("/n/f.org", "* A\n** B\n* C\n", None, None, None)
+            .expect("ingest");
+        let doc = store.state().files["/n/f.org"].clone();
+        let mut archive = std::mem::take(&mut *store.archive.lock());
+        let mut rec = record(&doc);
+        assert_eq!(rec.nodes[2].parent, Some(1));
+        let replayed =
+            State::default().replay(Record::File(FileEntry::Read(rec.clone())), &mut archive);
+        assert_eq!(replayed, Ok(()));
+        // B under the file node instead of A: still an outline, but not the one hashed.
+        rec.nodes[2].parent = Some(0);
+        let e = State::default()
+            .replay(Record::File(FileEntry::Read(rec)), &mut archive)
+            .expect_err("the file node has two children, not three");
+        assert!(e.contains("node 0 has other children"), "{e}");
+    }
+
+    #[test]
+    fn a_history_entry_of_a_version_never_written_is_damage() {
+        let mut state = State::default();
+        let mut archive = Archive::default();
+        let e = state
+            .replay(
+                Record::History {
+                    id: "x".into(),
+                    hash: crate::store::Hash([9; 32]),
+                    time: 1,
+                },
+                &mut archive,
+            )
+            .expect_err("no such version");
+        assert!(
+            e.contains("history of x") && e.contains("never wrote"),
+            "{e}"
+        );
     }
 
     #[test]

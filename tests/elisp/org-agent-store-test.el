@@ -609,6 +609,42 @@ It is set aside, one warning names where, and the store is rebuilt."
             (should (file-regular-p (expand-file-name "store.log" state))))
         (delete-directory state t)))))
 
+;; A crash tears only the batch being written: a log cut short of what was
+;; committed (here to its bare header, a batch boundary) is damage, and the
+;; user is told, not left with a store quietly missing notes.
+(ert-deftest org-agent-cut-store-is-reported-set-aside-and-rebuilt ()
+  "A store log cut short of its seal warns, is set aside and is rebuilt."
+  (org-agent-test-with-notes
+    (let ((state (make-temp-file "org-agent-state" t))
+          (org-agent-directories (list notes)))
+      (unwind-protect
+          (progn
+            (org-agent--store-close)
+            (let ((report (org-agent--store-open state)))
+              (should-not (plist-get report :rebuilt)))
+            (dolist (f (directory-files notes t "\\.org\\'"))
+              (org-agent-ingest-file f))
+            (org-agent--store-close)
+            (should (file-regular-p (expand-file-name "store.log.seal" state)))
+            (let ((log (expand-file-name "store.log" state)))
+              (with-temp-buffer
+                (set-buffer-multibyte nil)
+                (insert-file-contents-literally log nil 0 16)
+                (write-region nil nil log nil 'silent)))
+            (org-agent-test-starting state
+              (should (org-agent--start))
+              (should (= (length warnings) 1))
+              (pcase-let ((`(,type ,message) (car warnings)))
+                (should (eq type 'org-agent))
+                (should (string-match-p "cut, not torn by a crash" message))
+                (let ((aside (car (directory-files state t "\\`store\\.corrupt-"))))
+                  (should aside)
+                  (should (= 16 (file-attribute-size (file-attributes aside))))
+                  (should (string-match-p (regexp-quote aside) message))))
+              (should (org-agent-test-wait
+                       (lambda () (= (plist-get (org-agent-store-stats) :files) 5))))))
+        (delete-directory state t)))))
+
 (defun org-agent-test-all-stored-p (dir)
   "Return non-nil when every Org file under DIR is in the store with its headlines."
   (cl-every (lambda (f)

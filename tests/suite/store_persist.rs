@@ -29,6 +29,10 @@ fn log_path(dir: &Path) -> PathBuf {
     dir.join(LOG_NAME)
 }
 
+fn seal_path(dir: &Path) -> PathBuf {
+    dir.join(format!("{LOG_NAME}.seal"))
+}
+
 fn log_len(dir: &Path) -> u64 {
     std::fs::metadata(log_path(dir))
         .map(|m| m.len())
@@ -473,6 +477,8 @@ struct Recorded {
     log: Vec<u8>,
     /// (log length, state) after opening and after every commit, in order.
     prefixes: Vec<(u64, StateFp)>,
+    /// The seal beside the log at each of `prefixes`.
+    seals: Vec<Vec<u8>>,
     /// The final text of each live file.
     final_texts: BTreeMap<String, String>,
 }
@@ -481,6 +487,8 @@ fn record_commits() -> Recorded {
     let dir = tempfile::tempdir().unwrap();
     let (store, _) = open(dir.path());
     let mut prefixes = vec![(log_len(dir.path()), store_fp(&store))];
+    let seal = || std::fs::read(seal_path(dir.path())).expect("a sealed log");
+    let mut seals = vec![seal()];
     let mut texts: BTreeMap<String, String> = BTreeMap::new();
     let mut commit = |store: &Store,
                       texts: &mut BTreeMap<String, String>,
@@ -488,6 +496,7 @@ fn record_commits() -> Recorded {
         op(store, texts);
         store.flush().unwrap();
         prefixes.push((log_len(dir.path()), store_fp(store)));
+        seals.push(seal());
     };
     let put = |file: &'static str, text: String| {
         move |s: &Store, t: &mut BTreeMap<String, String>| {
@@ -539,6 +548,7 @@ fn record_commits() -> Recorded {
     Recorded {
         log,
         prefixes,
+        seals,
         final_texts: texts,
     }
 }
@@ -1076,7 +1086,11 @@ fn batches_encoded_into_reused_buffers_replay_exactly() {
 #[test]
 fn the_writer_hands_back_small_batch_buffers_only() {
     let dir = tempfile::tempdir().unwrap();
-    let writer = persist::LogWriter::open(&log_path(dir.path()), 0).unwrap();
+    let writer = persist::LogWriter::open(
+        &log_path(dir.path()),
+        org_agent::store::seal::Tally::empty(0),
+    )
+    .unwrap();
     let empty_log = log_len(dir.path());
     let records = [persist::Record::RemoveFile("/notes/a.org".into())];
     let mut batch = writer.batch_buffer();
@@ -1614,4 +1628,361 @@ fn a_file_record_that_is_not_an_outline_is_refused() {
     assert_eq!(store.stats().files, 0);
     ingest(&store, A, text);
     assert_eq!(children(store.state().files.get(A).expect("rebuilt")), want);
+}
+
+/// Where each batch of `log` starts and ends.
+fn batch_spans(log: &[u8]) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut at = 16;
+    while at + 12 <= log.len() {
+        let len = u32::from_le_bytes(log[at + 4..at + 8].try_into().unwrap()) as usize;
+        let end = at + 12 + len + 4;
+        spans.push((at, end));
+        at = end;
+    }
+    assert_eq!(at, log.len(), "whole batches");
+    spans
+}
+
+/// `log` with the payload byte at `off` changed by `mask` and its batch's checksum
+/// recomputed, so that only what the payload means can show the change.
+fn forge(log: &[u8], off: usize, mask: u8) -> Vec<u8> {
+    let (start, end) = batch_spans(log)
+        .into_iter()
+        .find(|&(s, e)| s + 12 <= off && off < e - 4)
+        .unwrap_or_else(|| panic!("byte {off} is in no payload"));
+    let mut forged = log.to_vec();
+    forged[off] ^= mask;
+    let crc = crc32fast::hash(&forged[start + 12..end - 4]);
+    forged[end - 4..end].copy_from_slice(&crc.to_le_bytes());
+    forged
+}
+
+/// Open `dir`, whose log is damaged: the damage is reported, the log (`log`, unchanged) is
+/// set aside, the store opens empty, and re-ingesting the Org files of `rec` gives back the
+/// final state, which then reopens cleanly. Returns the reason given.
+fn assert_rebuilt(dir: &Path, rec: &Recorded, log: &[u8], what: &str) -> String {
+    let final_files = {
+        let clean = tempfile::tempdir().unwrap();
+        std::fs::write(log_path(clean.path()), &rec.log).unwrap();
+        files_fp(&open(clean.path()).0.state())
+    };
+    let (store, report) = open(dir);
+    let reason = report
+        .rebuilt
+        .clone()
+        .unwrap_or_else(|| panic!("{what}: the damage is not reported"));
+    assert!(!report.torn_tail, "{what}");
+    assert_eq!((report.files, report.nodes), (0, 0), "{what}");
+    assert_eq!(store.stats().files, 0, "{what}: the store opens empty");
+    let aside = corrupt_files(dir);
+    assert_eq!(aside.len(), 1, "{what}: the damaged log is set aside");
+    assert_eq!(
+        std::fs::read(&aside[0]).unwrap(),
+        log,
+        "{what}: set aside unchanged"
+    );
+    assert_eq!(report.set_aside.as_deref(), Some(&*aside[0]), "{what}");
+    for (file, text) in &rec.final_texts {
+        ingest(&store, file, text);
+    }
+    assert_eq!(files_fp(&store.state()), final_files, "{what}: rebuilt");
+    reopen(store, dir, &format!("{what}, rebuilt"));
+    reason
+}
+
+/// A crash tears only the batch being written. A log that stops short of what its seal
+/// says was committed was cut: at half its length, at zero bytes, on any batch boundary
+/// (a well-formed shorter log) or inside an earlier batch, it is damage, not a torn tail.
+#[test]
+fn a_log_cut_short_of_its_seal_is_damage_set_aside_and_rebuilt() {
+    let rec = record_commits();
+    let seal = rec.seals.last().unwrap();
+    let len = rec.log.len();
+    let mut cuts = vec![0, 8, len / 2, len - 1];
+    // Every batch boundary before the end, the bare file magic (16) among them.
+    cuts.extend(
+        rec.prefixes[..rec.prefixes.len() - 1]
+            .iter()
+            .map(|(b, _)| *b as usize),
+    );
+    for cut in cuts {
+        let dir = tempfile::tempdir().unwrap();
+        let log = &rec.log[..cut];
+        std::fs::write(log_path(dir.path()), log).unwrap();
+        std::fs::write(seal_path(dir.path()), seal).unwrap();
+        let reason = assert_rebuilt(dir.path(), &rec, log, &format!("cut at {cut} of {len}"));
+        assert!(
+            reason.contains("cut, not torn by a crash"),
+            "cut at {cut}: {reason}"
+        );
+        // The seal went aside with its log; the new log has its own.
+        let seals_aside: Vec<Vec<u8>> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("store.log.corrupt-"))
+            })
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
+        assert_eq!(seals_aside, std::slice::from_ref(seal), "cut at {cut}");
+    }
+}
+
+/// The log gone and its seal left: what was committed is lost, which is damage too. The
+/// whole state directory gone is a fresh start.
+#[test]
+fn a_lost_log_beside_its_seal_is_damage_and_a_removed_state_directory_a_fresh_start() {
+    let rec = record_commits();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(seal_path(dir.path()), rec.seals.last().unwrap()).unwrap();
+    let (store, report) = open(dir.path());
+    let reason = report.rebuilt.expect("a lost log is reported");
+    assert!(reason.contains("cut, not torn"), "{reason}");
+    let aside = report.set_aside.expect("the seal is set aside");
+    assert_eq!(std::fs::read(&aside).unwrap(), *rec.seals.last().unwrap());
+    assert_eq!(store.stats().files, 0);
+    ingest(&store, A, "* A\n");
+    reopen(store, dir.path(), "after the lost log");
+
+    let state = tempfile::tempdir().unwrap();
+    let gone = state.path().join("state");
+    {
+        let (store, _) = open(&gone);
+        ingest(&store, A, "* A\n");
+        store.flush().unwrap();
+    }
+    std::fs::remove_dir_all(&gone).unwrap();
+    let (store, report) = open(&gone);
+    assert!(report.rebuilt.is_none(), "{:?}", report.rebuilt);
+    assert!(report.set_aside.is_none() && !report.torn_tail);
+    assert_eq!(store.stats().files, 0);
+}
+
+/// The log may run ahead of its seal (a crash after a batch was synced, before the seal
+/// was replaced): a batch torn after the sealed length, partly written or zero-filled, is
+/// still a torn tail, dropped quietly; a whole one is kept and sealed.
+#[test]
+fn a_torn_write_after_the_seal_is_still_a_quiet_torn_tail() {
+    let rec = record_commits();
+    let n = rec.prefixes.len();
+    let (sealed_len, sealed_state) = &rec.prefixes[n - 2];
+    let sealed_len = *sealed_len as usize;
+    let older_seal = &rec.seals[n - 2];
+    let partial = rec.log[..rec.log.len() - 7].to_vec();
+    let mut zero_filled = rec.log.clone();
+    zero_filled[sealed_len + 12..].fill(0);
+    let mut zeros_after = rec.log[..sealed_len].to_vec();
+    zeros_after.extend_from_slice(&[0; 4096]);
+    for (what, log) in [
+        ("partial", &partial),
+        ("zero-filled payload", &zero_filled),
+        ("zeros after the sealed batches", &zeros_after),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(log_path(dir.path()), log).unwrap();
+        std::fs::write(seal_path(dir.path()), older_seal).unwrap();
+        let (store, report) = open(dir.path());
+        assert!(report.rebuilt.is_none(), "{what}: {:?}", report.rebuilt);
+        assert!(report.torn_tail, "{what}");
+        assert_eq!(&store_fp(&store), sealed_state, "{what}");
+        assert_eq!(log_len(dir.path()), sealed_len as u64, "{what}: cut off");
+        assert!(corrupt_files(dir.path()).is_empty(), "{what}");
+        ingest(&store, "/org/after.org", "* After crash\n");
+        reopen(store, dir.path(), &format!("{what}, after a new commit"));
+    }
+    // The whole last batch is there: the log is ahead of its seal, which catches up.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(log_path(dir.path()), &rec.log).unwrap();
+    std::fs::write(seal_path(dir.path()), older_seal).unwrap();
+    let store = reopen_clean(dir.path(), "a log ahead of its seal");
+    assert_eq!(&store_fp(&store), &rec.prefixes[n - 1].1);
+    assert_eq!(
+        &std::fs::read(seal_path(dir.path())).unwrap(),
+        rec.seals.last().unwrap()
+    );
+    // But the same torn batch when the seal says it was committed is damage.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(log_path(dir.path()), &partial).unwrap();
+    std::fs::write(seal_path(dir.path()), rec.seals.last().unwrap()).unwrap();
+    assert_rebuilt(dir.path(), &rec, &partial, "a committed batch torn");
+}
+
+/// Open `dir`, which must open with no damage and no torn tail.
+fn reopen_clean(dir: &Path, what: &str) -> Store {
+    let (store, report) = open(dir);
+    assert!(report.rebuilt.is_none(), "{what}: {:?}", report.rebuilt);
+    assert!(!report.torn_tail, "{what}: torn tail");
+    store
+}
+
+/// A store from before seals (or whose seal was lost) opens as it is, and is sealed.
+#[test]
+fn an_old_store_without_a_seal_opens_cleanly_and_is_sealed() {
+    let rec = record_commits();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(log_path(dir.path()), &rec.log).unwrap();
+    assert!(!seal_path(dir.path()).exists());
+    let store = reopen_clean(dir.path(), "no seal");
+    assert_eq!(&store_fp(&store), &rec.prefixes.last().unwrap().1);
+    assert_eq!(
+        &std::fs::read(seal_path(dir.path())).unwrap(),
+        rec.seals.last().unwrap()
+    );
+    drop(store);
+    // Sealed now: cut on a batch boundary, it is damage.
+    let cut = &rec.log[..rec.prefixes[2].0 as usize];
+    std::fs::write(log_path(dir.path()), cut).unwrap();
+    assert_rebuilt(dir.path(), &rec, cut, "cut after sealing");
+}
+
+/// A seal that does not read back (it is replaced atomically, so no crash leaves one torn)
+/// is damage: the log cannot be vouched for.
+#[test]
+fn an_unreadable_seal_is_damage() {
+    let rec = record_commits();
+    for seal in [&b""[..], b"OASEAL1\n garbage"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(log_path(dir.path()), &rec.log).unwrap();
+        std::fs::write(seal_path(dir.path()), seal).unwrap();
+        let reason = assert_rebuilt(dir.path(), &rec, &rec.log, "a bad seal");
+        assert!(reason.contains("seal"), "{reason}");
+    }
+}
+
+/// One payload byte forged, the batch's checksum recomputed to match: with the seal, any
+/// byte anywhere (every byte of one batch, and bytes across the log) is damage, since the
+/// seal chains every batch's checksum.
+#[test]
+fn forged_payload_bytes_with_checksums_recomputed_are_damage() {
+    let rec = record_commits();
+    let spans = batch_spans(&rec.log);
+    // The batch removing B: small, so every byte of it is tried.
+    let (start, end) = spans[4];
+    let mut offsets: Vec<usize> = (start + 12..end - 4).collect();
+    let mut rng = Rng::new(0xf0_12ed);
+    for _ in 0..12 {
+        let (s, e) = spans[rng.below(spans.len() as u64) as usize];
+        offsets.push(s + 12 + rng.below((e - s - 16) as u64) as usize);
+    }
+    for off in offsets {
+        let forged = forge(&rec.log, off, 0x20);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(log_path(dir.path()), &forged).unwrap();
+        std::fs::write(seal_path(dir.path()), rec.seals.last().unwrap()).unwrap();
+        let (_, report) = open(dir.path());
+        assert!(report.rebuilt.is_some(), "forged byte {off}: not reported");
+        assert_eq!(corrupt_files(dir.path()).len(), 1, "forged byte {off}");
+    }
+}
+
+/// Without a seal (a store from before seals), a forged byte of a node version still shows:
+/// every version must hash to the hash it is stored by, and each file's outline must have
+/// the children its versions were hashed with. Titles, bodies, tags, properties,
+/// planning and child hashes, each at a different offset.
+#[test]
+fn forged_node_versions_are_damage_without_a_seal() {
+    let rec = record_commits();
+    let find = |needle: &[u8], nth: usize| {
+        rec.log
+            .windows(needle.len())
+            .enumerate()
+            .filter(|(_, w)| *w == needle)
+            .map(|(i, _)| i)
+            .nth(nth)
+            .unwrap_or_else(|| panic!("{:?} in the log", String::from_utf8_lossy(needle)))
+    };
+    let mut offsets = vec![
+        find(b"Task 0", 0) + 5,
+        find(b"Task 1", 0),
+        find(b"body \xc3\xa9 0", 0) + 2,
+        find(b"body \xc3\xa9 2", 0) + 8,
+        find(b"work", 0),
+        find(b"EMPTY", 0) + 1,
+        find(b"2024-01-0", 0) + 3,
+        find(b"Bee", 0),
+        find(b"words", 0),
+        find(b"more words", 0),
+        find(b"Sea", 0) + 2,
+        find(b"H17", 0),
+        find(b"line 199", 0) + 7,
+        find(b"Deep", 0),
+    ];
+    // A child hash inside its parent's version, and the hash a version is stored by.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(log_path(dir.path()), &rec.log).unwrap();
+    let (store, _) = open(dir.path());
+    let sub = by_title(&store, A, "Sub").node().hash();
+    offsets.push(find(&sub.0, 0) + 31);
+    offsets.push(find(&sub.0, 1) + 3);
+    drop(store);
+    for (i, off) in offsets.iter().enumerate() {
+        for (j, earlier) in offsets[..i].iter().enumerate() {
+            assert_ne!(off, earlier, "offsets {i} and {j} differ");
+        }
+        let forged = forge(&rec.log, *off, 0x01);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(log_path(dir.path()), &forged).unwrap();
+        let reason = assert_rebuilt(dir.path(), &rec, &forged, &format!("forged byte {off}"));
+        assert!(
+            [
+                "does not hash to it",
+                "other children",
+                "unknown node version"
+            ]
+            .iter()
+            .any(|r| reason.contains(r)),
+            "forged byte {off}: {reason}"
+        );
+    }
+}
+
+/// Compaction replaces the log and its seal together: the seal accepts the new log, and
+/// while it renames, either. After it, the new log cut short is damage.
+#[test]
+fn compaction_reseals_the_log() {
+    use org_agent::store::seal::{self, Seal};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (store, _) = open(dir.path());
+        for i in 0..80 {
+            ingest(&store, A, &text_a(i));
+        }
+        store.flush().unwrap();
+    }
+    let old_log = std::fs::read(log_path(dir.path())).unwrap();
+    let old = persist::load(&log_path(dir.path()), |_| Ok(()))
+        .unwrap()
+        .tally;
+    // Opening compacts it.
+    let store = reopen_clean(dir.path(), "compacting");
+    store.flush().unwrap();
+    let fp = store_fp(&store);
+    drop(store);
+    let new_log = std::fs::read(log_path(dir.path())).unwrap();
+    assert!(new_log.len() < old_log.len());
+    let new = persist::load(&log_path(dir.path()), |_| Ok(()))
+        .unwrap()
+        .tally;
+    let store = reopen_clean(dir.path(), "after compaction");
+    assert_eq!(store_fp(&store), fp);
+    drop(store);
+    // A crash while the new log was renamed in: the seal accepts the one or the other.
+    let either = Seal {
+        committed: old,
+        or: Some(new),
+    };
+    for log in [&old_log, &new_log] {
+        std::fs::write(log_path(dir.path()), log).unwrap();
+        seal::write(&log_path(dir.path()), &either).unwrap();
+        let store = reopen_clean(dir.path(), "a crash during compaction");
+        drop(store);
+    }
+    std::fs::write(log_path(dir.path()), &new_log).unwrap();
+    seal::write(&log_path(dir.path()), &Seal::at(new)).unwrap();
+    let cut = &new_log[..new_log.len() / 2];
+    std::fs::write(log_path(dir.path()), cut).unwrap();
+    let (_, report) = open(dir.path());
+    assert!(report.rebuilt.is_some_and(|r| r.contains("cut")));
 }
