@@ -42,7 +42,8 @@
 ;;   ORG_AGENT_BENCH_ONLY       "chat": only section 6 (on the memex); "skills": only section 9;
 ;;                              "hostile": only section 8; "approvals": only section 11;
 ;;                              "store": only sections 1, 3, 4 and 5 (ingest, queries, open,
-;;                              memory: the store's figures)
+;;                              memory: the store's figures); "save": only section 2
+;;                              (on the memex, ingested as a directory)
 ;;   ORG_AGENT_BENCH_APPROVALS_HEADLINES  memex headlines in section 11's note (3000)
 ;;   ORG_AGENT_BENCH_APPROVALS_RUNS       runs of section 11, a fresh queue each (3)
 ;;   ORG_AGENT_BENCH_HOSTILE_TIMEOUT  seconds one hostile case may take (60)
@@ -1069,6 +1070,13 @@ HEADLINES is how many headlines it holds."
                               (org-agent-bench--fmt (* 1000 (org-agent-bench--median latencies))))
         (when bad
           (org-agent-bench--out "     PROBLEM: %S" bad))
+        (when (equal label "1MB")
+          ;; Issue 34: whatever the GC does, so the verdict is on the worst save.
+          (let ((worst (* 1000 (apply #'max hook-times))))
+            (org-agent-bench--row (format "2  a save of a 1 MB Org file: main-thread cost (median; max %s ms of %d saves)"
+                                          (org-agent-bench--fmt worst) runs)
+                                  ms "ms" "<= 1 ms, max too"
+                                  (if bad "FAIL" (org-agent-bench--verdict worst #'<= 1)))))
         (org-agent-bench--row (format "2  save %s: main-thread ms per MB (median %s ms)" label
                                       (org-agent-bench--fmt ms))
                               per-mb "ms/MB" "<= 10 ms/MB"
@@ -1081,7 +1089,7 @@ HEADLINES is how many headlines it holds."
   "Section 2: main-thread cost of a save, on text taken from MEMEX-FILES."
   (org-agent-bench--out "\n== 2. Main-thread cost of saving an Org buffer (store with the memex open)")
   (org-agent-bench--progress "save: 1 MB and 4 MB buffers...")
-  (org-agent-bench--save-one "1MB" (org-agent-bench--save-text memex-files 1000000) 7)
+  (org-agent-bench--save-one "1MB" (org-agent-bench--save-text memex-files 1000000) 20)
   (org-agent-bench--save-one "4MB" (org-agent-bench--save-text memex-files 4000000) 7))
 
 ;;;; 9. Skills: loading them, and what a save costs when they listen
@@ -2206,7 +2214,8 @@ worst main-thread stall while the stream lands."
   (let ((start (current-time))
         (only-chat (equal (getenv "ORG_AGENT_BENCH_ONLY") "chat"))
         (only-skills (equal (getenv "ORG_AGENT_BENCH_ONLY") "skills"))
-        (only-store (equal (getenv "ORG_AGENT_BENCH_ONLY") "store")))
+        (only-store (equal (getenv "ORG_AGENT_BENCH_ONLY") "store"))
+        (only-save (equal (getenv "ORG_AGENT_BENCH_ONLY") "save")))
     (org-agent-bench--setup)
     (when (equal (getenv "ORG_AGENT_BENCH_ONLY") "hostile")
       (unwind-protect
@@ -2233,7 +2242,7 @@ worst main-thread stall while the stream lands."
     (unwind-protect
         (progn
           (org-agent-bench--header)
-          (unless (or only-chat only-skills) (org-agent-bench-ingest-corpus))
+          (unless (or only-chat only-skills only-save) (org-agent-bench-ingest-corpus))
           (org-agent-bench--progress "generating the memex (%d x %d headlines)..."
                                      org-agent-bench-files org-agent-bench-per-file)
           (let* ((files nil)
@@ -2243,25 +2252,26 @@ worst main-thread stall while the stream lands."
                                           org-agent-bench-files org-agent-bench-per-file))))
                  (memex (progn
                           (org-agent-bench--progress "memex generated in %.1f s" gen-secs)
-                          (if (or only-chat only-skills)
+                          (if (or only-chat only-skills only-save)
                               (org-agent-bench--dir-ingest
                                (expand-file-name "memex/" org-agent-bench--tmp) "state-chat")
                             (org-agent-bench-ingest-memex files))))
                  (dir (plist-get memex :dir))
                  (headlines (plist-get memex :headlines)))
-            (unless (or only-chat only-skills)
+            (when only-save (org-agent-bench-save files))
+            (unless (or only-chat only-skills only-save)
               (org-agent-bench-queries files headlines)
               (org-agent-bench-store-open dir (plist-get (org-agent-store-stats) :nodes))
               (org-agent-bench-memory dir headlines)
               (unless only-store
                 (org-agent-bench-save files)
                 (org-agent-bench-hostile)))
-            (unless (or only-skills only-store)
+            (unless (or only-skills only-store only-save)
               (org-agent-bench-chat (plist-get (org-agent-store-stats) :headlines))
               (org-agent-bench-here))
-            (unless (or only-chat only-store)
+            (unless (or only-chat only-store only-save)
               (org-agent-bench-skills (plist-get (org-agent-store-stats) :headlines)))
-            (unless (or only-chat only-skills only-store)
+            (unless (or only-chat only-skills only-store only-save)
               (org-agent-bench-approvals)))
           (org-agent-bench--summary)
           (org-agent-bench--out "\n  total run time %.0f s" (float-time (time-since start))))

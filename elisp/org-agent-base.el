@@ -117,6 +117,7 @@ permissions, the shell tool's sandbox and the audit file."
     (org-agent--ingest-file file force)
     (org-agent--ingest-text file text todo done)
     (org-agent--ingest-text-async file text todo done)
+    (org-agent--ingest-saved-async file signature crlf todo done)
     (org-agent--ingest-directories-async dirs)
     (org-agent--reconcile-async dirs)
     (org-agent--cancel request)

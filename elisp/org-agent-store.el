@@ -387,11 +387,45 @@ A buffer without a file is stored under its name."
               request)
           (org-agent--ingest-text file text todo done))))))
 
+(defun org-agent--saved-as-utf-8 ()
+  "Return (SIGNATURE CRLF) when the file just saved holds the buffer as UTF-8.
+Then the module reads the buffer's text back from the file exactly
+\(`org-agent--ingest-saved-async'), and the save copies nothing on
+this thread: SIGNATURE says a byte-order mark precedes it, CRLF that
+each newline was written as CR LF.  Return nil when the file may not
+be the buffer's text as UTF-8, and the text must be copied: a file
+name handler wrote it (TRAMP's remote files, jka-compr's .gz, epa's
+.gpg), a hook or `buffer-file-format' did, or another coding did (a
+`coding:' cookie, Latin-1, old Mac CR line ends, a unibyte buffer)."
+  (let* ((coding buffer-file-coding-system)
+         (base (coding-system-base coding))
+         (eol (coding-system-eol-type coding)))
+    (and buffer-file-name
+         enable-multibyte-characters
+         (not buffer-file-format)
+         ;; Either may write the file itself, anywhere and in any form.
+         (not write-contents-functions)
+         (not write-file-functions)
+         (not (find-file-name-handler buffer-file-name 'write-region))
+         ;; `undecided' stays the coding of a saved ASCII file, and encodes as UTF-8.
+         (memq base '(utf-8 utf-8-with-signature undecided prefer-utf-8))
+         (memq eol '(0 1))
+         (list (eq base 'utf-8-with-signature) (eq eol 1)))))
+
 (defun org-agent--after-save ()
-  "Re-ingest the current Org buffer after it was saved, off the main thread."
+  "Re-ingest the current Org buffer after it was saved, off the main thread.
+Return the request id.  Where the file holds the buffer's text
+\(`org-agent--saved-as-utf-8'), a worker reads it; else the text is
+copied as `org-agent-ingest-buffer' does."
   (when (and org-agent--started (derived-mode-p 'org-mode) buffer-file-name)
     (condition-case err
-        (org-agent-ingest-buffer nil t)
+        (let ((written (org-agent--saved-as-utf-8)))
+          (if (not written)
+              (org-agent-ingest-buffer nil t)
+            (pcase-let ((`(,todo ,done) (org-agent--buffer-keywords)))
+              (org-agent--ingest-saved-async (expand-file-name buffer-file-name)
+                                             (car written) (cadr written)
+                                             todo done))))
       (error (message "org-agent: cannot ingest %s: %s"
                       (buffer-name) (error-message-string err))))))
 

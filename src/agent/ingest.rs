@@ -5,7 +5,8 @@
 
 use super::event::Event;
 use super::runtime::Runtime;
-use crate::store::{IngestReport, StoreError, TodoKeywords};
+use crate::store::text::Written;
+use crate::store::{IngestReport, Store, StoreError, TodoKeywords};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
@@ -57,13 +58,41 @@ impl Runtime {
         text: String,
         todo: Option<TodoKeywords>,
     ) -> u64 {
+        let generation = self.store().reserve_generation(&file);
+        self.ingest_on_worker(file, move |store, file| {
+            store.ingest_text(file, &text, todo.as_ref(), None, Some(generation))
+        })
+    }
+
+    /// Ingest a buffer Emacs has just saved by reading its file on a worker, so the main
+    /// thread copies nothing: the file is the buffer's text written as `written` says.
+    /// The generation is reserved now, on the saving thread, so that of two saves racing
+    /// on the workers the later one's text is what the store keeps. Returns the request id.
+    pub fn ingest_saved_async(
+        &'static self,
+        file: String,
+        written: Written,
+        todo: Option<TodoKeywords>,
+    ) -> u64 {
+        let generation = self.store().reserve_generation(&file);
+        self.ingest_on_worker(file, move |store, file| {
+            store.ingest_saved(file, written, todo.as_ref(), generation)
+        })
+    }
+
+    /// Run `ingest` of `file` on a worker under a new request id, report it as an event
+    /// (`Superseded` when a newer ingest of the file won) and fire the skills' save and
+    /// TODO-change triggers when it changed the file's nodes.
+    fn ingest_on_worker(
+        &'static self,
+        file: String,
+        ingest: impl FnOnce(&Store, &str) -> Result<Option<IngestReport>, StoreError> + Send + 'static,
+    ) -> u64 {
         let request = self.next_id();
         let store = self.store();
-        let generation = store.reserve_generation(&file);
         self.spawn(request, Some(file.clone()), move || {
             let before = store.state().files.get(file.as_str()).cloned();
-            let event = match store.ingest_text(&file, &text, todo.as_ref(), None, Some(generation))
-            {
+            let event = match ingest(&store, &file) {
                 Ok(Some(report)) => {
                     if report.changed {
                         let after = store.state().files.get(file.as_str()).cloned();

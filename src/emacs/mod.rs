@@ -13,6 +13,7 @@ mod skills;
 
 use crate::agent::ingest::FileIngest;
 use crate::agent::Runtime;
+use crate::store::text::Written;
 use crate::store::{filename, Dialect, StoreError, TodoKeywords};
 use ::emacs::{defun, Env, IntoLisp, Result, Value};
 use convert::*;
@@ -417,6 +418,29 @@ fn ingest_text_async(env: &Env, file: Value, text: Value, todo: Value, done: Val
     let text = text_arg(env, text)?;
     let kws = keywords(env, todo, done)?;
     Ok(runtime(env)?.ingest_text_async(file, text, kws) as i64)
+}
+
+/// Ingest FILE, which Emacs has just written from an Org buffer, on a worker: read it back
+/// instead of copying the buffer. Emacs wrote it as UTF-8, with a byte-order mark when
+/// SIGNATURE, each newline as CR LF when CRLF. TODO and DONE are the buffer's keywords, as
+/// for `org-agent--ingest-text'. Return a request id at once; the result arrives as an
+/// event. Of racing saves of FILE, the one called last is stored.
+#[defun]
+fn ingest_saved_async(
+    env: &Env,
+    file: Value,
+    signature: Value,
+    crlf: Value,
+    todo: Value,
+    done: Value,
+) -> Result<i64> {
+    let file = file_arg(env, file)?;
+    let kws = keywords(env, todo, done)?;
+    let written = Written {
+        signature: signature.is_not_nil(),
+        crlf: crlf.is_not_nil(),
+    };
+    Ok(runtime(env)?.ingest_saved_async(file, written, kws) as i64)
 }
 
 /// Ingest every Org file under DIRS on a worker; return a request id at once.

@@ -264,6 +264,29 @@ impl Store {
         })
     }
 
+    /// Ingest `file` as Emacs just wrote a buffer to it (`written`), with the buffer's `todo`
+    /// keywords: the text stored is the buffer's, read back from disk off the thread that
+    /// saved it. `generation` was reserved when the save happened, so of racing saves the
+    /// newest is stored; `None` when a newer ingest of the file was asked for meanwhile.
+    pub fn ingest_saved(
+        &self,
+        file: &str,
+        written: text::Written,
+        todo: Option<&TodoKeywords>,
+        generation: u64,
+    ) -> Result<Option<IngestReport>> {
+        let path = &filename::to_path(file);
+        let read = |source: std::io::Error| StoreError::Read {
+            file: path.to_path_buf(),
+            source,
+        };
+        // Taken before the read: a write after it makes the next reconcile read again.
+        let meta = file_meta(path).map_err(read)?;
+        let bytes = std::fs::read(path).map_err(read)?;
+        let text = text::from_emacs_written(bytes, written);
+        self.ingest_text(file, &text, todo, Some(meta), Some(generation))
+    }
+
     /// A file from disk, read and parsed to commit (see [`Store::ingest_file`]).
     fn prepare_file(&self, file: &str, force: bool) -> Result<Prepared> {
         let path = &filename::to_path(file);

@@ -38,6 +38,46 @@ fn normalize_eol(text: &str) -> Cow<'_, str> {
     Cow::Borrowed(text)
 }
 
+/// How Emacs wrote a buffer to its file, when that writing can be undone exactly: UTF-8
+/// (raw bytes written as themselves), with or without a byte-order mark, with LF or CR LF
+/// line ends. Other codings are not described here: their buffers are sent as text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// `utf-8-with-signature`: a byte-order mark Emacs wrote and does not show.
+    pub signature: bool,
+    /// DOS line ends: Emacs wrote each newline as CR LF.
+    pub crlf: bool,
+}
+
+/// The buffer text Emacs wrote as `bytes` in the way `written` says: the same string as
+/// [`from_emacs_utf8`] of the buffer's own UTF-8 encoding, so a save read back from disk is
+/// stored as a copy of the buffer would be. Unlike [`decode`], it does not guess: a CR the
+/// buffer held stays (Emacs wrote it before the CR LF of its line), and bytes that are not
+/// UTF-8 were raw bytes in the buffer, one U+FFFD each.
+pub fn from_emacs_written(mut bytes: Vec<u8>, written: Written) -> String {
+    if written.signature && bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    if written.crlf {
+        // Every LF was written as CR LF, so dropping the CR before each LF is the inverse.
+        let (mut read, mut keep) = (0, 0);
+        while read < bytes.len() {
+            let b = bytes[read];
+            read += 1;
+            if b == b'\r' && bytes.get(read) == Some(&b'\n') {
+                continue;
+            }
+            bytes[keep] = b;
+            keep += 1;
+        }
+        bytes.truncate(keep);
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => from_emacs_utf8(e.as_bytes()),
+    }
+}
+
 /// The text of an Emacs string from its UTF-8 encoding (`encode-coding-string` with
 /// `utf-8-unix`), one character for each character Emacs had: what Emacs's own UTF-8 decoder
 /// reads as one character stays one (U+FFFD when it is beyond Unicode), and every other byte
@@ -165,6 +205,31 @@ pub fn escape_org_code(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_emacs_wrote_reads_back_as_the_buffer_copy_would() {
+        // What `encode-coding-string' with utf-8-unix gives for a buffer holding "é", a lone
+        // CR, a U+FEFF of its own and a raw byte (\xFF), then its DOS / signed writings.
+        let buffer_utf8: &[u8] = b"\xEF\xBB\xBFa\xC3\xA9\rb\n\xFF\nc";
+        let copy = from_emacs_utf8(buffer_utf8);
+        assert_eq!(copy, "\u{FEFF}a\u{e9}\rb\n\u{FFFD}\nc");
+        let plain = Written::default();
+        assert_eq!(from_emacs_written(buffer_utf8.to_vec(), plain), copy);
+        let dos: &[u8] = b"\xEF\xBB\xBFa\xC3\xA9\rb\r\n\xFF\r\nc";
+        let crlf = Written {
+            crlf: true,
+            ..plain
+        };
+        assert_eq!(from_emacs_written(dos.to_vec(), crlf), copy);
+        let signed = [b"\xEF\xBB\xBF".as_slice(), dos].concat();
+        let both = Written {
+            signature: true,
+            crlf: true,
+        };
+        assert_eq!(from_emacs_written(signed, both), copy);
+        // A CR the buffer held before a newline: written CR CR LF, read back CR LF.
+        assert_eq!(from_emacs_written(b"x\r\r\ny".to_vec(), crlf), "x\r\ny");
+    }
 
     #[test]
     fn decodes_like_emacs() {

@@ -246,6 +246,124 @@ The copy's directory is bound to `notes'."
                            "Version 19")))
         (delete-file file)))))
 
+;;;; A save read back from its file
+
+(defun org-agent-test-save-and-wait (file)
+  "Save the current buffer visiting FILE; return the `ingested' event of FILE."
+  (let* (done
+         (org-agent-ingest-functions
+          (list (lambda (e)
+                  (when (and (eq (plist-get e :type) 'ingested)
+                             (equal (plist-get e :file) file))
+                    (setq done e))))))
+    (save-buffer)
+    (should (org-agent-test-wait (lambda () done)))
+    done))
+
+(defmacro org-agent-test-with-saved-file (spec &rest body)
+  "Visit a new file named by SPEC (VAR SUFFIX) in Org mode and run BODY there.
+`org-agent-mode' is on, so saves re-ingest; VAR is bound to the file."
+  (declare (indent 1) (debug t))
+  `(org-agent-test-with-store
+     (let* ((dir (make-temp-file "org-agent-save" t))
+            (,(car spec) (expand-file-name (concat "note" ,(cadr spec)) dir))
+            (org-agent-directories nil)
+            (org-directory nil))
+       (org-agent-mode 1)
+       (unwind-protect
+           (with-current-buffer (find-file-noselect ,(car spec))
+             (unless (derived-mode-p 'org-mode) (org-mode))
+             (unwind-protect (progn ,@body)
+               (set-buffer-modified-p nil)
+               (kill-buffer)))
+         (org-agent-mode -1)
+         (delete-directory dir t)))))
+
+(ert-deftest org-agent-save-is-read-from-the-file ()
+  "A save of a UTF-8 Org buffer copies nothing: a worker reads the file."
+  (org-agent-test-with-saved-file (file ".org")
+    (insert "#+TODO: NEXT | DONE\n* NEXT Caf\u00e9 \u4e2d :idea:\nBody \u00e9.\n")
+    ;; Org reads the #+TODO line when the mode starts.
+    (org-mode)
+    ;; The copy path would fail here: what the store gets must come from the disk.
+    (cl-letf (((symbol-function 'org-agent--buffer-text)
+               (lambda () (error "The buffer's text was copied"))))
+      (should (equal (org-agent--saved-as-utf-8) '(nil nil)))
+      (org-agent-test-save-and-wait file)
+      (let ((node (org-agent-test-node-titled "Caf\u00e9 \u4e2d" file)))
+        (should node)
+        ;; The buffer's keywords went along: NEXT is a TODO keyword only here.
+        (should (equal (plist-get node :todo) "NEXT"))
+        (goto-char (plist-get node :begin))
+        (should (looking-at-p "\\* NEXT Caf\u00e9")))
+      ;; The newest save's text replaces the last.
+      (goto-char (point-max))
+      (insert "* Second\n")
+      (org-agent-test-save-and-wait file)
+      (should (org-agent-test-node-titled "Second" file)))))
+
+(ert-deftest org-agent-save-with-dos-line-ends-is-read-from-the-file ()
+  "A buffer written with CR LF line ends is stored as the buffer's text."
+  (org-agent-test-with-saved-file (file ".org")
+    (set-buffer-file-coding-system 'utf-8-dos)
+    ;; A CR of the buffer's own stays (Emacs writes it before the line's CR LF).
+    (insert "* One\nline\r\n* Two \u00e9\n")
+    (cl-letf (((symbol-function 'org-agent--buffer-text)
+               (lambda () (error "The buffer's text was copied"))))
+      (should (equal (org-agent--saved-as-utf-8) '(nil t)))
+      (org-agent-test-save-and-wait file))
+    ;; Had the store lost that CR, or kept the file's, Two would start elsewhere.
+    (let ((two (org-agent-test-node-titled "Two \u00e9" file)))
+      (should two)
+      (goto-char (plist-get two :begin))
+      (should (looking-at-p "\\* Two")))))
+
+(ert-deftest org-agent-save-of-compressed-file-copies-the-text ()
+  "A .org.gz file (jka-compr) is not the buffer's text: the save copies it."
+  (org-agent-test-with-saved-file (file ".org.gz")
+    (should auto-compression-mode)
+    (insert "* Packed \u00e9\nInside gzip.\n")
+    (should-not (org-agent--saved-as-utf-8))
+    (org-agent-test-save-and-wait file)
+    ;; The file on disk really is compressed, so reading it would not give these nodes.
+    (should (equal (with-temp-buffer
+                     (set-buffer-multibyte nil)
+                     (insert-file-contents-literally file nil 0 2)
+                     (append (buffer-string) nil))
+                   '(#x1f #x8b)))
+    (should (org-agent-test-node-titled "Packed \u00e9" file))))
+
+(ert-deftest org-agent-save-with-latin-1-cookie-copies-the-text ()
+  "A file in another coding (a `coding:' cookie) still stores the buffer's text."
+  (org-agent-test-with-saved-file (file ".org")
+    (insert "# -*- coding: latin-1 -*-\n* Caf\u00e9 cr\u00e8me\n")
+    (set-buffer-file-coding-system 'latin-1-unix)
+    (should-not (org-agent--saved-as-utf-8))
+    (org-agent-test-save-and-wait file)
+    ;; Latin-1 on disk: é is one byte, which a UTF-8 read would not give back.
+    (should (= (file-attribute-size (file-attributes file))
+               (- (length (encode-coding-string (buffer-string) 'utf-8)) 2)))
+    (should (org-agent-test-node-titled "Caf\u00e9 cr\u00e8me" file))))
+
+(ert-deftest org-agent-racing-saves-leave-the-newest-text ()
+  "Saves in quick succession, each read from the file on a worker: the last wins."
+  (org-agent-test-with-saved-file (file ".org")
+    (let (results)
+      (dotimes (i 20)
+        (erase-buffer)
+        (insert (format "* Version %d\n" i))
+        (dotimes (j 2000) (insert (format "** Filler %d\n" j)))
+        (let ((after-save-hook nil))
+          (save-buffer))
+        (let ((request (org-agent--after-save)))
+          (should (integerp request))
+          (org-agent--add-callback request (lambda (e) (push e results)))))
+      (should (org-agent-test-wait (lambda () (= (length results) 20))))
+      (should (cl-every (lambda (e) (memq (plist-get e :type) '(ingested superseded)))
+                        results))
+      (should (equal (plist-get (car (org-agent-query :file file :level 1)) :title)
+                     "Version 19")))))
+
 (ert-deftest org-agent-directory-ingest ()
   "Directory ingest reports progress, skips unchanged files and drops deleted ones."
   (org-agent-test-with-notes
