@@ -192,6 +192,33 @@ The file name is bound to `file'."
       (should (string-match-p "changed on disk" (plist-get result :message))))
     (should (string-match-p "Added elsewhere" (org-agent-actuator-test-file-text file)))))
 
+(ert-deftest org-agent-actuator-far-past-repeater-advances-without-asking ()
+  "A `++' repeater years in the past: Org's question is answered, never put to the user.
+The task is set DONE with every minibuffer read failing the test; the repeater
+goes past today as Org shifts it, and the result says what was answered."
+  (org-agent-actuator-test-with-file
+      "#+TODO: TODO | DONE\n* TODO Weekly review\nSCHEDULED: <2001-01-01 Mon ++1w>\n:PROPERTIES:\n:ID:       weekly\n:END:\n"
+    (let* ((asked (lambda (&rest args) (error "An agent's edit read the minibuffer: %S" args)))
+           (result
+            (cl-letf (((symbol-function 'y-or-n-p) asked)
+                      ((symbol-function 'yes-or-no-p) asked)
+                      ((symbol-function 'read-from-minibuffer) asked)
+                      ((symbol-function 'read-string) asked)
+                      ((symbol-function 'read-char-choice) asked)
+                      ((symbol-function 'read-char-exclusive) asked))
+              (org-agent-actuator-test-do :action :set-todo :id "weekly" :state "DONE")))
+           ;; 2001-01-01 was a Monday: the first Monday after now.
+           (days (- (time-to-days nil) (time-to-days (org-time-string-to-time "2001-01-01"))))
+           (next (time-add (org-time-string-to-time (format-time-string "%F"))
+                           (days-to-time (- 7 (% days 7))))))
+      (should (eq (plist-get result :status) :ok))
+      ;; A repeating task goes back to TODO once its date moved.
+      (should (equal (plist-get result :todo) "TODO"))
+      (should (string-match-p "Org asked \"[^\"]*repeater intervals[^\"]*\", answered yes"
+                              (plist-get result :message)))
+      (should (string-search (format-time-string "SCHEDULED: <%F %a ++1w>" next)
+                             (org-agent-actuator-test-file-text file))))))
+
 (ert-deftest org-agent-actuator-finds-a-moved-headline ()
   "When the buffer changed since the store saw it, the node is found again."
   (org-agent-actuator-test-with-file org-agent-actuator-test-text
