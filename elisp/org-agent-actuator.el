@@ -358,8 +358,16 @@ stays pending, untouched."
         (org-log-post-message nil))
     (unwind-protect
         (prog1 (funcall fn)
-          (when (and org-log-setup (marker-buffer org-log-note-marker))
-            (org-agent-actuator--store-log-entry)))
+          (when-let ((buffer (and org-log-setup (marker-buffer org-log-note-marker))))
+            ;; Unmodified with the entry still to write: whatever logged it (an Elisp
+            ;; tool) saved the buffer since, and the entry belongs in that save.
+            (let ((saved (and (buffer-file-name buffer) (not (buffer-modified-p buffer)))))
+              (org-agent-actuator--store-log-entry)
+              (when (and saved (buffer-live-p buffer) (buffer-modified-p buffer))
+                (with-current-buffer buffer
+                  (let ((inhibit-message t)) (save-buffer))
+                  (unless (org-agent-actuator--save-ingests-p)
+                    (org-agent-ingest-buffer nil t)))))))
       (unless hooked (remove-hook 'post-command-hook #'org-add-log-note))
       (set-marker org-log-note-marker nil)
       (set-marker org-log-note-return-to nil))))

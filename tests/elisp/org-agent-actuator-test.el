@@ -319,7 +319,36 @@ window changes."
       (org-agent-actuator-test--no-pending-note)
       (let ((text (with-current-buffer (get-file-buffer file) (buffer-string))))
         (should (string-match-p "SCHEDULED: <2026-11-27 Fri \\+1w>" text))
-        (should (string-match-p ":LOGBOOK:\n- CLOSING NOTE \\[" text))))))
+        (should (string-match-p ":LOGBOOK:\n- CLOSING NOTE \\[" text))
+        ;; The tool saved: so is the log line written after it, on disk and in the store.
+        (should-not (buffer-modified-p (get-file-buffer file)))
+        (should (equal (org-agent-actuator-test-file-text file) text))
+        (should (org-agent-test-wait
+                 (lambda () (string-search "CLOSING NOTE"
+                                           (or (plist-get (org-agent-node "water") :body) "")))
+                 30))))))
+
+(ert-deftest org-agent-actuator-elisp-tool-that-does-not-save-leaves-the-buffer-unsaved ()
+  "An Elisp tool that logs but does not save: the log line is written, nothing is saved."
+  (require 'org-agent-tools)
+  (org-agent-actuator-test-with-file org-agent-actuator-test-repeating
+    (let ((org-log-done 'time) (org-log-repeat 'time) (org-log-into-drawer t))
+      (org-agent-define-tool
+       :name "close_water" :description "Close the watering task."
+       :function (lambda ()
+                   (with-current-buffer (find-file-noselect file)
+                     (goto-char (point-min))
+                     (re-search-forward "^\\* TODO Water")
+                     (org-todo "DONE")
+                     "closed")))
+      (unwind-protect
+          (should (eq :ok (plist-get (org-agent-actuator-test-do :action :call-tool :name "close_water")
+                                     :status)))
+        (org-agent-remove-tool "close_water"))
+      (with-current-buffer (get-file-buffer file)
+        (should (buffer-modified-p))
+        (should (string-match-p ":LOGBOOK:\n- State \"DONE\"" (buffer-string))))
+      (should (equal (org-agent-actuator-test-file-text file) org-agent-actuator-test-repeating)))))
 
 (ert-deftest org-agent-actuator-leaves-a-pending-note-of-the-user-alone ()
   "A note Org set up for the user's own command stays pending across an agent edit."
