@@ -178,9 +178,14 @@ action returns.  Unknown actions and bad arguments are :error results."
                                      action)
           ;; Edits write Org's log inside their undo step; this catches any other
           ;; action's (an Elisp tool that calls `org-todo', say).
-          (let ((data (org-agent-actuator--logging-now
-                       (lambda () (funcall (cdr entry) action)))))
-            (append (list :status :ok :message (format "%s done" (string-remove-prefix ":" (symbol-name name)))) data))))
+          (let* ((data (org-agent-actuator--logging-now
+                        (lambda () (funcall (cdr entry) action))))
+                 (said (plist-get data :message))
+                 (done (format "%s done" (string-remove-prefix ":" (symbol-name name)))))
+            ;; An action's own :message (what was answered for it, say) follows the verdict.
+            (when said (setq data (org-plist-delete (copy-sequence data) :message)))
+            (append (list :status :ok :message (if said (format "%s: %s" done said) done))
+                    data))))
     (org-agent-action-error (list :status :error :message (cadr err)))
     (error (list :status :error :message (error-message-string err)))))
 
@@ -353,8 +358,16 @@ stays pending, untouched."
         (org-log-post-message nil))
     (unwind-protect
         (prog1 (funcall fn)
-          (when (and org-log-setup (marker-buffer org-log-note-marker))
-            (org-agent-actuator--store-log-entry)))
+          (when-let ((buffer (and org-log-setup (marker-buffer org-log-note-marker))))
+            ;; Unmodified with the entry still to write: whatever logged it (an Elisp
+            ;; tool) saved the buffer since, and the entry belongs in that save.
+            (let ((saved (and (buffer-file-name buffer) (not (buffer-modified-p buffer)))))
+              (org-agent-actuator--store-log-entry)
+              (when (and saved (buffer-live-p buffer) (buffer-modified-p buffer))
+                (with-current-buffer buffer
+                  (let ((inhibit-message t)) (save-buffer))
+                  (unless (org-agent-actuator--save-ingests-p)
+                    (org-agent-ingest-buffer nil t)))))))
       (unless hooked (remove-hook 'post-command-hook #'org-add-log-note))
       (set-marker org-log-note-marker nil)
       (set-marker org-log-note-return-to nil))))
@@ -420,14 +433,46 @@ Any other buffer is refused; see `org-agent-actuator--answer-area'."
   (message "%s" text)
   nil)
 
+(defconst org-agent-actuator--org-answers
+  '(("repeater intervals were not enough to shift date past today" . t))
+  "Questions Org asks in an edit, by a part of their text, with the agent's answer.
+`org-auto-repeat-maybe' (Org 9.5 to 9.8) asks the first when a `++'
+repeater is still in the past after ten intervals: yes shifts it past
+today, which is what `++' means.")
+
+(defun org-agent-actuator--answering (fn)
+  "Call FN, answering Org's `y-or-n-p' and `yes-or-no-p' questions itself.
+An agent's edit runs from a process filter and must never wait on
+the minibuffer: a question of `org-agent-actuator--org-answers' gets
+its answer, any other fails the action.  Return (VALUE . ANSWERED),
+ANSWERED a sentence on what was answered, or nil."
+  (let* ((answered nil)
+         (ask (lambda (prompt &rest _)
+                (let* ((question (string-trim (substitute-command-keys prompt)))
+                       (known (seq-find (lambda (a) (string-search (car a) question))
+                                        org-agent-actuator--org-answers)))
+                  (unless known
+                    (org-agent-actuator-fail
+                     "Org asked %S, which an agent's edit cannot answer" question))
+                  (push (format "Org asked %S, answered %s" question
+                                (if (cdr known) "yes" "no"))
+                        answered)
+                  (cdr known)))))
+    (cl-letf (((symbol-function 'y-or-n-p) ask)
+              ((symbol-function 'yes-or-no-p) ask))
+      (let ((value (funcall fn)))
+        (cons value (and answered (string-join (nreverse answered) "; ")))))))
+
 (org-agent-actuator-define :set-todo (id state)
   "Set the TODO state of node ID to STATE (nil: no state), through `org-todo'."
   (org-agent-actuator--at-node id
     (when (and state (not (member state org-todo-keywords-1)))
       (org-agent-actuator-fail "%S is not a TODO keyword of %s (those are %s)"
                                 state (buffer-name) (string-join org-todo-keywords-1 " ")))
-    (org-todo (or state 'none))
-    (list :id id :todo (org-get-todo-state))))
+    (let ((answered (cdr (org-agent-actuator--answering
+                          (lambda () (org-todo (or state 'none)))))))
+      (append (list :id id :todo (org-get-todo-state))
+              (and answered (list :message answered))))))
 
 (org-agent-actuator-define :set-property (id key value)
   "Set property KEY of node ID to VALUE."

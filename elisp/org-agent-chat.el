@@ -786,12 +786,15 @@ have been `setq'd since).  Return the module's request id; the turn's
 events come through `org-agent-chat-functions' with that :request."
   (org-agent--send-privacy)
   (org-agent-mcp-sync)
+  ;; Raw bytes (pasted binary, undecodable file text) would make the module refuse the
+  ;; whole turn; they go as U+FFFD instead, as in a summarized buffer's text.
   (org-agent--stimulus
-   (list :type :event
-         :payload (list :sensor :chat-message :text text)
-         :meta (list :session conversation)
-         :depth 0)
-   backends options))
+   (org-agent--unicode-strings
+    (list :type :event
+          :payload (list :sensor :chat-message :text text)
+          :meta (list :session conversation)
+          :depth 0))
+   backends (org-agent--unicode-strings options)))
 
 (defun org-agent-chat--send-prompt (prompt backends options)
   "Send PROMPT (already in the buffer) to BACKENDS and show the answer as it comes.
@@ -1034,7 +1037,10 @@ is the focus."
   (interactive)
   (let* ((name (if buffer-file-name (abbreviate-file-name buffer-file-name) (buffer-name)))
          (text (org-agent--redact-private-now
-                (org-agent--buffer-text)
+                ;; A unibyte buffer (visited literally) holds bytes, not text.
+                (if enable-multibyte-characters
+                    (org-agent--buffer-text)
+                  (org-agent--unicode-text (org-agent--buffer-text)))
                 (if buffer-file-name (expand-file-name buffer-file-name) (buffer-name))))
          (cut (> (length text) org-agent-summarize-max-chars))
          (shown (format "Summarize the buffer %s." name))
@@ -1233,8 +1239,10 @@ is sent to the LLM."
            (text (if (string-empty-p prompt) "(your next message)" prompt))
            (backends (org-agent-backends-cascade)))
       (org-agent--send-privacy)
-      (puthash (org-agent--preview-request org-agent-chat--conversation text
-                                           backends (org-agent-chat--options))
+      (puthash (org-agent--preview-request org-agent-chat--conversation
+                                           (org-agent--unicode-text text) backends
+                                           (org-agent--unicode-strings
+                                            (org-agent-chat--options)))
                #'org-agent-chat--show-preview
                org-agent--callbacks)
       (message "org-agent: assembling the request..."))))

@@ -192,6 +192,33 @@ The file name is bound to `file'."
       (should (string-match-p "changed on disk" (plist-get result :message))))
     (should (string-match-p "Added elsewhere" (org-agent-actuator-test-file-text file)))))
 
+(ert-deftest org-agent-actuator-far-past-repeater-advances-without-asking ()
+  "A `++' repeater years in the past: Org's question is answered, never put to the user.
+The task is set DONE with every minibuffer read failing the test; the repeater
+goes past today as Org shifts it, and the result says what was answered."
+  (org-agent-actuator-test-with-file
+      "#+TODO: TODO | DONE\n* TODO Weekly review\nSCHEDULED: <2001-01-01 Mon ++1w>\n:PROPERTIES:\n:ID:       weekly\n:END:\n"
+    (let* ((asked (lambda (&rest args) (error "An agent's edit read the minibuffer: %S" args)))
+           (result
+            (cl-letf (((symbol-function 'y-or-n-p) asked)
+                      ((symbol-function 'yes-or-no-p) asked)
+                      ((symbol-function 'read-from-minibuffer) asked)
+                      ((symbol-function 'read-string) asked)
+                      ((symbol-function 'read-char-choice) asked)
+                      ((symbol-function 'read-char-exclusive) asked))
+              (org-agent-actuator-test-do :action :set-todo :id "weekly" :state "DONE")))
+           ;; 2001-01-01 was a Monday: the first Monday after now.
+           (days (- (time-to-days nil) (time-to-days (org-time-string-to-time "2001-01-01"))))
+           (next (time-add (org-time-string-to-time (format-time-string "%F"))
+                           (days-to-time (- 7 (% days 7))))))
+      (should (eq (plist-get result :status) :ok))
+      ;; A repeating task goes back to TODO once its date moved.
+      (should (equal (plist-get result :todo) "TODO"))
+      (should (string-match-p "Org asked \"[^\"]*repeater intervals[^\"]*\", answered yes"
+                              (plist-get result :message)))
+      (should (string-search (format-time-string "SCHEDULED: <%F %a ++1w>" next)
+                             (org-agent-actuator-test-file-text file))))))
+
 (ert-deftest org-agent-actuator-finds-a-moved-headline ()
   "When the buffer changed since the store saw it, the node is found again."
   (org-agent-actuator-test-with-file org-agent-actuator-test-text
@@ -292,7 +319,36 @@ window changes."
       (org-agent-actuator-test--no-pending-note)
       (let ((text (with-current-buffer (get-file-buffer file) (buffer-string))))
         (should (string-match-p "SCHEDULED: <2026-11-27 Fri \\+1w>" text))
-        (should (string-match-p ":LOGBOOK:\n- CLOSING NOTE \\[" text))))))
+        (should (string-match-p ":LOGBOOK:\n- CLOSING NOTE \\[" text))
+        ;; The tool saved: so is the log line written after it, on disk and in the store.
+        (should-not (buffer-modified-p (get-file-buffer file)))
+        (should (equal (org-agent-actuator-test-file-text file) text))
+        (should (org-agent-test-wait
+                 (lambda () (string-search "CLOSING NOTE"
+                                           (or (plist-get (org-agent-node "water") :body) "")))
+                 30))))))
+
+(ert-deftest org-agent-actuator-elisp-tool-that-does-not-save-leaves-the-buffer-unsaved ()
+  "An Elisp tool that logs but does not save: the log line is written, nothing is saved."
+  (require 'org-agent-tools)
+  (org-agent-actuator-test-with-file org-agent-actuator-test-repeating
+    (let ((org-log-done 'time) (org-log-repeat 'time) (org-log-into-drawer t))
+      (org-agent-define-tool
+       :name "close_water" :description "Close the watering task."
+       :function (lambda ()
+                   (with-current-buffer (find-file-noselect file)
+                     (goto-char (point-min))
+                     (re-search-forward "^\\* TODO Water")
+                     (org-todo "DONE")
+                     "closed")))
+      (unwind-protect
+          (should (eq :ok (plist-get (org-agent-actuator-test-do :action :call-tool :name "close_water")
+                                     :status)))
+        (org-agent-remove-tool "close_water"))
+      (with-current-buffer (get-file-buffer file)
+        (should (buffer-modified-p))
+        (should (string-match-p ":LOGBOOK:\n- State \"DONE\"" (buffer-string))))
+      (should (equal (org-agent-actuator-test-file-text file) org-agent-actuator-test-repeating)))))
 
 (ert-deftest org-agent-actuator-leaves-a-pending-note-of-the-user-alone ()
   "A note Org set up for the user's own command stays pending across an agent edit."

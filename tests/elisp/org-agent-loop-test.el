@@ -609,5 +609,38 @@ only the undecided rest of a line."
                              (cdr (assoc "messages" body)))))
       (should (string-search "Use **very bold** words" (cdr (assoc "content" (car said))))))))
 
+;;;; Raw bytes
+
+(defun org-agent-loop-test--user-messages (body)
+  "The contents of the `user' messages in the request BODY."
+  (delq nil (mapcar (lambda (m) (and (equal (cdr (assoc "role" m)) "user")
+                                     (cdr (assoc "content" m))))
+                    (cdr (assoc "messages" body)))))
+
+(ert-deftest org-agent-loop-raw-bytes-reach-the-model-as-unicode ()
+  "Raw bytes in a chat message or a stimulus go to the model as U+FFFD, valid UTF-8."
+  (org-agent-loop-test--with-chat
+    ;; A multibyte message holding a raw byte, as an undecodable paste leaves it.
+    (org-agent-test-server-push :text "Seen.")
+    (org-agent-loop-test--send (concat "caf" (string-to-multibyte "\377") "é"))
+    (should (org-agent-test-wait (lambda () finished) 60))
+    (should (equal (cadr finished) "Seen."))
+    (should (member "caf\uFFFDé" (org-agent-loop-test--user-messages
+                                   (car (last (org-agent-test-server-requests))))))
+    ;; A unibyte stimulus: its UTF-8 is decoded, the byte that is not UTF-8 is U+FFFD,
+    ;; and so is a raw byte in a string of the options.
+    (org-agent-test-server-push :text "Seen again.")
+    (let ((request (org-agent-chat-stimulus
+                    "bytes \377 and \303\251" org-agent-chat--conversation
+                    org-agent-backends
+                    (list :system-prompt (concat "Be brief " (string-to-multibyte "\200"))))))
+      (should (integerp request)))
+    (should (org-agent-test-wait (lambda () (= (length (org-agent-test-server-requests)) 2))
+                                 60))
+    (let ((body (car (last (org-agent-test-server-requests)))))
+      (should (member "bytes \uFFFD and é" (org-agent-loop-test--user-messages body)))
+      (should (string-search "Be brief \uFFFD"
+                             (cdr (assoc "content" (car (cdr (assoc "messages" body))))))))))
+
 (provide 'org-agent-loop-test)
 ;;; org-agent-loop-test.el ends here
