@@ -211,7 +211,7 @@ becomes one U+FFFD, as the module does with a buffer's text."
       (concat (mapcar (lambda (c) (if (> c top) #xFFFD c)) text)))))
 
 (defun org-agent--unicode-strings (value)
-  "Return VALUE with every string in it as `org-agent--unicode-text' makes it.
+  "Return VALUE with every string in it converted by `org-agent--unicode-text'.
 VALUE is a plist or any tree of conses and vectors; what is not a
 string, a cons or a vector is kept as it is."
   (cond ((stringp value) (org-agent--unicode-text value))

@@ -388,7 +388,7 @@ A buffer without a file is stored under its name."
           (org-agent--ingest-text file text todo done))))))
 
 (defun org-agent--saved-as-utf-8 ()
-  "Return (SIGNATURE CRLF) when the file just saved holds the buffer as UTF-8.
+  "Return (SIGNATURE CRLF) when the saved file has the buffer's text as UTF-8.
 Then the module reads the buffer's text back from the file exactly
 \(`org-agent--ingest-saved-async'), and the save copies nothing on
 this thread: SIGNATURE says a byte-order mark precedes it, CRLF that
