@@ -121,23 +121,27 @@ fn a_torn_tail_and_a_rebuilt_store_are_brought_up_to_date_by_one_pass() {
     let (a, b, _) = notes(&root);
     let dirs = vec![root.clone()];
 
-    // A torn tail: the last commit (a's newer text) never reached the log whole.
+    // A torn tail: the last commit (a's newer text) never reached the log whole, and the
+    // crash came before the seal was rewritten for it (a crash cannot tear what the seal
+    // says was committed: that is damage, see store_persist).
     let state = tempfile::tempdir().unwrap();
     {
         let (store, _) = open(state.path());
         store.ingest_directories(&dirs, |_, _, _| {}, || false);
         store.flush().unwrap();
-        let before = std::fs::metadata(state.path().join(LOG_NAME))
-            .unwrap()
-            .len();
+        let log = state.path().join(LOG_NAME);
+        let seal = org_agent::store::seal::path_for(&log);
+        let before = std::fs::metadata(&log).unwrap().len();
+        let sealed_before = std::fs::read(&seal).unwrap();
         std::fs::write(&a, "* A saved before the crash\n").unwrap();
         store.ingest_file(&a, false).unwrap();
         store.flush().unwrap();
-        let log = state.path().join(LOG_NAME);
+        drop(store);
         let len = std::fs::metadata(&log).unwrap().len();
         assert!(len > before + 12);
         let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
         f.set_len(len - 5).unwrap();
+        std::fs::write(&seal, sealed_before).unwrap();
     }
     let (store, report) = open(state.path());
     assert!(report.torn_tail, "{report:?}");
