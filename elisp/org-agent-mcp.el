@@ -40,7 +40,7 @@
 (defvar org-agent-audit-file)
 ;; org-agent-approvals needs the chat, which needs this file: the functions it lends the
 ;; asking below are there by the time a proposal arrives.
-(declare-function org-agent-approvals--get "org-agent-approvals" (id))
+(declare-function org-agent-approvals-list "org-agent-approvals" (&optional all))
 (declare-function org-agent-approvals-approve "org-agent-approvals" (id))
 (declare-function org-agent-approvals-deny "org-agent-approvals" (id))
 
@@ -339,7 +339,8 @@ From a timer: the event arrives while events are being handled."
   "Ask whether to apply proposal ID, an edit the MCP client CLIENT asked for.
 Its diff is shown when Emacs could preview it.  y applies it, n denies
 it, q leaves it in \[org-agent-approvals]."
-  (let ((proposal (ignore-errors (org-agent-approvals--get id))))
+  (let ((proposal (seq-find (lambda (p) (eql (plist-get p :id) id))
+                            (org-agent-approvals-list))))
     (when (eq (plist-get proposal :state) 'pending)
       (save-window-excursion
         (when-let ((diff (plist-get proposal :diff)))

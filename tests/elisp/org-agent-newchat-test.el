@@ -317,7 +317,8 @@ types a message and sends it."
     org-agent-run-skill org-agent-select-model org-agent-semantic-search org-agent-status
     org-agent-store-info org-agent-summarize-buffer
     org-agent-approvals org-agent-skills org-agent-skills-reload org-agent-import-skill
-    org-agent-scan org-agent-daily-briefing org-agent-ingest-directory)
+    org-agent-scan org-agent-daily-briefing org-agent-ingest-directory
+    org-agent-reconcile)
   "The commands of those files M-x offers in any buffer.")
 
 (defun org-agent-newchat-test--offered (buffer)

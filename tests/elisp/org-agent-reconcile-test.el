@@ -131,7 +131,9 @@ printf '* Added while Emacs was away\\n' > %s"
                                      '("Added while Emacs was away"))))
                        30))
               (should (= (plist-get (org-agent-store-stats) :files) 5))
-              ;; Nothing left for a later pass to do.
+              ;; The open's pass has ended (its changes can show before its last event,
+              ;; and a pass asked for meanwhile joins it): nothing left for a later one.
+              (should (org-agent-test-wait (lambda () (null org-agent--reconcile-request)) 30))
               (let (done)
                 (org-agent-reconcile (lambda (e) (setq done e)))
                 (should (org-agent-test-wait (lambda () done) 30))
