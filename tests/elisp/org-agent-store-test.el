@@ -818,8 +818,10 @@ And when it reports done, every file is in the store."
         (should (equal first second))
         (should (org-agent-test-wait (lambda () (= (length results) 2))))
         (should (equal results '(t t)))
-        ;; Once done, a new request starts a new ingest.
-        (should-not (equal (org-agent-ingest-directory) first))))))
+        ;; Once done, a new request starts a new ingest (awaited: the store closes next).
+        (let ((done nil))
+          (should-not (equal (org-agent-ingest-directory (lambda (_) (setq done t))) first))
+          (should (org-agent-test-wait (lambda () done))))))))
 
 (ert-deftest org-agent-clear-error-without-cargo ()
   "Building without cargo says what is missing."

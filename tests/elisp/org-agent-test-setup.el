@@ -43,6 +43,19 @@ test that reads it starts with `org-agent-test-require-corpus'.")
 (org-agent-build-module-sync)
 (org-agent--start)
 
+(defun org-agent-test-delete-state (dir)
+  "Delete DIR, a state directory whose store was just closed.
+A worker finishing what was asked before the close (a directory
+ingest's last commits, and the log's seal after them) may still add a
+file there for a moment."
+  (let ((tries 0))
+    (while (condition-case err
+               (progn (delete-directory dir t) nil)
+             (file-error
+              (if (< (cl-incf tries) 100)
+                  (progn (sleep-for 0.05) t)
+                (signal (car err) (cdr err))))))))
+
 (defmacro org-agent-test-with-store (&rest body)
   "Run BODY with a fresh, empty, persisted store in a temporary directory.
 The directory is bound to `org-agent-test-state'."
@@ -54,7 +67,7 @@ The directory is bound to `org-agent-test-state'."
            (org-agent--store-open org-agent-test-state)
            ,@body)
        (org-agent--store-close)
-       (delete-directory org-agent-test-state t))))
+       (org-agent-test-delete-state org-agent-test-state))))
 
 ;;;; The scripted LLM server as the backend
 
