@@ -12,6 +12,7 @@
 use super::AliasArgument;
 use crate::mcp::client::Offered;
 use crate::mcp::schema;
+use crate::tools::ParamType;
 use serde_json::{Map, Value};
 
 /// An alias as the skill file says it: checked only for its form until a turn resolves it.
@@ -192,29 +193,19 @@ fn typed(property: &Value, text: &str) -> Result<Value, String> {
         Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     };
-    let wrong = |kind: &str| format!("{text:?} is not {kind}");
     for kind in &kinds {
-        let value = match *kind {
-            "string" => Some(Value::String(text.to_owned())),
-            "integer" => text.parse::<i64>().ok().map(Value::from),
-            "number" => text
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map(Value::Number),
-            "boolean" => match text {
-                "t" | "true" | "yes" => Some(Value::Bool(true)),
-                "nil" | "false" | "no" => Some(Value::Bool(false)),
-                _ => None,
-            },
-            _ => serde_json::from_str(text).ok(),
+        // The types a skill's own tools take are read the same way here; any other
+        // (object, array, null) is JSON.
+        let value = match ParamType::from_json_name(kind) {
+            Some(t) => t.read_text(text).ok(),
+            None => serde_json::from_str(text).ok(),
         };
         if let Some(value) = value {
             return Ok(value);
         }
     }
     match kinds.first() {
-        Some(kind) => Err(wrong(kind)),
+        Some(kind) => Err(format!("{text:?} is not {kind}")),
         // No type: JSON when it reads as JSON, else the text.
         None => Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))),
     }

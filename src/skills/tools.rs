@@ -216,21 +216,7 @@ fn typed(kind: ParamType, text: &str) -> Result<Value, String> {
     if text.is_empty() {
         return Err("no value".into());
     }
-    let wrong = || format!("{text:?} is not {}", kind.json_name());
-    Ok(match kind {
-        ParamType::String => Value::String(text.to_owned()),
-        ParamType::Integer => Value::from(text.parse::<i64>().map_err(|_| wrong())?),
-        ParamType::Number => text
-            .parse::<f64>()
-            .ok()
-            .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
-            .ok_or_else(wrong)?,
-        ParamType::Boolean => match text {
-            "t" | "true" | "yes" => Value::Bool(true),
-            "nil" | "false" | "no" => Value::Bool(false),
-            _ => return Err(format!("{text:?} is not t or nil")),
-        },
-    })
+    kind.read_text(text)
 }
 
 /// An Elisp tool of `code`: each property but `:CONFIRM:` a parameter, `[optional] TYPE

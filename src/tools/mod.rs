@@ -61,6 +61,26 @@ impl ParamType {
         .find(|t| t.json_name() == name)
     }
 
+    /// `text`, a value as Org writes it (a property of a skill's tool heading), as this
+    /// type's JSON value; booleans are written `t`/`nil`, `true`/`false` or `yes`/`no`.
+    pub fn read_text(self, text: &str) -> Result<Value, String> {
+        let wrong = || format!("{text:?} is not {}", self.json_name());
+        Ok(match self {
+            ParamType::String => Value::String(text.to_owned()),
+            ParamType::Integer => Value::from(text.parse::<i64>().map_err(|_| wrong())?),
+            ParamType::Number => text
+                .parse::<f64>()
+                .ok()
+                .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
+                .ok_or_else(wrong)?,
+            ParamType::Boolean => match text {
+                "t" | "true" | "yes" => Value::Bool(true),
+                "nil" | "false" | "no" => Value::Bool(false),
+                _ => return Err(format!("{text:?} is not t or nil")),
+            },
+        })
+    }
+
     fn admits(self, value: &Value) -> bool {
         match self {
             ParamType::String => value.is_string(),
