@@ -1,6 +1,7 @@
 //! Errors of the object store.
 
-use std::path::PathBuf;
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -49,3 +50,30 @@ pub enum StoreError {
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+impl StoreError {
+    /// An I/O error on `path`, for `map_err`.
+    pub fn io_on(path: &Path) -> impl Fn(std::io::Error) -> StoreError + Copy + '_ {
+        move |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Open a file of the state directory for reading and writing in place, creating it and
+/// its directory if need be; never truncated here, since what is in it decides what comes
+/// next (the log's committed length, the lock's holder).
+pub fn open_state_file(path: &Path) -> Result<File> {
+    let io = StoreError::io_on(path);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(io)
+}

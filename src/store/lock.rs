@@ -5,8 +5,8 @@
 //! SIGKILL, lets go of it with its file descriptors, so no stale lock is ever left behind to
 //! be guessed about.
 
-use super::error::{Result, StoreError};
-use std::fs::{File, OpenOptions};
+use super::error::{open_state_file, Result, StoreError};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -26,18 +26,8 @@ impl StateLock {
     /// session that holds it, as it wrote itself into the file.
     pub fn acquire(dir: &Path) -> Result<StateLock> {
         let path = dir.join(LOCK_NAME);
-        let io = |source| StoreError::Io {
-            path: path.clone(),
-            source,
-        };
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io)?;
+        let io = StoreError::io_on(&path);
+        let mut file = open_state_file(&path)?;
         // SAFETY: flock on a descriptor this function owns, with no pointers involved.
         let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         let failure = (locked != 0).then(std::io::Error::last_os_error);

@@ -10,7 +10,7 @@
 //! Compaction writes a fresh log beside the old one and renames it over, so it is atomic too.
 
 use super::body::{DecodingFromLog, LogReader};
-use super::error::{Result, StoreError};
+use super::error::{open_state_file, Result, StoreError};
 use super::hash::Hash;
 use super::node::{Node, NodeContent};
 use super::seal::{self, Seal, Tally};
@@ -691,20 +691,8 @@ impl LogWriter {
     /// Open (or create) the log at `path`, cutting it to where `loaded` (what loading it
     /// found; [`Tally::empty`] for a new log) leaves it first, and seal it there.
     pub fn open(path: &Path, loaded: Tally) -> Result<LogWriter> {
-        let io = |source| StoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io)?;
+        let io = StoreError::io_on(path);
+        let mut file = open_state_file(path)?;
         let tally = if loaded.len < FILE_MAGIC.len() as u64 {
             file.set_len(0).map_err(io)?;
             file.write_all(FILE_MAGIC).map_err(io)?;
