@@ -86,6 +86,9 @@ pub struct Approvals {
     /// Held while the file is written, so writes happen one at a time and each writes the
     /// queue as it is then: the last write is always the newest state.
     writing: Mutex<()>,
+    /// How many proposals were settled so far: whoever waits for a user's answer (an MCP
+    /// client's call) wakes when it changes instead of polling the queue.
+    settled: tokio::sync::watch::Sender<u64>,
 }
 
 impl Approvals {
@@ -99,6 +102,7 @@ impl Approvals {
             path,
             queue: Mutex::new(Queue { items, next }),
             writing: Mutex::new(()),
+            settled: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -157,6 +161,12 @@ impl Approvals {
         self.queue.lock().items.iter().find(|p| p.id == id).cloned()
     }
 
+    /// A receiver that sees a change each time a proposal is settled. Take it before
+    /// looking at the proposal waited for, so that a settling in between is not missed.
+    pub fn watch_settled(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.settled.subscribe()
+    }
+
     /// Record the diff Emacs previewed for pending proposal `id`.
     pub fn set_diff(&self, id: u64, diff: String) -> Result<(), ApprovalError> {
         self.update(id, |p| p.diff = Some(diff))
@@ -168,6 +178,7 @@ impl Approvals {
             p.state = state;
             p.outcome = Some(outcome);
         })?;
+        self.settled.send_modify(|n| *n += 1);
         let mut q = self.queue.lock();
         let settled = q.items.iter().filter(|p| p.state != State::Pending).count();
         if settled > KEEP_SETTLED {

@@ -225,6 +225,7 @@ impl NotesServer {
     /// when they did not answer in time (it stays queued).
     async fn answer(&self, proposal: u64) -> Option<CallToolResult> {
         let deadline = tokio::time::Instant::now() + self.settings.ask_wait;
+        let mut settlings = self.rt.approvals().watch_settled();
         loop {
             let settled = self.rt.approvals().get(proposal)?;
             match settled.state {
@@ -245,10 +246,11 @@ impl NotesServer {
                     ))
                 }
             }
-            if tokio::time::Instant::now() >= deadline {
-                return None;
+            match tokio::time::timeout_at(deadline, settlings.changed()).await {
+                Ok(Ok(())) => {}
+                // Out of time, or the queue is gone with its store.
+                Ok(Err(_)) | Err(_) => return None,
             }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
     }
 
