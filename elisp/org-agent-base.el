@@ -192,41 +192,6 @@ calls the module expands this after requiring org-agent-base."
      ,@(mapcar (lambda (f) `(declare-function ,(car f) "org-agent-module" ,(cdr f)))
                org-agent--module-functions)))
 
-;;;; Text for the module
-
-(defun org-agent--unicode-text (string)
-  "Return STRING as Unicode text the module takes.
-A unibyte STRING is decoded as UTF-8.  Each raw byte left (eight-bit
-characters, from undecodable input) and each character beyond Unicode
-becomes one U+FFFD, as the module does with a buffer's text."
-  (let ((text (if (multibyte-string-p string)
-                  string
-                (decode-coding-string string 'utf-8-unix t)))
-        (top #x10FFFF))
-    ;; ASCII text takes one byte a character; a raw byte takes two, and no regexp
-    ;; class matches it.
-    (if (or (= (length text) (string-bytes text))
-            (cl-loop for c across text never (> c top)))
-        text
-      (concat (mapcar (lambda (c) (if (> c top) #xFFFD c)) text)))))
-
-(defun org-agent--unicode-strings (value)
-  "Return VALUE with every string in it converted by `org-agent--unicode-text'.
-VALUE is a plist or any tree of conses and vectors; what is not a
-string, a cons or a vector is kept as it is."
-  (cond ((stringp value) (org-agent--unicode-text value))
-        ((consp value)
-         ;; A loop, not recursion, down the list: a long plist must not exhaust the stack.
-         (let ((head (list nil)))
-           (let ((tail head))
-             (while (consp value)
-               (setcdr tail (list (org-agent--unicode-strings (car value))))
-               (setq tail (cdr tail) value (cdr value)))
-             (setcdr tail (org-agent--unicode-strings value)))
-           (cdr head)))
-        ((vectorp value) (vconcat (mapcar #'org-agent--unicode-strings value)))
-        (t value)))
-
 ;;;; Org releases
 
 ;; Org 9.6 (Emacs 29) renamed its folding functions into org-fold and made the old names

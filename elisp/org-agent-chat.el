@@ -786,15 +786,14 @@ have been `setq'd since).  Return the module's request id; the turn's
 events come through `org-agent-chat-functions' with that :request."
   (org-agent--send-privacy)
   (org-agent-mcp-sync)
-  ;; Raw bytes (pasted binary, undecodable file text) would make the module refuse the
-  ;; whole turn; they go as U+FFFD instead, as in a summarized buffer's text.
+  ;; Raw bytes (pasted binary, undecodable file text) go as U+FFFD: the module reads
+  ;; every string of a plist so, as it reads a summarized buffer's text.
   (org-agent--stimulus
-   (org-agent--unicode-strings
-    (list :type :event
-          :payload (list :sensor :chat-message :text text)
-          :meta (list :session conversation)
-          :depth 0))
-   backends (org-agent--unicode-strings options)))
+   (list :type :event
+         :payload (list :sensor :chat-message :text text)
+         :meta (list :session conversation)
+         :depth 0)
+   backends options))
 
 (defun org-agent-chat--send-prompt (prompt backends options)
   "Send PROMPT (already in the buffer) to BACKENDS and show the answer as it comes.
@@ -1037,10 +1036,11 @@ is the focus."
   (interactive)
   (let* ((name (if buffer-file-name (abbreviate-file-name buffer-file-name) (buffer-name)))
          (text (org-agent--redact-private-now
-                ;; A unibyte buffer (visited literally) holds bytes, not text.
+                ;; A unibyte buffer (visited literally) holds bytes, not text: read them
+                ;; as UTF-8; what is left undecoded the module takes as U+FFFD.
                 (if enable-multibyte-characters
                     (org-agent--buffer-text)
-                  (org-agent--unicode-text (org-agent--buffer-text)))
+                  (decode-coding-string (org-agent--buffer-text) 'utf-8-unix t))
                 (if buffer-file-name (expand-file-name buffer-file-name) (buffer-name))))
          (cut (> (length text) org-agent-summarize-max-chars))
          (shown (format "Summarize the buffer %s." name))
@@ -1240,9 +1240,7 @@ is sent to the LLM."
            (backends (org-agent-backends-cascade)))
       (org-agent--send-privacy)
       (puthash (org-agent--preview-request org-agent-chat--conversation
-                                           (org-agent--unicode-text text) backends
-                                           (org-agent--unicode-strings
-                                            (org-agent-chat--options)))
+                                           text backends (org-agent-chat--options))
                #'org-agent-chat--show-preview
                org-agent--callbacks)
       (message "org-agent: assembling the request..."))))

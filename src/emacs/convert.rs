@@ -1,11 +1,13 @@
 //! Lisp ⇄ Rust conversion for the store's data: node plists, events, query plists.
 
+pub use super::lisp_sexp::text_arg;
+use super::lisp_sexp::{encoded_bytes, is_non_unicode};
 use super::org_agent_error;
 use crate::agent::Event;
 use crate::store::{
     filename, FileDoc, NodeContent, NodeKind, NodeRef, Property, Query, TodoType, Version,
 };
-use ::emacs::{Env, ErrorKind, IntoLisp, ModuleError, Result, Value};
+use ::emacs::{Env, IntoLisp, Result, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -116,43 +118,6 @@ pub fn lisp_string(env: &Env, v: Value) -> Result<String> {
         env.call("symbol-name", [v])?.into_rust()
     } else {
         v.into_rust()
-    }
-}
-
-/// Whether `e` is the module API refusing a string that is not Unicode.
-fn is_non_unicode(e: &::emacs::Error) -> bool {
-    matches!(
-        e.downcast_ref::<ErrorKind>(),
-        Some(ErrorKind::Module(ModuleError::NonUnicodeString { .. }))
-    )
-}
-
-/// The bytes of the Lisp string `v` encoded with `coding`. The module API only hands over
-/// Unicode text, so they cross as base64; every step is one C primitive (or plain Rust), so
-/// this stays linear and cheap on the main thread.
-fn encoded_bytes(env: &Env, v: Value, coding: Value) -> Result<Vec<u8>> {
-    use base64::Engine;
-    let encoded = env.call("encode-coding-string", (v, coding, true))?;
-    let b64: String = env
-        .call("base64-encode-string", (encoded, true))?
-        .into_rust()?;
-    match base64::engine::general_purpose::STANDARD.decode(b64) {
-        Ok(bytes) => Ok(bytes),
-        Err(e) => env.signal(org_agent_error, (format!("cannot take the text: {e}"),)),
-    }
-}
-
-/// A string argument as text. Emacs may hold text the module API refuses: raw bytes
-/// (undecodable input, one character each) and characters beyond Unicode. Such text is taken
-/// through its UTF-8 encoding, each of those characters becoming one U+FFFD, so buffer
-/// positions still agree (see [`crate::store::text::from_emacs_utf8`]).
-pub fn text_arg(env: &Env, v: Value) -> Result<String> {
-    match v.into_rust::<String>() {
-        Err(e) if is_non_unicode(&e) => {
-            let bytes = encoded_bytes(env, v, env.intern("utf-8-unix")?)?;
-            Ok(crate::store::text::from_emacs_utf8(&bytes))
-        }
-        other => other,
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::org_agent_error;
 use crate::sexp::{self, Value as Sexp};
-use ::emacs::{Env, IntoLisp, Result, Value};
+use ::emacs::{Env, ErrorKind, IntoLisp, ModuleError, Result, RustError, Value};
 
 /// Deepest nesting converted either way.
 pub const MAX_DEPTH: usize = sexp::reader::MAX_DEPTH;
@@ -121,7 +121,7 @@ fn from_lisp_at(env: &Env, v: Value, depth: usize, budget: &mut usize) -> Result
     Ok(match ty.as_str() {
         "integer" => Sexp::from(v.into_rust::<i64>()?),
         "float" => Sexp::from(v.into_rust::<f64>()?),
-        "string" => Sexp::string(v.into_rust::<String>()?),
+        "string" => Sexp::string(text_arg(env, v)?),
         "symbol" => {
             let name: String = lisp_symbol_name.call(env, (v,))?.into_rust()?;
             match (name.as_str(), name.strip_prefix(':')) {
@@ -168,4 +168,45 @@ fn from_lisp_at(env: &Env, v: Value, depth: usize, budget: &mut usize) -> Result
             )
         }
     })
+}
+
+/// Whether `e` is the module API refusing a string that is not Unicode (a multibyte string
+/// with raw bytes), or a unibyte string whose bytes are not UTF-8.
+pub(super) fn is_non_unicode(e: &::emacs::Error) -> bool {
+    matches!(
+        e.downcast_ref::<ErrorKind>(),
+        Some(ErrorKind::Module(ModuleError::NonUnicodeString { .. }))
+    ) || matches!(
+        e.downcast_ref::<ErrorKind>(),
+        Some(ErrorKind::Rust(RustError::InvalidUtf8 { .. }))
+    )
+}
+
+/// The bytes of the Lisp string `v` encoded with `coding`. The module API only hands over
+/// Unicode text, so they cross as base64; every step is one C primitive (or plain Rust), so
+/// this stays linear and cheap on the main thread.
+pub(super) fn encoded_bytes(env: &Env, v: Value, coding: Value) -> Result<Vec<u8>> {
+    use base64::Engine;
+    let encoded = env.call("encode-coding-string", (v, coding, true))?;
+    let b64: String = env
+        .call("base64-encode-string", (encoded, true))?
+        .into_rust()?;
+    match base64::engine::general_purpose::STANDARD.decode(b64) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) => env.signal(org_agent_error, (format!("cannot take the text: {e}"),)),
+    }
+}
+
+/// A string argument as text. Emacs may hold text the module API refuses: raw bytes
+/// (undecodable input, one character each) and characters beyond Unicode. Such text is taken
+/// through its UTF-8 encoding, each of those characters becoming one U+FFFD, so buffer
+/// positions still agree (see [`crate::store::text::from_emacs_utf8`]).
+pub fn text_arg(env: &Env, v: Value) -> Result<String> {
+    match v.into_rust::<String>() {
+        Err(e) if is_non_unicode(&e) => {
+            let bytes = encoded_bytes(env, v, env.intern("utf-8-unix")?)?;
+            Ok(crate::store::text::from_emacs_utf8(&bytes))
+        }
+        other => other,
+    }
 }

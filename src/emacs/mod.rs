@@ -556,7 +556,7 @@ fn hit_plist<'e>(env: &'e Env, hits: &Hits, index: i64, fields: Value<'e>) -> Re
 #[defun]
 fn count<'e>(env: &'e Env, query: Value<'e>) -> Result<i64> {
     let (q, _, _) = parse_query(env, query)?;
-    Ok(runtime(env)?.store().query(&q).len() as i64)
+    Ok(runtime(env)?.store().count(&q) as i64)
 }
 
 /// Return the node with ID (with its body), or nil.
@@ -781,10 +781,11 @@ fn turn_setup(
 fn preview_request(
     env: &Env,
     conversation: String,
-    text: String,
+    text: Value,
     backend: Value,
     options: Value,
 ) -> Result<i64> {
+    let text = text_arg(env, text)?;
     let t = turn_setup(env, backend, options, None)?;
     let Some(first) = t.backends.first().cloned() else {
         return fail(env, "no backend is configured");
