@@ -24,7 +24,7 @@ pub fn timestamp_date(ts: &str) -> Option<&str> {
 }
 
 /// Conditions, all of which a node must meet. `Default` matches every node.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Query {
     pub file: Option<String>,
     pub kind: Option<NodeKind>,
@@ -144,6 +144,52 @@ impl Query {
         Box::new(0..doc.nodes.len() as u32)
     }
 
+    /// Whether the index [`Query::candidates`] picks holds exactly the matching nodes: the
+    /// query asks nothing else (but which file, and how many).
+    fn index_decides(&self) -> bool {
+        let mut rest = Query {
+            file: None,
+            limit: None,
+            ..self.clone()
+        };
+        if rest.tag.is_some() {
+            // The inherited-tag walk is not an index; `matches` decides.
+            return false;
+        }
+        if rest.own_tag.take().is_none() && !rest.projects {
+            rest.todo = None;
+        }
+        rest == Query::default()
+    }
+
+    /// How many nodes [`Query::run`] would return, without making them: a count over a
+    /// million headlines must not touch each hit.
+    pub fn count(&self, state: &State) -> usize {
+        if self.sparse {
+            return self.run(state).len();
+        }
+        let docs: Box<dyn Iterator<Item = &Arc<FileDoc>>> = match &self.file {
+            Some(f) => Box::new(state.files.get(f.as_str()).into_iter()),
+            None => Box::new(state.files.values()),
+        };
+        let decides = self.index_decides();
+        let limit = self.limit.unwrap_or(usize::MAX);
+        let mut n = 0;
+        for doc in docs {
+            n += if decides {
+                self.candidates(doc).count()
+            } else {
+                self.candidates(doc)
+                    .filter(|&i| self.matches(&doc.nodes[i as usize]))
+                    .count()
+            };
+            if n >= limit {
+                return limit;
+            }
+        }
+        n
+    }
+
     pub fn run(&self, state: &State) -> Vec<NodeRef> {
         let mut out = Vec::new();
         let limit = self.limit.unwrap_or(usize::MAX);
@@ -210,5 +256,9 @@ impl Store {
 
     pub fn query(&self, q: &Query) -> Vec<NodeRef> {
         q.run(&self.state())
+    }
+
+    pub fn count(&self, q: &Query) -> usize {
+        q.count(&self.state())
     }
 }

@@ -331,3 +331,58 @@ fn queries_follow_reingest_and_removal() {
     }
     .matches(by_title(&s, H, "Groceries").node()));
 }
+
+#[test]
+fn a_count_is_the_length_of_the_query_it_counts() {
+    let s = store();
+    // A file whose headline repeats its tag: counted once, as the query returns it once.
+    ingest(
+        &s,
+        "/org/repeat.org",
+        "* TODO Twice :writing:x:writing:\n** TODO Child\n",
+    );
+    let mut queries: Vec<Query> = Vec::new();
+    for file in [None, Some(W.to_string()), Some("/org/none.org".to_string())] {
+        for limit in [None, Some(0), Some(1), Some(3), Some(100)] {
+            let base = Query {
+                file: file.clone(),
+                limit,
+                ..q()
+            };
+            let each: [fn(&mut Query); 9] = [
+                |_| {},
+                |q| q.todo = Some("TODO".into()),
+                |q| q.todo = Some("NOPE".into()),
+                |q| q.own_tag = Some("writing".into()),
+                |q| q.tag = Some("job".into()),
+                |q| q.projects = true,
+                |q| {
+                    q.own_tag = Some("writing".into());
+                    q.todo = Some("NEXT".into());
+                },
+                |q| {
+                    q.todo = Some("TODO".into());
+                    q.kind = Some(NodeKind::Headline);
+                    q.level = Some(1);
+                },
+                |q| {
+                    q.todo_type = Some(TodoType::Done);
+                    q.sparse = true;
+                },
+            ];
+            for set in each {
+                let mut query = base.clone();
+                set(&mut query);
+                queries.push(query);
+            }
+        }
+    }
+    for query in &queries {
+        assert_eq!(s.count(query), s.query(query).len(), "{query:?}");
+    }
+    // The counts are not all alike: the queries above tell the nodes apart.
+    let mut counts: Vec<usize> = queries.iter().map(|q| s.count(q)).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    assert!(counts.len() >= 6, "{counts:?}");
+}
