@@ -44,7 +44,7 @@ pub use error::{Result, StoreError};
 pub use file_doc::{FileDoc, Files, NodeRef};
 pub use hash::Hash;
 pub use history::Snapshot;
-pub use ids::{FileKey, IdLocs, IdMap, Loc};
+pub use ids::{FileKey, IdKey, IdLocs, IdMap, Loc};
 pub use ingest::{DirReport, IngestReport};
 pub use lock::{StateLock, LOCK_NAME};
 pub use log::{OpenReport, Reload, FALLBACK_LOG_NAME, LOG_NAME, RELOAD_MIN_VERSIONS};

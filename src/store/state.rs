@@ -5,7 +5,7 @@
 
 use super::archive::{Archive, History, StoredVersion};
 use super::file_doc::{FileDoc, Files, NodeRef};
-use super::ids::{FileKey, IdChanges, IdIndex, IdLocs, IdMap, Loc};
+use super::ids::{FileKey, IdChanges, IdIndex, IdKey, IdLocs, IdMap, Loc};
 use super::inherit;
 use super::node::{self, Node};
 use super::persist::{FileEntry, FileRecord, Record};
@@ -89,23 +89,22 @@ impl State {
     }
 
     fn add_loc(&mut self, id: Arc<str>, loc: Loc) {
+        let key = IdKey::new(&id);
         let ids = self.ids_mut();
-        match ids.get_mut(&id) {
-            None => {
-                ids.insert(id, IdLocs::One(loc));
-            }
-            Some(entry) => {
-                let mut all: Vec<Loc> = entry.iter().cloned().collect();
-                all.push(loc);
-                // Keep a stable order (file, position) so `node` does not depend on the order
-                // files were ingested in.
-                all.sort_by(|a, b| (&a.file, a.index).cmp(&(&b.file, b.index)));
-                *entry = IdLocs::Many(Arc::new(all));
-            }
-        }
+        // One walk down the tree for a new id, the usual case; a second for a duplicate.
+        let Some(was) = ids.insert(key.clone(), IdLocs::One(loc.clone())) else {
+            return;
+        };
+        let mut all: Vec<Loc> = was.iter().cloned().collect();
+        all.push(loc);
+        // Keep a stable order (file, position) so `node` does not depend on the order
+        // files were ingested in.
+        all.sort_by(|a, b| (&a.file, a.index).cmp(&(&b.file, b.index)));
+        ids.insert(key, IdLocs::Many(Arc::new(all)));
     }
 
     fn remove_loc(&mut self, id: &Arc<str>, gone: impl Fn(&Loc) -> bool) {
+        let id = &IdKey::new(id);
         let ids = self.ids_mut();
         let Some(entry) = ids.get(id) else {
             return;

@@ -1017,7 +1017,7 @@ fn concurrent_writers_and_readers() {
                 for (id, locs) in state.ids().iter() {
                     for l in locs.iter() {
                         let doc = state.files.get(&*l.file).expect("id points at a live file");
-                        assert_eq!(&doc.nodes[l.index as usize].id, id);
+                        assert_eq!(&*doc.nodes[l.index as usize].id, &**id);
                     }
                 }
             }
