@@ -26,9 +26,7 @@
 
 (defun org-agent-kill-test--notes (dir)
   "Fill DIR with the Org files the child edits: the demo notes and larger files."
-  (dolist (f (directory-files (expand-file-name "demo/notes" org-agent-test-root) t
-                              "\\.org\\'"))
-    (copy-file f (expand-file-name (file-name-nondirectory f) dir)))
+  (org-agent-test-copy-demo-notes dir)
   (dotimes (i 3)
     (with-temp-file (expand-file-name (format "big-%d.org" i) dir)
       (insert "#+TITLE: Big " (number-to-string i) "\n#+FILETAGS: :big:\n")
@@ -49,19 +47,9 @@
 With AFTER-SAVE, the DELAY counts from its first save (so some kills
 land among saves even where starting takes longer than the delays).
 Return the child's output."
-  (let* ((process-environment
-          (append (list (concat "ORG_AGENT_KILL_NOTES=" notes)
-                        (concat "ORG_AGENT_KILL_STATE=" state)
-                        (concat "ORG_AGENT_KILL_MODULE=" org-agent-module-directory)
-                        (concat "ORG_AGENT_KILL_SEED=" seed))
-                  process-environment))
-         (buffer (generate-new-buffer " *org-agent-kill-child*"))
-         (proc (make-process :name "org-agent-kill-child" :buffer buffer
-                             :command (list (expand-file-name invocation-name
-                                                              invocation-directory)
-                                            "-Q" "--batch" "-l" org-agent-kill-test-child)
-                             :connection-type 'pipe :noquery t
-                             :sentinel #'ignore)))
+  (let* ((proc (org-agent-test-start-session "org-agent-kill-child" org-agent-kill-test-child
+                                             notes state seed))
+         (buffer (process-buffer proc)))
     (when after-save
       (let ((deadline (+ (float-time) 120)))
         (while (and (process-live-p proc) (< (float-time) deadline)

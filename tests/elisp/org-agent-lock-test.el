@@ -22,25 +22,9 @@
   (expand-file-name "tests/elisp/org-agent-lock-child.el" org-agent-test-root)
   "The waiting session.")
 
-(defun org-agent-lock-test--notes (dir)
-  "Fill DIR with the demo notes, the files the writer edits."
-  (dolist (f (directory-files (expand-file-name "demo/notes" org-agent-test-root) t
-                              "\\.org\\'"))
-    (copy-file f (expand-file-name (file-name-nondirectory f) dir))))
-
 (defun org-agent-lock-test--start (file notes state)
   "Start the child Emacs of FILE on NOTES and STATE; return its process."
-  (let ((process-environment
-         (append (list (concat "ORG_AGENT_KILL_NOTES=" notes)
-                       (concat "ORG_AGENT_KILL_STATE=" state)
-                       (concat "ORG_AGENT_KILL_MODULE=" org-agent-module-directory)
-                       "ORG_AGENT_KILL_SEED=lock")
-                 process-environment)))
-    (make-process :name "org-agent-lock-session"
-                  :buffer (generate-new-buffer " *org-agent-lock-session*")
-                  :command (list (expand-file-name invocation-name invocation-directory)
-                                 "-Q" "--batch" "-l" file)
-                  :connection-type 'pipe :noquery t :sentinel #'ignore)))
+  (org-agent-test-start-session "org-agent-lock-session" file notes state "lock"))
 
 (defun org-agent-lock-test--output (proc)
   "What PROC printed so far."
@@ -65,7 +49,7 @@
          writer waiter)
     (unwind-protect
         (progn
-          (org-agent-lock-test--notes notes)
+          (org-agent-test-copy-demo-notes notes)
           (setq writer (org-agent-lock-test--start org-agent-lock-test-writer notes state))
           (should (org-agent-lock-test--wait-for writer "saved \\([0-9]+\\)" 120))
           ;; A waiting session killed: the writer goes on saving.

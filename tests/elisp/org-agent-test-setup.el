@@ -204,5 +204,28 @@ A block is a line <<data-BOUNDARY tool=\"NAME\">>, the text, and a line
            block))
   (match-string 2 block))
 
+(defun org-agent-test-copy-demo-notes (dir)
+  "Copy the demo notes (demo/notes/*.org) into DIR."
+  (dolist (f (directory-files (expand-file-name "demo/notes" org-agent-test-root) t
+                              "\\.org\\'"))
+    (copy-file f (expand-file-name (file-name-nondirectory f) dir))))
+
+(defun org-agent-test-start-session (name program notes state seed)
+  "Start a child Emacs NAME running PROGRAM on NOTES and STATE with SEED.
+The child reads them from ORG_AGENT_KILL_NOTES, _STATE and _SEED, and
+the module's directory from ORG_AGENT_KILL_MODULE; its output goes to a
+buffer of its own.  Return its process."
+  (let ((process-environment
+         (append (list (concat "ORG_AGENT_KILL_NOTES=" notes)
+                       (concat "ORG_AGENT_KILL_STATE=" state)
+                       (concat "ORG_AGENT_KILL_MODULE=" org-agent-module-directory)
+                       (concat "ORG_AGENT_KILL_SEED=" seed))
+                 process-environment)))
+    (make-process :name name
+                  :buffer (generate-new-buffer (format " *%s*" name))
+                  :command (list (expand-file-name invocation-name invocation-directory)
+                                 "-Q" "--batch" "-l" program)
+                  :connection-type 'pipe :noquery t :sentinel #'ignore)))
+
 (provide 'org-agent-test-setup)
 ;;; org-agent-test-setup.el ends here
