@@ -8,8 +8,10 @@
 //! found once holds for the document's life. The store finds nothing private here: which
 //! of these nodes may be named is the notes layer's to say.
 
+use super::hash::Hash;
 use super::node::{Node, NodeContent};
 use crate::secrets::{Detector, SecretGate, Span};
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// Where in a node a credential is.
@@ -34,21 +36,44 @@ pub struct Flagged {
     pub found: Box<[Found]>,
 }
 
+/// What was found in the node versions one pass over many documents met (the warm-up's,
+/// a scan's), so a version in several of them (a file and its copy, which share their
+/// unchanged versions) is read once.
+#[derive(Default)]
+pub struct Memo {
+    seen: FxHashMap<Hash, Box<[Found]>>,
+    line: String,
+}
+
+/// Versions a memo holds before it starts over: some fifty bytes each, so a pass over
+/// millions of nodes holds about ten megabytes at most.
+const MEMO_LIMIT: usize = 250_000;
+
 /// The nodes of `nodes` with credentials, in document order.
-pub(super) fn find(nodes: &[Node]) -> Box<[Flagged]> {
+pub(super) fn find(nodes: &[Node], memo: &mut Memo) -> Box<[Flagged]> {
     let gate = SecretGate::shared();
-    let mut line = String::new();
-    nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| {
-            let found = in_node(gate.detector(), &n.content, &mut line);
-            (!found.is_empty()).then(|| Flagged {
+    let mut flagged = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let found = match memo.seen.get(&n.hash()) {
+            Some(found) => found.clone(),
+            None => {
+                let found: Box<[Found]> =
+                    in_node(gate.detector(), &n.content, &mut memo.line).into();
+                if memo.seen.len() >= MEMO_LIMIT {
+                    memo.seen.clear();
+                }
+                memo.seen.insert(n.hash(), found.clone());
+                found
+            }
+        };
+        if !found.is_empty() {
+            flagged.push(Flagged {
                 index: i as u32,
-                found: found.into(),
-            })
-        })
-        .collect()
+                found,
+            });
+        }
+    }
+    flagged.into()
 }
 
 /// The credentials in a node's own fields. `line` is scratch space for drawer lines, kept
@@ -145,6 +170,42 @@ mod tests {
         assert!(flagged("* Clean\n:PROPERTIES:\n:ID: 8c1d3e0f\n:END:\n").is_empty());
     }
 
+    /// A memo carried from document to document answers for the versions they share as
+    /// reading them again would, and never for a version it has not met.
+    #[test]
+    fn a_memo_answers_for_shared_versions_as_reading_them_would() {
+        let text = format!(
+            "* Keys\n{TOKEN}\n* Clean\nnothing\n* Other\n:PROPERTIES:\n:PASSWORD: x1\n:END:\n"
+        );
+        let edited = text.replace("nothing", &format!("now {TOKEN}"));
+        let store = Store::in_memory(Config::default());
+        for (file, text) in [
+            ("/n/a.org", &text),
+            ("/n/copy.org", &text),
+            ("/n/b.org", &edited),
+        ] {
+            store.ingest_text(file, text, None, None, None).unwrap();
+        }
+        let state = store.state();
+        let fresh = |file: &str| -> Vec<(u32, Vec<Found>)> {
+            super::find(&state.files[file].nodes, &mut super::Memo::default())
+                .iter()
+                .map(|f| (f.index, f.found.to_vec()))
+                .collect()
+        };
+        let mut memo = super::Memo::default();
+        for file in ["/n/a.org", "/n/copy.org", "/n/b.org"] {
+            let got: Vec<(u32, Vec<Found>)> = state.files[file]
+                .credentials_with(&mut memo)
+                .iter()
+                .map(|f| (f.index, f.found.to_vec()))
+                .collect();
+            assert_eq!(got, fresh(file), "{file}");
+        }
+        assert_eq!(fresh("/n/b.org").len(), 3);
+        assert_ne!(fresh("/n/a.org"), fresh("/n/b.org"));
+    }
+
     /// Every node of the shared corpus: what is kept for it is what the gate withholds from
     /// each of its fields (counted by another path, `redact`), and nothing for the rest.
     #[test]
@@ -165,8 +226,9 @@ mod tests {
         let gate = SecretGate::shared();
         let hits = |text: &str| gate.detector().redact(text).hits;
         let (mut nodes, mut with) = (0, 0);
+        let mut memo = super::Memo::default();
         for doc in store.state().files.values() {
-            let mut kept = doc.credentials().iter().peekable();
+            let mut kept = doc.credentials_with(&mut memo).iter().peekable();
             for (i, node) in doc.nodes.iter().enumerate() {
                 nodes += 1;
                 let c = &node.content;

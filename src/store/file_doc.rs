@@ -88,8 +88,14 @@ impl FileDoc {
     /// included. Found once per document, by whichever thread asks first; another that asks
     /// meanwhile waits for that answer.
     pub fn credentials(&self) -> &[Flagged] {
+        self.credentials_with(&mut credentials::Memo::default())
+    }
+
+    /// [`FileDoc::credentials`], for one of many documents: versions `memo` met in the
+    /// others are not read again.
+    pub fn credentials_with(&self, memo: &mut credentials::Memo) -> &[Flagged] {
         self.credentials
-            .get_or_init(|| credentials::find(&self.nodes))
+            .get_or_init(|| credentials::find(&self.nodes, memo))
     }
 
     /// Whether [`FileDoc::credentials`] has been found, so asking costs nothing.

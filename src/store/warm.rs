@@ -4,6 +4,7 @@
 //! detector and the first secret scan only looks up. A scan that comes first finds what
 //! is missing itself: both fill the same slot of the document, once.
 
+use super::credentials::Memo;
 use super::file_doc::FileDoc;
 use super::Store;
 use std::sync::mpsc::{channel, Sender};
@@ -33,8 +34,9 @@ impl Warmer {
                 while let Ok(job) = queue.recv() {
                     match job {
                         Job::Docs(docs) => {
+                            let mut memo = Memo::default();
                             for doc in docs.iter().filter_map(Weak::upgrade) {
-                                doc.credentials();
+                                doc.credentials_with(&mut memo);
                             }
                         }
                         Job::Flush(done) => {

@@ -12,7 +12,7 @@
 //! of every node was slower than the scan may be.
 
 use super::{Cx, Finding};
-use crate::store::credentials::Field;
+use crate::store::credentials::{Field, Memo};
 
 fn describe(field: &Field) -> String {
     match field {
@@ -24,8 +24,10 @@ fn describe(field: &Field) -> String {
 
 pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
     let mut out = Vec::new();
+    // For the files the warm-up has not reached yet.
+    let mut memo = Memo::default();
     for doc in cx.files() {
-        for flagged in doc.credentials() {
+        for flagged in doc.credentials_with(&mut memo) {
             let node = Cx::at(doc, flagged.index);
             if !cx.shows(&node) {
                 continue;
