@@ -31,6 +31,7 @@ impl Warmer {
             .name("org-agent-warm".into())
             .spawn(move || {
                 crate::block_sigpipe();
+                lower_priority();
                 while let Ok(job) = queue.recv() {
                     match job {
                         Job::Docs(docs) => {
@@ -105,5 +106,18 @@ impl Store {
             // Fails only when the thread has died: scans then find them themselves.
             let _ = warmer.jobs.send(Job::Docs(docs));
         }
+    }
+}
+
+/// Give the calling thread the lowest priority: the warm-up is never what anyone waits
+/// for, so an ingest or a turn beside it on a busy machine comes first (a scan that comes
+/// before it is done finds the rest itself).
+fn lower_priority() {
+    // On Linux a thread id names that thread alone (setpriority(2)); elsewhere it would be
+    // the whole process, which must keep its priority.
+    #[cfg(target_os = "linux")]
+    // SAFETY: takes no pointers; a failure leaves the priority as it was.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
     }
 }
