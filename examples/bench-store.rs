@@ -8,6 +8,10 @@
 //! of a commit's durability (the log's sync and its seal's replacement).
 //!
 //! DIR is, e.g., the generated memex (`org-agent-bench--generate-memex`).
+//!
+//! The stores ingested into warm up as the session's does (their documents' credentials
+//! found on a thread of their own after each commit); ORG_AGENT_BENCH_WARM=off leaves that
+//! out, to see what it costs the ingest beside it.
 
 use org_agent::store::{Config, Store};
 use std::path::{Path, PathBuf};
@@ -145,7 +149,12 @@ fn directory_ingest(dir: &Path, state: &Path) {
 fn empty_store(state: &Path) -> Store {
     let _ = std::fs::remove_dir_all(state);
     match Store::open(state, Config::default()) {
-        Ok((store, _)) => store,
+        Ok((store, _)) => {
+            if std::env::var("ORG_AGENT_BENCH_WARM").as_deref() != Ok("off") {
+                store.warm_credentials();
+            }
+            store
+        }
         Err(e) => {
             eprintln!("open: {e}");
             std::process::exit(1);

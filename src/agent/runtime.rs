@@ -119,6 +119,13 @@ pub(super) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// `store` as the session's: its documents' credentials found on its warm-up thread as
+/// they are stored, so the secret sentinel's first scan only looks them up.
+fn session_store(store: Store) -> Arc<Store> {
+    store.warm_credentials();
+    Arc::new(store)
+}
+
 impl Runtime {
     /// The process-wide runtime, started on first use.
     pub fn global() -> Result<&'static Runtime, std::io::Error> {
@@ -140,7 +147,7 @@ impl Runtime {
         let config = default_config();
         Ok(Runtime {
             tokio,
-            store: RwLock::new(Arc::new(Store::in_memory(config.clone()))),
+            store: RwLock::new(session_store(Store::in_memory(config.clone()))),
             state_lock: Mutex::new(None),
             config: Mutex::new(config),
             events: Mutex::new(VecDeque::new()),
@@ -251,7 +258,7 @@ impl Runtime {
             false => Some(crate::store::StateLock::acquire(dir)?),
         };
         let (store, report) = Store::open(dir, self.config.lock().clone())?;
-        let old = std::mem::replace(&mut *self.store.write(), Arc::new(store));
+        let old = std::mem::replace(&mut *self.store.write(), session_store(store));
         self.retire(old);
         // The old directory is let go only once its store is flushed (by `retire`).
         if let Some(lock) = lock {
@@ -298,7 +305,10 @@ impl Runtime {
     /// Keep the store in memory only (closing any persisted one).
     pub fn close_store(&self) {
         let config = self.config.lock().clone();
-        let old = std::mem::replace(&mut *self.store.write(), Arc::new(Store::in_memory(config)));
+        let old = std::mem::replace(
+            &mut *self.store.write(),
+            session_store(Store::in_memory(config)),
+        );
         self.retire(old);
         *self.state_lock.lock() = None;
         *self.approvals.write() = Arc::new(Approvals::in_memory());

@@ -37,7 +37,7 @@ const CONFIG: GeneralPurposeConfig =
 const STANDARD: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, CONFIG);
 const URL_SAFE: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, CONFIG);
 
-fn is_token(b: u8) -> bool {
+pub(super) fn is_token(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-' | b'=')
 }
 
@@ -205,6 +205,37 @@ pub(super) fn decode(piece: &str, budget: &mut usize) -> Option<(Encoding, Strin
     *budget = budget.saturating_sub(bytes.len());
     let text = String::from_utf8(bytes).ok()?;
     is_text(text.as_bytes(), false).then_some((encoding, text))
+}
+
+/// Whether [`decode`] could find text in `piece`, or in a block of wrapped lines that
+/// begins with it: its first characters read as hex, or as base64 of either alphabet, are
+/// text. (`decode` reads no further before it gives up on binary, so this is never false
+/// where `decode` answers.)
+pub(super) fn may_decode(piece: &str) -> bool {
+    let hex = piece
+        .strip_prefix("0x")
+        .or_else(|| piece.strip_prefix("0X"))
+        .unwrap_or(piece);
+    if let Some(head) = hex.as_bytes().get(..PROBE) {
+        if head.iter().all(u8::is_ascii_hexdigit) {
+            let mut probe = [0u8; PROBE / 2];
+            for (b, p) in probe.iter_mut().zip(head.chunks_exact(2)) {
+                *b = byte(p).unwrap_or(0);
+            }
+            if is_text(&probe, true) {
+                return true;
+            }
+        }
+    }
+    let Some(head) = piece.get(..PROBE) else {
+        return false;
+    };
+    [&STANDARD, &URL_SAFE].iter().any(|engine| {
+        let mut probe = [0u8; PROBE / 4 * 3];
+        engine
+            .decode_slice(head, &mut probe)
+            .is_ok_and(|n| is_text(&probe[..n], true))
+    })
 }
 
 /// The byte two hex digits write.

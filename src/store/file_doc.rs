@@ -4,13 +4,14 @@
 //! new document. [`NodeRef`] points at one node inside one.
 
 use super::config::Config;
+use super::credentials::{self, Flagged};
 use super::hash::Hash;
 use super::links;
 use super::node::{self, Node, NodeKind};
 use super::todo::TodoKeywords;
 use rustc_hash::FxHashMap as HashMap;
 use sha2::{Digest, Sha256};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// One ingested file: its nodes in document order (index 0 is the file node) and indexes.
 #[derive(Debug)]
@@ -31,6 +32,9 @@ pub struct FileDoc {
     pub todo_index: HashMap<String, Vec<u32>>,
     /// The `id:` and `file:` links written in the file, in document order.
     pub links: Vec<links::Link>,
+    /// The nodes with credentials, found on first asking (by a scan, or the store's warm-up
+    /// after the document was stored): see [`FileDoc::credentials`].
+    credentials: OnceLock<Box<[Flagged]>>,
 }
 
 impl FileDoc {
@@ -76,7 +80,27 @@ impl FileDoc {
             tag_index,
             todo_index,
             links,
+            credentials: OnceLock::new(),
         }
+    }
+
+    /// The nodes with a credential in their own fields, in document order, private ones
+    /// included. Found once per document, by whichever thread asks first; another that asks
+    /// meanwhile waits for that answer.
+    pub fn credentials(&self) -> &[Flagged] {
+        self.credentials_with(&mut credentials::Memo::default())
+    }
+
+    /// [`FileDoc::credentials`], for one of many documents: versions `memo` met in the
+    /// others are not read again.
+    pub fn credentials_with(&self, memo: &mut credentials::Memo) -> &[Flagged] {
+        self.credentials
+            .get_or_init(|| credentials::find(&self.nodes, memo))
+    }
+
+    /// Whether [`FileDoc::credentials`] has been found, so asking costs nothing.
+    pub fn credentials_known(&self) -> bool {
+        self.credentials.get().is_some()
     }
 
     /// The nodes that may have `tag`, own or inherited, in document order, each once: the

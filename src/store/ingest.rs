@@ -214,6 +214,7 @@ impl Store {
         if links.is_empty() {
             return reports;
         }
+        let warm = self.to_warm(links.iter().map(|(_, doc)| doc));
         let replaced: Vec<Option<Arc<FileDoc>>> = self.change_in_place(|state| {
             let links = links.into_iter();
             links
@@ -224,6 +225,7 @@ impl Store {
         drop(guard);
         commit.write();
         drop(replaced);
+        self.warm_committed(warm);
         reports
     }
 

@@ -272,8 +272,11 @@ impl Store {
     /// Make a state and archive read from the log current, under the commit lock the
     /// caller holds; return the ones they replace, for the caller to free.
     fn install(&self, replayed: Replayed) -> (Arc<State>, Archive) {
+        // Documents read again from the log are new ones, whose credentials are not known.
+        let warm = self.to_warm(replayed.state.files.values());
         let old_state = std::mem::replace(&mut *self.current.lock(), Arc::new(replayed.state));
         let old_archive = std::mem::replace(&mut *self.archive.lock(), replayed.archive);
+        self.warm_committed(warm);
         (old_state, old_archive)
     }
 

@@ -13,6 +13,7 @@ pub mod archive;
 pub mod body;
 pub mod commit;
 pub mod config;
+pub mod credentials;
 pub mod date;
 pub mod error;
 pub mod file_doc;
@@ -37,6 +38,7 @@ pub mod stats;
 pub mod text;
 pub mod todo;
 pub mod vectors;
+mod warm;
 
 pub use archive::{Archive, History, StoredVersion, Version, Versions};
 pub use config::Config;
@@ -82,6 +84,9 @@ pub struct Store {
     closed: std::sync::atomic::AtomicBool,
     /// What [`Store::reconcile`] last saw of each file on disk.
     disk_seen: Mutex<reconcile::DiskSeen>,
+    /// The thread that finds stored documents' credentials, once asked for
+    /// ([`Store::warm_credentials`]); `None` in it when it could not start.
+    warmer: std::sync::OnceLock<Option<warm::Warmer>>,
 }
 
 fn now() -> i64 {
@@ -115,6 +120,7 @@ impl Store {
             disk_seen: Mutex::new(reconcile::DiskSeen::opened(&state)),
             current: Mutex::new(state),
             closed: std::sync::atomic::AtomicBool::new(false),
+            warmer: std::sync::OnceLock::new(),
         }
     }
 
