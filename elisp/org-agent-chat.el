@@ -1267,15 +1267,21 @@ is sent to the LLM."
 (defun org-agent-chat--insert (text)
   "Insert TEXT where the answer grows, keeping the user's point where it was."
   (unless (string-empty-p text)
-    (let* ((windows (seq-filter (lambda (w) (= (window-point w) org-agent-chat--marker))
-                                (get-buffer-window-list nil nil t)))
-           (follow (= (point) org-agent-chat--marker)))
-      (save-excursion
-        (goto-char org-agent-chat--marker)
-        (insert text))
-      (when follow (goto-char org-agent-chat--marker))
+    (let ((at (marker-position org-agent-chat--marker))
+          (windows nil))
       ;; Windows whose point followed the answer keep following it; the others
       ;; stay where the user put them.
+      (dolist (w (get-buffer-window-list nil nil t))
+        (when (= (window-point w) at) (push w windows)))
+      (if (= (point) at)
+          ;; Following the answer, as while it streams: no `save-excursion', whose
+          ;; marker would be garbage made at every piece.
+          (progn (goto-char at)
+                 (insert text)
+                 (goto-char org-agent-chat--marker))
+        (save-excursion
+          (goto-char at)
+          (insert text)))
       (dolist (w windows) (set-window-point w org-agent-chat--marker)))))
 
 (defun org-agent-chat--stream (text)
@@ -1292,7 +1298,8 @@ each is inserted as it arrives."
   (org-agent-chat--insert
    (org-agent-chat--neutral-answer
     text (with-current-buffer (marker-buffer org-agent-chat--marker)
-           (save-excursion (goto-char org-agent-chat--marker) (bolp))))))
+           (let ((at (marker-position org-agent-chat--marker)))
+             (or (= at (point-min)) (eq (char-before at) ?\n)))))))
 
 (defun org-agent-chat--neutral-answer (text at-line-start)
   "TEXT with each line that would begin a turn or a step of the chat comma-escaped.
@@ -1301,10 +1308,15 @@ a turn (\"* You\": a forged message of the user's) or a step; it gets a
 comma, as Org escapes code.  A lone \"*\" or \"**\" ending TEXT is
 escaped too, since the rest of its line may come in the next piece.
 AT-LINE-START says whether TEXT's first line begins a line."
-  (let* ((guarded (if at-line-start text (concat "x" text)))
-         (escaped (replace-regexp-in-string "^\\(\\*\\*?\\)\\( \\|$\\)" ",\\1\\2"
-                                            guarded t)))
-    (if at-line-start escaped (substring escaped 1))))
+  (if (not (or (string-search "\n*" text)
+               (and at-line-start (string-prefix-p "*" text))))
+      ;; No line of TEXT starts with a star: TEXT itself, not a copy, since this runs
+      ;; for every piece of a streamed answer.
+      text
+    (let* ((guarded (if at-line-start text (concat "x" text)))
+           (escaped (replace-regexp-in-string "^\\(\\*\\*?\\)\\( \\|$\\)" ",\\1\\2"
+                                              guarded t)))
+      (if at-line-start escaped (substring escaped 1)))))
 
 (defun org-agent-chat--block (kind text)
   "TEXT in an Org block of KIND, escaped so it cannot end the block early."

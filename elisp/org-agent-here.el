@@ -351,13 +351,19 @@ Leading white space of the answer is dropped.  A line that would be
 a headline gets JOB's prefix of stars, so it stays inside the region's
 heading; a line of only stars may still become one, so it is held
 back until its line goes on or FINAL says the answer is complete."
-  (let ((s (concat (org-agent-here--job-pending job) text))
+  (let ((s (let ((pending (org-agent-here--job-pending job)))
+             ;; TEXT itself when nothing was held back: no copy per streamed piece.
+             (if (string-empty-p pending) text (concat pending text))))
         (prefix (org-agent-here--job-prefix job)))
     (setf (org-agent-here--job-pending job) "")
     (unless (org-agent-here--job-started job)
       (setq s (string-trim-left s))
       (unless (string-empty-p s) (setf (org-agent-here--job-started job) t)))
-    (if (or (string-empty-p prefix) (string-empty-p s))
+    (if (or (string-empty-p prefix) (string-empty-p s)
+            ;; No line of S starts with a star: nothing to prefix or hold back, and no
+            ;; line-by-line copies of a piece that needs none.
+            (not (or (string-search "\n*" s)
+                     (and (org-agent-here--job-at-bol job) (string-prefix-p "*" s)))))
         (progn
           (unless (string-empty-p s)
             (setf (org-agent-here--job-at-bol job) (string-suffix-p "\n" s)))
@@ -388,20 +394,27 @@ back until its line goes on or FINAL says the answer is complete."
      ((not (buffer-live-p buffer)) nil)
      (t
       (with-current-buffer buffer
-        (condition-case err
-            (progn
-              (save-excursion
+        (let ((pt (point)))
+          (condition-case err
+              (progn
+                ;; Point moved back by hand rather than by `save-excursion', whose
+                ;; marker would be garbage made at every streamed piece.  Inserting at
+                ;; the end moves a point after it by the text's length, and leaves one
+                ;; at it before the text, as `save-excursion' would.
                 (save-restriction
                   (widen)
-                  (goto-char (org-agent-here--job-end job))
-                  (insert text)))
-              ;; From now on, text typed at the region's start stays before it.
-              (set-marker-insertion-type (org-agent-here--job-start job) t)
-              t)
-          ((buffer-read-only text-read-only)
-           (message "org-agent: %s became read-only (%s); the answer stops there"
-                    (buffer-name) (error-message-string err))
-           nil)))))))
+                  (let ((at (marker-position (org-agent-here--job-end job))))
+                    (goto-char at)
+                    (insert text)
+                    (goto-char (if (> pt at) (+ pt (- (point) at)) pt))))
+                ;; From now on, text typed at the region's start stays before it.
+                (set-marker-insertion-type (org-agent-here--job-start job) t)
+                t)
+            ((buffer-read-only text-read-only)
+             (goto-char pt)
+             (message "org-agent: %s became read-only (%s); the answer stops there"
+                      (buffer-name) (error-message-string err))
+             nil))))))))
 
 (defun org-agent-here--note (job what)
   "End JOB's answer in the buffer with a line saying WHAT happened."
@@ -660,7 +673,13 @@ original and the proposal.  The model gets no tools: only the text."
       (with-current-buffer proposal
         (let ((inhibit-read-only t))
           (pcase (plist-get event :kind)
-            ('text (save-excursion (goto-char (point-max)) (insert (plist-get event :text))))
+            ('text
+             ;; Not `save-excursion' (a marker per piece): inserting at the end moves
+             ;; no point but one at the end, which stays before the text as it would.
+             (let ((pt (point)))
+               (goto-char (point-max))
+               (insert (plist-get event :text))
+               (goto-char pt)))
             ('failover
              (when (plist-get event :discard) (erase-buffer))
              (org-agent-here--failover job event))
