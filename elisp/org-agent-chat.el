@@ -294,8 +294,43 @@ same of the last turn, or nil before one."
               (org-agent-chat-format-tokens org-agent-chat--tokens (nth 2 conv))
               (org-agent-chat-format-cost (or (car conv) 0) (nth 1 conv)))))))
 
+(defvar-local org-agent-chat--header-cache nil
+  "The header line made during the turn in flight: (KEY . LINE), or nil.
+KEY is what `org-agent-chat--header-key-p' compares.")
+
+(defun org-agent-chat--header-key-p (key)
+  "Return non-nil if KEY, a vector, is what the header line shows now.
+It leaves out the clock and the count of tokens written, which the
+ticker refreshes each second."
+  (and (eq (aref key 0) org-agent-chat--state)
+       (eq (aref key 1) org-agent-chat--backend-name)
+       (eq (aref key 2) org-agent-chat--turn-start)
+       (eq (aref key 3) org-agent-chat--turn-spent)
+       (eq (aref key 4) org-agent-chat--spent)
+       (eq (aref key 5) org-agent-chat--tokens)
+       (eq (aref key 6) org-agent-chat--focus-title)
+       (eq (aref key 7) org-agent-shell-sandbox)))
+
 (defun org-agent-chat--header ()
-  "The header line: backend, state, usage and cost, focus, keys."
+  "The header line: backend, state, usage and cost, focus, keys.
+During a turn, the line made last is reused while what it shows is the
+same: redisplay asks for it after every streamed piece, and making it
+conses some 3 KB (`format', `substitute-command-keys')."
+  (let ((cache org-agent-chat--header-cache))
+    (if (and cache org-agent-chat--turn-start (org-agent-chat--header-key-p (car cache)))
+        (cdr cache)
+      (let ((line (org-agent-chat--make-header)))
+        (setq org-agent-chat--header-cache
+              (and org-agent-chat--turn-start
+                   (cons (vector org-agent-chat--state org-agent-chat--backend-name
+                                 org-agent-chat--turn-start org-agent-chat--turn-spent
+                                 org-agent-chat--spent org-agent-chat--tokens
+                                 org-agent-chat--focus-title org-agent-shell-sandbox)
+                         line)))
+        line))))
+
+(defun org-agent-chat--make-header ()
+  "Make the header line: backend, state, usage and cost, focus, keys."
   (format " org-agent  %s  %s%s  %s%s%s%s"
           (or org-agent-chat--backend-name (org-agent-backends-next-label))
           org-agent-chat--state
@@ -320,7 +355,10 @@ same of the last turn, or nil before one."
 (defun org-agent-chat--tick (buffer)
   "Refresh the header line of BUFFER during its turn; stop ticking after it."
   (if (and (buffer-live-p buffer) (buffer-local-value 'org-agent-chat--turn-start buffer))
-      (with-current-buffer buffer (force-mode-line-update))
+      (with-current-buffer buffer
+        ;; The clock and the tokens written move on: make the header line again.
+        (setq org-agent-chat--header-cache nil)
+        (force-mode-line-update))
     (when (buffer-live-p buffer)
       (with-current-buffer buffer
         (org-agent-chat--stop-ticker)))))
