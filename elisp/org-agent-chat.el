@@ -299,7 +299,7 @@ same of the last turn, or nil before one."
 KEY is what `org-agent-chat--header-key-p' compares.")
 
 (defun org-agent-chat--header-key-p (key)
-  "Return non-nil if KEY, a vector, is what the header line shows now.
+  "Return non-nil if KEY, a vector, matches the header line's contents now.
 It leaves out the clock and the count of tokens written, which the
 ticker refreshes each second."
   (and (eq (aref key 0) org-agent-chat--state)
