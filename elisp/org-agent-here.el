@@ -647,7 +647,10 @@ original and the proposal.  The model gets no tools: only the text."
       (add-hook 'kill-buffer-hook #'org-agent-here--proposal-killed nil t)
       (setq header-line-format
             (format "Rewriting %s: %s  (%s stops)" name (org-agent-here--job-instruction job)
-                    (substitute-command-keys "\\[org-agent-here-stop]"))))))
+                    ;; Keys looked up in the mode's map alone: searching every active
+                    ;; map with Org loaded conses some 80 KB.
+                    (substitute-command-keys
+                     "\\<org-agent-here-rewrite-mode-map>\\[org-agent-here-stop]"))))))
 
 (defun org-agent-here--request-rewrite (job previous)
   "Send JOB's rewrite request; PREVIOUS is the proposal being revised, or nil."
@@ -693,7 +696,7 @@ original and the proposal.  The model gets no tools: only the text."
              (setq buffer-read-only nil)
              (setq header-line-format
                    (substitute-command-keys
-                    (format "Rewrite %s%s: \\[org-agent-here-rewrite-again] asks again, \\[org-agent-here-rewrite-reject] drops it"
+                    (format "\\<org-agent-here-rewrite-mode-map>Rewrite %s%s: \\[org-agent-here-rewrite-again] asks again, \\[org-agent-here-rewrite-reject] drops it"
                             (if (eq (plist-get event :kind) 'error) "failed: " "interrupted")
                             (or (plist-get event :message) ""))))
              (message "org-agent: the rewrite %s" (if (eq (plist-get event :kind) 'error)
@@ -768,7 +771,7 @@ drawers and blocks of the text it replaces (or the text is not Org)."
       (set-buffer-modified-p nil)
       (setq header-line-format
             (substitute-command-keys
-             "Proposal (editable): \\[org-agent-here-rewrite-accept] accept, \\[org-agent-here-rewrite-reject] reject, \\[org-agent-here-rewrite-again] again, \\[org-agent-here-rewrite-ediff] ediff")))
+             "\\<org-agent-here-rewrite-mode-map>Proposal (editable): \\[org-agent-here-rewrite-accept] accept, \\[org-agent-here-rewrite-reject] reject, \\[org-agent-here-rewrite-again] again, \\[org-agent-here-rewrite-ediff] ediff")))
     (setf (org-agent-here--job-warnings job)
           (and org (org-agent-here--structure-changes (org-agent-here--job-original job) text)))
     (org-agent-here--show-diff job)))
@@ -802,7 +805,8 @@ drawers and blocks of the text it replaces (or the text is not Org)."
                                warnings "")))))
       (setq header-line-format
             (substitute-command-keys
-             (concat (if warnings "STRUCTURE CHANGES: " "")
+             (concat "\\<org-agent-here-rewrite-mode-map>"
+                     (if warnings "STRUCTURE CHANGES: " "")
                      "\\[org-agent-here-rewrite-accept] accept, \\[org-agent-here-rewrite-reject] reject, \\[org-agent-here-rewrite-again] again, \\[org-agent-here-rewrite-ediff] ediff"))))
     (display-buffer diff)
     (when warnings
