@@ -1287,7 +1287,10 @@ Compiled, so that the waiting loop checking it conses nothing."
   "Record stalls of the main thread into WATCH until its slot 0 is set.
 WATCH is the vector of `org-agent-bench--stalls-start'; SILENT is a
 pipe process that never speaks, waited on for 5 ms at a time."
-  (let ((last (float-time)) (last-gc gc-elapsed) (stop nil))
+  ;; From the moment the watch started, not the moment this thread first ran: what the
+  ;; main thread did before it first waited (a command starting the stream, a collection
+  ;; in it) is a stall too.
+  (let ((last (aref watch 9)) (last-gc (aref watch 8)) (stop nil))
     ;; The stop flag is read after the tick: the last stall before it, however long,
     ;; is counted.
     (while (not stop)
@@ -1310,9 +1313,10 @@ pipe process that never speaks, waited on for 5 ms at a time."
 (defun org-agent-bench--stalls-start ()
   "Start watching the main thread's stalls; return the watch.
 It is a vector [STOP WORST WORST-WITHOUT-GC TICKS STALLS THREAD PROCESS
-GCS GC-ELAPSED]: STALLS lists (SECONDS WHEN GCS-DONE) for each over 10 ms."
+GCS GC-ELAPSED START]: STALLS lists (SECONDS WHEN GCS-DONE) for each
+over 10 ms."
   (let* ((silent (make-pipe-process :name "org-agent-bench-silent" :noquery t))
-         (watch (vector nil 0.0 0.0 0 nil nil silent gcs-done gc-elapsed)))
+         (watch (vector nil 0.0 0.0 0 nil nil silent gcs-done gc-elapsed (float-time))))
     ;; Any thread may wait on it, not only the one that made it.
     (set-process-thread silent nil)
     (aset watch 5 (make-thread (lambda () (org-agent-bench--stall-watch watch silent))
