@@ -294,8 +294,43 @@ same of the last turn, or nil before one."
               (org-agent-chat-format-tokens org-agent-chat--tokens (nth 2 conv))
               (org-agent-chat-format-cost (or (car conv) 0) (nth 1 conv)))))))
 
+(defvar-local org-agent-chat--header-cache nil
+  "The header line made during the turn in flight: (KEY . LINE), or nil.
+KEY is what `org-agent-chat--header-key-p' compares.")
+
+(defun org-agent-chat--header-key-p (key)
+  "Return non-nil if KEY, a vector, matches the header line's contents now.
+It leaves out the clock and the count of tokens written, which the
+ticker refreshes each second."
+  (and (eq (aref key 0) org-agent-chat--state)
+       (eq (aref key 1) org-agent-chat--backend-name)
+       (eq (aref key 2) org-agent-chat--turn-start)
+       (eq (aref key 3) org-agent-chat--turn-spent)
+       (eq (aref key 4) org-agent-chat--spent)
+       (eq (aref key 5) org-agent-chat--tokens)
+       (eq (aref key 6) org-agent-chat--focus-title)
+       (eq (aref key 7) org-agent-shell-sandbox)))
+
 (defun org-agent-chat--header ()
-  "The header line: backend, state, usage and cost, focus, keys."
+  "The header line: backend, state, usage and cost, focus, keys.
+During a turn, the line made last is reused while what it shows is the
+same: redisplay asks for it after every streamed piece, and making it
+conses some 3 KB (`format', `substitute-command-keys')."
+  (let ((cache org-agent-chat--header-cache))
+    (if (and cache org-agent-chat--turn-start (org-agent-chat--header-key-p (car cache)))
+        (cdr cache)
+      (let ((line (org-agent-chat--make-header)))
+        (setq org-agent-chat--header-cache
+              (and org-agent-chat--turn-start
+                   (cons (vector org-agent-chat--state org-agent-chat--backend-name
+                                 org-agent-chat--turn-start org-agent-chat--turn-spent
+                                 org-agent-chat--spent org-agent-chat--tokens
+                                 org-agent-chat--focus-title org-agent-shell-sandbox)
+                         line)))
+        line))))
+
+(defun org-agent-chat--make-header ()
+  "Make the header line: backend, state, usage and cost, focus, keys."
   (format " org-agent  %s  %s%s  %s%s%s%s"
           (or org-agent-chat--backend-name (org-agent-backends-next-label))
           org-agent-chat--state
@@ -320,7 +355,10 @@ same of the last turn, or nil before one."
 (defun org-agent-chat--tick (buffer)
   "Refresh the header line of BUFFER during its turn; stop ticking after it."
   (if (and (buffer-live-p buffer) (buffer-local-value 'org-agent-chat--turn-start buffer))
-      (with-current-buffer buffer (force-mode-line-update))
+      (with-current-buffer buffer
+        ;; The clock and the tokens written move on: make the header line again.
+        (setq org-agent-chat--header-cache nil)
+        (force-mode-line-update))
     (when (buffer-live-p buffer)
       (with-current-buffer buffer
         (org-agent-chat--stop-ticker)))))
@@ -1265,15 +1303,21 @@ is sent to the LLM."
 (defun org-agent-chat--insert (text)
   "Insert TEXT where the answer grows, keeping the user's point where it was."
   (unless (string-empty-p text)
-    (let* ((windows (seq-filter (lambda (w) (= (window-point w) org-agent-chat--marker))
-                                (get-buffer-window-list nil nil t)))
-           (follow (= (point) org-agent-chat--marker)))
-      (save-excursion
-        (goto-char org-agent-chat--marker)
-        (insert text))
-      (when follow (goto-char org-agent-chat--marker))
+    (let ((at (marker-position org-agent-chat--marker))
+          (windows nil))
       ;; Windows whose point followed the answer keep following it; the others
       ;; stay where the user put them.
+      (dolist (w (get-buffer-window-list nil nil t))
+        (when (= (window-point w) at) (push w windows)))
+      (if (= (point) at)
+          ;; Following the answer, as while it streams: no `save-excursion', whose
+          ;; marker would be garbage made at every piece.
+          (progn (goto-char at)
+                 (insert text)
+                 (goto-char org-agent-chat--marker))
+        (save-excursion
+          (goto-char at)
+          (insert text)))
       (dolist (w windows) (set-window-point w org-agent-chat--marker)))))
 
 (defun org-agent-chat--stream (text)
@@ -1290,7 +1334,8 @@ each is inserted as it arrives."
   (org-agent-chat--insert
    (org-agent-chat--neutral-answer
     text (with-current-buffer (marker-buffer org-agent-chat--marker)
-           (save-excursion (goto-char org-agent-chat--marker) (bolp))))))
+           (let ((at (marker-position org-agent-chat--marker)))
+             (or (= at (point-min)) (eq (char-before at) ?\n)))))))
 
 (defun org-agent-chat--neutral-answer (text at-line-start)
   "TEXT with each line that would begin a turn or a step of the chat comma-escaped.
@@ -1299,10 +1344,15 @@ a turn (\"* You\": a forged message of the user's) or a step; it gets a
 comma, as Org escapes code.  A lone \"*\" or \"**\" ending TEXT is
 escaped too, since the rest of its line may come in the next piece.
 AT-LINE-START says whether TEXT's first line begins a line."
-  (let* ((guarded (if at-line-start text (concat "x" text)))
-         (escaped (replace-regexp-in-string "^\\(\\*\\*?\\)\\( \\|$\\)" ",\\1\\2"
-                                            guarded t)))
-    (if at-line-start escaped (substring escaped 1))))
+  (if (not (or (string-search "\n*" text)
+               (and at-line-start (string-prefix-p "*" text))))
+      ;; No line of TEXT starts with a star: TEXT itself, not a copy, since this runs
+      ;; for every piece of a streamed answer.
+      text
+    (let* ((guarded (if at-line-start text (concat "x" text)))
+           (escaped (replace-regexp-in-string "^\\(\\*\\*?\\)\\( \\|$\\)" ",\\1\\2"
+                                              guarded t)))
+      (if at-line-start escaped (substring escaped 1)))))
 
 (defun org-agent-chat--block (kind text)
   "TEXT in an Org block of KIND, escaped so it cannot end the block early."

@@ -351,13 +351,19 @@ Leading white space of the answer is dropped.  A line that would be
 a headline gets JOB's prefix of stars, so it stays inside the region's
 heading; a line of only stars may still become one, so it is held
 back until its line goes on or FINAL says the answer is complete."
-  (let ((s (concat (org-agent-here--job-pending job) text))
+  (let ((s (let ((pending (org-agent-here--job-pending job)))
+             ;; TEXT itself when nothing was held back: no copy per streamed piece.
+             (if (string-empty-p pending) text (concat pending text))))
         (prefix (org-agent-here--job-prefix job)))
     (setf (org-agent-here--job-pending job) "")
     (unless (org-agent-here--job-started job)
       (setq s (string-trim-left s))
       (unless (string-empty-p s) (setf (org-agent-here--job-started job) t)))
-    (if (or (string-empty-p prefix) (string-empty-p s))
+    (if (or (string-empty-p prefix) (string-empty-p s)
+            ;; No line of S starts with a star: nothing to prefix or hold back, and no
+            ;; line-by-line copies of a piece that needs none.
+            (not (or (string-search "\n*" s)
+                     (and (org-agent-here--job-at-bol job) (string-prefix-p "*" s)))))
         (progn
           (unless (string-empty-p s)
             (setf (org-agent-here--job-at-bol job) (string-suffix-p "\n" s)))
@@ -388,20 +394,27 @@ back until its line goes on or FINAL says the answer is complete."
      ((not (buffer-live-p buffer)) nil)
      (t
       (with-current-buffer buffer
-        (condition-case err
-            (progn
-              (save-excursion
+        (let ((pt (point)))
+          (condition-case err
+              (progn
+                ;; Point moved back by hand rather than by `save-excursion', whose
+                ;; marker would be garbage made at every streamed piece.  Inserting at
+                ;; the end moves a point after it by the text's length, and leaves one
+                ;; at it before the text, as `save-excursion' would.
                 (save-restriction
                   (widen)
-                  (goto-char (org-agent-here--job-end job))
-                  (insert text)))
-              ;; From now on, text typed at the region's start stays before it.
-              (set-marker-insertion-type (org-agent-here--job-start job) t)
-              t)
-          ((buffer-read-only text-read-only)
-           (message "org-agent: %s became read-only (%s); the answer stops there"
-                    (buffer-name) (error-message-string err))
-           nil)))))))
+                  (let ((at (marker-position (org-agent-here--job-end job))))
+                    (goto-char at)
+                    (insert text)
+                    (goto-char (if (> pt at) (+ pt (- (point) at)) pt))))
+                ;; From now on, text typed at the region's start stays before it.
+                (set-marker-insertion-type (org-agent-here--job-start job) t)
+                t)
+            ((buffer-read-only text-read-only)
+             (goto-char pt)
+             (message "org-agent: %s became read-only (%s); the answer stops there"
+                      (buffer-name) (error-message-string err))
+             nil))))))))
 
 (defun org-agent-here--note (job what)
   "End JOB's answer in the buffer with a line saying WHAT happened."
@@ -634,7 +647,10 @@ original and the proposal.  The model gets no tools: only the text."
       (add-hook 'kill-buffer-hook #'org-agent-here--proposal-killed nil t)
       (setq header-line-format
             (format "Rewriting %s: %s  (%s stops)" name (org-agent-here--job-instruction job)
-                    (substitute-command-keys "\\[org-agent-here-stop]"))))))
+                    ;; Keys looked up in the mode's map alone: searching every active
+                    ;; map with Org loaded conses some 80 KB.
+                    (substitute-command-keys
+                     "\\<org-agent-here-rewrite-mode-map>\\[org-agent-here-stop]"))))))
 
 (defun org-agent-here--request-rewrite (job previous)
   "Send JOB's rewrite request; PREVIOUS is the proposal being revised, or nil."
@@ -660,7 +676,13 @@ original and the proposal.  The model gets no tools: only the text."
       (with-current-buffer proposal
         (let ((inhibit-read-only t))
           (pcase (plist-get event :kind)
-            ('text (save-excursion (goto-char (point-max)) (insert (plist-get event :text))))
+            ('text
+             ;; Not `save-excursion' (a marker per piece): inserting at the end moves
+             ;; no point but one at the end, which stays before the text as it would.
+             (let ((pt (point)))
+               (goto-char (point-max))
+               (insert (plist-get event :text))
+               (goto-char pt)))
             ('failover
              (when (plist-get event :discard) (erase-buffer))
              (org-agent-here--failover job event))
@@ -674,7 +696,7 @@ original and the proposal.  The model gets no tools: only the text."
              (setq buffer-read-only nil)
              (setq header-line-format
                    (substitute-command-keys
-                    (format "Rewrite %s%s: \\[org-agent-here-rewrite-again] asks again, \\[org-agent-here-rewrite-reject] drops it"
+                    (format "\\<org-agent-here-rewrite-mode-map>Rewrite %s%s: \\[org-agent-here-rewrite-again] asks again, \\[org-agent-here-rewrite-reject] drops it"
                             (if (eq (plist-get event :kind) 'error) "failed: " "interrupted")
                             (or (plist-get event :message) ""))))
              (message "org-agent: the rewrite %s" (if (eq (plist-get event :kind) 'error)
@@ -749,7 +771,7 @@ drawers and blocks of the text it replaces (or the text is not Org)."
       (set-buffer-modified-p nil)
       (setq header-line-format
             (substitute-command-keys
-             "Proposal (editable): \\[org-agent-here-rewrite-accept] accept, \\[org-agent-here-rewrite-reject] reject, \\[org-agent-here-rewrite-again] again, \\[org-agent-here-rewrite-ediff] ediff")))
+             "\\<org-agent-here-rewrite-mode-map>Proposal (editable): \\[org-agent-here-rewrite-accept] accept, \\[org-agent-here-rewrite-reject] reject, \\[org-agent-here-rewrite-again] again, \\[org-agent-here-rewrite-ediff] ediff")))
     (setf (org-agent-here--job-warnings job)
           (and org (org-agent-here--structure-changes (org-agent-here--job-original job) text)))
     (org-agent-here--show-diff job)))
@@ -783,7 +805,8 @@ drawers and blocks of the text it replaces (or the text is not Org)."
                                warnings "")))))
       (setq header-line-format
             (substitute-command-keys
-             (concat (if warnings "STRUCTURE CHANGES: " "")
+             (concat "\\<org-agent-here-rewrite-mode-map>"
+                     (if warnings "STRUCTURE CHANGES: " "")
                      "\\[org-agent-here-rewrite-accept] accept, \\[org-agent-here-rewrite-reject] reject, \\[org-agent-here-rewrite-again] again, \\[org-agent-here-rewrite-ediff] ediff"))))
     (display-buffer diff)
     (when warnings

@@ -48,9 +48,9 @@ fn to_lisp_at<'e>(env: &'e Env, v: &Sexp, depth: usize) -> Result<Value<'e>> {
             _ => return env.signal(org_agent_error, ("number out of range",)),
         },
         Sexp::Char(c) => (*c as i64).into_lisp(env)?,
-        Sexp::String(s) => s.as_ref().into_lisp(env)?,
-        Sexp::Symbol(name) => lisp_intern.call(env, (name.as_ref(),))?,
-        Sexp::Keyword(name) => lisp_intern.call(env, (format!(":{name}"),))?,
+        Sexp::String(s) => string(env, s)?,
+        Sexp::Symbol(name) => intern(env, name)?,
+        Sexp::Keyword(name) => intern(env, &format!(":{name}"))?,
         Sexp::Bytes(bytes) => bytes.as_ref().into_lisp(env)?,
         Sexp::Vector(items) => {
             let mut out = Vec::with_capacity(items.len());
@@ -86,6 +86,31 @@ fn to_lisp_at<'e>(env: &'e Env, v: &Sexp, depth: usize) -> Result<Value<'e>> {
         }
         _ => ().into_lisp(env)?,
     })
+}
+
+/// A Lisp string of `s`. ASCII goes in as a unibyte string, which Lisp reads as it reads
+/// the same text multibyte (`equal`, `insert`, `concat`, `string-bytes` agree): Emacs 28's
+/// `make_string` makes a second, throwaway string while it decodes UTF-8, and every
+/// streamed piece of an answer is such a string.
+fn string<'e>(env: &'e Env, s: &str) -> Result<Value<'e>> {
+    if s.is_ascii() {
+        s.as_bytes().into_lisp(env)
+    } else {
+        s.into_lisp(env)
+    }
+}
+
+/// The symbol named `name`. The module API's `intern` finds a symbol that exists without
+/// making a Lisp string of its name, as calling `intern` does: an event's keys and kinds then
+/// cost Emacs no garbage, which a stream draining ten events a second would otherwise make.
+/// It reads the name as ASCII, so other names, and names it cannot take (a NUL), go the
+/// long way.
+fn intern<'e>(env: &'e Env, name: &str) -> Result<Value<'e>> {
+    if name.is_ascii() && !name.contains('\0') {
+        env.intern(name)
+    } else {
+        lisp_intern.call(env, (name,))
+    }
 }
 
 /// An S-expression for the Lisp value `v`.

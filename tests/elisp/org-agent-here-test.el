@@ -306,6 +306,31 @@ Siblings are other branches: left out; so are private subtrees."
     (should (equal (org-agent-here--shape job "**" nil) ""))
     (should (equal (org-agent-here--shape job "" t) "****"))))
 
+(ert-deftest org-agent-here-shape-hands-back-a-plain-piece-itself ()
+  "A piece with no line starting with a star is the string itself, not a copy.
+Every piece of an answer passes here, ten times a second."
+  (let ((job (org-agent-here--job-create :prefix "**" :at-bol t :started t :pending ""))
+        (piece "word word\nmore words "))
+    (should (eq (org-agent-here--shape job piece nil) piece))
+    (should-not (org-agent-here--job-at-bol job))
+    (should (equal (org-agent-here--shape job "* mid-line\n* head" nil)
+                   "* mid-line\n*** head"))))
+
+(ert-deftest org-agent-here-point-after-the-answer-stays-on-its-text ()
+  "Point after the answer's end stays on the same text while the answer grows."
+  (org-agent-test-with-server ()
+    (org-agent-here-test--in-buffer text-mode "Intro\nOutro\n"
+      (goto-char 6)                     ; the end of "Intro"
+      (org-agent-test-server-push :tokens 40 :text "word " :drip_ms 20)
+      (let ((job (org-agent-here-ask "Talk" 'point)))
+        (should (org-agent-test-wait (lambda () (string-search "word word" (buffer-string))) 30))
+        (search-forward "Outro")
+        (should (eq (org-agent-here-test--settle job) 'done))
+        (should (equal (buffer-substring (- (point) 5) (point)) "Outro"))
+        (should (equal (buffer-string)
+                       (concat "Intro" (mapconcat #'identity (make-list 40 "word") " ")
+                               " \nOutro\n")))))))
+
 ;;;; Rewrites
 
 (defconst org-agent-here-test--org

@@ -302,6 +302,12 @@ The notes are a copy of demo/notes in `notes'; `finished' holds
     (org-agent-loop-test--send "Talk.")
     (should (org-agent-test-wait (lambda () (string-search "word word" (buffer-string))) 60))
     (should (string-match-p "answering… [0-9]+s, ~[0-9]+ tokens written" (org-agent-chat--header)))
+    ;; Redisplay asks for the header after every piece: while what it shows holds, it is
+    ;; the line made before, not a new one; the ticker's second makes it again.
+    (let ((line (org-agent-chat--header)))
+      (should (eq (org-agent-chat--header) line))
+      (org-agent-chat--tick (current-buffer))
+      (should-not (eq (org-agent-chat--header) line)))
     (should (org-agent-test-wait (lambda () finished) 60))
     (should (string-match-p "  idle  " (org-agent-chat--header)))
     (should-not org-agent-chat--ticker)))
@@ -576,6 +582,37 @@ As Org (the default) its headlines go under the answer's; raw, they are escaped.
   "Raw, a line \"* You\" of the answer gets a comma: it never reads back as the user."
   (should (equal (org-agent-chat--neutral-answer "Done.\n* You\n** Tool: x\n*** Fine" t)
                  "Done.\n,* You\n,** Tool: x\n*** Fine")))
+
+(ert-deftest org-agent-loop-a-piece-without-turn-lines-is-inserted-as-it-came ()
+  "A streamed piece with no line starting with a star is the string itself.
+Each piece of every answer passes here: a copy of it would be garbage
+made ten times a second.  Pieces that start such a line are escaped
+whether or not the line began in an earlier piece."
+  (let ((piece "word word word\nand more "))
+    (should (eq (org-agent-chat--neutral-answer piece t) piece))
+    (should (eq (org-agent-chat--neutral-answer piece nil) piece)))
+  (should (equal (org-agent-chat--neutral-answer "* You" t) ",* You"))
+  (should (equal (org-agent-chat--neutral-answer "* not a line start" nil) "* not a line start"))
+  (should (equal (org-agent-chat--neutral-answer "end\n** Tool" nil) "end\n,** Tool"))
+  (should (equal (org-agent-chat--neutral-answer "a\n*bold* b" nil) "a\n*bold* b"))
+  (should (equal (org-agent-chat--neutral-answer "a\n*" nil) "a\n,*")))
+
+(ert-deftest org-agent-loop-streamed-pieces-land-in-order-wherever-point-is ()
+  "Every piece of a streamed answer lands in order at the answer's end.
+Point following the answer moves on with it; put elsewhere, it stays."
+  (org-agent-loop-test--with-chat
+    (let ((answer (mapconcat (lambda (i) (format (if (zerop (% i 50)) "naïve%d ☕" "w%d") i))
+                             (number-sequence 1 400) " ")))
+      ;; Deltas of random sizes, so pieces split words and characters anywhere.
+      (org-agent-test-server-push :text answer :per_event t :split 7 :drip_ms 10)
+      (org-agent-loop-test--send "Count.")
+      (should (org-agent-test-wait (lambda () (string-search "w20 " (buffer-string))) 60))
+      (should (= (point) (org-agent-chat-answer-marker)))
+      (goto-char (point-min))
+      (should (org-agent-test-wait (lambda () (string-search "w301 " (buffer-string))) 60))
+      (should (= (point) (point-min)))
+      (should (org-agent-test-wait (lambda () finished) 60))
+      (should (string-search (concat "* Assistant\n" answer "\n* You") (buffer-string))))))
 
 (ert-deftest org-agent-loop-a-markdown-answer-lands-as-org ()
   "The model's Markdown streams into the chat as Org; the model's words stay Markdown.
