@@ -6,6 +6,7 @@
 
 use super::credentials::Memo;
 use super::file_doc::FileDoc;
+use super::memory::release_freed_memory;
 use super::Store;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Weak};
@@ -39,6 +40,10 @@ impl Warmer {
                             for doc in docs.iter().filter_map(Weak::upgrade) {
                                 doc.credentials_with(&mut memo);
                             }
+                            // The memo and the detector's buffers would otherwise stay
+                            // resident with this thread: 10-20 MB at 100,000 headlines.
+                            drop(memo);
+                            release_freed_memory();
                         }
                         Job::Flush(done) => {
                             let _ = done.send(());
