@@ -1,7 +1,7 @@
 //! Lisp ⇄ Rust conversion for the store's data: node plists, events, query plists.
 
-pub use super::lisp_sexp::text_arg;
 use super::lisp_sexp::{encoded_bytes, is_non_unicode};
+pub use super::lisp_sexp::{text, text_arg};
 use super::org_agent_error;
 use crate::agent::Event;
 use crate::store::{
@@ -70,17 +70,6 @@ pub fn plist<'e>(env: &'e Env, pairs: Vec<(Value<'e>, Value<'e>)>) -> Result<Val
         items.push(v);
     }
     list(env, items)
-}
-
-/// `s` as a Lisp string. Emacs 28's module API makes a string by building a unibyte copy and
-/// decoding it, two strings for one; ASCII text is made unibyte directly instead, as the Lisp
-/// reader makes it (`equal`, `string=` and hashing see no difference).
-pub fn text<'e>(env: &'e Env, s: &str) -> Result<Value<'e>> {
-    if s.is_ascii() {
-        s.as_bytes().into_lisp(env)
-    } else {
-        s.into_lisp(env)
-    }
 }
 
 pub fn strings<'e, S: AsRef<str>>(env: &'e Env, items: &[S]) -> Result<Value<'e>> {

@@ -48,7 +48,7 @@ fn to_lisp_at<'e>(env: &'e Env, v: &Sexp, depth: usize) -> Result<Value<'e>> {
             _ => return env.signal(org_agent_error, ("number out of range",)),
         },
         Sexp::Char(c) => (*c as i64).into_lisp(env)?,
-        Sexp::String(s) => string(env, s)?,
+        Sexp::String(s) => text(env, s)?,
         Sexp::Symbol(name) => intern(env, name)?,
         Sexp::Keyword(name) => intern(env, &format!(":{name}"))?,
         Sexp::Bytes(bytes) => bytes.as_ref().into_lisp(env)?,
@@ -88,11 +88,11 @@ fn to_lisp_at<'e>(env: &'e Env, v: &Sexp, depth: usize) -> Result<Value<'e>> {
     })
 }
 
-/// A Lisp string of `s`. ASCII goes in as a unibyte string, which Lisp reads as it reads
-/// the same text multibyte (`equal`, `insert`, `concat`, `string-bytes` agree): Emacs 28's
-/// `make_string` makes a second, throwaway string while it decodes UTF-8, and every
-/// streamed piece of an answer is such a string.
-fn string<'e>(env: &'e Env, s: &str) -> Result<Value<'e>> {
+/// A Lisp string of `s`. Emacs 28's `make_string` makes a second, throwaway string while
+/// it decodes UTF-8, two strings for one (and every streamed piece of an answer is such a
+/// string); ASCII text is made unibyte directly instead, as the Lisp reader makes it
+/// (`equal`, `string=`, `insert`, `concat` and hashing see no difference).
+pub fn text<'e>(env: &'e Env, s: &str) -> Result<Value<'e>> {
     if s.is_ascii() {
         s.as_bytes().into_lisp(env)
     } else {
@@ -200,10 +200,10 @@ fn from_lisp_at(env: &Env, v: Value, depth: usize, budget: &mut usize) -> Result
 pub(super) fn is_non_unicode(e: &::emacs::Error) -> bool {
     matches!(
         e.downcast_ref::<ErrorKind>(),
-        Some(ErrorKind::Module(ModuleError::NonUnicodeString { .. }))
-    ) || matches!(
-        e.downcast_ref::<ErrorKind>(),
-        Some(ErrorKind::Rust(RustError::InvalidUtf8 { .. }))
+        Some(
+            ErrorKind::Module(ModuleError::NonUnicodeString { .. })
+                | ErrorKind::Rust(RustError::InvalidUtf8 { .. })
+        )
     )
 }
 
