@@ -34,6 +34,21 @@ pub fn block_sigpipe() {
     }
 }
 
+/// `../shared/<sub>` when it is beside this checkout, for the crate's own tests (the
+/// integration tests have `tests/support/shared.rs`): this project's machines have it, a
+/// user's clone has not. Without it, says that `test` is skipped, and why.
+#[cfg(test)]
+pub(crate) fn shared_for_tests(sub: &str, test: &str) -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared")
+        .join(sub);
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    eprintln!("skipped: ../shared/{sub} is not beside this checkout ({test})");
+    None
+}
+
 // Parsing allocates many small strings and tree nodes; mimalloc makes that roughly twice as
 // fast as glibc malloc here. It serves the module's own Rust allocations only; Emacs keeps its
 // allocator.

@@ -614,11 +614,11 @@ fn the_screen_changes_nothing_on_generated_text() {
 
 #[test]
 fn the_screen_changes_nothing_on_the_corpus() {
-    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if !corpus.is_dir() {
-        eprintln!("skipped: {} is not there", corpus.display());
+    let Some(corpus) =
+        crate::shared_for_tests("corpus", "the_screen_changes_nothing_on_the_corpus")
+    else {
         return;
-    }
+    };
     let d = Detector::new();
     let mut files = vec![corpus];
     let (mut texts, mut kept, mut held) = (0, 0, 0);

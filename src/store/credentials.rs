@@ -210,11 +210,11 @@ mod tests {
     /// each of its fields (counted by another path, `redact`), and nothing for the rest.
     #[test]
     fn the_corpus_is_flagged_as_the_gate_redacts() {
-        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-        if !corpus.is_dir() {
-            eprintln!("skipped: {} is not there", corpus.display());
+        let Some(corpus) =
+            crate::shared_for_tests("corpus", "the_corpus_is_flagged_as_the_gate_redacts")
+        else {
             return;
-        }
+        };
         let store = Store::in_memory(Config::default());
         for path in Store::org_files_under(std::slice::from_ref(&corpus)) {
             let Ok(bytes) = std::fs::read(&path) else {
