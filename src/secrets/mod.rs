@@ -382,7 +382,7 @@ impl Detector {
 
 /// The matches of `rule` in `text` that pass its checks, as [`Found`]s.
 fn matches_of(rule: &Rule, index: usize, text: &str, found: &mut Vec<Found>) {
-    for caps in rule.regex.captures_iter(text) {
+    for caps in rule.regex().captures_iter(text) {
         let Some(secret) = rule.groups.iter().find_map(|&g| caps.get(g)) else {
             continue;
         };
