@@ -138,6 +138,7 @@ permissions, the shell tool's sandbox and the audit file."
     (org-agent--headline-count)
     (org-agent--headline-matches input ignore-case)
     (org-agent--headline-complete input ignore-case)
+    (org-agent--headline-prefixed prefix ignore-case)
     (org-agent--stats)
     (org-agent--snapshot label)
     (org-agent--snapshots)

@@ -642,6 +642,14 @@ first, so the store knows the text the user sees."
 ;; `org-agent-substring', has the module match what was typed and make
 ;; strings for the matches only.
 
+(defcustom org-agent-find-highlight-limit 2000
+  "Show what matched in at most this many headlines of `org-agent-find'.
+When more match what was typed, none is highlighted: the faces are
+put on in Lisp, one string at a time, and at tens of thousands of
+matches that takes longer than the matching.  nil: no limit."
+  :type '(choice (const :tag "No limit" nil) natnum)
+  :group 'org-agent-store)
+
 (defvar org-agent--headline-session nil
   "While a headline is read, a cons whose car is every candidate, once made.")
 
@@ -651,6 +659,14 @@ first, so the store knows the text the user sees."
       (or (car org-agent--headline-session)
           (setcar org-agent--headline-session (org-agent--headline-candidates)))
     (org-agent--headline-candidates)))
+
+(defun org-agent--headline-starting (string)
+  "The candidates that start with STRING, or every one when it is empty.
+What `all-completions' and `try-completion' for STRING need: made by
+the module, unless every candidate was made already."
+  (if (or (equal string "") (car org-agent--headline-session))
+      (org-agent--headline-all)
+    (org-agent--headline-prefixed string completion-ignore-case)))
 
 (defun org-agent--headline-exists-p (string)
   "Whether STRING is a candidate, as `completion-ignore-case' compares.
@@ -665,14 +681,16 @@ Asks the module; makes no list of candidates."
 (defun org-agent--headline-table (string pred action)
   "Completion table of the store's headlines, for STRING, PRED and ACTION.
 A table for any completion style or UI: `test-completion' asks the
-module, the rest works on every candidate, made once per reading."
+module, and so do `all-completions' and `try-completion' for a
+non-empty STRING (the candidates starting with it); for the empty
+STRING they work on every candidate, made once per reading."
   (pcase action
     ('metadata '(metadata (category . org-agent-headline)))
     ('lambda (and (org-agent--headline-exists-p string)
                   (or (null pred) (funcall pred string))
                   t))
     (`(boundaries . ,_) nil)
-    (_ (complete-with-action action (org-agent--headline-all) string pred))))
+    (_ (complete-with-action action (org-agent--headline-starting string) string pred))))
 
 (defun org-agent--highlight-words (string matches)
   "Show where the words of STRING are in each of MATCHES.
@@ -698,7 +716,9 @@ is never made).  On any other table: the `substring' style's."
       (when pred
         (setq matches (delq nil (mapcar (lambda (c) (and (funcall pred c) c)) matches))))
       (when matches
-        (org-agent--highlight-words string matches)
+        (when (or (null org-agent-find-highlight-limit)
+                  (null (nthcdr org-agent-find-highlight-limit matches)))
+          (org-agent--highlight-words string matches))
         (nconc matches 0)))))
 
 (defun org-agent--substring-try (string table pred point)

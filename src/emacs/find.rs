@@ -163,6 +163,32 @@ pub fn each_match<E>(
     each_in_store(state, |d| if m.matches(d) { f(d) } else { Ok(()) })
 }
 
+/// The candidates of the store that start with `prefix` (each character folded with
+/// `ignore_case`, as [`Matcher`] does), in store order, each given to `f`: what
+/// `all-completions` keeps of them, for the `basic` style and the like.
+pub fn each_prefixed<E>(
+    state: &State,
+    prefix: &str,
+    ignore_case: bool,
+    mut f: impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut folded = String::new();
+    fold_into(prefix, &mut folded);
+    let n = folded.chars().count();
+    each_in_store(state, |d| {
+        let starts = if ignore_case {
+            d.chars().take(n).map(fold_char).eq(folded.chars())
+        } else {
+            d.starts_with(prefix)
+        };
+        if starts {
+            f(d)
+        } else {
+            Ok(())
+        }
+    })
+}
+
 /// What completing `input` (point at its end) against the store's candidates gives.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Completion {
@@ -342,6 +368,32 @@ mod tests {
         assert_eq!(fold_char('İ'), 'İ');
         let mut m = Matcher::new("É ☕", true);
         assert_eq!(m.after_last_word("XCafé ☕ plans"), Some(7));
+    }
+
+    #[test]
+    fn prefixed_as_all_completions_keeps_them() {
+        let store = Store::in_memory(Config::default());
+        store
+            .ingest_text("/n/find.org", TEXT, None, None, None)
+            .expect("ingest");
+        let state = store.state();
+        let prefixed = |p: &str, ic: bool| {
+            let mut out = Vec::new();
+            let _ = each_prefixed(&state, p, ic, |d| {
+                out.push(d.to_owned());
+                Ok::<(), ()>(())
+            });
+            out
+        };
+        assert_eq!(prefixed("", false).len(), 5);
+        assert_eq!(prefixed("Café ☕ plans/", false).len(), 2);
+        assert!(prefixed("café ☕ plans/", false).is_empty());
+        assert_eq!(prefixed("café ☕ PLANS/", true).len(), 2);
+        assert_eq!(
+            prefixed("done", true),
+            ["DONE Plain ascii headline  :ref:  — find.org"]
+        );
+        assert!(prefixed("DONE Plain ascii headline  :ref:  — find.org!", true).is_empty());
     }
 
     fn complete_in(list: &[&str], input: &str, ignore_case: bool) -> Completion {

@@ -630,6 +630,25 @@ fn headline_matches<'e>(
     list(env, out)
 }
 
+/// Return the candidates (the strings `org-agent--headline-candidates' makes) that start with
+/// PREFIX, in store order, compared in lower case when IGNORE-CASE is non-nil: all the
+/// completion table needs to answer `all-completions' and `try-completion' for PREFIX.
+#[defun]
+fn headline_prefixed<'e>(
+    env: &'e Env,
+    prefix: Value<'e>,
+    ignore_case: Value<'e>,
+) -> Result<Value<'e>> {
+    let prefix = text_arg(env, prefix)?;
+    let state = runtime(env)?.store().state();
+    let mut out = Vec::new();
+    find::each_prefixed(&state, &prefix, ignore_case.is_not_nil(), |display| {
+        out.push(text(env, display)?);
+        Ok::<(), ::emacs::Error>(())
+    })?;
+    list(env, out)
+}
+
 /// Complete INPUT against the store's candidates, matched as `org-agent--headline-matches'
 /// matches: nil when none matches; (sole CANDIDATE) when one does (or several, all the same
 /// string); (several TEXT) when several do, TEXT being what every one of them has right

@@ -500,7 +500,15 @@ With IGNORE-CASE both are compared in lower case."
       (let ((hit (car (org-agent-test-style-all "budget"))))
         (should (eq (get-text-property (string-search "budget" hit) 'face hit)
                     'completions-common-part))
-        (should-not (get-text-property 0 'face hit))))))
+        (should-not (get-text-property 0 'face hit)))
+      ;; Past the limit, nothing is highlighted.
+      (let ((org-agent-find-highlight-limit 1)
+            (completion-ignore-case nil))
+        (should (next-single-property-change 0 'face (car (org-agent-test-style-all "budget"))))
+        (let ((two (org-agent-test-style-all "garden")))
+          (should (= (length two) 2))
+          (should-not (next-single-property-change 0 'face (car two)))
+          (should-not (next-single-property-change 0 'face (cadr two))))))))
 
 (ert-deftest org-agent-find-style-try-completion ()
   "The style's try function: nil, t, the sole match, or the common text after."
@@ -532,6 +540,18 @@ With IGNORE-CASE both are compared in lower case."
       (should (equal (all-completions "" table) all))
       (should (equal (all-completions "Garden" table) (seq-filter (lambda (c) (string-prefix-p "Garden" c)) all)))
       (should (equal (try-completion "DONE P" table) sole))
+      (let ((completion-ignore-case t))
+        (should (equal (all-completions "garden" table)
+                       (seq-filter (lambda (c) (string-prefix-p "garden" c t)) all)))
+        (should (equal (try-completion "done p" table) sole)))
+      ;; What no style matches makes no list of every candidate (basic, the
+      ;; category's second style, asks the table for what starts with it).
+      (let ((org-agent--headline-session (list nil)))
+        (should-not (completion-all-completions "zzz qqq" table nil 7))
+        (should-not (completion-try-completion "zzz qqq" table nil 7))
+        (should (equal (all-completions "Garden" table)
+                       (seq-filter (lambda (c) (string-prefix-p "Garden" c)) all)))
+        (should-not (car org-agent--headline-session)))
       ;; test-completion asks the module: a candidate, not a part of one, not a gone one.
       (should (eq (test-completion sole table) t))
       (should-not (test-completion "DONE Plain" table))
