@@ -631,22 +631,145 @@ first, so the store knows the text the user sees."
           (progn (org-agent-ingest-buffer)
                  (org-agent--node-at file pos))))))
 
+;;;; Reading a headline
+
+;; `org-agent-find' and the commands that read a headline complete over one
+;; string per headline.  Making them all as Lisp strings before the
+;; minibuffer opens takes most of a second at a million headlines, and each
+;; garbage collection in the minibuffer would mark them again.  So the table
+;; makes the full list only when a style or UI asks it for every candidate
+;; (once per reading), and the category's default style,
+;; `org-agent-substring', has the module match what was typed and make
+;; strings for the matches only.
+
+(defcustom org-agent-find-highlight-limit 2000
+  "Show what matched in at most this many headlines of `org-agent-find'.
+When more match what was typed, none is highlighted: the faces are
+put on in Lisp, one string at a time, and at tens of thousands of
+matches that takes longer than the matching.  nil: no limit."
+  :type '(choice (const :tag "No limit" nil) natnum)
+  :group 'org-agent-store)
+
+(defvar org-agent--headline-session nil
+  "While a headline is read, a cons whose car is every candidate, once made.")
+
+(defun org-agent--headline-all ()
+  "Every candidate, made once per reading of a headline and kept until it ends."
+  (if org-agent--headline-session
+      (or (car org-agent--headline-session)
+          (setcar org-agent--headline-session (org-agent--headline-candidates)))
+    (org-agent--headline-candidates)))
+
+(defun org-agent--headline-starting (string)
+  "The candidates that start with STRING, or every one when it is empty.
+What `all-completions' and `try-completion' for STRING need: made by
+the module, unless every candidate was made already."
+  (if (or (equal string "") (car org-agent--headline-session))
+      (org-agent--headline-all)
+    (org-agent--headline-prefixed string completion-ignore-case)))
+
+(defun org-agent--headline-exists-p (string)
+  "Whether STRING is a candidate, as `completion-ignore-case' compares.
+Asks the module; makes no list of candidates."
+  (or (and (org-agent--headline-target string) t)
+      (and completion-ignore-case
+           (let ((found nil))
+             (dolist (c (org-agent--headline-matches string t) found)
+               (when (eq t (compare-strings c nil nil string nil nil t))
+                 (setq found t)))))))
+
+(defun org-agent--headline-table (string pred action)
+  "Completion table of the store's headlines, for STRING, PRED and ACTION.
+A table for any completion style or UI: `test-completion' asks the
+module, and so do `all-completions' and `try-completion' for a
+non-empty STRING (the candidates starting with it); for the empty
+STRING they work on every candidate, made once per reading."
+  (pcase action
+    ('metadata '(metadata (category . org-agent-headline)))
+    ('lambda (and (org-agent--headline-exists-p string)
+                  (or (null pred) (funcall pred string))
+                  t))
+    (`(boundaries . ,_) nil)
+    (_ (complete-with-action action (org-agent--headline-starting string) string pred))))
+
+(defun org-agent--highlight-words (string matches)
+  "Show where the words of STRING are in each of MATCHES.
+The first place each word is gets the face `completions-common-part',
+as the built-in styles show what matched; MATCHES are changed."
+  (let ((regexps (mapcar #'regexp-quote (split-string string " " t)))
+        (case-fold-search completion-ignore-case))
+    (when regexps
+      (dolist (m matches)
+        (dolist (re regexps)
+          (when (string-match re m)
+            (put-text-property (match-beginning 0) (match-end 0)
+                               'face 'completions-common-part m)))))))
+
+(defun org-agent--substring-all (string table pred point)
+  "The completions of STRING in TABLE under PRED, with POINT in STRING.
+On the headline table: the candidates where each space-separated word
+of STRING occurs, in any order, matched by the module (the whole list
+is never made).  On any other table: the `substring' style's."
+  (if (not (eq table #'org-agent--headline-table))
+      (completion-substring-all-completions string table pred point)
+    (let ((matches (org-agent--headline-matches string completion-ignore-case)))
+      (when pred
+        (setq matches (delq nil (mapcar (lambda (c) (and (funcall pred c) c)) matches))))
+      (when matches
+        (when (or (null org-agent-find-highlight-limit)
+                  (null (nthcdr org-agent-find-highlight-limit matches)))
+          (org-agent--highlight-words string matches))
+        (nconc matches 0)))))
+
+(defun org-agent--substring-try (string table pred point)
+  "Complete STRING in TABLE under PRED, with POINT in STRING.
+As a completion style's try function: nil when nothing matches, t when
+STRING is the one match, else (NEWSTRING . NEWPOINT).  On the headline
+table one match completes to it, and several extend the last word by
+what follows it in all of them.  Elsewhere: the `substring' style's."
+  (if (or pred (not (eq table #'org-agent--headline-table)))
+      (completion-substring-try-completion string table pred point)
+    (pcase (org-agent--headline-complete string completion-ignore-case)
+      ('nil nil)
+      (`(sole ,sole) (if (equal sole string) t (cons sole (length sole))))
+      (`(several ,more)
+       (if (and (= point (length string)) (not (equal more "")))
+           (let ((new (concat string more)))
+             (cons new (length new)))
+         (cons string point))))))
+
+(add-to-list 'completion-styles-alist
+             '(org-agent-substring
+               org-agent--substring-try org-agent--substring-all
+               "Each space-separated word anywhere in a store headline, in any order.
+The org-agent module matches them, so the millions of candidates of
+`org-agent-find' never become Lisp strings.  On other tables this is
+the `substring' style."))
+
+;; Headlines are found by any part of their outline path, not only its start.
+(add-to-list 'completion-category-defaults
+             '(org-agent-headline (styles org-agent-substring basic)))
+
+(defun org-agent--space-separates-words ()
+  "Make SPC insert a space in this minibuffer, as it separates words.
+The default completion UI binds it to `minibuffer-complete-word'."
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map (current-local-map))
+    (define-key map " " #'self-insert-command)
+    (use-local-map map)))
+
 (defun org-agent--read-headline (prompt)
   "Read a headline of the store with completion, after PROMPT; return (FILE POS).
-One string per headline, made by the module in one call; the module
+Nothing is made before the minibuffer opens: the table and the style
+`org-agent-substring' ask the module as the user types.  The module
 says which headline the chosen string is, so no table maps them here."
-  (let ((candidates (org-agent--headline-candidates)))
-    (unless candidates
-      (user-error "The org-agent store has no headlines yet; see `org-agent-ingest-directory'"))
-    (let ((choice (completing-read
-                   prompt
-                   (lambda (string pred action)
-                     (if (eq action 'metadata)
-                         '(metadata (category . org-agent-headline))
-                       (complete-with-action action candidates string pred)))
-                   nil t)))
-      (or (org-agent--headline-target choice)
-          (user-error "No headline %s in the store now" choice)))))
+  (when (zerop (org-agent--headline-count))
+    (user-error "The org-agent store has no headlines yet; see `org-agent-ingest-directory'"))
+  (let* ((org-agent--headline-session (list nil))
+         (choice (minibuffer-with-setup-hook #'org-agent--space-separates-words
+                   (completing-read prompt #'org-agent--headline-table nil t))))
+    (or (org-agent--headline-target choice)
+        (user-error "No headline %s in the store now" choice))))
 
 (defun org-agent-store-stats ()
   "Return store statistics as a plist.

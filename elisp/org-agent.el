@@ -106,10 +106,6 @@ the files on disk, so that files changed outside Emacs need no save."
 
 ;;;; Finding headlines
 
-;; Headlines are found by any part of their outline path, not only its start.
-(add-to-list 'completion-category-defaults
-             '(org-agent-headline (styles substring basic)))
-
 ;;;###autoload
 (defun org-agent-find ()
   "Jump to a headline chosen from the store, by outline path, tags and TODO."

@@ -603,6 +603,72 @@ fn headline_candidates<'e>(env: &'e Env) -> Result<Value<'e>> {
     list(env, out)
 }
 
+/// Return the number of headlines in the store: all `org-agent-find' needs to know before
+/// the minibuffer opens (whether there is anything to find).
+#[defun]
+fn headline_count(env: &Env) -> Result<i64> {
+    Ok(find::headline_count(&runtime(env)?.store().state()) as i64)
+}
+
+/// Return the candidates (the strings `org-agent--headline-candidates' makes) that INPUT
+/// matches, in store order: each space-separated word of INPUT occurs in the candidate, in
+/// any order, compared in lower case when IGNORE-CASE is non-nil. Only these become Lisp
+/// strings.
+#[defun]
+fn headline_matches<'e>(
+    env: &'e Env,
+    input: Value<'e>,
+    ignore_case: Value<'e>,
+) -> Result<Value<'e>> {
+    let input = text_arg(env, input)?;
+    let state = runtime(env)?.store().state();
+    let mut out = Vec::new();
+    find::each_match(&state, &input, ignore_case.is_not_nil(), |display| {
+        out.push(text(env, display)?);
+        Ok::<(), ::emacs::Error>(())
+    })?;
+    list(env, out)
+}
+
+/// Return the candidates (the strings `org-agent--headline-candidates' makes) that start with
+/// PREFIX, in store order, compared in lower case when IGNORE-CASE is non-nil: all the
+/// completion table needs to answer `all-completions' and `try-completion' for PREFIX.
+#[defun]
+fn headline_prefixed<'e>(
+    env: &'e Env,
+    prefix: Value<'e>,
+    ignore_case: Value<'e>,
+) -> Result<Value<'e>> {
+    let prefix = text_arg(env, prefix)?;
+    let state = runtime(env)?.store().state();
+    let mut out = Vec::new();
+    find::each_prefixed(&state, &prefix, ignore_case.is_not_nil(), |display| {
+        out.push(text(env, display)?);
+        Ok::<(), ::emacs::Error>(())
+    })?;
+    list(env, out)
+}
+
+/// Complete INPUT against the store's candidates, matched as `org-agent--headline-matches'
+/// matches: nil when none matches; (sole CANDIDATE) when one does (or several, all the same
+/// string); (several TEXT) when several do, TEXT being what every one of them has right
+/// after the first occurrence of INPUT's last word ("" when nothing, or INPUT ends in a space).
+#[defun]
+fn headline_complete<'e>(
+    env: &'e Env,
+    input: Value<'e>,
+    ignore_case: Value<'e>,
+) -> Result<Value<'e>> {
+    let input = text_arg(env, input)?;
+    let state = runtime(env)?.store().state();
+    let (kind, shown) = match find::complete(&state, &input, ignore_case.is_not_nil()) {
+        find::Completion::None => return ().into_lisp(env),
+        find::Completion::Sole(d) => ("sole", d),
+        find::Completion::Several(rest) => ("several", rest),
+    };
+    list(env, vec![env.intern(kind)?, text(env, &shown)?])
+}
+
 /// Return (FILE POSITION ID) of the headline `org-agent--headline-candidates' showed as
 /// CANDIDATE, or nil if the store has none such now.
 #[defun]

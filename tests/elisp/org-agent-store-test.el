@@ -435,6 +435,193 @@ The copy's directory is bound to `notes'."
                  (lambda (&rest _) "DONE Gone  — find.org")))
         (should-error (org-agent-find) :type 'user-error)))))
 
+;; Headlines where one word occurs in many, some twice, one in another case.
+(defconst org-agent-test-find-more
+  "* Garden plans :home:\n** TODO Plant the garden beds\n** Garden budget review\n* Café de la Gare\n** TODO Read about gardening\n"
+  "A second Org file for `org-agent-find', with shared words.")
+
+(defun org-agent-test-lisp-filter (input candidates &optional ignore-case)
+  "The CANDIDATES where each space-separated word of INPUT occurs, in Lisp.
+With IGNORE-CASE both are compared in lower case."
+  (let ((words (split-string input " " t)))
+    (seq-filter (lambda (c)
+                  (cl-every (lambda (w)
+                              (if ignore-case
+                                  (string-search (downcase w) (downcase c))
+                                (string-search w c)))
+                            words))
+                candidates)))
+
+(defun org-agent-test-style-all (input)
+  "Return what the category's styles offer for INPUT, base size dropped."
+  (let ((all (completion-all-completions input #'org-agent--headline-table nil
+                                         (length input))))
+    (when all (setcdr (last all) nil))
+    all))
+
+(defmacro org-agent-test-with-find-notes (&rest body)
+  "Run BODY with a store holding the two `org-agent-find' test files.
+`notes' is their directory, `file' the first one's name."
+  (declare (indent 0) (debug t))
+  `(org-agent-test-with-notes
+     (let ((file (expand-file-name "find.org" notes))
+           (more (expand-file-name "more.org" notes)))
+       (with-temp-file file (insert org-agent-test-find-text))
+       (with-temp-file more (insert org-agent-test-find-more))
+       (org-agent-ingest-file file)
+       (org-agent-ingest-file more)
+       ,@body)))
+
+(ert-deftest org-agent-find-style-matches-as-lisp-would ()
+  "The module's matches are the Lisp filter's over every candidate, in order."
+  (org-agent-test-with-find-notes
+    (let ((all (org-agent--headline-candidates)))
+      (should (= (length all) 9))
+      ;; The category's default style is the module's.
+      (should (eq (car (completion--styles (completion-metadata "" #'org-agent--headline-table nil)))
+                  'org-agent-substring))
+      (dolist (input '("" "garden" "Garden" "garden budget" "budget garden" "  garden   plan "
+                       "☕" "🎉 train" "Café" "café" "é d" ":home:" "— more.org" "nothing at all"
+                       "TODO" "/" "Seat by the window  :trip:  — find.org"))
+        (dolist (fold '(nil t))
+          (let* ((completion-ignore-case fold)
+                 (expected (org-agent-test-lisp-filter input all fold)))
+            (should (equal (cons input (org-agent-test-style-all input))
+                           (cons input expected)))
+            (should (equal (org-agent--headline-matches input fold) expected)))))
+      ;; Words in any order, a thing the built-in substring style does not do.
+      (should (equal (org-agent-test-style-all "budget Garden")
+                     '("Garden plans/Garden budget review  :home:  — more.org")))
+      (let ((completion-ignore-case nil))
+        (should-not (org-agent-test-style-all "CAFÉ")))
+      (let ((completion-ignore-case t))
+        (should (= (length (org-agent-test-style-all "CAFÉ")) 5)))
+      ;; What matched is shown as the built-in styles show it.
+      (let ((hit (car (org-agent-test-style-all "budget"))))
+        (should (eq (get-text-property (string-search "budget" hit) 'face hit)
+                    'completions-common-part))
+        (should-not (get-text-property 0 'face hit)))
+      ;; Past the limit, nothing is highlighted.
+      (let ((org-agent-find-highlight-limit 1)
+            (completion-ignore-case nil))
+        (should (next-single-property-change 0 'face (car (org-agent-test-style-all "budget"))))
+        (let ((two (org-agent-test-style-all "garden")))
+          (should (= (length two) 2))
+          (should-not (next-single-property-change 0 'face (car two)))
+          (should-not (next-single-property-change 0 'face (cadr two))))))))
+
+(ert-deftest org-agent-find-style-try-completion ()
+  "The style's try function: nil, t, the sole match, or the common text after."
+  (org-agent-test-with-find-notes
+    (let ((table #'org-agent--headline-table)
+          (completion-ignore-case nil))
+      (should-not (completion-try-completion "nothing" table nil 7))
+      (should (equal (completion-try-completion "window" table nil 6)
+                     '("Café ☕ plans/Book the 🎉 train/Seat by the window  :trip:  — find.org" . 68)))
+      (let ((sole "DONE Plain ascii headline  — find.org"))
+        (should (eq (completion-try-completion sole table nil (length sole)) t)))
+      ;; "Gard" is followed by "en plans" in every match: TAB adds it.
+      (should (equal (completion-try-completion "Gard" table nil 4) '("Garden plans" . 12)))
+      (should (equal (completion-try-completion "garden" table nil 6) '("garden" . 6)))
+      (should (equal (completion-try-completion "Garden " table nil 7) '("Garden " . 7)))
+      (should (equal (completion-try-completion "Gard" table nil 2) '("Gard" . 2)))
+      (let ((completion-ignore-case t))
+        (should (equal (completion-try-completion "PLAIN" table nil 5)
+                       '("DONE Plain ascii headline  — find.org" . 37)))
+        (should (equal (car (completion-try-completion "cAFÉ ☕ P" table nil 8))
+                       "cAFÉ ☕ Plans"))))))
+
+(ert-deftest org-agent-find-table-for-any-style ()
+  "The table answers every completion action; other styles work through it."
+  (org-agent-test-with-find-notes
+    (let* ((table #'org-agent--headline-table)
+           (all (org-agent--headline-candidates))
+           (sole "DONE Plain ascii headline  — find.org"))
+      (should (equal (all-completions "" table) all))
+      (should (equal (all-completions "Garden" table) (seq-filter (lambda (c) (string-prefix-p "Garden" c)) all)))
+      (should (equal (try-completion "DONE P" table) sole))
+      (let ((completion-ignore-case t))
+        (should (equal (all-completions "garden" table)
+                       (seq-filter (lambda (c) (string-prefix-p "garden" c t)) all)))
+        (should (equal (try-completion "done p" table) sole)))
+      ;; What no style matches makes no list of every candidate (basic, the
+      ;; category's second style, asks the table for what starts with it).
+      (let ((org-agent--headline-session (list nil)))
+        (should-not (completion-all-completions "zzz qqq" table nil 7))
+        (should-not (completion-try-completion "zzz qqq" table nil 7))
+        (should (equal (all-completions "Garden" table)
+                       (seq-filter (lambda (c) (string-prefix-p "Garden" c)) all)))
+        (should-not (car org-agent--headline-session)))
+      ;; test-completion asks the module: a candidate, not a part of one, not a gone one.
+      (should (eq (test-completion sole table) t))
+      (should-not (test-completion "DONE Plain" table))
+      (should-not (test-completion "DONE Gone  — find.org" table))
+      (should-not (let ((completion-ignore-case nil)) (test-completion (upcase sole) table)))
+      (should (let ((completion-ignore-case t)) (test-completion (upcase sole) table)))
+      (should (equal (completion-metadata "" table nil) '(metadata (category . org-agent-headline))))
+      ;; The user's own styles for the category go through the table.
+      (let ((completion-category-overrides '((org-agent-headline (styles basic)))))
+        (should (equal (org-agent-test-style-all "Café ☕ plans/B")
+                       '("Café ☕ plans/Book the 🎉 train/Seat by the window  :trip:  — find.org")))
+        (should-not (org-agent-test-style-all "window")))
+      (let ((completion-category-overrides '((org-agent-headline (styles flex)))))
+        (should (member "DONE Plain ascii headline  — find.org" (org-agent-test-style-all "Plnasc")))
+        (should-not (org-agent-test-style-all "zzq")))
+      ;; Within one reading the full list is made once.
+      (let ((org-agent--headline-session (list nil)))
+        (should (equal (all-completions "" table) all))
+        (let ((kept (car org-agent--headline-session)))
+          (should (equal kept all))
+          (should (equal (all-completions "Café" table)
+                         (seq-filter (lambda (c) (string-prefix-p "Café" c)) all)))
+          (should (eq (car org-agent--headline-session) kept))))
+      (should-not org-agent--headline-session))))
+
+(ert-deftest org-agent-find-typed-in-the-minibuffer ()
+  "Through the command loop, as typed: words, TAB, RET; require-match holds."
+  (org-agent-test-with-find-notes
+    (let ((completion-ignore-case nil))
+      (switch-to-buffer "*scratch*")
+      ;; One word that is the start of one headline's: RET completes it and jumps.
+      (execute-kbd-macro (kbd "M-x org-agent-find RET window RET"))
+      (should (equal (buffer-file-name) file))
+      (should (looking-at-p "\\*\\*\\* Seat by the window"))
+      ;; Two words out of order, in another file.
+      (switch-to-buffer "*scratch*")
+      (execute-kbd-macro (kbd "M-x org-agent-find RET budget SPC Garden RET"))
+      (should (equal (buffer-file-name) more))
+      (should (looking-at-p "\\*\\* Garden budget review"))
+      ;; With the user's styles for the category: basic completes the start.
+      (switch-to-buffer "*scratch*")
+      (let ((completion-category-overrides '((org-agent-headline (styles basic)))))
+        (execute-kbd-macro (kbd "M-x org-agent-find RET DONE SPC P TAB RET")))
+      (should (equal (buffer-file-name) file))
+      (should (looking-at-p "\\* DONE Plain ascii headline"))
+      ;; Require-match: RET on what is no headline does not leave the minibuffer
+      ;; (`completing-read' never returns); C-g does.
+      (switch-to-buffer "*scratch*")
+      (let* ((read (symbol-function 'completing-read))
+             (returned 'nothing)
+             (minibuffer-message-timeout 0))
+        (cl-letf (((symbol-function 'completing-read)
+                   (lambda (prompt &rest args)
+                     (let ((r (apply read prompt args)))
+                       (when (equal prompt "Headline: ") (setq returned r))
+                       r))))
+          (condition-case nil
+              (execute-kbd-macro (kbd "M-x org-agent-find RET zzz SPC qqq RET C-g"))
+            (quit nil)))
+        (should (eq returned 'nothing))
+        (should (equal (buffer-name) "*scratch*"))
+        ;; The same keys without the words: RET takes the one match.
+        (cl-letf (((symbol-function 'completing-read)
+                   (lambda (prompt &rest args)
+                     (let ((r (apply read prompt args)))
+                       (when (equal prompt "Headline: ") (setq returned r))
+                       r))))
+          (execute-kbd-macro (kbd "M-x org-agent-find RET qqq C-a C-k ascii RET")))
+        (should (equal returned "DONE Plain ascii headline  — find.org"))))))
+
 (ert-deftest org-agent-query-plists-and-records ()
   "Plists leave nil keys out; `:lazy' records read the same fields on demand."
   (org-agent-test-with-notes
