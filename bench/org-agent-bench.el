@@ -788,8 +788,10 @@ collections the calls caused, under the session's own
                               (org-agent-bench--fmt gc-ms) bytes
                               (if (= (length value) 1000) "" (format "  (%d nodes!)" (length value))))
         (pcase key
+          ;; Issue 34 decided: plists stay the default for `plist-get' callers at this row;
+          ;; records (:lazy) are the fast form, held to 5 ms.
           ('plist (org-agent-bench--row "3b query 1,000 nodes as plists, incl. GC (amortized)"
-                                        ms "ms" "<= 5 ms" (org-agent-bench--verdict ms #'<= 5.0)))
+                                        ms "ms" "<= 20 ms" (org-agent-bench--verdict ms #'<= 20.0)))
           ('lazy (org-agent-bench--row "3b query 1,000 nodes as records (:lazy), incl. GC (amortized)"
                                        ms "ms" "<= 5 ms" (org-agent-bench--verdict ms #'<= 5.0)))
           ('lazy-title (org-agent-bench--row "3b same, then :title of each record, incl. GC"
@@ -1023,7 +1025,10 @@ HEADLINES is how many headlines it holds."
                                 (org-agent-bench--fmt (plist-get out :ingest-secs))
                                 (plist-get out :headlines)))
         (org-agent-bench--row "5  resident memory after a first directory ingest, per 100k"
-                              ingest-per-100k "MB" "(info)" "info"))
+                              ingest-per-100k "MB" "<= 60 MB"
+                              (if ingest-per-100k
+                                  (org-agent-bench--verdict ingest-per-100k #'<= 60)
+                                "n/a")))
       (org-agent-bench--row "5  resident memory per 100k headlines (delta VmRSS)"
                             per-100k "MB" "<= 60 MB"
                             (if per-100k (org-agent-bench--verdict per-100k #'<= 60) "n/a"))))
