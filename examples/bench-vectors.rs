@@ -1,6 +1,6 @@
 //! The vector index at the size semantic search must handle: 100,000 notes × 384 dimensions
-//! (all-MiniLM). Prints build, top-k (k = 10, median and max over 50 queries), save and load
-//! times. Seeded, so runs compare.
+//! (all-MiniLM). Prints build, memory, top-k (k = 10, median and max over 50 queries), save and
+//! load times. Seeded, so runs compare.
 //!
 //!   cargo run --release --example bench-vectors [ROWS] [DIM]
 
@@ -47,6 +47,11 @@ fn main() {
             .expect("random vectors are valid");
     }
     println!("build      {rows} × {dim}: {}", ms(start.elapsed()));
+    println!(
+        "memory     f32 rows {:.1} MB, i8 copy the queries scan {:.1} MB",
+        (rows * dim * 4) as f64 / 1e6,
+        index.scan_copy_bytes() as f64 / 1e6
+    );
 
     let queries: Vec<Vec<f32>> = (0..50).map(|_| rng.vector(dim)).collect();
     // One warm-up pass, so the first query does not pay for page faults.
