@@ -30,6 +30,7 @@ mod memory;
 pub mod node;
 pub mod parse;
 pub mod persist;
+mod quantized;
 pub mod query;
 pub mod reconcile;
 pub mod seal;
