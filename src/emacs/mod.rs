@@ -621,13 +621,9 @@ fn headline_matches<'e>(
     ignore_case: Value<'e>,
 ) -> Result<Value<'e>> {
     let input = text_arg(env, input)?;
-    let state = runtime(env)?.store().state();
-    let mut out = Vec::new();
-    find::each_match(&state, &input, ignore_case.is_not_nil(), |display| {
-        out.push(text(env, display)?);
-        Ok::<(), ::emacs::Error>(())
-    })?;
-    list(env, out)
+    candidates_where(env, |state, each| {
+        find::each_match(state, &input, ignore_case.is_not_nil(), each)
+    })
 }
 
 /// Return the candidates (the strings `org-agent--headline-candidates' makes) that start with
@@ -640,11 +636,21 @@ fn headline_prefixed<'e>(
     ignore_case: Value<'e>,
 ) -> Result<Value<'e>> {
     let prefix = text_arg(env, prefix)?;
+    candidates_where(env, |state, each| {
+        find::each_prefixed(state, &prefix, ignore_case.is_not_nil(), each)
+    })
+}
+
+/// The candidates `pick` hands to `each`, as a list of Lisp strings: made for those alone.
+fn candidates_where<'e>(
+    env: &'e Env,
+    pick: impl FnOnce(&crate::store::state::State, &mut dyn FnMut(&str) -> Result<()>) -> Result<()>,
+) -> Result<Value<'e>> {
     let state = runtime(env)?.store().state();
     let mut out = Vec::new();
-    find::each_prefixed(&state, &prefix, ignore_case.is_not_nil(), |display| {
+    pick(&state, &mut |display| {
         out.push(text(env, display)?);
-        Ok::<(), ::emacs::Error>(())
+        Ok(())
     })?;
     list(env, out)
 }

@@ -336,20 +336,25 @@ fn idot(a: &[i8], b: &[i16]) -> i32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    /// xorshift64.
-    struct Rng(u64);
+    /// xorshift64: a small deterministic generator, so a failure names its seed (the
+    /// index's tests use it too).
+    pub(in crate::store) struct Rng(pub(in crate::store) u64);
 
     impl Rng {
-        fn next(&mut self) -> u64 {
+        pub(in crate::store) fn next(&mut self) -> u64 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;
             self.0
         }
-        fn unit(&mut self) -> f32 {
+        pub(in crate::store) fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        /// Uniform in [-1, 1).
+        pub(in crate::store) fn unit(&mut self) -> f32 {
             (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
         }
     }

@@ -868,23 +868,14 @@ mod tests {
         assert!(ix.top_k(&[1.0, 0.0], 10, 1.5, &|_| true).is_empty());
     }
 
-    /// xorshift64.
-    struct Rng(u64);
+    use crate::store::quantized::tests::Rng;
 
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        /// Uniform in [-1, 1).
-        fn unit(&mut self) -> f32 {
-            (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        }
+    /// Vectors to insert in the tests, drawn from [`Rng`].
+    trait Vectors {
+        fn vector(&mut self, dim: usize, earlier: &[Vec<f32>]) -> Vec<f32>;
+    }
+
+    impl Vectors for Rng {
         /// A vector to insert: random, a copy of an earlier one (ties), a copy nudged by
         /// an ulp or scaled (near-ties), tiny, or with one dominant component.
         fn vector(&mut self, dim: usize, earlier: &[Vec<f32>]) -> Vec<f32> {
