@@ -221,7 +221,11 @@
   `(let* ((port (org-agent-chat-test--server))
           (org-agent-backends `((:name "local" :type openai
                                        :url ,(format "http://127.0.0.1:%d/v1" port)
-                                       :model "local" :first-byte-timeout 240)))
+                                       :model "local" :first-byte-timeout 240
+                                       ;; As the zero-config local backend caps it: a small
+                                       ;; model at temperature 0 may otherwise repeat itself
+                                       ;; for minutes.
+                                       :max-tokens ,org-agent-local-max-tokens)))
           (org-agent-temperature 0)
           (buffer (generate-new-buffer "org-agent-real-here")))
      (unwind-protect

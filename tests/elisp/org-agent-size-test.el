@@ -33,7 +33,7 @@
 
 (ert-deftest org-agent-size-context-overflow-is-not-resent-and-does-not-poison-the-chat ()
   "A context-size 400 is not retried, and the next turn no longer carries the message."
-  (let* ((port (org-agent-test-server-start (org-agent-test-server-binary org-agent-test-root t)))
+  (let* ((port (org-agent-test-server-start (org-agent-test-server-binary org-agent-test-root)))
          (org-agent-backends `((:name "small" :url ,(format "http://127.0.0.1:%d/v1" port)
                                       :model "m")))
          (org-agent-tool-rounds 0))
@@ -66,7 +66,7 @@
 (defmacro org-agent-size-test--with-small-backend (&rest body)
   "Run BODY with a test server as the backend, its window 4096 tokens."
   (declare (indent 0) (debug t))
-  `(let* ((port (org-agent-test-server-start (org-agent-test-server-binary org-agent-test-root t)))
+  `(let* ((port (org-agent-test-server-start (org-agent-test-server-binary org-agent-test-root)))
           (org-agent-backends `((:name "small" :url ,(format "http://127.0.0.1:%d/v1" port)
                                        :model "m" :context-window 4096)))
           (paste (concat "Please proofread this.\n\n"

@@ -117,7 +117,7 @@ The real local model (Qwen2.5-0.5B) phrases; the store answers."
   "The store's answer is shown even when the model that phrases it fails."
   (org-agent-test-with-notes-dir (org-agent-store-first-test--notes)
     (let* ((port (org-agent-test-server-start
-                  (org-agent-test-server-binary org-agent-test-root t)))
+                  (org-agent-test-server-binary org-agent-test-root)))
            ;; The local model's place, taken by the test server, which answers 500.
            (org-agent-backends--local (list org-agent-test-server--process port t (quote qwen)))
            (org-agent-backends nil)
@@ -137,7 +137,7 @@ The real local model (Qwen2.5-0.5B) phrases; the store answers."
   "/NAME of a skill that needs tools says so at once, before any request."
   (org-agent-test-with-notes-dir (org-agent-store-first-test--notes)
     (let* ((port (org-agent-test-server-start
-                  (org-agent-test-server-binary org-agent-test-root t)))
+                  (org-agent-test-server-binary org-agent-test-root)))
            (org-agent-backends--local (list org-agent-test-server--process port t (quote qwen)))
            (org-agent-backends nil)
            (org-agent-local-model 'qwen))
@@ -190,7 +190,7 @@ The real local model (Qwen2.5-0.5B) phrases; the store answers."
 the store answers, else the notes with no tool schemas; with its max_tokens."
   (org-agent-test-with-notes-dir (org-agent-store-first-test--notes)
     (let* ((port (org-agent-test-server-start
-                  (org-agent-test-server-binary org-agent-test-root t)))
+                  (org-agent-test-server-binary org-agent-test-root)))
            (org-agent-backends--local (list org-agent-test-server--process port t 'qwen))
            (org-agent-backends nil)
            (org-agent-local-model 'qwen))
