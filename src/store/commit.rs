@@ -80,6 +80,20 @@ impl Store {
         g
     }
 
+    /// Make the generations table again, every key a fresh allocation of this thread. A
+    /// directory ingest adds one key per file, made by the thread that parsed it among that
+    /// file's garbage: once the garbage is freed, each key alone keeps an allocator page
+    /// resident (after a first ingest of 100k headlines in 100 files, about 7 MB more
+    /// than an open of the same store). Called under the commit lock, after a reload.
+    pub(super) fn compact_generations(&self) {
+        let mut generations = self.generations.lock();
+        let fresh: super::HashMap<String, u64> = generations
+            .iter()
+            .map(|(file, &g)| (file.as_str().to_owned(), g))
+            .collect();
+        *generations = fresh;
+    }
+
     /// The generation of `file` now, without reserving one: an ingest that stores what it
     /// read only when this is still [`Store::is_latest`] loses to any ingest or removal of
     /// the file requested meanwhile. 0, which no reservation returns, when none was.
@@ -96,5 +110,25 @@ impl Store {
                 .get(file)
                 .is_none_or(|&latest| latest == g),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{Config, Store};
+
+    /// Made again after a reload, the table still supersedes an ingest read before it.
+    #[test]
+    fn compacted_generations_keep_what_supersedes_what() {
+        let store = Store::in_memory(Config::default());
+        let stale = store.reserve_generation("/n/a.org");
+        let latest = store.reserve_generation("/n/a.org");
+        let other = store.reserve_generation("/n/b.org");
+        store.compact_generations();
+        assert!(!store.is_latest("/n/a.org", Some(stale)));
+        assert!(store.is_latest("/n/a.org", Some(latest)));
+        assert_eq!(store.observed_generation("/n/b.org"), other);
+        assert_eq!(store.observed_generation("/n/never.org"), 0);
+        assert!(store.reserve_generation("/n/b.org") > other);
     }
 }

@@ -119,6 +119,8 @@ impl Reload<'_> {
         // Freed, and handed back, before the lock is: a flush after the reload then finds
         // the memory it frees gone too (a state a reader still holds goes with the reader).
         drop(replaced);
+        store.compact_generations();
+        self.writer.release_batch_buffers();
         release_freed_memory();
         drop(self);
         true

@@ -771,6 +771,12 @@ impl LogWriter {
         self.buffers.take()
     }
 
+    /// Free the batch buffers kept for the next commits: after a large ingest, which the
+    /// commits of single saves that follow do not need.
+    pub fn release_batch_buffers(&self) {
+        self.buffers.0.lock().clear();
+    }
+
     pub fn append(&self, mut ticket: Ticket<'_>, batch: Vec<u8>) {
         if let Some(seq) = ticket.seq.take() {
             self.send(Msg::Append(seq, batch));
