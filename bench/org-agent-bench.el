@@ -201,6 +201,11 @@
   "Record a summary row."
   (push (list label value unit target verdict) org-agent-bench--results))
 
+(defun org-agent-bench--open-target (headlines)
+  "The store open's target in ms for a store of HEADLINES.
+Issue 34 asks for 1 s at a million."
+  (if (> headlines 500000) 1000 150))
+
 (defun org-agent-bench--verdict (value op bound)
   "PASS when VALUE OP BOUND holds, MISS when not, n/a without VALUE."
   (cond ((null value) "n/a")
@@ -722,13 +727,17 @@ Collect garbage between calls (untimed) every few calls instead."
             (org-agent-bench--out "  %-11s %13s | GC %s ms per query call on average; %s us per returned node without GC"
                                   "" "" (org-agent-bench--fmt gc-ms)
                                   (org-agent-bench--fmt (org-agent-bench--div (* 1000 n-ms) hits)))
-            (org-agent-bench--row (format "3  org-agent-query %s (%d hits), median" label hits)
-                                  q-ms "ms" "<= 1 ms" (org-agent-bench--verdict q-ms #'<= 1.0))
+            ;; Full plists, `org-agent-query's default: issue 34 holds them to 20 ms per
+            ;; 1,000 nodes, the GC they cause included (`:lazy' records to 5 ms, row 3b).
+            ;; Only counts are held to 1 ms; the other forms are shown for comparison.
+            (let ((limit (* 20.0 (/ hits 1000.0))))
+              (org-agent-bench--row (format "3  org-agent-query %s (%d hits), plists, median" label hits)
+                                    q-ms "ms" (format "<= %s ms" (org-agent-bench--fmt limit))
+                                    (org-agent-bench--verdict q-ms #'<= limit)))
             (org-agent-bench--row (format "3  org-agent-query %s, GC deferred, median" label)
-                                  n-ms "ms" "<= 1 ms" (org-agent-bench--verdict n-ms #'<= 1.0))
+                                  n-ms "ms" "(info)" "info")
             (org-agent-bench--row (format "3  org-agent-query %s :fields (:id), median" label)
-                                  (* 1000 (org-agent-bench--median (car ids-run))) "ms" "<= 1 ms"
-                                  (org-agent-bench--verdict (* 1000 (org-agent-bench--median (car ids-run))) #'<= 1.0))
+                                  (* 1000 (org-agent-bench--median (car ids-run))) "ms" "(info)" "info")
             (org-agent-bench--row (format "3  org-agent-count %s, median" label)
                                   c-ms "ms" "<= 1 ms" (org-agent-bench--verdict c-ms #'<= 1.0))
             (org-agent-bench--row (format "3  org-map-entries / org-agent-query, %s" label)
@@ -908,7 +917,8 @@ cost the style avoids, every candidate made as a Lisp string."
         (org-agent-bench--out "  WARNING: the reopened store has %S nodes, expected %S"
                               (plist-get report :nodes) nodes))
       (org-agent-bench--row "4  open persisted store again (org-agent--store-open), median of 5"
-                            ms "ms" "<= 150 ms" (org-agent-bench--verdict ms #'<= 150)))))
+                            ms "ms" (format "<= %d ms" (org-agent-bench--open-target nodes))
+                            (org-agent-bench--verdict ms #'<= (org-agent-bench--open-target nodes))))))
 
 ;;;; 5. Memory (fresh child process)
 
@@ -1009,7 +1019,8 @@ HEADLINES is how many headlines it holds."
                             (org-agent-bench--fmt per-100k))
       (org-agent-bench--out "     (delta VmRSS from before org-agent--store-open to after its id index is built; includes malloc slack left by loading)")
       (org-agent-bench--row "4  first open in a fresh Emacs (startup), median of 3"
-                            open-ms "ms" "<= 150 ms" (org-agent-bench--verdict open-ms #'<= 150))
+                            open-ms "ms" (format "<= %d ms" (org-agent-bench--open-target headlines))
+                            (org-agent-bench--verdict open-ms #'<= (org-agent-bench--open-target headlines)))
       ;; What a user's first ingest leaves. `org-agent-flush' waits for the reload from the
       ;; log that a large ingest is followed by, which leaves the bodies in the log.
       (org-agent-bench--progress "memory: a child process ingests the memex directory...")
