@@ -592,15 +592,12 @@ fn outline_path<'e>(env: &'e Env, id: String) -> Result<Value<'e>> {
 /// tags and file name. `org-agent--headline-target' finds the headline a string stands for.
 #[defun]
 fn headline_candidates<'e>(env: &'e Env) -> Result<Value<'e>> {
-    let state = runtime(env)?.store().state();
-    let mut out = Vec::with_capacity(state.node_count());
-    for doc in state.files.values() {
-        find::each_display(doc, |_, display| {
-            out.push(text(env, display)?);
-            Ok::<(), ::emacs::Error>(())
-        })?;
-    }
-    list(env, out)
+    candidates_where(env, |state, each| {
+        state
+            .files
+            .values()
+            .try_for_each(|doc| find::each_display(doc, |_, display| each(display)))
+    })
 }
 
 /// Return the number of headlines in the store: all `org-agent-find' needs to know before
