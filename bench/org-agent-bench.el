@@ -201,10 +201,10 @@
   "Record a summary row."
   (push (list label value unit target verdict) org-agent-bench--results))
 
-(defun org-agent-bench--open-target (headlines)
-  "The store open's target in ms for a store of HEADLINES.
-Issue 34 asks for 1 s at a million."
-  (if (> headlines 500000) 1000 150))
+(defun org-agent-bench--scaled-target (headlines at-100k at-1m)
+  "The target for a store of HEADLINES: AT-100K, or AT-1M above 500k headlines.
+Issue 34 sets targets of its own at a million for some rows."
+  (if (> headlines 500000) at-1m at-100k))
 
 (defun org-agent-bench--verdict (value op bound)
   "PASS when VALUE OP BOUND holds, MISS when not, n/a without VALUE."
@@ -844,7 +844,7 @@ cost the style avoids, every candidate made as a Lisp string."
     (let ((ms (org-agent-bench--median ready))
           (all-ms (org-agent-bench--median completions))
           ;; The target scales with the store: issue 34 asks for 500 ms at a million.
-          (target (if (> headlines 500000) 500 150))
+          (target (org-agent-bench--scaled-target headlines 150 500))
           (typed (mapcar (lambda (input)
                            (cons input
                                  (org-agent-bench--median-ms
@@ -916,9 +916,11 @@ cost the style avoids, every candidate made as a Lisp string."
       (unless (eql (plist-get report :nodes) nodes)
         (org-agent-bench--out "  WARNING: the reopened store has %S nodes, expected %S"
                               (plist-get report :nodes) nodes))
-      (org-agent-bench--row "4  open persisted store again (org-agent--store-open), median of 5"
-                            ms "ms" (format "<= %d ms" (org-agent-bench--open-target nodes))
-                            (org-agent-bench--verdict ms #'<= (org-agent-bench--open-target nodes))))))
+      ;; Issue 34 asks for 1 s at a million.
+      (let ((target (org-agent-bench--scaled-target nodes 150 1000)))
+        (org-agent-bench--row "4  open persisted store again (org-agent--store-open), median of 5"
+                              ms "ms" (format "<= %d ms" target)
+                              (org-agent-bench--verdict ms #'<= target))))))
 
 ;;;; 5. Memory (fresh child process)
 
@@ -1018,9 +1020,10 @@ HEADLINES is how many headlines it holds."
                             (org-agent-bench--fmt open-ms) (org-agent-bench--fmt delta)
                             (org-agent-bench--fmt per-100k))
       (org-agent-bench--out "     (delta VmRSS from before org-agent--store-open to after its id index is built; includes malloc slack left by loading)")
-      (org-agent-bench--row "4  first open in a fresh Emacs (startup), median of 3"
-                            open-ms "ms" (format "<= %d ms" (org-agent-bench--open-target headlines))
-                            (org-agent-bench--verdict open-ms #'<= (org-agent-bench--open-target headlines)))
+      (let ((target (org-agent-bench--scaled-target headlines 150 1000)))
+        (org-agent-bench--row "4  first open in a fresh Emacs (startup), median of 3"
+                              open-ms "ms" (format "<= %d ms" target)
+                              (org-agent-bench--verdict open-ms #'<= target)))
       ;; What a user's first ingest leaves. `org-agent-flush' waits for the reload from the
       ;; log that a large ingest is followed by, which leaves the bodies in the log.
       (org-agent-bench--progress "memory: a child process ingests the memex directory...")
