@@ -131,17 +131,25 @@ impl Archive {
         // What each (id, occurrence) was in this file before: a node's history grows only
         // when it changed here, so headlines sharing an :ID: do not push each other's
         // versions on every ingest.
-        let mut before: HashMap<(&str, u32), Hash> = HashMap::default();
+        let old_len = old.map_or(0, |o| o.nodes.len());
+        let mut before: HashMap<(&str, u32), Hash> =
+            HashMap::with_capacity_and_hasher(old_len, Default::default());
         if let Some(old) = old {
-            let mut seen: HashMap<&str, u32> = HashMap::default();
+            let mut seen: HashMap<&str, u32> =
+                HashMap::with_capacity_and_hasher(old_len, Default::default());
             for n in &old.nodes {
                 let k = seen.entry(&n.id).or_insert(0);
                 before.insert((&n.id, *k), n.hash());
                 *k += 1;
             }
         }
-        let mut seen: HashMap<&str, u32> = HashMap::default();
         let first_time = old.is_none();
+        let mut seen: HashMap<&str, u32> = match first_time {
+            true => HashMap::default(),
+            false => HashMap::with_capacity_and_hasher(doc.nodes.len(), Default::default()),
+        };
+        // A version and a history entry a node at most, and the file's own record.
+        records.reserve(2 * doc.nodes.len() + 1);
         for n in &doc.nodes {
             let version = match self.versions.get(&n.hash()) {
                 Some(stored) => stored.0.clone(),

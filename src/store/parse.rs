@@ -663,7 +663,9 @@ pub fn parse(text: &str, file: &Path, opts: &ParseOptions) -> Result<Parsed, Sto
     };
     let by_length = keywords.by_length();
 
-    let mut raws: Vec<Raw> = Vec::new();
+    // Sized once: a vector of these large entries that doubles as it fills takes fresh
+    // pages at each doubling, and the kernel zeroes them.
+    let mut raws: Vec<Raw> = Vec::with_capacity(outline.headlines.len() + 1);
     // The file node: its body is the text before the first headline.
     let first_headline = outline.headlines.first().map_or(text.len(), |h| h.begin);
     let (file_props, body_start) = file_property_drawer(text, first_headline);
@@ -777,7 +779,8 @@ fn finish(
     // siblings that share a title), stable while the text of the path does not change.
     let mut path_digests: Vec<[u8; 32]> = Vec::with_capacity(n);
     let mut ids: Vec<Arc<str>> = Vec::with_capacity(n);
-    let mut seen_paths: std::collections::HashMap<[u8; 32], u32> = Default::default();
+    let mut seen_paths: std::collections::HashMap<[u8; 32], u32> =
+        std::collections::HashMap::with_capacity(n);
     for raw in &raws {
         let mut h = Sha256::new();
         match raw.parent {
@@ -843,21 +846,21 @@ fn finish(
         end_pos[i] = pm.position(raws[i].end);
     }
 
-    let mut nodes: Vec<Node> = raws
-        .into_iter()
-        .enumerate()
-        .map(|(i, raw)| Node {
-            id: ids[i].clone(),
-            content: Arc::new(raw.content),
-            parent: raw.parent.unwrap_or(NO_PARENT),
-            subtree_end: 0,
-            begin: raw.begin as u32,
-            end: raw.end as u32,
-            begin_pos: begin_pos[i],
-            end_pos: end_pos[i],
-            inherited_tags: InheritedTags::default(),
-        })
-        .collect();
+    // Into a vector of its own: `collect` would reuse the entries' allocation, at their
+    // size, and keep it for as long as the file is stored (188 bytes a node where a node
+    // takes 56: 13 MB at 100k headlines ingested one file at a time).
+    let mut nodes: Vec<Node> = Vec::with_capacity(n);
+    nodes.extend(raws.into_iter().enumerate().map(|(i, raw)| Node {
+        id: ids[i].clone(),
+        content: Arc::new(raw.content),
+        parent: raw.parent.unwrap_or(NO_PARENT),
+        subtree_end: 0,
+        begin: raw.begin as u32,
+        end: raw.end as u32,
+        begin_pos: begin_pos[i],
+        end_pos: end_pos[i],
+        inherited_tags: InheritedTags::default(),
+    }));
     let no_inherit: HashSet<&str> = no_inherit.iter().map(String::as_str).collect();
     super::inherit::derive(&mut nodes, |t| no_inherit.contains(t));
     // The outline gives each headline a parent before it on the path to it.
