@@ -118,6 +118,31 @@ impl FileDoc {
         })
     }
 
+    /// How many nodes have `tag`, own or inherited: as many as [`FileDoc::tagged`] gives that
+    /// [`Node::has_tag`] keeps, found without reading each. A tag is either inherited by
+    /// every descendant of a node that carries it or, excluded from inheritance, by none,
+    /// alike in the whole document: the first child of a holder with children tells which.
+    /// Then the subtrees' lengths, or the holders, are the count.
+    pub fn count_tagged(&self, tag: &str) -> usize {
+        let holders = self.tag_index.get(tag).map_or(&[][..], Vec::as_slice);
+        let inherited = holders
+            .iter()
+            .find(|&&h| self.has_children(h))
+            .is_none_or(|&h| self.nodes[h as usize + 1].inherited_tags.contains(tag));
+        if !inherited {
+            return holders.len();
+        }
+        let mut next = 0u32;
+        let mut count = 0usize;
+        for &h in holders {
+            let from = h.max(next);
+            let end = self.subtree_end(h).max(from);
+            count += (end - from) as usize;
+            next = end;
+        }
+        count
+    }
+
     /// How many tag strings the nodes hold, own and inherited, a list shared by several
     /// nodes (or versions) counted once: bounded by the tags written in the file.
     pub fn tag_strings(&self) -> usize {

@@ -162,6 +162,19 @@ impl Query {
         rest == Query::default()
     }
 
+    /// The tag, own or inherited, when the query asks nothing else (but which file, and how
+    /// many): [`FileDoc::count_tagged`] counts it without reading each node.
+    fn only_tag(&self) -> Option<&str> {
+        let tag = self.tag.as_deref()?;
+        let rest = Query {
+            file: None,
+            limit: None,
+            tag: None,
+            ..self.clone()
+        };
+        (rest == Query::default()).then_some(tag)
+    }
+
     /// How many nodes [`Query::run`] would return, without making them: a count over a
     /// million headlines must not touch each hit.
     pub fn count(&self, state: &State) -> usize {
@@ -173,11 +186,14 @@ impl Query {
             None => Box::new(state.files.values()),
         };
         let decides = self.index_decides();
+        let only_tag = self.only_tag();
         let limit = self.limit.unwrap_or(usize::MAX);
         let mut n = 0;
         for doc in docs {
             n += if decides {
                 self.candidates(doc).count()
+            } else if let Some(tag) = only_tag {
+                doc.count_tagged(tag)
             } else {
                 self.candidates(doc)
                     .filter(|&i| self.matches(&doc.nodes[i as usize]))

@@ -335,11 +335,36 @@ fn queries_follow_reingest_and_removal() {
 #[test]
 fn a_count_is_the_length_of_the_query_it_counts() {
     let s = store();
+    counts_are_query_lengths(&s);
+    // Tags excluded from inheritance: a tag query's count is then its holders, not their
+    // subtrees (`#+FILETAGS` included, held by the file node).
+    let excluded = Store::in_memory(org_agent::store::Config {
+        no_inherit_tags: vec!["writing".into(), "project".into(), "job".into()],
+        ..config()
+    });
+    ingest(&excluded, W, WORK);
+    ingest(&excluded, H, HOME);
+    counts_are_query_lengths(&excluded);
+    let count = |s: &Store, tag: &str| {
+        s.count(&Query {
+            tag: Some(tag.into()),
+            ..q()
+        })
+    };
+    assert!(
+        count(&excluded, "project") < count(&s, "project"),
+        "excluded, a tag counts only its holders"
+    );
+    assert_eq!(count(&excluded, "project"), 4, "Alpha, Beta, Gamma, House");
+}
+
+/// Every count of a set of queries over `s` is the length of the query's results.
+fn counts_are_query_lengths(s: &Store) {
     // A file whose headline repeats its tag: counted once, as the query returns it once.
     ingest(
-        &s,
+        s,
         "/org/repeat.org",
-        "* TODO Twice :writing:x:writing:\n** TODO Child\n",
+        "* TODO Twice :writing:x:writing:\n** TODO Child\n*** Grandchild :writing:\n",
     );
     let mut queries: Vec<Query> = Vec::new();
     for file in [None, Some(W.to_string()), Some("/org/none.org".to_string())] {
@@ -349,12 +374,15 @@ fn a_count_is_the_length_of_the_query_it_counts() {
                 limit,
                 ..q()
             };
-            let each: [fn(&mut Query); 9] = [
+            let each: [fn(&mut Query); 12] = [
                 |_| {},
                 |q| q.todo = Some("TODO".into()),
                 |q| q.todo = Some("NOPE".into()),
                 |q| q.own_tag = Some("writing".into()),
                 |q| q.tag = Some("job".into()),
+                |q| q.tag = Some("writing".into()),
+                |q| q.tag = Some("project".into()),
+                |q| q.tag = Some("absent".into()),
                 |q| q.projects = true,
                 |q| {
                     q.own_tag = Some("writing".into());
