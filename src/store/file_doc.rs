@@ -103,13 +103,16 @@ impl FileDoc {
         self.credentials.get().is_some()
     }
 
-    /// The nodes that may have `tag`, own or inherited, in document order, each once: the
-    /// subtrees of the nodes that carry it. A subtree may hold nodes that do not inherit it
-    /// (tags excluded from inheritance): ask [`Node::has_tag`].
-    pub fn tagged(&self, tag: &str) -> impl Iterator<Item = u32> + '_ {
-        let holders = self.tag_index.get(tag).map_or(&[][..], Vec::as_slice);
+    /// The nodes that carry `tag` themselves, in document order.
+    fn holders(&self, tag: &str) -> &[u32] {
+        self.tag_index.get(tag).map_or(&[][..], Vec::as_slice)
+    }
+
+    /// The subtrees of the nodes that carry `tag`, as index ranges in document order, none
+    /// overlapping another.
+    fn tagged_ranges(&self, tag: &str) -> impl Iterator<Item = std::ops::Range<u32>> + '_ {
         let mut next = 0u32;
-        holders.iter().flat_map(move |&h| {
+        self.holders(tag).iter().map(move |&h| {
             // Holders are in document order: one inside a subtree already given adds nothing.
             let from = h.max(next);
             let end = self.subtree_end(h).max(from);
@@ -118,13 +121,20 @@ impl FileDoc {
         })
     }
 
+    /// The nodes that may have `tag`, own or inherited, in document order, each once: the
+    /// subtrees of the nodes that carry it. A subtree may hold nodes that do not inherit it
+    /// (tags excluded from inheritance): ask [`Node::has_tag`].
+    pub fn tagged(&self, tag: &str) -> impl Iterator<Item = u32> + '_ {
+        self.tagged_ranges(tag).flatten()
+    }
+
     /// How many nodes have `tag`, own or inherited: as many as [`FileDoc::tagged`] gives that
     /// [`Node::has_tag`] keeps, found without reading each. A tag is either inherited by
     /// every descendant of a node that carries it or, excluded from inheritance, by none,
     /// alike in the whole document: the first child of a holder with children tells which.
     /// Then the subtrees' lengths, or the holders, are the count.
     pub fn count_tagged(&self, tag: &str) -> usize {
-        let holders = self.tag_index.get(tag).map_or(&[][..], Vec::as_slice);
+        let holders = self.holders(tag);
         let inherited = holders
             .iter()
             .find(|&&h| self.has_children(h))
@@ -132,15 +142,7 @@ impl FileDoc {
         if !inherited {
             return holders.len();
         }
-        let mut next = 0u32;
-        let mut count = 0usize;
-        for &h in holders {
-            let from = h.max(next);
-            let end = self.subtree_end(h).max(from);
-            count += (end - from) as usize;
-            next = end;
-        }
-        count
+        self.tagged_ranges(tag).map(|r| r.len()).sum()
     }
 
     /// How many tag strings the nodes hold, own and inherited, a list shared by several
