@@ -144,10 +144,10 @@ impl Archive {
             }
         }
         let first_time = old.is_none();
-        let mut seen: HashMap<&str, u32> = match first_time {
-            true => HashMap::default(),
-            false => HashMap::with_capacity_and_hasher(doc.nodes.len(), Default::default()),
-        };
+        // Only read when the file was stored before.
+        let seen_len = if first_time { 0 } else { doc.nodes.len() };
+        let mut seen: HashMap<&str, u32> =
+            HashMap::with_capacity_and_hasher(seen_len, Default::default());
         // A version and a history entry a node at most, and the file's own record.
         records.reserve(2 * doc.nodes.len() + 1);
         for n in &doc.nodes {
