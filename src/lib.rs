@@ -34,6 +34,18 @@ pub fn block_sigpipe() {
     }
 }
 
+/// Give the calling thread the lowest priority, for work nobody waits for (warming caches,
+/// freeing a closed store): on a busy machine, what the user waits for comes first.
+pub fn lower_thread_priority() {
+    // On Linux a thread id names that thread alone (setpriority(2)); elsewhere it would be
+    // the whole process, which must keep its priority.
+    #[cfg(target_os = "linux")]
+    // SAFETY: takes no pointers; a failure leaves the priority as it was.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
+    }
+}
+
 /// `../shared/<sub>` when it is beside this checkout, for the crate's own tests (the
 /// integration tests have `tests/support/shared.rs`): this project's machines have it, a
 /// user's clone has not. Without it, says that `test` is skipped, and why.
@@ -60,3 +72,31 @@ pub(crate) fn shared_for_tests(sub: &str, test: &str) -> Option<std::path::PathB
 // process, it still does; Emacs's own memory is not the module's to decide.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    fn priority_of(tid: libc::pid_t) -> libc::c_int {
+        // SAFETY: takes no pointers.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t) }
+    }
+
+    #[test]
+    fn a_lowered_thread_alone_runs_at_the_lowest_priority() {
+        // SAFETY: gettid takes nothing and cannot fail.
+        let this = unsafe { libc::gettid() };
+        let before = priority_of(this);
+        let lowered = std::thread::spawn(|| {
+            super::lower_thread_priority();
+            // SAFETY: as above.
+            priority_of(unsafe { libc::gettid() })
+        })
+        .join()
+        .expect("the thread ran");
+        assert_eq!(lowered, 19);
+        assert_eq!(
+            priority_of(this),
+            before,
+            "the rest of the process keeps its priority"
+        );
+    }
+}

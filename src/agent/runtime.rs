@@ -186,6 +186,9 @@ impl Runtime {
             .name("org-agent-retire".into())
             .spawn(move || {
                 crate::block_sigpipe();
+                // Freeing a million headlines takes seconds of CPU; the open that usually
+                // follows is what the user waits for.
+                crate::lower_thread_priority();
                 drop(old);
             });
         // If no thread can be started, the store was dropped here instead (the closure is

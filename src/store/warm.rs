@@ -32,7 +32,10 @@ impl Warmer {
             .name("org-agent-warm".into())
             .spawn(move || {
                 crate::block_sigpipe();
-                lower_priority();
+                // The warm-up is never what anyone waits for: an ingest or a turn beside
+                // it on a busy machine comes first (a scan that comes before it is done
+                // finds the rest itself).
+                crate::lower_thread_priority();
                 while let Ok(job) = queue.recv() {
                     match job {
                         Job::Docs(docs) => {
@@ -57,10 +60,14 @@ impl Warmer {
 
     /// Queue `docs` whose credentials are not known yet.
     pub(super) fn warm<'a>(&self, docs: impl Iterator<Item = &'a Arc<FileDoc>>) {
-        let docs: Vec<Weak<FileDoc>> = docs
-            .filter(|d| !d.credentials_known())
-            .map(Arc::downgrade)
-            .collect();
+        self.queue(
+            docs.filter(|d| !d.credentials_known())
+                .map(Arc::downgrade)
+                .collect(),
+        );
+    }
+
+    fn queue(&self, docs: Vec<Weak<FileDoc>>) {
         if !docs.is_empty() {
             // Fails only when the thread has died: scans then find them themselves.
             let _ = self.jobs.send(Job::Docs(docs));
@@ -107,22 +114,8 @@ impl Store {
 
     /// Queue for warm-up the documents [`Store::to_warm`] gave.
     pub(super) fn warm_committed(&self, docs: Vec<Weak<FileDoc>>) {
-        if let (Some(Some(warmer)), false) = (self.warmer.get(), docs.is_empty()) {
-            // Fails only when the thread has died: scans then find them themselves.
-            let _ = warmer.jobs.send(Job::Docs(docs));
+        if let Some(Some(warmer)) = self.warmer.get() {
+            warmer.queue(docs);
         }
-    }
-}
-
-/// Give the calling thread the lowest priority: the warm-up is never what anyone waits
-/// for, so an ingest or a turn beside it on a busy machine comes first (a scan that comes
-/// before it is done finds the rest itself).
-fn lower_priority() {
-    // On Linux a thread id names that thread alone (setpriority(2)); elsewhere it would be
-    // the whole process, which must keep its priority.
-    #[cfg(target_os = "linux")]
-    // SAFETY: takes no pointers; a failure leaves the priority as it was.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
     }
 }
