@@ -252,8 +252,17 @@ impl Body {
     fn may_stay_in_log(text: &str) -> bool {
         !text.trim().is_empty()
             && text.len() <= MAX_LOGGED_LEN
-            && memchr::memmem::find(text.as_bytes(), b"[[").is_none()
+            && find_link_open(text.as_bytes()).is_none()
     }
+}
+
+/// Where `[[`, which opens every bracket link, first occurs in `bytes`. The searcher is built
+/// once, where `memmem::find` builds one per call: every title and body is searched as the
+/// store opens (whether a body stays in the log, then the file's links).
+pub(super) fn find_link_open(bytes: &[u8]) -> Option<usize> {
+    static OPEN: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"[["));
+    OPEN.find(bytes)
 }
 
 impl PartialEq for Body {

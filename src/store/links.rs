@@ -2,6 +2,7 @@
 //! `[[file:notes.org::*Heading]]`, `[[./notes.org]]`) in titles and bodies, so questions
 //! such as "which `id:` links lead nowhere" are lookups, not text scans.
 
+use super::body::find_link_open;
 use super::node::Node;
 
 /// What a link leads to, as Org reads its type.
@@ -51,7 +52,7 @@ pub fn index(nodes: &[Node]) -> Vec<Link> {
 /// of code), where a link is text about links, not a link.
 fn outside_blocks(body: &str) -> std::borrow::Cow<'_, str> {
     // Most bodies hold no link at all: one substring search, before looking at any line.
-    if memchr::memmem::find(body.as_bytes(), b"[[").is_none() {
+    if find_link_open(body.as_bytes()).is_none() {
         return std::borrow::Cow::Borrowed(body);
     }
     let verbatim_lines = body.lines().any(|l| {
@@ -93,10 +94,7 @@ fn bracket_targets(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
     let mut from = 0;
     std::iter::from_fn(move || {
-        while let Some(at) = bytes
-            .get(from..)
-            .and_then(|rest| memchr::memmem::find(rest, b"[["))
-        {
+        while let Some(at) = bytes.get(from..).and_then(find_link_open) {
             let start = from + at + 2;
             let verbatim = from + at > 0 && matches!(bytes[from + at - 1], b'=' | b'~');
             // A link's path ends at the first `]`; Org escapes a literal one as `\]`.
