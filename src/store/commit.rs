@@ -4,7 +4,7 @@
 //! that let a newer ingest (or a removal) of a file supersede one read before it.
 
 use super::persist::{self, LogWriter, Record};
-use super::state::State;
+use super::state::{IdUpdates, State};
 use super::Store;
 use std::sync::Arc;
 
@@ -64,10 +64,16 @@ impl Store {
     ///
     /// Readers wait for `change`: it should only apply what was worked out before, and
     /// must not panic, since the state it changes is the one readers find.
-    pub(super) fn change_in_place<R>(&self, change: impl FnOnce(&mut State) -> R) -> R {
+    pub(super) fn change_in_place<R>(
+        &self,
+        ids: IdUpdates,
+        change: impl FnOnce(&mut State) -> R,
+    ) -> R {
         // An id index still being built after the open is waited for here, not while
-        // readers wait.
-        self.state().ids();
+        // readers wait (one left to its first reader stays so).
+        if ids == IdUpdates::Apply {
+            self.state().ids();
+        }
         change(Arc::make_mut(&mut self.current.lock()))
     }
 

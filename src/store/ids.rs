@@ -181,14 +181,16 @@ pub type IdMap = imbl::OrdMap<IdKey, IdLocs>;
 /// A state's [`IdMap`], ready or still being built. Building it for every id after loading
 /// was a quarter of opening the store (about 50 ms at 100,000 ids, mostly B-tree inserts), so
 /// opening hands it to a thread of its own and returns; the first reader waits for the rest.
-/// Every state a commit makes has it ready.
+/// A first directory ingest leaves it to be built by the first reader instead (see
+/// [`super::state::IdUpdates`]); every other commit makes a state with it ready.
 #[derive(Clone)]
 pub(super) struct IdIndex(Arc<IdIndexInner>);
 
 struct IdIndexInner {
     ready: std::sync::OnceLock<IdMap>,
-    /// The build under way, and the files it reads, to build them here if the thread failed.
-    building: Mutex<Option<(std::thread::JoinHandle<IdMap>, Files)>>,
+    /// The build under way (none: the first reader builds it), and the files it reads, to
+    /// build them there when the thread failed.
+    building: Mutex<Option<(Option<std::thread::JoinHandle<IdMap>>, Files)>>,
 }
 
 impl Default for IdIndex {
@@ -221,10 +223,23 @@ impl IdIndex {
         match spawned {
             Ok(handle) => IdIndex(Arc::new(IdIndexInner {
                 ready: std::sync::OnceLock::new(),
-                building: Mutex::new(Some((handle, files))),
+                building: Mutex::new(Some((Some(handle), files))),
             })),
             Err(_) => IdIndex::ready(build_id_map(&files)),
         }
+    }
+
+    /// The index of `files`, built by the first reader that asks for it.
+    pub(super) fn on_demand(files: Files) -> IdIndex {
+        IdIndex(Arc::new(IdIndexInner {
+            ready: std::sync::OnceLock::new(),
+            building: Mutex::new(Some((None, files))),
+        }))
+    }
+
+    /// Whether the map is there without waiting for, or doing, a build.
+    pub(super) fn is_ready(&self) -> bool {
+        self.0.ready.get().is_some()
     }
 
     pub(super) fn get(&self) -> &IdMap {
@@ -233,7 +248,9 @@ impl IdIndex {
         }
         let mut building = self.0.building.lock();
         if let Some((handle, files)) = building.take() {
-            let map = handle.join().unwrap_or_else(|_| build_id_map(&files));
+            let map = handle
+                .and_then(|h| h.join().ok())
+                .unwrap_or_else(|| build_id_map(&files));
             let _ = self.0.ready.set(map);
         }
         drop(building);

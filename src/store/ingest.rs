@@ -8,6 +8,7 @@ use super::file_doc::{settings_digest, text_digest, FileDoc};
 use super::ids::IdChanges;
 use super::memory::release_freed_memory;
 use super::persist::{FileEntry, Record};
+use super::state::IdUpdates;
 use super::todo::TodoKeywords;
 use super::{filename, now, parse, text, Store};
 use parking_lot::Mutex;
@@ -105,7 +106,10 @@ impl Store {
     ) -> Result<Option<IngestReport>> {
         match self.prepare_text(file, text, todo, meta, generation)? {
             Prepared::Unchanged(report) => Ok(Some(report)),
-            Prepared::Parsed(parsed) => Ok(self.commit_parsed(vec![parsed]).pop().flatten()),
+            Prepared::Parsed(parsed) => Ok(self
+                .commit_parsed(vec![parsed], IdUpdates::Apply)
+                .pop()
+                .flatten()),
         }
     }
 
@@ -164,8 +168,13 @@ impl Store {
     /// The current state changes only under the commit lock, held here. So the versions,
     /// the history and what each document changes in the id index are worked out against
     /// it first, with no lock readers take; readers then wait only for the changes to be
-    /// applied, and the documents replaced are freed after.
-    pub(super) fn commit_parsed(&self, parsed: Vec<Parsed>) -> Vec<Option<IngestReport>> {
+    /// applied, and the documents replaced are freed after. `ids` says how the id index
+    /// follows.
+    pub(super) fn commit_parsed(
+        &self,
+        parsed: Vec<Parsed>,
+        ids: IdUpdates,
+    ) -> Vec<Option<IngestReport>> {
         let guard = self.commit_lock.lock();
         let time = now();
         let mut reports = Vec::with_capacity(parsed.len());
@@ -215,10 +224,10 @@ impl Store {
             return reports;
         }
         let warm = self.to_warm(links.iter().map(|(_, doc)| doc));
-        let replaced: Vec<Option<Arc<FileDoc>>> = self.change_in_place(|state| {
+        let replaced: Vec<Option<Arc<FileDoc>>> = self.change_in_place(ids, |state| {
             let links = links.into_iter();
             links
-                .map(|(changes, doc)| state.link_file(doc, changes))
+                .map(|(changes, doc)| state.link_file_updating(doc, changes, ids))
                 .collect()
         });
         let commit = self.commit(records);
@@ -259,7 +268,7 @@ impl Store {
         Ok(match self.prepare_file(file, force)? {
             Prepared::Unchanged(report) => report,
             Prepared::Parsed(parsed) => self
-                .commit_parsed(vec![parsed])
+                .commit_parsed(vec![parsed], IdUpdates::Apply)
                 .pop()
                 .flatten()
                 .unwrap_or_else(|| IngestReport::superseded(file)),
@@ -397,6 +406,12 @@ impl Store {
             files: files.len(),
             ..DirReport::default()
         };
+        // A first ingest (or one of far more files than are stored) adds most of the ids
+        // the store will hold: the index is left to its first reader (see `IdUpdates`).
+        let ids = match self.state().files.len() * 2 < files.len() {
+            true => IdUpdates::WhenRead,
+            false => IdUpdates::Apply,
+        };
         // Files are parsed in parallel (commits stay serialised by `commit_lock`), one
         // thread per core: reading and parsing dominate a first ingest.
         let workers = std::thread::available_parallelism()
@@ -434,7 +449,7 @@ impl Store {
                 return;
             }
             let names: Vec<String> = group.iter().map(|p| p.doc.path.to_string()).collect();
-            let stored = self.commit_parsed(std::mem::take(group));
+            let stored = self.commit_parsed(std::mem::take(group), ids);
             let results = names
                 .into_iter()
                 .zip(stored)
@@ -495,6 +510,15 @@ impl Store {
         // leaves the bodies parsed in the log).
         release_freed_memory();
         let (mut report, _, _) = shared.into_inner();
+        if ids == IdUpdates::WhenRead && !self.worth_reloading(report.new_versions) {
+            // No reload follows to index the ids on a thread of its own: index them so now,
+            // rather than on a reader's first lookup (on Emacs's main thread, perhaps).
+            let _guard = self.commit_lock.lock();
+            let mut current = self.current.lock();
+            if !current.ids_ready() {
+                Arc::make_mut(&mut current).index_ids_in_background();
+            }
+        }
         if !report.cancelled {
             let found: std::collections::HashSet<String> = files
                 .iter()
@@ -524,6 +548,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::state::State;
     use crate::store::Config;
 
     /// `text` parsed for `file` under a generation of its own, as a directory ingest holds it.
@@ -553,7 +578,7 @@ mod tests {
             .ingest_text("/b.org", "* B new\n", None, None, None)
             .expect("ingest");
         store.remove_file("/c.org");
-        let reports = store.commit_parsed(vec![kept, read_again, removed]);
+        let reports = store.commit_parsed(vec![kept, read_again, removed], IdUpdates::Apply);
         let stored: Vec<Option<&str>> = reports
             .iter()
             .map(|r| r.as_ref().map(|r| r.file.as_str()))
@@ -573,6 +598,118 @@ mod tests {
         assert_eq!(state.ids().len(), 4, "two file nodes and two headlines");
     }
 
+    /// Every node of every file is where the id index says, each id once per place.
+    fn assert_ids_agree_with_files(state: &State) {
+        let mut places = 0;
+        for (path, doc) in state.files.iter() {
+            for (i, n) in doc.nodes.iter().enumerate() {
+                let locs = state.ids().get(&*n.id).expect("indexed");
+                assert!(
+                    locs.iter()
+                        .any(|l| (&*l.file, l.index) == (&**path, i as u32)),
+                    "{} at {path}:{i}",
+                    n.id
+                );
+                places += 1;
+            }
+        }
+        let indexed: usize = state.ids().values().map(|l| l.len()).sum();
+        assert_eq!(indexed, places, "no place indexed that is not a node's");
+    }
+
+    #[test]
+    fn ids_left_to_their_first_reader_are_indexed_when_read_then_kept_up_to_date() {
+        let store = Store::in_memory(Config::default());
+        let a = parsed(
+            &store,
+            "/a.org",
+            "* A
+:PROPERTIES:
+:ID: same
+:END:
+* A2
+",
+        );
+        store.commit_parsed(vec![a], IdUpdates::WhenRead);
+        assert!(!store.state().ids_ready(), "no reader has asked yet");
+        let b = parsed(
+            &store,
+            "/b.org",
+            "* B
+:PROPERTIES:
+:ID: same
+:END:
+",
+        );
+        store.commit_parsed(vec![b], IdUpdates::WhenRead);
+        let state = store.state();
+        assert!(!state.ids_ready());
+        // The first reader builds it, from every file: the id both files carry has both
+        // places, in (file, position) order.
+        let same = state.ids().get("same").expect("indexed");
+        let places: Vec<(&str, u32)> = same.iter().map(|l| (&*l.file, l.index)).collect();
+        assert_eq!(places, [("/a.org", 1), ("/b.org", 1)]);
+        assert_ids_agree_with_files(&state);
+        drop(state);
+        // Built, it is kept up to date as commits come, whichever way they ask.
+        let c = parsed(
+            &store,
+            "/c.org",
+            "* C
+:PROPERTIES:
+:ID: c
+:END:
+",
+        );
+        store.commit_parsed(vec![c], IdUpdates::WhenRead);
+        assert!(store.state().ids_ready());
+        let a = parsed(
+            &store,
+            "/a.org",
+            "* A moved
+:PROPERTIES:
+:ID: other
+:END:
+",
+        );
+        store.commit_parsed(vec![a], IdUpdates::Apply);
+        let state = store.state();
+        assert!(state.node("c").is_some());
+        assert_eq!(state.ids().get("same").map(|l| l.len()), Some(1));
+        assert_ids_agree_with_files(&state);
+    }
+
+    #[test]
+    fn a_first_directory_ingest_indexes_every_id() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for f in 0..6 {
+            let text: String = (0..20)
+                .map(|h| {
+                    format!(
+                        "* H{f}-{h}
+:PROPERTIES:
+:ID: id-{f}-{h}
+:END:
+"
+                    )
+                })
+                .collect();
+            std::fs::write(dir.path().join(format!("n{f}.org")), text).expect("write");
+        }
+        let store = Store::in_memory(Config::default());
+        let report = store.ingest_directories(&[dir.path().to_path_buf()], |_, _, _| {}, || false);
+        assert_eq!(report.ingested, 6);
+        let state = store.state();
+        assert_ids_agree_with_files(&state);
+        assert_eq!(
+            state.ids().len(),
+            6 + 6 * 20,
+            "each file node and each headline"
+        );
+        let node = state.node("id-3-7").expect("found");
+        assert_eq!(&*node.node().content.title, "H3-7");
+    }
+
     #[test]
     fn a_removal_supersedes_an_ingest_of_the_file_read_before_it() {
         let store = Store::in_memory(Config::default());
@@ -581,7 +718,10 @@ mod tests {
             .expect("ingest");
         let stale = parsed(&store, "/a.org", "* Read before the removal\n");
         assert!(store.remove_file("/a.org"));
-        assert_eq!(store.commit_parsed(vec![stale]).pop(), Some(None));
+        assert_eq!(
+            store.commit_parsed(vec![stale], IdUpdates::Apply).pop(),
+            Some(None)
+        );
         assert!(store.state().files.get("/a.org").is_none());
     }
 
@@ -597,7 +737,10 @@ mod tests {
             .expect("ingest");
         let stale = parsed(&store, "/a.org", "* Read before the rollback\n");
         store.rollback(0).expect("rollback");
-        assert_eq!(store.commit_parsed(vec![stale]).pop(), Some(None));
+        assert_eq!(
+            store.commit_parsed(vec![stale], IdUpdates::Apply).pop(),
+            Some(None)
+        );
         assert_eq!(titles(&store, "/a.org"), ["First"]);
     }
 }

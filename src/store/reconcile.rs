@@ -17,7 +17,7 @@ use super::file_doc::text_digest;
 use super::ingest::{
     file_meta, IngestReport, Parsed, Prepared, COMMIT_GROUP_FILES, COMMIT_GROUP_NODES,
 };
-use super::state::State;
+use super::state::{IdUpdates, State};
 use super::{filename, text, Store};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeMap;
@@ -282,7 +282,10 @@ impl Store {
             .iter()
             .map(|p| (p.doc.path.clone(), Disk::Found(p.doc.mtime, p.doc.size)))
             .collect();
-        for ((path, disk), stored) in metas.into_iter().zip(self.commit_parsed(group)) {
+        for ((path, disk), stored) in metas
+            .into_iter()
+            .zip(self.commit_parsed(group, IdUpdates::Apply))
+        {
             if let Some(r) = stored {
                 seen.0.insert(path, disk);
                 report.ingested.push(r);

@@ -19,10 +19,28 @@ pub struct State {
     ids: IdIndex,
 }
 
+/// How a commit brings the id index up to date.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum IdUpdates {
+    /// Each id the commit adds or removes, as it commits.
+    Apply,
+    /// None while no reader has asked for the index: the first reader builds it from every
+    /// file, and commits keep it up to date from then on. For a first directory ingest,
+    /// which adds most of the ids the store will hold: inserting each into the B-tree as
+    /// its file is committed costs a cache miss or more per id, where one build sorts them
+    /// all first.
+    WhenRead,
+}
+
 impl State {
     /// Where each id sits (waiting, just after the store opened, for the index to be built).
     pub fn ids(&self) -> &IdMap {
         self.ids.get()
+    }
+
+    /// Whether the id index is there without a wait or a build.
+    pub(super) fn ids_ready(&self) -> bool {
+        self.ids.is_ready()
     }
 
     /// The id index, to change: this state's own copy (an O(1) clone of a shared one).
@@ -65,6 +83,23 @@ impl State {
         archive.add(&doc, old.as_deref(), time, records);
         let changes = IdChanges::between(old.as_deref(), &doc);
         self.link_file(doc, changes);
+    }
+
+    /// [`State::link_file`], or with [`IdUpdates::WhenRead`] and an index no reader has
+    /// asked for yet (or an empty one), `doc` alone: the index is then built from every file
+    /// when one does.
+    pub(super) fn link_file_updating(
+        &mut self,
+        doc: Arc<FileDoc>,
+        changes: IdChanges,
+        ids: IdUpdates,
+    ) -> Option<Arc<FileDoc>> {
+        if ids == IdUpdates::Apply || (self.ids_ready() && !self.ids().is_empty()) {
+            return self.link_file(doc, changes);
+        }
+        let replaced = self.files.insert(doc.path.clone(), doc);
+        self.ids = IdIndex::on_demand(self.files.clone());
+        replaced
     }
 
     /// Make `doc` the file's current document, with `changes` (worked out against the
