@@ -27,7 +27,7 @@ pub enum Field {
 pub type Found = (Field, &'static str, usize);
 
 /// A node with credentials in its own fields (its children's are theirs).
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Flagged {
     /// The node's index in its document.
     pub index: u32,

@@ -98,6 +98,24 @@ impl FileDoc {
             .get_or_init(|| credentials::find(&self.nodes, memo))
     }
 
+    /// Take what was found in `other` as this document's credentials, when `other` holds
+    /// the same node versions in the same places (the same file read again, as from the
+    /// log by a reload) and they are known. Returns whether they are now known here.
+    pub(super) fn adopt_credentials(&self, other: &FileDoc) -> bool {
+        if let Some(found) = other.credentials.get() {
+            let same_nodes = self.nodes.len() == other.nodes.len()
+                && self
+                    .nodes
+                    .iter()
+                    .zip(&other.nodes)
+                    .all(|(a, b)| a.content.hash == b.content.hash);
+            if same_nodes {
+                let _ = self.credentials.set(found.clone());
+            }
+        }
+        self.credentials_known()
+    }
+
     /// Whether [`FileDoc::credentials`] has been found, so asking costs nothing.
     pub fn credentials_known(&self) -> bool {
         self.credentials.get().is_some()

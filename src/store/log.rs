@@ -5,6 +5,7 @@
 
 use super::archive::Archive;
 use super::error::{Result, StoreError};
+use super::file_doc::FileDoc;
 use super::memory::release_freed_memory;
 use super::persist::{self, LogWriter, Record};
 use super::seal::{self, Tally};
@@ -274,8 +275,24 @@ impl Store {
     /// Make a state and archive read from the log current, under the commit lock the
     /// caller holds; return the ones they replace, for the caller to free.
     fn install(&self, replayed: Replayed) -> (Arc<State>, Archive) {
-        // Documents read again from the log are new ones, whose credentials are not known.
-        let warm = self.to_warm(replayed.state.files.values());
+        // Documents read again from the log are new ones: those the documents they replace
+        // hold the credentials of take them over (a reload after an ingest would otherwise
+        // have the warm-up read every node twice), the others are warmed.
+        let current = self.state();
+        let unknown: Vec<&Arc<FileDoc>> = replayed
+            .state
+            .files
+            .iter()
+            .filter(|(path, doc)| {
+                !current
+                    .files
+                    .get(*path)
+                    .is_some_and(|old| doc.adopt_credentials(old))
+            })
+            .map(|(_, doc)| doc)
+            .collect();
+        drop(current);
+        let warm = self.to_warm(unknown.into_iter());
         let old_state = std::mem::replace(&mut *self.current.lock(), Arc::new(replayed.state));
         let old_archive = std::mem::replace(&mut *self.archive.lock(), replayed.archive);
         self.warm_committed(warm);

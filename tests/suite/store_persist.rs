@@ -398,6 +398,48 @@ fn reloading_from_the_log_leaves_ingested_bodies_there_and_changes_nothing_else(
 }
 
 /// `n` Org files of 40 headlines each in `dir`, sorted.
+/// A reload after an ingest keeps what was found of each document's credentials: the same
+/// file read back from the log holds the same node versions, so the warm-up need not read
+/// them all again. What was not found yet stays to be found.
+#[test]
+fn reloading_from_the_log_keeps_the_credentials_found_so_far() {
+    let org = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let files = small_files(org.path(), 300);
+    let keys = path_in(org.path(), "keys.org");
+    std::fs::write(
+        &keys,
+        "* Plain\nnothing\n* Token\nghp_16C7e42F292c6912E7710c838347Ae178B4a\n",
+    )
+    .unwrap();
+    let (store, _) = open(state.path());
+    let dirs = [org.path().to_path_buf()];
+    let r = store.ingest_directories(&dirs, |_, _, _| {}, || false);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let unasked = files[3].as_str();
+    let found: Vec<(String, Vec<u32>)> = store
+        .state()
+        .files
+        .iter()
+        .filter(|(path, _)| &***path != unasked)
+        .map(|(path, doc)| {
+            let flagged = doc.credentials().iter().map(|f| f.index).collect();
+            (path.to_string(), flagged)
+        })
+        .collect();
+    assert!(found.contains(&(keys.clone(), vec![2])), "the token's node");
+
+    assert!(store.reload_from_log());
+    let reloaded = store.state();
+    assert!(!reloaded.files[unasked].credentials_known());
+    for (path, flagged) in &found {
+        let doc = &reloaded.files[path.as_str()];
+        assert!(doc.credentials_known(), "{path}");
+        let again: Vec<u32> = doc.credentials().iter().map(|f| f.index).collect();
+        assert_eq!(&again, flagged, "{path}");
+    }
+}
+
 fn small_files(dir: &Path, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
