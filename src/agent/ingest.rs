@@ -168,7 +168,7 @@ impl Runtime {
                 .then(|| store.begin_reload())
                 .flatten();
             self.push(Event::DirectoryDone { request, report });
-            if reload.is_some_and(|r| r.run()) {
+            if store.reload_or_index_ids(reload) {
                 let message = format!(
                     "loaded again from its log after {new_versions} new versions: \
                      their bodies are read from there"

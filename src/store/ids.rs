@@ -207,25 +207,23 @@ impl IdIndex {
         }))
     }
 
-    /// The index of `files`, built on a thread of its own (here, if none can start).
+    /// The index of `files`, built on a thread of its own (by the first reader, if none can
+    /// start).
     pub(super) fn build_in_background(files: Files) -> IdIndex {
-        let reading = files.clone();
-        let spawned = std::thread::Builder::new()
-            .name("org-agent-ids".into())
-            .spawn(move || {
-                crate::block_sigpipe();
-                let map = build_id_map(&reading);
-                // The sort's scratch space is this thread's to hand back, as `open` does
-                // with what loading freed.
-                release_freed_memory();
-                map
-            });
-        match spawned {
-            Ok(handle) => IdIndex(Arc::new(IdIndexInner {
-                ready: std::sync::OnceLock::new(),
-                building: Mutex::new(Some((Some(handle), files))),
-            })),
-            Err(_) => IdIndex::ready(build_id_map(&files)),
+        let handle = spawn_build(files.clone());
+        IdIndex(Arc::new(IdIndexInner {
+            ready: std::sync::OnceLock::new(),
+            building: Mutex::new(Some((handle, files))),
+        }))
+    }
+
+    /// Start the build an index left to its first reader ([`IdIndex::on_demand`]) waits for,
+    /// on a thread of its own, so that no reader pays for it. Does nothing to an index that
+    /// is ready or being built.
+    pub(super) fn build_now_in_background(&self) {
+        let mut building = self.0.building.lock();
+        if let Some((handle @ None, files)) = building.as_mut() {
+            *handle = spawn_build(files.clone());
         }
     }
 
@@ -235,6 +233,12 @@ impl IdIndex {
             ready: std::sync::OnceLock::new(),
             building: Mutex::new(Some((None, files))),
         }))
+    }
+
+    /// Whether the map waits for its first reader to build it: no build is under way.
+    #[cfg(test)]
+    pub(super) fn left_to_first_reader(&self) -> bool {
+        matches!(*self.0.building.lock(), Some((None, _)))
     }
 
     /// Whether the map is there without waiting for, or doing, a build.
@@ -266,6 +270,22 @@ impl IdIndex {
         let inner = Arc::get_mut(&mut self.0).expect("a fresh index is not shared");
         inner.ready.get_mut().expect("a fresh index is ready")
     }
+}
+
+/// A thread building the index of `files`; none when no thread can start (the first reader
+/// then builds it).
+fn spawn_build(files: Files) -> Option<std::thread::JoinHandle<IdMap>> {
+    std::thread::Builder::new()
+        .name("org-agent-ids".into())
+        .spawn(move || {
+            crate::block_sigpipe();
+            let map = build_id_map(&files);
+            // The sort's scratch space is this thread's to hand back, as `open` does with
+            // what loading freed.
+            release_freed_memory();
+            map
+        })
+        .ok()
 }
 
 /// Index every node's id from scratch (sorted once, then built in key order).

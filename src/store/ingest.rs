@@ -387,6 +387,14 @@ impl Store {
         out
     }
 
+    /// Have an id index that a first directory ingest left to its first reader built now,
+    /// on a thread of its own, rather than on a reader's first lookup (on Emacs's main
+    /// thread, perhaps): for when no reload from the log follows to build it. Nothing when
+    /// it is ready or being built.
+    pub fn index_ids_in_background(&self) {
+        self.state().build_ids_now_in_background();
+    }
+
     /// Ingest every Org file under `dirs`, skipping unchanged ones, and drop files under
     /// those directories that are gone. `progress` is called after each file.
     ///
@@ -511,13 +519,8 @@ impl Store {
         release_freed_memory();
         let (mut report, _, _) = shared.into_inner();
         if ids == IdUpdates::WhenRead && !self.worth_reloading(report.new_versions) {
-            // No reload follows to index the ids on a thread of its own: index them so now,
-            // rather than on a reader's first lookup (on Emacs's main thread, perhaps).
-            let _guard = self.commit_lock.lock();
-            let mut current = self.current.lock();
-            if !current.ids_ready() {
-                Arc::make_mut(&mut current).index_ids_in_background();
-            }
+            // No reload follows to index the ids on a thread of its own.
+            self.index_ids_in_background();
         }
         if !report.cancelled {
             let found: std::collections::HashSet<String> = files
@@ -708,6 +711,38 @@ mod tests {
         );
         let node = state.node("id-3-7").expect("found");
         assert_eq!(&*node.node().content.title, "H3-7");
+    }
+
+    /// A first ingest big enough to be reloaded leaves its id index to the reload; when the
+    /// reload cannot be done (here, a snapshot holds the state before), the index is built
+    /// on a thread of its own, not left to the first lookup.
+    #[test]
+    fn an_id_index_left_for_a_reload_that_is_refused_is_built_in_the_background() {
+        let org = tempfile::tempdir().expect("tempdir");
+        let dir = tempfile::tempdir().expect("tempdir");
+        for f in 0..250 {
+            let text: String = (0..40)
+                .map(|h| format!("* H{f}-{h}\n:PROPERTIES:\n:ID: id-{f}-{h}\n:END:\n"))
+                .collect();
+            std::fs::write(org.path().join(format!("n{f}.org")), text).expect("write");
+        }
+        let (store, _) = Store::open(dir.path(), Config::default()).expect("open");
+        store.snapshot("before");
+        let dirs = [org.path().to_path_buf()];
+        let report = store.ingest_directories(&dirs, |_, _, _| {}, || false);
+        assert_eq!(report.ingested, 250);
+        assert!(store.worth_reloading(report.new_versions));
+        assert!(
+            store.state().ids_left_to_first_reader(),
+            "left to the reload that follows"
+        );
+        let reload = store.begin_reload();
+        assert!(reload.is_none(), "refused while a snapshot is kept");
+        assert!(!store.reload_or_index_ids(reload));
+        let state = store.state();
+        assert!(!state.ids_left_to_first_reader(), "being built, or built");
+        assert_ids_agree_with_files(&state);
+        assert_eq!(state.ids().len(), 250 + 250 * 40);
     }
 
     #[test]

@@ -318,6 +318,18 @@ impl Store {
         self.begin_reload().is_some_and(Reload::run)
     }
 
+    /// Run `reload` (begun before a directory ingest answered; none when it could not be)
+    /// and say whether it reloaded. A first ingest leaves its id index for the reload to
+    /// build on a thread of its own: when the reload is refused or none could begin, that
+    /// build starts here, rather than on the first lookup (on Emacs's main thread, perhaps).
+    pub fn reload_or_index_ids(&self, reload: Option<Reload<'_>>) -> bool {
+        let reloaded = reload.is_some_and(Reload::run);
+        if !reloaded {
+            self.index_ids_in_background();
+        }
+        reloaded
+    }
+
     /// Take the commit lock for [`Store::reload_from_log`] now, so that a flush or commit
     /// asked for from here on waits for it: the caller may answer the user in between. None
     /// when there is nothing to gain or it cannot be done safely: a store without a log or

@@ -43,6 +43,12 @@ impl State {
         self.ids.is_ready()
     }
 
+    /// Whether the id index waits for its first reader to build it.
+    #[cfg(test)]
+    pub(super) fn ids_left_to_first_reader(&self) -> bool {
+        self.ids.left_to_first_reader()
+    }
+
     /// The id index, to change: this state's own copy (an O(1) clone of a shared one).
     fn ids_mut(&mut self) -> &mut IdMap {
         self.ids.get_mut()
@@ -173,6 +179,12 @@ impl State {
     pub(super) fn remove_file(&mut self, path: &Arc<str>) -> bool {
         self.unlink_ids(path);
         self.files.remove(path).is_some()
+    }
+
+    /// Start building an id index left to its first reader ([`IdUpdates::WhenRead`]) on a
+    /// thread of its own; nothing when it is ready or being built.
+    pub(super) fn build_ids_now_in_background(&self) {
+        self.ids.build_now_in_background();
     }
 
     /// Index every node's id once all records are loaded (not file by file as they are
