@@ -182,7 +182,7 @@ impl Archive {
             };
             if pushed {
                 records.push(Record::History {
-                    id: n.id.to_string(),
+                    id: Box::from(&*n.id),
                     hash: n.hash(),
                     time,
                 });
@@ -201,7 +201,7 @@ impl Archive {
                 let stored = self.versions.get(&content.hash);
                 if stored.is_some_and(|StoredVersion(c)| Arc::ptr_eq(c, content)) {
                     out.push(Record::History {
-                        id: id.to_string(),
+                        id: Box::from(&**id),
                         hash: content.hash,
                         time: *time,
                     });

@@ -60,7 +60,9 @@ pub struct FileRecord {
 /// document (the same bytes), so a commit does not first copy every node's id and tags.
 #[derive(Clone, Debug)]
 pub enum FileEntry {
-    Read(FileRecord),
+    /// Boxed, as the largest of the records by far: every record in a batch is as big as
+    /// the biggest, and opening a store moves each one several times.
+    Read(Box<FileRecord>),
     Doc(Arc<FileDoc>),
 }
 
@@ -84,7 +86,7 @@ impl Serialize for FileEntry {
 
 impl<'de> Deserialize<'de> for FileEntry {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<FileEntry, D::Error> {
-        FileRecord::deserialize(d).map(FileEntry::Read)
+        FileRecord::deserialize(d).map(|r| FileEntry::Read(Box::new(r)))
     }
 }
 
@@ -138,7 +140,7 @@ pub enum Record {
     File(FileEntry),
     RemoveFile(String),
     History {
-        id: String,
+        id: Box<str>,
         hash: Hash,
         time: i64,
     },
