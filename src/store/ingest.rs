@@ -391,7 +391,7 @@ impl Store {
     /// on a thread of its own, rather than on a reader's first lookup (on Emacs's main
     /// thread, perhaps): for when no reload from the log follows to build it. Nothing when
     /// it is ready or being built.
-    pub fn index_ids_in_background(&self) {
+    pub(super) fn build_id_index_now_in_background(&self) {
         self.state().build_ids_now_in_background();
     }
 
@@ -520,7 +520,7 @@ impl Store {
         let (mut report, _, _) = shared.into_inner();
         if ids == IdUpdates::WhenRead && !self.worth_reloading(report.new_versions) {
             // No reload follows to index the ids on a thread of its own.
-            self.index_ids_in_background();
+            self.build_id_index_now_in_background();
         }
         if !report.cancelled {
             let found: std::collections::HashSet<String> = files
@@ -682,23 +682,21 @@ mod tests {
         assert_ids_agree_with_files(&state);
     }
 
+    /// `files` Org files `n0.org`… in `dir`, each of `headlines` headlines `H{file}-{n}`
+    /// with the `:ID:` `id-{file}-{n}`.
+    fn write_files_with_ids(dir: &Path, files: usize, headlines: usize) {
+        for f in 0..files {
+            let text: String = (0..headlines)
+                .map(|h| format!("* H{f}-{h}\n:PROPERTIES:\n:ID: id-{f}-{h}\n:END:\n"))
+                .collect();
+            std::fs::write(dir.join(format!("n{f}.org")), text).expect("write");
+        }
+    }
+
     #[test]
     fn a_first_directory_ingest_indexes_every_id() {
         let dir = tempfile::tempdir().expect("tempdir");
-        for f in 0..6 {
-            let text: String = (0..20)
-                .map(|h| {
-                    format!(
-                        "* H{f}-{h}
-:PROPERTIES:
-:ID: id-{f}-{h}
-:END:
-"
-                    )
-                })
-                .collect();
-            std::fs::write(dir.path().join(format!("n{f}.org")), text).expect("write");
-        }
+        write_files_with_ids(dir.path(), 6, 20);
         let store = Store::in_memory(Config::default());
         let report = store.ingest_directories(&[dir.path().to_path_buf()], |_, _, _| {}, || false);
         assert_eq!(report.ingested, 6);
@@ -720,12 +718,7 @@ mod tests {
     fn an_id_index_left_for_a_reload_that_is_refused_is_built_in_the_background() {
         let org = tempfile::tempdir().expect("tempdir");
         let dir = tempfile::tempdir().expect("tempdir");
-        for f in 0..250 {
-            let text: String = (0..40)
-                .map(|h| format!("* H{f}-{h}\n:PROPERTIES:\n:ID: id-{f}-{h}\n:END:\n"))
-                .collect();
-            std::fs::write(org.path().join(format!("n{f}.org")), text).expect("write");
-        }
+        write_files_with_ids(org.path(), 250, 40);
         let (store, _) = Store::open(dir.path(), Config::default()).expect("open");
         store.snapshot("before");
         let dirs = [org.path().to_path_buf()];

@@ -325,7 +325,7 @@ impl Store {
     pub fn reload_or_index_ids(&self, reload: Option<Reload<'_>>) -> bool {
         let reloaded = reload.is_some_and(Reload::run);
         if !reloaded {
-            self.index_ids_in_background();
+            self.build_id_index_now_in_background();
         }
         reloaded
     }
