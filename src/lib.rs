@@ -17,6 +17,12 @@ pub mod skills;
 pub mod store;
 pub mod tools;
 
+/// The project's own test data beside the checkout, for the crate's unit tests: the
+/// integration tests' helper, compiled into no module a user loads.
+#[cfg(test)]
+#[path = "../tests/support/shared.rs"]
+mod shared;
+
 /// The crate version; the Elisp package refuses a module whose version differs.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -44,21 +50,6 @@ pub fn lower_thread_priority() {
     unsafe {
         libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
     }
-}
-
-/// `../shared/<sub>` when it is beside this checkout, for the crate's own tests (the
-/// integration tests have `tests/support/shared.rs`): this project's machines have it, a
-/// user's clone has not. Without it, says that `test` is skipped, and why.
-#[cfg(test)]
-pub(crate) fn shared_for_tests(sub: &str, test: &str) -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared")
-        .join(sub);
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    eprintln!("skipped: ../shared/{sub} is not beside this checkout ({test})");
-    None
 }
 
 // Parsing allocates many small strings and tree nodes; mimalloc makes that roughly twice as

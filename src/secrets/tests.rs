@@ -619,8 +619,7 @@ fn the_screen_changes_nothing_on_generated_text() {
 
 #[test]
 fn the_screen_changes_nothing_on_the_corpus() {
-    let Some(corpus) =
-        crate::shared_for_tests("corpus", "the_screen_changes_nothing_on_the_corpus")
+    let Some(corpus) = crate::shared::require("corpus", "the_screen_changes_nothing_on_the_corpus")
     else {
         return;
     };

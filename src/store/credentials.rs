@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn the_corpus_is_flagged_as_the_gate_redacts() {
         let Some(corpus) =
-            crate::shared_for_tests("corpus", "the_corpus_is_flagged_as_the_gate_redacts")
+            crate::shared::require("corpus", "the_corpus_is_flagged_as_the_gate_redacts")
         else {
             return;
         };
