@@ -9,6 +9,7 @@ use super::file_doc::FileDoc;
 use super::memory::release_freed_memory;
 use super::persist::{self, LogWriter, Record};
 use super::seal::{self, Tally};
+use super::sizes::{self, Sizes};
 use super::state::State;
 use super::{now, Config, Store};
 use std::path::{Path, PathBuf};
@@ -66,10 +67,15 @@ struct Replayed {
 }
 
 /// Load the log at `path` batch by batch into a state (a missing log is an empty one,
-/// unless its seal says batches were committed to it).
-fn replay_log(path: &Path) -> Result<Replayed> {
+/// unless its seal says batches were committed to it), its tables sized for about `hint`.
+fn replay_log(path: &Path, hint: Option<Sizes>) -> Result<Replayed> {
     let mut state = State::default();
     let mut archive = Archive::default();
+    if let Some(hint) = hint {
+        let room = |n: u64| usize::try_from(n).unwrap_or(0);
+        archive.versions.reserve(room(hint.versions));
+        archive.history.reserve(room(hint.ids));
+    }
     let mut file_records = 0usize;
     let loaded = persist::load_sealed(path, |batch| {
         for rec in batch {
@@ -107,7 +113,8 @@ impl Reload<'_> {
         if self.writer.flush().is_err() || self.writer.last_error().is_some() {
             return false;
         }
-        let replayed = match replay_log(&self.writer.path) {
+        let hint = sizes_of(&store.archive.lock());
+        let replayed = match replay_log(&self.writer.path, Some(hint)) {
             Ok(r) if !r.torn_tail => r,
             _ => return false,
         };
@@ -116,6 +123,7 @@ impl Reload<'_> {
         {
             return false;
         }
+        sizes::write(&self.writer.path, sizes_of(&replayed.archive));
         let replaced = store.install(replayed);
         // Freed, and handed back, before the lock is: a flush after the reload then finds
         // the memory it frees gone too (a state a reader still holds goes with the reader).
@@ -125,6 +133,14 @@ impl Reload<'_> {
         release_freed_memory();
         drop(self);
         true
+    }
+}
+
+/// How large `archive`'s tables are, for the next replay to reserve (see `sizes`).
+fn sizes_of(archive: &Archive) -> Sizes {
+    Sizes {
+        versions: archive.versions.len() as u64,
+        ids: archive.history.len() as u64,
     }
 }
 
@@ -159,9 +175,12 @@ impl Store {
         let mut report = OpenReport::default();
         for name in [LOG_NAME, FALLBACK_LOG_NAME] {
             let path = dir.join(name);
-            let failure = match replay_log(&path) {
+            let failure = match replay_log(&path, sizes::read(&path)) {
                 Ok(replayed) => match LogWriter::open(&path, replayed.tally) {
-                    Ok(writer) => return Ok(Store::opened(replayed, writer, config, report)),
+                    Ok(writer) => {
+                        sizes::write(&path, sizes_of(&replayed.archive));
+                        return Ok(Store::opened(replayed, writer, config, report));
+                    }
                     Err(e) => e,
                 },
                 Err(e) => e,
@@ -266,8 +285,10 @@ impl Store {
         if self.compact().is_err() || self.flush().is_err() {
             return;
         }
-        if let Ok(replayed) = replay_log(&writer.path) {
+        let hint = sizes_of(&self.archive.lock());
+        if let Ok(replayed) = replay_log(&writer.path, Some(hint)) {
             let _guard = self.commit_lock.lock();
+            sizes::write(&writer.path, sizes_of(&replayed.archive));
             drop(self.install(replayed));
         }
     }

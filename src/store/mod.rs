@@ -34,6 +34,7 @@ mod quantized;
 pub mod query;
 pub mod reconcile;
 pub mod seal;
+pub mod sizes;
 pub mod state;
 pub mod stats;
 pub mod text;

@@ -98,33 +98,42 @@ impl Seal {
     }
 
     fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(SEAL_LEN);
-        out.extend_from_slice(MAGIC);
-        out.push(u8::from(self.or.is_some()));
-        self.committed.put(&mut out);
-        self.or.unwrap_or(Tally::empty(0)).put(&mut out);
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out
+        framed(MAGIC, SEAL_LEN, |out| {
+            out.push(u8::from(self.or.is_some()));
+            self.committed.put(out);
+            self.or.unwrap_or(Tally::empty(0)).put(out);
+        })
     }
 
     fn decode(bytes: &[u8]) -> Option<Seal> {
-        if bytes.len() != SEAL_LEN || &bytes[..MAGIC.len()] != MAGIC {
-            return None;
-        }
-        let (body, crc) = bytes.split_at(SEAL_LEN - 4);
-        if crc32fast::hash(body).to_le_bytes() != crc {
-            return None;
-        }
-        let at = MAGIC.len() + 1;
-        let committed = Tally::take(&body[at..at + TALLY_LEN]);
-        let or = match body[MAGIC.len()] {
+        let body = unframed(MAGIC, SEAL_LEN, bytes)?;
+        let committed = Tally::take(&body[1..1 + TALLY_LEN]);
+        let or = match body[0] {
             0 => None,
-            1 => Some(Tally::take(&body[at + TALLY_LEN..])),
+            1 => Some(Tally::take(&body[1 + TALLY_LEN..])),
             _ => return None,
         };
         Some(Seal { committed, or })
     }
+}
+
+/// A small file of `len` bytes: `magic`, what `body` writes, and the CRC-32 of all before it.
+pub(super) fn framed(magic: &[u8], len: usize, body: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(magic);
+    body(&mut out);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The body of a [`framed`] file of `len` bytes, when `bytes` is one whole and unchanged.
+pub(super) fn unframed<'a>(magic: &[u8], len: usize, bytes: &'a [u8]) -> Option<&'a [u8]> {
+    if bytes.len() != len || &bytes[..magic.len()] != magic {
+        return None;
+    }
+    let (checked, crc) = bytes.split_at(len - 4);
+    (crc32fast::hash(checked).to_le_bytes() == crc).then(|| &checked[magic.len()..])
 }
 
 /// The seal of the log at `log`: the log's name with `.seal` after it.

@@ -4,6 +4,7 @@
 
 use crate::support::store::*;
 use crate::support::Rng;
+use org_agent::store::sizes::{self, Sizes};
 use org_agent::store::{persist, Config, OpenReport, Store, LOG_NAME, RELOAD_MIN_VERSIONS};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -113,6 +114,66 @@ fn reopen_restores_nodes_ids_hashes_and_history() {
     ingest(&store, C, "* Sea again\n");
     let store = reopen(store, dir.path(), "after more commits");
     assert_eq!(store.history("task-a").len(), 4);
+}
+
+/// An open leaves how large the store is beside the log, for the next to reserve its
+/// tables once; a hint that is stale, forged or garbage changes nothing an open reads.
+#[test]
+fn the_size_hint_left_by_an_open_sizes_the_next_and_no_hint_changes_what_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let fp = {
+        let (store, _) = open(dir.path());
+        for i in 0..3 {
+            ingest(&store, A, &text_a(i));
+        }
+        ingest(&store, B, "* Bee\n** Bee child\n");
+        store.flush().unwrap();
+        store_fp(&store)
+    };
+    let log = log_path(dir.path());
+    assert_eq!(
+        sizes::read(&log),
+        Some(Sizes::default()),
+        "the first open found nothing, and ingesting leaves the hint as it was"
+    );
+    let store = reopen(open(dir.path()).0, dir.path(), "with no hint");
+    let left = sizes::read(&log).expect("the open left a hint");
+    // Every version and id of two files of three and five headlines, task-a's three bodies.
+    assert!(left.versions >= left.ids && left.ids >= 6, "{left:?}");
+    assert_eq!(store_fp(&store), fp);
+    drop(store);
+    for (what, hint) in [
+        ("a forged huge hint", Some(sizes_bytes(u64::MAX, u64::MAX))),
+        ("a hint of nothing", Some(sizes_bytes(0, 0))),
+        ("garbage", None),
+    ] {
+        std::fs::write(
+            sizes::path_for(&log),
+            hint.unwrap_or_else(|| b"not a hint".to_vec()),
+        )
+        .unwrap();
+        if what == "a forged huge hint" {
+            let capped = sizes::read(&log).expect("a well-formed hint");
+            assert!(capped.versions <= log_len(dir.path()) / 32, "{capped:?}");
+        }
+        let (store, report) = open(dir.path());
+        assert!(report.rebuilt.is_none(), "{what}");
+        assert_eq!(store_fp(&store), fp, "{what}");
+        assert_eq!(
+            sizes::read(&log),
+            Some(left),
+            "{what}: the open put it right"
+        );
+    }
+}
+
+/// The bytes of a hint of `versions` and `ids`, as `sizes::write` leaves them.
+fn sizes_bytes(versions: u64, ids: u64) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    std::fs::write(&log, b"").unwrap();
+    sizes::write(&log, sizes::Sizes { versions, ids });
+    std::fs::read(sizes::path_for(&log)).unwrap()
 }
 
 #[test]
