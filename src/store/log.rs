@@ -68,6 +68,7 @@ struct Replayed {
 
 /// Load the log at `path` batch by batch into a state (a missing log is an empty one,
 /// unless its seal says batches were committed to it), its tables sized for about `hint`.
+/// Leaves the sizes it came to beside the log for the next replay (see `sizes`).
 fn replay_log(path: &Path, hint: Option<Sizes>) -> Result<Replayed> {
     let mut state = State::default();
     let mut archive = Archive::default();
@@ -87,6 +88,7 @@ fn replay_log(path: &Path, hint: Option<Sizes>) -> Result<Replayed> {
         Ok(())
     })?;
     state.index_ids_in_background();
+    sizes::write(path, sizes_of(&archive));
     Ok(Replayed {
         state,
         archive,
@@ -123,7 +125,6 @@ impl Reload<'_> {
         {
             return false;
         }
-        sizes::write(&self.writer.path, sizes_of(&replayed.archive));
         let replaced = store.install(replayed);
         // Freed, and handed back, before the lock is: a flush after the reload then finds
         // the memory it frees gone too (a state a reader still holds goes with the reader).
@@ -177,10 +178,7 @@ impl Store {
             let path = dir.join(name);
             let failure = match replay_log(&path, sizes::read(&path)) {
                 Ok(replayed) => match LogWriter::open(&path, replayed.tally) {
-                    Ok(writer) => {
-                        sizes::write(&path, sizes_of(&replayed.archive));
-                        return Ok(Store::opened(replayed, writer, config, report));
-                    }
+                    Ok(writer) => return Ok(Store::opened(replayed, writer, config, report)),
                     Err(e) => e,
                 },
                 Err(e) => e,
@@ -288,7 +286,6 @@ impl Store {
         let hint = sizes_of(&self.archive.lock());
         if let Ok(replayed) = replay_log(&writer.path, Some(hint)) {
             let _guard = self.commit_lock.lock();
-            sizes::write(&writer.path, sizes_of(&replayed.archive));
             drop(self.install(replayed));
         }
     }

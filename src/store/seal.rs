@@ -138,8 +138,14 @@ pub(super) fn unframed<'a>(magic: &[u8], len: usize, bytes: &'a [u8]) -> Option<
 
 /// The seal of the log at `log`: the log's name with `.seal` after it.
 pub fn path_for(log: &Path) -> PathBuf {
+    beside(log, ".seal")
+}
+
+/// The file named as `log` with `suffix` after it: where the small files a log keeps beside
+/// it live (its seal, its size hint, either's replacement while it is written).
+pub(super) fn beside(log: &Path, suffix: &str) -> PathBuf {
     let mut name = log.as_os_str().to_owned();
-    name.push(".seal");
+    name.push(suffix);
     PathBuf::from(name)
 }
 
@@ -168,9 +174,7 @@ pub fn write(log: &Path, seal: &Seal) -> std::io::Result<()> {
             return f.sync_data();
         }
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".new");
-    let tmp = PathBuf::from(tmp);
+    let tmp = beside(&path, ".new");
     {
         let mut f = File::create(&tmp)?;
         f.write_all(&bytes)?;

@@ -56,9 +56,7 @@ impl Sizes {
 
 /// The hint of the log at `log`: the log's name with `.sizes` after it.
 pub fn path_for(log: &Path) -> PathBuf {
-    let mut name = log.as_os_str().to_owned();
-    name.push(".sizes");
-    PathBuf::from(name)
+    seal::beside(log, ".sizes")
 }
 
 /// The hint beside the log at `log`, capped by the log's length; none when there is none or
@@ -77,9 +75,7 @@ pub fn write(log: &Path, sizes: Sizes) {
     if std::fs::read(&path).ok().and_then(|b| Sizes::decode(&b)) == Some(sizes) {
         return;
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".new");
-    let tmp = PathBuf::from(tmp);
+    let tmp = seal::beside(&path, ".new");
     if std::fs::write(&tmp, sizes.encode()).is_err() || std::fs::rename(&tmp, &path).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
