@@ -598,26 +598,29 @@ mod tests {
                 assert_eq!((&*node.doc.path, node.index), (&**path, i as u32));
             }
         }
-        assert_eq!(state.ids().len(), 4, "two file nodes and two headlines");
+        assert_eq!(
+            state.ids_and_places().count(),
+            4,
+            "two file nodes and two headlines"
+        );
     }
 
     /// Every node of every file is where the id index says, each id once per place.
     fn assert_ids_agree_with_files(state: &State) {
-        let mut places = 0;
+        state
+            .check_id_index()
+            .expect("the id index agrees with the files");
         for (path, doc) in state.files.iter() {
             for (i, n) in doc.nodes.iter().enumerate() {
-                let locs = state.ids().get(&*n.id).expect("indexed");
                 assert!(
-                    locs.iter()
+                    state
+                        .id_places(&n.id)
                         .any(|l| (&*l.file, l.index) == (&**path, i as u32)),
                     "{} at {path}:{i}",
                     n.id
                 );
-                places += 1;
             }
         }
-        let indexed: usize = state.ids().values().map(|l| l.len()).sum();
-        assert_eq!(indexed, places, "no place indexed that is not a node's");
     }
 
     #[test]
@@ -649,8 +652,10 @@ mod tests {
         assert!(!state.ids_ready());
         // The first reader builds it, from every file: the id both files carry has both
         // places, in (file, position) order.
-        let same = state.ids().get("same").expect("indexed");
-        let places: Vec<(&str, u32)> = same.iter().map(|l| (&*l.file, l.index)).collect();
+        let places: Vec<(&str, u32)> = state
+            .id_places("same")
+            .map(|l| (&*l.file, l.index))
+            .collect();
         assert_eq!(places, [("/a.org", 1), ("/b.org", 1)]);
         assert_ids_agree_with_files(&state);
         drop(state);
@@ -678,7 +683,7 @@ mod tests {
         store.commit_parsed(vec![a], IdUpdates::Apply);
         let state = store.state();
         assert!(state.node("c").is_some());
-        assert_eq!(state.ids().get("same").map(|l| l.len()), Some(1));
+        assert_eq!(state.id_places("same").count(), 1);
         assert_ids_agree_with_files(&state);
     }
 
@@ -703,7 +708,7 @@ mod tests {
         let state = store.state();
         assert_ids_agree_with_files(&state);
         assert_eq!(
-            state.ids().len(),
+            state.ids_and_places().count(),
             6 + 6 * 20,
             "each file node and each headline"
         );
@@ -735,7 +740,7 @@ mod tests {
         let state = store.state();
         assert!(!state.ids_left_to_first_reader(), "being built, or built");
         assert_ids_agree_with_files(&state);
-        assert_eq!(state.ids().len(), 250 + 250 * 40);
+        assert_eq!(state.ids_and_places().count(), 250 + 250 * 40);
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub(super) enum IdUpdates {
 
 impl State {
     /// Where each id sits (waiting, just after the store opened, for the index to be built).
-    pub fn ids(&self) -> &IdMap {
+    pub(super) fn ids(&self) -> &IdMap {
         self.ids.get()
     }
 
@@ -62,20 +62,102 @@ impl State {
     /// N-th of several sharing the `:ID:` `ID` (how a duplicated id's copies are addressed;
     /// an id really written with a `#` is found as written first).
     pub fn node(&self, id: &str) -> Option<NodeRef> {
-        let ids = self.ids();
-        let loc = match ids.get(id) {
-            Some(locs) => locs.first().clone(),
-            None => {
-                let (base, n) = id.rsplit_once('#')?;
-                let n: usize = n.parse().ok().filter(|&n| n >= 2)?;
-                ids.get(base)?.iter().nth(n - 1)?.clone()
-            }
-        };
-        let doc = self.files.get(&*loc.file)?.clone();
-        ((loc.index as usize) < doc.nodes.len()).then_some(NodeRef {
-            doc,
-            index: loc.index,
+        self.nodes_with_id(id).next().or_else(|| {
+            let (base, n) = id.rsplit_once('#')?;
+            let n: usize = n.parse().ok().filter(|&n| n >= 2)?;
+            self.nodes_with_id(base).nth(n - 1)
         })
+    }
+
+    /// The nodes carrying `id`, in store order (file, then position).
+    fn nodes_with_id<'a>(&'a self, id: &'a str) -> impl Iterator<Item = NodeRef> + 'a {
+        self.id_places(id).filter_map(|loc| {
+            Some(NodeRef {
+                doc: self.files.get(&*loc.file)?.clone(),
+                index: loc.index,
+            })
+        })
+    }
+
+    /// Where the nodes carrying `id` sit, in store order (file, then position).
+    pub fn id_places<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a Loc> + 'a {
+        self.ids()
+            .get(&IdKey::of(id))
+            .into_iter()
+            .flat_map(IdLocs::iter)
+            .filter(move |loc| self.id_at(loc).is_some_and(|at| &**at == id))
+    }
+
+    /// Whether a node carries `id`.
+    pub fn has_id(&self, id: &str) -> bool {
+        self.id_places(id).next().is_some()
+    }
+
+    /// The id of the node at `loc`.
+    fn id_at(&self, loc: &Loc) -> Option<&Arc<str>> {
+        let doc = self.files.get(&*loc.file)?;
+        Some(&doc.nodes.get(loc.index as usize)?.id)
+    }
+
+    /// Every id the nodes carry, with the places of the nodes carrying it in store order;
+    /// the ids in no particular order.
+    pub fn ids_and_places(&self) -> impl Iterator<Item = (&Arc<str>, Vec<&Loc>)> + '_ {
+        self.ids().values().flat_map(|locs| self.by_id(locs))
+    }
+
+    /// The ids more than one node carries, each with their places in store order; the ids
+    /// in no particular order.
+    pub fn duplicated_ids(&self) -> impl Iterator<Item = (&Arc<str>, Vec<&Loc>)> + '_ {
+        self.ids()
+            .values()
+            .filter(|locs| locs.len() > 1)
+            .flat_map(|locs| self.by_id(locs))
+            .filter(|(_, places)| places.len() > 1)
+    }
+
+    /// The places under one key of the id index, grouped by the id their node carries
+    /// (almost always one: ids share a key by chance only).
+    fn by_id<'a>(&'a self, locs: &'a IdLocs) -> Vec<(&'a Arc<str>, Vec<&'a Loc>)> {
+        let mut out: Vec<(&Arc<str>, Vec<&Loc>)> = Vec::with_capacity(1);
+        for loc in locs.iter() {
+            let Some(id) = self.id_at(loc) else { continue };
+            match out.iter_mut().find(|(other, _)| *other == id) {
+                Some((_, places)) => places.push(loc),
+                None => out.push((id, vec![loc])),
+            }
+        }
+        out
+    }
+
+    /// Whether the id index says exactly where each node is: every place in it is a node
+    /// whose id has the place's key, every node is in it once, and each key's places are in
+    /// store order. The first disagreement found, if any.
+    pub fn check_id_index(&self) -> std::result::Result<(), String> {
+        let mut indexed = 0usize;
+        for (key, locs) in self.ids().iter() {
+            let mut previous: Option<&Loc> = None;
+            for loc in locs.iter() {
+                let id = self
+                    .id_at(loc)
+                    .ok_or_else(|| format!("{}:{} is no node", &*loc.file, loc.index))?;
+                if IdKey::of(id) != *key {
+                    return Err(format!(
+                        "{}:{} ({id}) under another id's key",
+                        &*loc.file, loc.index
+                    ));
+                }
+                if previous.is_some_and(|p| (&p.file, p.index) >= (&loc.file, loc.index)) {
+                    return Err(format!("the places of {id} are out of order"));
+                }
+                previous = Some(loc);
+                indexed += 1;
+            }
+        }
+        let nodes = self.node_count();
+        if indexed != nodes {
+            return Err(format!("{indexed} places indexed for {nodes} nodes"));
+        }
+        Ok(())
     }
 
     pub(super) fn set_file(
@@ -130,10 +212,10 @@ impl State {
     }
 
     fn add_loc(&mut self, id: Arc<str>, loc: Loc) {
-        let key = IdKey::new(&id);
+        let key = IdKey::of(&id);
         let ids = self.ids_mut();
         // One walk down the tree for a new id, the usual case; a second for a duplicate.
-        let Some(was) = ids.insert(key.clone(), IdLocs::One(loc.clone())) else {
+        let Some(was) = ids.insert(key, IdLocs::One(loc.clone())) else {
             return;
         };
         let mut all: Vec<Loc> = was.iter().cloned().collect();
@@ -145,24 +227,24 @@ impl State {
     }
 
     fn remove_loc(&mut self, id: &Arc<str>, gone: impl Fn(&Loc) -> bool) {
-        let id = &IdKey::new(id);
+        let key = &IdKey::of(id);
         let ids = self.ids_mut();
-        let Some(entry) = ids.get(id) else {
+        let Some(entry) = ids.get(key) else {
             return;
         };
         let mut rest: Vec<Loc> = entry.iter().filter(|l| !gone(l)).cloned().collect();
         match rest.len() {
             0 => {
-                ids.remove(id);
+                ids.remove(key);
             }
             1 => {
                 if let Some(l) = rest.pop() {
-                    ids.insert(id.clone(), IdLocs::One(l));
+                    ids.insert(*key, IdLocs::One(l));
                 }
             }
             n if n == entry.len() => {}
             _ => {
-                ids.insert(id.clone(), IdLocs::Many(Arc::new(rest)));
+                ids.insert(*key, IdLocs::Many(Arc::new(rest)));
             }
         }
     }
@@ -381,6 +463,71 @@ mod tests {
             .replay(Record::File(FileEntry::Read(Box::new(rec))), &mut archive)
             .expect_err("the file node has two children, not three");
         assert!(e.contains("node 0 has other children"), "{e}");
+    }
+
+    /// Ids that share a key (see `ids::SHARED_KEY_PREFIX`) are each found where they are,
+    /// and only there, as files come, change and go.
+    #[test]
+    fn ids_that_share_a_key_are_told_apart_by_their_nodes() {
+        let store = Store::in_memory(Config::default());
+        let ingest = |file: &str, text: &str| {
+            store
+                .ingest_text(file, text, None, None, None)
+                .expect("ingest");
+            let state = store.state();
+            state
+                .check_id_index()
+                .expect("the index agrees with the files");
+            state
+        };
+        let with_id =
+            |title: &str, id: &str| format!("* {title}\n:PROPERTIES:\n:ID: {id}\n:END:\n");
+        let title =
+            |state: &State, id: &str| state.node(id).map(|n| n.node().content.title.to_string());
+        let a = [
+            with_id("A", "same-key-a"),
+            with_id("A2", "same-key-a"),
+            with_id("P", "plain"),
+        ];
+        ingest("/n/a.org", &a.concat());
+        let state = ingest("/n/b.org", &with_id("B", "same-key-b"));
+        assert_eq!(title(&state, "same-key-a").as_deref(), Some("A"));
+        assert_eq!(title(&state, "same-key-a#2").as_deref(), Some("A2"));
+        assert_eq!(title(&state, "same-key-b").as_deref(), Some("B"));
+        assert_eq!(title(&state, "same-key-b#2"), None);
+        assert_eq!(title(&state, "plain").as_deref(), Some("P"));
+        assert!(!state.has_id("same-key-c"), "a key no node's id is");
+        assert_eq!(state.id_places("same-key-a").count(), 2);
+        assert_eq!(state.id_places("same-key-b").count(), 1);
+        let duplicated: Vec<(String, usize)> = state
+            .duplicated_ids()
+            .map(|(id, places)| (id.to_string(), places.len()))
+            .collect();
+        assert_eq!(duplicated, [("same-key-a".to_string(), 2)]);
+        let mut ids: Vec<String> = state
+            .ids_and_places()
+            // The file nodes' ids, made up by the store.
+            .filter(|(id, _)| !id.starts_with("oa-"))
+            .map(|(id, _)| id.to_string())
+            .collect();
+        ids.sort();
+        assert_eq!(ids, ["plain", "same-key-a", "same-key-b"]);
+        let places: usize = state.ids_and_places().map(|(_, p)| p.len()).sum();
+        assert_eq!(places, state.node_count());
+        // A2 takes B's id: the place under the key stays, its id changes.
+        let a = [with_id("A", "same-key-a"), with_id("A2", "same-key-b")];
+        let state = ingest("/n/a.org", &a.concat());
+        assert_eq!(state.id_places("same-key-a").count(), 1);
+        assert_eq!(title(&state, "same-key-b").as_deref(), Some("A2"));
+        assert_eq!(title(&state, "same-key-b#2").as_deref(), Some("B"));
+        assert_eq!(title(&state, "plain"), None);
+        assert!(store.remove_file("/n/a.org"));
+        let state = store.state();
+        state
+            .check_id_index()
+            .expect("the index agrees with the files");
+        assert_eq!(title(&state, "same-key-a"), None);
+        assert_eq!(title(&state, "same-key-b").as_deref(), Some("B"));
     }
 
     /// Every record of a batch is as big as the largest kind, and an open moves each one

@@ -30,7 +30,7 @@ impl Store {
             nodes,
             headlines: nodes - state.files.len(),
             versions: self.archive.lock().versions.len(),
-            ids_with_duplicates: state.ids().values().filter(|l| l.len() > 1).count(),
+            ids_with_duplicates: state.duplicated_ids().count(),
             bytes_on_disk: self
                 .writer
                 .as_ref()

@@ -166,9 +166,10 @@ pub fn candidates(
             if !embed_all && n.content.property(EMBED_PROPERTY).map(str::trim) != Some("t") {
                 continue;
             }
-            let first = state.ids().get(&*n.id).is_some_and(|locs| {
-                locs.first().file == doc.path && locs.first().index == i as u32
-            });
+            let first = state
+                .id_places(&n.id)
+                .next()
+                .is_some_and(|loc| loc.file == doc.path && loc.index == i as u32);
             if !first {
                 continue;
             }

@@ -1117,11 +1117,8 @@ fn concurrent_writers_and_readers() {
                     let n = title.rsplit(' ').next().unwrap();
                     assert_eq!(&*doc.nodes[2].content.title, format!("child {n}"));
                 }
-                for (id, locs) in state.ids().iter() {
-                    for l in locs.iter() {
-                        let doc = state.files.get(&*l.file).expect("id points at a live file");
-                        assert_eq!(&*doc.nodes[l.index as usize].id, &**id);
-                    }
+                if let Err(e) = state.check_id_index() {
+                    panic!("the id index of a state a reader holds: {e}");
                 }
             }
         });
@@ -1552,14 +1549,15 @@ fn the_id_index_built_after_opening_is_the_one_the_store_had() {
 
 /// Each id with its places (file, node index), in id order.
 fn id_places(state: &org_agent::store::State) -> Vec<(String, Vec<(String, u32)>)> {
-    state
-        .ids()
-        .iter()
+    let mut ids: Vec<(String, Vec<(String, u32)>)> = state
+        .ids_and_places()
         .map(|(id, locs)| {
             let places = locs.iter().map(|l| (l.file.to_string(), l.index)).collect();
             (id.to_string(), places)
         })
-        .collect()
+        .collect();
+    ids.sort();
+    ids
 }
 
 /// Records are applied on a thread of their own while later batches are decoded: a record

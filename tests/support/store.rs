@@ -201,8 +201,7 @@ pub fn file_fp(doc: &org_agent::store::FileDoc) -> FileFp {
 pub fn state_fp(state: &State, archive: &Archive) -> StateFp {
     let files = state.files.values().map(|d| file_fp(d)).collect();
     let mut ids: Vec<(String, Vec<(String, u32)>)> = state
-        .ids()
-        .iter()
+        .ids_and_places()
         .map(|(id, locs)| {
             (
                 id.to_string(),

@@ -15,10 +15,7 @@ pub(super) fn scan(cx: &Cx) -> Vec<Finding> {
 /// Every headline but the first (in store order) of those sharing an `:ID:`.
 fn duplicates(cx: &Cx) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (id, locs) in cx.state.ids().iter() {
-        if locs.len() < 2 {
-            continue;
-        }
+    for (id, locs) in cx.state.duplicated_ids() {
         // Only the copies the model may see take part: naming a private one would tell it
         // that note exists. A copy is addressed as `ID#N`, N its place among all of them.
         let shown: Vec<(usize, NodeRef)> = locs
@@ -57,7 +54,7 @@ fn dangling(cx: &Cx) -> Vec<Finding> {
     let mut out = Vec::new();
     for doc in cx.files() {
         for link in doc.links.iter().filter(|l| l.kind == LinkKind::Id) {
-            if cx.state.ids().contains_key(link.target.as_str()) {
+            if cx.state.has_id(link.target.as_str()) {
                 continue;
             }
             let r = Cx::at(doc, link.node);
