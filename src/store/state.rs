@@ -71,21 +71,30 @@ impl State {
 
     /// The nodes carrying `id`, in store order (file, then position).
     fn nodes_with_id<'a>(&'a self, id: &'a str) -> impl Iterator<Item = NodeRef> + 'a {
-        self.id_places(id).filter_map(|loc| {
-            Some(NodeRef {
-                doc: self.files.get(&*loc.file)?.clone(),
-                index: loc.index,
-            })
+        self.carrying(id).map(|(loc, doc)| NodeRef {
+            doc: doc.clone(),
+            index: loc.index,
         })
     }
 
     /// Where the nodes carrying `id` sit, in store order (file, then position).
     pub fn id_places<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a Loc> + 'a {
+        self.carrying(id).map(|(loc, _)| loc)
+    }
+
+    /// The places under `id`'s key whose node carries `id`, each with its document.
+    fn carrying<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> impl Iterator<Item = (&'a Loc, &'a Arc<FileDoc>)> + 'a {
         self.ids()
             .get(&IdKey::of(id))
             .into_iter()
             .flat_map(IdLocs::iter)
-            .filter(move |loc| self.id_at(loc).is_some_and(|at| &**at == id))
+            .filter_map(move |loc| {
+                let (doc, node) = self.at(loc)?;
+                (&*node.id == id).then_some((loc, doc))
+            })
     }
 
     /// Whether a node carries `id`.
@@ -93,10 +102,15 @@ impl State {
         self.id_places(id).next().is_some()
     }
 
+    /// The document and node at `loc`.
+    fn at(&self, loc: &Loc) -> Option<(&Arc<FileDoc>, &Node)> {
+        let doc = self.files.get(&*loc.file)?;
+        Some((doc, doc.nodes.get(loc.index as usize)?))
+    }
+
     /// The id of the node at `loc`.
     fn id_at(&self, loc: &Loc) -> Option<&Arc<str>> {
-        let doc = self.files.get(&*loc.file)?;
-        Some(&doc.nodes.get(loc.index as usize)?.id)
+        self.at(loc).map(|(_, node)| &node.id)
     }
 
     /// Every id the nodes carry, with the places of the nodes carrying it in store order;
