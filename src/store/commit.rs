@@ -57,10 +57,10 @@ impl Store {
     /// Change the current state with `change`, with the commit lock held.
     ///
     /// Where [`Store::publish`] builds the next state on a copy, this changes the state in
-    /// place when no reader holds it, the usual case. A change on a copy copied the id
-    /// index's B-tree path (a 64-key leaf) for each id it added, and freed it with the old
-    /// state: 8–25% of ingesting the corpus one file at a time. A reader that holds the state
-    /// keeps it as it was (`Arc::make_mut` changes a copy then).
+    /// place when no reader holds it, the usual case. A change on a copy copied, for each id
+    /// it added, a node of the id index (a 64-key leaf when it was a B-tree), and freed it
+    /// with the old state: 8–25% of ingesting the corpus one file at a time. A reader that
+    /// holds the state keeps it as it was (`Arc::make_mut` changes a copy then).
     ///
     /// Readers wait for `change`: it should only apply what was worked out before, and
     /// must not panic, since the state it changes is the one readers find.

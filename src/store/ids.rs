@@ -71,10 +71,10 @@ impl std::fmt::Debug for FileKey {
 /// An id as the id map's key: a 64-bit hash of its text, keyed with a random key drawn
 /// once per process (SipHash), so notes cannot be written to make ids share keys.
 ///
-/// A plain integer is what a B-tree of a million ids wants: comparing two keys follows no
-/// pointer to the text, and copying or freeing a leaf counts no references. Keyed by the
-/// text itself (an `Arc<str>` and its first eight bytes), an entry was 40 bytes where it is
-/// now 24, and inserting a million ids one file at a time took 40% longer.
+/// A plain integer compares without following a pointer to the text and copies without
+/// counting a reference, and its top bits, uniform, say which bucket of an [`IdMap`] holds
+/// it. Keyed by the text itself (an `Arc<str>` and its first eight bytes), an entry was 40
+/// bytes where it is now 24, and inserting a million ids one file at a time took 40% longer.
 ///
 /// Two ids may share a key (with a million ids, about one chance in thirty million that
 /// any two do): a key's places are then those of both, and readers keep only the places whose
@@ -93,6 +93,11 @@ impl IdKey {
         static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
             std::sync::OnceLock::new();
         IdKey(KEY.get_or_init(Default::default).hash_one(id))
+    }
+
+    /// Which of `1 << bits` buckets of an [`IdMap`] holds this key: its top `bits` bits.
+    fn bucket(self, bits: u32) -> usize {
+        (self.0 >> (64 - bits)) as usize
     }
 
     /// A key given outright, for tests.
@@ -140,13 +145,237 @@ impl IdLocs {
     }
 }
 
+/// One key of an [`IdMap`] and the places under it.
+type Entry = (IdKey, IdLocs);
+
+/// The entries of an [`IdMap`] whose keys start with the same bits, in key order; none when
+/// there are none. Shared between the maps that hold it, copied by the one that changes it.
+type Bucket = Option<Arc<[Entry]>>;
+
 /// Where each id sits, by its key: the places of every node whose id has that key, in
-/// (file, position) order. A B-tree rather than a hash trie: at 100,000 ids the trie took
-/// about 500 bytes per entry, the tree takes about 30.
-pub type IdMap = imbl::OrdMap<IdKey, IdLocs>;
+/// (file, position) order.
+///
+/// Keys are uniform 64-bit hashes, so the map indexes an array of buckets by a key's top
+/// bits, and each bucket holds its entries sorted: 16 to 32 on average as a store grows,
+/// fewer (down to 4) as one shrinks. Finding a key costs a
+/// load from the array and one run of adjacent cache lines in a bucket. The B-tree this
+/// replaces walked about four levels for each of a million keys, and a binary search in each
+/// 64-key node touched six cold cache lines; one file at a time into a million headlines,
+/// its inserts were a sixth of the work.
+///
+/// Cloning is O(1) and shares every bucket. A change copies the array (16 bytes a bucket)
+/// when another map shares it, and rebuilds the one bucket it changes. Readers of a state a
+/// commit is changing keep the map as it was, as with the rest of the state.
+#[derive(Clone)]
+pub struct IdMap {
+    buckets: Arc<[Bucket]>,
+    /// How many top bits of a key choose its bucket: there are `1 << bits` buckets.
+    bits: u32,
+    len: usize,
+}
+
+/// The fewest top bits an [`IdMap`] indexes by: 16 buckets.
+const MIN_BITS: u32 = 4;
+/// Entries a bucket holds on average before the map doubles its buckets (and, built at
+/// once, at most): a bucket is then at most 768 bytes, twelve adjacent cache lines.
+const GROW_ABOVE: usize = 32;
+/// Entries a bucket holds on average below which the map halves its buckets.
+const SHRINK_BELOW: usize = 4;
+
+impl Default for IdMap {
+    fn default() -> IdMap {
+        IdMap::new()
+    }
+}
+
+impl IdMap {
+    pub fn new() -> IdMap {
+        IdMap::with_bits(MIN_BITS)
+    }
+
+    fn with_bits(bits: u32) -> IdMap {
+        IdMap {
+            buckets: std::iter::repeat_n(None, 1 << bits).collect(),
+            bits,
+            len: 0,
+        }
+    }
+
+    /// The bits a map of `len` entries built at once indexes by: the fewest that leave a
+    /// bucket at most [`GROW_ABOVE`] entries on average.
+    fn bits_for(len: usize) -> u32 {
+        let mut bits = MIN_BITS;
+        while len > GROW_ABOVE << bits {
+            bits += 1;
+        }
+        bits
+    }
+
+    /// `entries`, sorted by key with each key once, as a map.
+    pub(super) fn from_sorted(entries: Vec<Entry>) -> IdMap {
+        let bits = IdMap::bits_for(entries.len());
+        IdMap::from_sorted_in(entries, bits)
+    }
+
+    /// `entries`, sorted by key with each key once, as a map of `1 << bits` buckets.
+    fn from_sorted_in(entries: Vec<Entry>, bits: u32) -> IdMap {
+        let len = entries.len();
+        let mut entries = entries.into_iter().peekable();
+        let mut run = Vec::new();
+        let buckets = (0..1usize << bits)
+            .map(|at| {
+                run.extend(std::iter::from_fn(|| {
+                    entries.next_if(|(key, _)| key.bucket(bits) == at)
+                }));
+                (!run.is_empty()).then(|| run.drain(..).collect())
+            })
+            .collect();
+        debug_assert!(entries.next().is_none(), "entries not sorted by key");
+        IdMap { buckets, bits, len }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn get(&self, key: &IdKey) -> Option<&IdLocs> {
+        let bucket = self.buckets[key.bucket(self.bits)].as_deref()?;
+        let at = position(bucket, *key, self.bits).ok()?;
+        Some(&bucket[at].1)
+    }
+
+    /// Every key and its places, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&IdKey, &IdLocs)> + '_ {
+        self.buckets
+            .iter()
+            .flatten()
+            .flat_map(|bucket| bucket.iter().map(|(key, locs)| (key, locs)))
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &IdLocs> + '_ {
+        self.iter().map(|(_, locs)| locs)
+    }
+
+    /// Put `locs` under `key`; what was there before, if anything.
+    pub fn insert(&mut self, key: IdKey, locs: IdLocs) -> Option<IdLocs> {
+        if self.len >= GROW_ABOVE << self.bits {
+            self.rebuild(self.bits + 1);
+        }
+        let bits = self.bits;
+        let slot = &mut self.buckets_mut()[key.bucket(bits)];
+        let Some(bucket) = slot else {
+            *slot = Some(Arc::new([(key, locs)]));
+            self.len += 1;
+            return None;
+        };
+        match position(bucket, key, bits) {
+            Ok(i) => {
+                if Arc::get_mut(bucket).is_none() {
+                    *bucket = bucket.iter().cloned().collect();
+                }
+                let entries = Arc::get_mut(bucket).expect("a bucket just copied is not shared");
+                Some(std::mem::replace(&mut entries[i].1, locs))
+            }
+            Err(i) => {
+                let (before, after) = bucket.split_at(i);
+                *bucket = before
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once((key, locs)))
+                    .chain(after.iter().cloned())
+                    .collect();
+                self.len += 1;
+                None
+            }
+        }
+    }
+
+    /// Take `key` and its places out; whether it was there.
+    pub fn remove(&mut self, key: &IdKey) -> bool {
+        let at = key.bucket(self.bits);
+        let Some(bucket) = self.buckets[at].as_deref() else {
+            return false;
+        };
+        let Ok(i) = position(bucket, *key, self.bits) else {
+            return false;
+        };
+        let rest: Bucket = (bucket.len() > 1).then(|| {
+            let (before, after) = bucket.split_at(i);
+            before.iter().chain(&after[1..]).cloned().collect()
+        });
+        self.buckets_mut()[at] = rest;
+        self.len -= 1;
+        if self.bits > MIN_BITS && self.len < SHRINK_BELOW << self.bits {
+            self.rebuild(self.bits - 1);
+        }
+        true
+    }
+
+    /// The buckets, this map's own (copied, if another map shares them).
+    fn buckets_mut(&mut self) -> &mut [Bucket] {
+        if Arc::get_mut(&mut self.buckets).is_none() {
+            self.buckets = self.buckets.iter().cloned().collect();
+        }
+        Arc::get_mut(&mut self.buckets).expect("buckets just copied are not shared")
+    }
+
+    /// The same entries, indexed by `bits` top bits of their keys.
+    fn rebuild(&mut self, bits: u32) {
+        let entries = self.iter().map(|(key, locs)| (*key, locs.clone()));
+        *self = IdMap::from_sorted_in(entries.collect(), bits);
+    }
+}
+
+/// Where `key` sits in `bucket` of a map indexed by `bits` top bits (`Ok`), or where it
+/// would go (`Err`), as a binary search says.
+///
+/// Keys are uniform, so a key's place in its bucket is about where its bits below the
+/// bucket's fall in their range: the search starts there and gallops, about two entries and
+/// one or two cache lines away, where a binary search over a bucket touched five lines in
+/// turn, each a miss. Keys bunched together (only tests make them) cost a binary search.
+fn position(bucket: &[Entry], key: IdKey, bits: u32) -> Result<usize, usize> {
+    let len = bucket.len();
+    if len == 0 {
+        return Err(0);
+    }
+    let below = (key.0 << bits) >> 32;
+    let guess = ((below * len as u64) >> 32) as usize;
+    // The answer is in lo..hi.
+    let (lo, hi) = if bucket[guess].0 < key {
+        let (mut lo, mut step) = (guess + 1, 1);
+        loop {
+            let probe = guess + step;
+            if probe >= len || bucket[probe].0 >= key {
+                break (lo, len.min(probe + 1));
+            }
+            lo = probe + 1;
+            step *= 2;
+        }
+    } else {
+        let (mut hi, mut step) = (guess, 1);
+        loop {
+            let Some(probe) = guess.checked_sub(step) else {
+                break (0, hi + 1);
+            };
+            if bucket[probe].0 < key {
+                break (probe + 1, hi + 1);
+            }
+            hi = probe;
+            step *= 2;
+        }
+    };
+    match bucket[lo..hi].binary_search_by_key(&key, |(k, _)| *k) {
+        Ok(at) => Ok(lo + at),
+        Err(at) => Err(lo + at),
+    }
+}
 
 /// A state's [`IdMap`], ready or still being built. Building it for every id after loading
-/// was a quarter of opening the store (about 50 ms at 100,000 ids, mostly B-tree inserts), so
+/// was a quarter of opening the store (about 50 ms at 100,000 ids, when it was a B-tree), so
 /// opening hands it to a thread of its own and returns; the first reader waits for the rest.
 /// A first directory ingest leaves it to be built by the first reader instead (see
 /// [`super::state::IdUpdates`]); every other commit makes a state with it ready.
@@ -284,40 +513,7 @@ fn build_id_map(files: &Files) -> IdMap {
             Some((id, IdLocs::One(loc)))
         }
     });
-    fill_in_two_passes(entries)
-}
-
-/// Keys a B-tree leaf of `imbl` holds at most; a leaf that gets one more splits at its middle.
-const ID_MAP_LEAF: usize = 64;
-
-/// `entries`, sorted by key, as a map whose leaves are full rather than half full.
-///
-/// Inserted in order, each leaf of `imbl`'s B-tree splits in two halves when it overflows,
-/// and the left half never gets another key: every leaf ends half full, and each leaf is a
-/// fixed-size block (~1.5 KB), so at 100k ids half the index was empty slots. Here the first
-/// pass inserts, of each run of `ID_MAP_LEAF + 1` keys, every other one of the first
-/// `ID_MAP_LEAF` and then the last: the splits leave leaves of `ID_MAP_LEAF / 2` keys with
-/// that last key between them. The second pass inserts the keys skipped, each into a leaf
-/// with room for it, so leaves end full. Only the layout depends on how `imbl` splits; the
-/// map is the same either way.
-fn fill_in_two_passes(entries: impl Iterator<Item = (IdKey, IdLocs)>) -> IdMap {
-    let in_first_pass = |i: usize| {
-        let at = i % (ID_MAP_LEAF + 1);
-        at == ID_MAP_LEAF || at.is_multiple_of(2)
-    };
-    let mut ids = IdMap::new();
-    let mut skipped = Vec::with_capacity(entries.size_hint().0 / 2);
-    for (i, entry) in entries.into_iter().enumerate() {
-        if in_first_pass(i) {
-            ids.insert(entry.0, entry.1);
-        } else {
-            skipped.push(entry);
-        }
-    }
-    for (id, locs) in skipped {
-        ids.insert(id, locs);
-    }
-    ids
+    IdMap::from_sorted(entries.collect())
 }
 
 /// What making a document its file's current one changes in the id index: the (id,
@@ -358,32 +554,150 @@ impl IdChanges {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_id_map_filled_in_two_passes_is_the_map_of_its_entries() {
-        // Key and value, 24 bytes: an 8-byte key and a place.
-        assert_eq!(std::mem::size_of::<(IdKey, IdLocs)>(), 24);
-        for n in [0, 1, 2, 63, 64, 65, 66, 129, 130, 131, 1000, 4161] {
-            let entries: Vec<(IdKey, IdLocs)> = (0..n)
-                .map(|i| {
-                    let loc = Loc {
-                        file: FileKey::new(&Arc::from(format!("/f{}.org", i % 7).as_str())),
-                        index: i as u32,
-                    };
-                    (IdKey::raw(i as u64 * 3), IdLocs::One(loc))
-                })
-                .collect();
-            let map = fill_in_two_passes(entries.clone().into_iter());
-            assert_eq!(map.len(), n, "{n} entries");
-            let got: Vec<(IdKey, u32)> = map
-                .iter()
-                .map(|(key, locs)| (*key, locs.first().index))
-                .collect();
-            let want: Vec<(IdKey, u32)> = entries
-                .iter()
-                .map(|(key, locs)| (*key, locs.first().index))
-                .collect();
-            assert_eq!(got, want, "{n} entries");
+    fn place(i: u64) -> IdLocs {
+        IdLocs::One(Loc {
+            file: FileKey::new(&Arc::from(format!("/f{}.org", i % 7).as_str())),
+            index: i as u32,
+        })
+    }
+
+    /// Pseudo-random numbers from `seed` (xorshift): a test reads the same every run.
+    fn numbers(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
         }
+    }
+
+    /// What `map` holds, as (key, first place's index) pairs in its order.
+    fn contents(map: &IdMap) -> Vec<(IdKey, u32)> {
+        map.iter().map(|(k, l)| (*k, l.first().index)).collect()
+    }
+
+    #[test]
+    fn an_id_map_built_at_once_holds_its_entries_in_key_order() {
+        // Key and value, 24 bytes: an 8-byte key and a place.
+        assert_eq!(std::mem::size_of::<Entry>(), 24);
+        for n in [0, 1, 2, 31, 32, 33, 512, 513, 1000, 40_000] {
+            // Spread over the whole key space, as hashes are, and some bunched at one end.
+            let mut keys: Vec<u64> = (0..n as u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | u64::from(i % 5 == 0))
+                .chain((0..n as u64 / 10).map(|i| i * 3))
+                .collect();
+            keys.sort();
+            keys.dedup();
+            let entries: Vec<Entry> = keys.iter().map(|&k| (IdKey::raw(k), place(k))).collect();
+            let map = IdMap::from_sorted(entries.clone());
+            assert_eq!(map.len(), entries.len(), "{n} entries");
+            assert!(
+                map.len() <= GROW_ABOVE << map.bits,
+                "{n}: {} bits",
+                map.bits
+            );
+            let want: Vec<(IdKey, u32)> =
+                entries.iter().map(|(k, l)| (*k, l.first().index)).collect();
+            assert_eq!(contents(&map), want, "{n} entries");
+            for (key, index) in &want {
+                assert_eq!(map.get(key).map(|l| l.first().index), Some(*index));
+            }
+            for key in keys.iter().map(|k| k.wrapping_add(1)) {
+                if keys.binary_search(&key).is_err() {
+                    assert!(map.get(&IdKey::raw(key)).is_none(), "{key} is no key");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_id_map_changed_key_by_key_agrees_with_a_sorted_map_and_its_copies_keep_still() {
+        use std::collections::BTreeMap;
+        let mut next = numbers(0x2545_F491_4F6C_DD1D);
+        let mut map = IdMap::new();
+        let mut model: BTreeMap<IdKey, u32> = BTreeMap::new();
+        let mut copies: Vec<(IdMap, BTreeMap<IdKey, u32>)> = Vec::new();
+        let mut grew_to = MIN_BITS;
+        // Grow past several doublings, then shrink back down to the fewest buckets.
+        for (steps, add_one_in) in [(30_000, 10), (40_000, 1)] {
+            for step in 0..steps {
+                let r = next();
+                // Keys from a small range too, so inserts hit keys already there.
+                let key = IdKey::raw(if r.is_multiple_of(3) {
+                    (r >> 8) % 2000
+                } else {
+                    r
+                });
+                if r % 11 < add_one_in {
+                    let value = (r >> 40) as u32;
+                    let was = map.insert(key, place(u64::from(value)));
+                    let model_was = model.insert(key, value);
+                    assert_eq!(was.map(|l| l.first().index), model_was, "insert {key:?}");
+                } else {
+                    // Remove a key that is there, mostly, or one that is not.
+                    let there = model.range(key..).next().or_else(|| model.iter().next());
+                    let gone = match there {
+                        Some((k, _)) if !r.is_multiple_of(4) => *k,
+                        _ => key,
+                    };
+                    assert_eq!(map.remove(&gone), model.remove(&gone).is_some(), "remove");
+                }
+                assert_eq!(map.len(), model.len());
+                grew_to = grew_to.max(map.bits);
+                if step % 5_000 == 0 {
+                    copies.push((map.clone(), model.clone()));
+                    let want: Vec<(IdKey, u32)> = model.iter().map(|(k, v)| (*k, *v)).collect();
+                    assert_eq!(contents(&map), want);
+                }
+            }
+        }
+        assert!(grew_to >= MIN_BITS + 3, "grew to {grew_to} bits only");
+        assert!(
+            model.len() < SHRINK_BELOW << MIN_BITS,
+            "{} left",
+            model.len()
+        );
+        assert_eq!(map.bits, MIN_BITS, "shrank back");
+        let want: Vec<(IdKey, u32)> = model.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(contents(&map), want);
+        // Every copy still holds what it held when it was taken.
+        for (copy, then) in &copies {
+            let want: Vec<(IdKey, u32)> = then.iter().map(|(k, v)| (*k, *v)).collect();
+            assert_eq!(contents(copy), want);
+        }
+    }
+
+    #[test]
+    fn a_key_is_found_where_a_binary_search_finds_it_however_the_keys_fall() {
+        let mut next = numbers(0x9E37_79B9_7F4A_7C15);
+        let bits = 6;
+        let bucket_of = |low: u64| (5u64 << (64 - bits)) | (low >> bits);
+        for len in [1usize, 2, 3, 5, 17, 32, 100] {
+            for spread in ["uniform", "bunched low", "bunched high", "one run"] {
+                let mut keys: Vec<u64> = (0..len)
+                    .map(|i| match spread {
+                        "uniform" => bucket_of(next()),
+                        "bunched low" => bucket_of(next() % 1000),
+                        "bunched high" => bucket_of(u64::MAX - next() % 1000),
+                        _ => bucket_of(1 << 40) + i as u64 * 2,
+                    })
+                    .collect();
+                keys.sort();
+                keys.dedup();
+                let bucket: Vec<Entry> = keys.iter().map(|&k| (IdKey::raw(k), place(k))).collect();
+                let mut probes: Vec<u64> = keys.iter().flat_map(|&k| [k - 1, k, k + 1]).collect();
+                probes.extend([bucket_of(0), bucket_of(u64::MAX)]);
+                for probe in probes {
+                    let key = IdKey::raw(probe);
+                    assert_eq!(
+                        position(&bucket, key, bits),
+                        bucket.binary_search_by_key(&key, |(k, _)| *k),
+                        "{len} keys {spread}, probe {probe:#x}"
+                    );
+                }
+            }
+        }
+        assert_eq!(position(&[], IdKey::raw(7), bits), Err(0));
     }
 
     #[test]

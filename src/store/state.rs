@@ -26,7 +26,7 @@ pub(super) enum IdUpdates {
     Apply,
     /// None while no reader has asked for the index: the first reader builds it from every
     /// file, and commits keep it up to date from then on. For a first directory ingest,
-    /// which adds most of the ids the store will hold: inserting each into the B-tree as
+    /// which adds most of the ids the store will hold: inserting each into the index as
     /// its file is committed costs a cache miss or more per id, where one build sorts them
     /// all first.
     WhenRead,
