@@ -7,6 +7,12 @@
 //! `flushed` ingests one file at a time and waits for each commit to be on disk: the cost
 //! of a commit's durability (the log's sync and its seal's replacement).
 //!
+//!   cargo run --release --example bench-store --open STATE_DIR
+//!   cargo run --release --example bench-store --compact STATE_DIR
+//!
+//! `--open` opens a persisted store once, as the third step above does; `--compact`
+//! rewrites its log as compaction does, to time opening a compacted log.
+//!
 //! DIR is, e.g., the generated memex (`org-agent-bench--generate-memex`).
 //!
 //! The stores ingested into warm up as the session's does (their documents' credentials
@@ -58,12 +64,35 @@ fn open_child(state: &std::path::Path) {
     drop(store);
 }
 
+/// Rewrite the log of the store in `state` as compaction does.
+fn compact(state: &Path) {
+    let t = Instant::now();
+    let done = Store::open(state, Config::default())
+        .map_err(|e| e.to_string())
+        .and_then(|(store, _)| {
+            store.compact()?;
+            store.flush()
+        });
+    match done {
+        Ok(()) => println!("compacted in {:.1} s", t.elapsed().as_secs_f64()),
+        Err(e) => {
+            eprintln!("compact: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let first = args.next().unwrap_or_default();
     if first == "--open" {
         let state = PathBuf::from(args.next().unwrap_or_default());
         open_child(&state);
+        return;
+    }
+    if first == "--compact" {
+        let state = PathBuf::from(args.next().unwrap_or_default());
+        compact(&state);
         return;
     }
     // `--only one-file DIR` or `--only dir DIR`: that ingest alone, e.g. to profile it.

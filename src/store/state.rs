@@ -312,8 +312,8 @@ impl State {
                 archive.versions.insert(StoredVersion(content));
             }
             Record::History { id, hash, time } => {
-                // Every commit writes a version before the history entries that name it, and
-                // compaction writes every version first: one the log never wrote is damage.
+                // Every commit, and compaction, writes a version before the records that
+                // name it: one the log never wrote is damage.
                 let Some(version) = archive.versions.get(&hash).map(|v| v.0.clone()) else {
                     return Err(format!(
                         "the history of {id} names a node version the log never wrote"
@@ -342,14 +342,19 @@ impl State {
         Ok(())
     }
 
-    /// Every live record, for compaction.
+    /// Every live record, for compaction: file by file, the histories of its nodes' ids and
+    /// its nodes' versions, then its own record (see [`super::archive::ArchiveRecords`]);
+    /// then what no live file names.
     pub(super) fn records(&self, archive: &Archive) -> Vec<Record> {
-        let mut out = Vec::new();
-        archive.records(&mut out);
+        let mut records = archive.records();
         for doc in self.files.values() {
-            out.push(Record::File(FileEntry::Doc(doc.clone())));
+            for node in &doc.nodes {
+                records.history(&node.id);
+                records.version(&node.hash());
+            }
+            records.push(Record::File(FileEntry::Doc(doc.clone())));
         }
-        out
+        records.finish()
     }
 }
 
@@ -477,6 +482,68 @@ mod tests {
             .replay(Record::File(FileEntry::Read(Box::new(rec))), &mut archive)
             .expect_err("the file node has two children, not three");
         assert!(e.contains("node 0 has other children"), "{e}");
+    }
+
+    /// Compaction writes each version once, before every record that names it, and as many
+    /// records as the archive and the files hold, whatever order it picks.
+    #[test]
+    fn compaction_writes_each_version_before_the_records_that_name_it() {
+        use crate::store::hash::Hash;
+        let store = Store::in_memory(Config::default());
+        let ingest = |file: &str, parts: &[String]| {
+            store
+                .ingest_text(file, &parts.concat(), None, None, None)
+                .expect("ingest");
+        };
+        let with_id =
+            |title: &str, id: &str| format!("* {title}\n:PROPERTIES:\n:ID: {id}\n:END:\n");
+        let plain = "* Plain\n** Child\n** Child\n".to_string();
+        ingest(
+            "/n/a.org",
+            &[with_id("A", "a"), with_id("D", "dup"), plain.clone()],
+        );
+        ingest(
+            "/n/b.org",
+            &[with_id("B", "b"), with_id("D", "dup"), plain.clone()],
+        );
+        // Histories of several versions, one going back to where it was.
+        ingest(
+            "/n/a.org",
+            &[with_id("A2", "a"), with_id("D", "dup"), plain.clone()],
+        );
+        ingest(
+            "/n/a.org",
+            &[with_id("A", "a"), with_id("D2", "dup"), plain],
+        );
+        // Histories no live file names any more.
+        ingest("/n/c.org", &[with_id("C", "c")]);
+        assert!(store.remove_file("/n/c.org"));
+        let state = store.state();
+        let archive = store.archive.lock();
+        let records = state.records(&archive);
+        let mut written: std::collections::HashSet<Hash> = Default::default();
+        let (mut entries, mut files) = (0, 0);
+        for record in &records {
+            match record {
+                Record::Version(hash, _) => assert!(written.insert(*hash), "written twice"),
+                Record::History { id, hash, .. } => {
+                    assert!(written.contains(hash), "a version of {id} after its entry");
+                    entries += 1;
+                }
+                Record::File(FileEntry::Doc(doc)) => {
+                    for n in &doc.nodes {
+                        assert!(written.contains(&n.hash()), "{} before its nodes", doc.path);
+                    }
+                    files += 1;
+                }
+                other => panic!("compaction wrote {other:?}"),
+            }
+        }
+        assert_eq!(written.len(), archive.versions.len());
+        let histories: usize = archive.history.values().map(History::len).sum();
+        assert_eq!(entries, histories);
+        assert!(archive.history["a"].len() == 3 && archive.history.contains_key("c"));
+        assert_eq!(files, state.files.len());
     }
 
     /// Ids that share a key (see `ids::SHARED_KEY_PREFIX`) are each found where they are,
