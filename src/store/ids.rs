@@ -17,8 +17,8 @@ pub struct Loc {
 
 /// A file's path as the id map holds it: a thin pointer to the path's `Arc`, made once per
 /// file when the map is built or a commit links the file. In every location it is 8 bytes
-/// where the path's own `Arc<str>` was 16, so a place fits the map's 16-byte value and, at
-/// 100k ids, the map's leaves a smaller block. Reads, compares and orders as the path.
+/// where the path's own `Arc<str>` was 16, so a place fits the map's 16-byte value and an
+/// entry of the map is 24 bytes. Reads, compares and orders as the path.
 #[derive(Clone)]
 pub struct FileKey(Arc<Arc<str>>);
 
@@ -177,7 +177,8 @@ pub struct IdMap {
 /// The fewest top bits an [`IdMap`] indexes by: 16 buckets.
 const MIN_BITS: u32 = 4;
 /// Entries a bucket holds on average before the map doubles its buckets (and, built at
-/// once, at most): a bucket is then at most 768 bytes, twelve adjacent cache lines.
+/// once, at most): 768 bytes, twelve adjacent cache lines, of which a lookup reads one or
+/// two around where the key should be.
 const GROW_ABOVE: usize = 32;
 /// Entries a bucket holds on average below which the map halves its buckets.
 const SHRINK_BELOW: usize = 4;
@@ -219,6 +220,10 @@ impl IdMap {
 
     /// `entries`, sorted by key with each key once, as a map of `1 << bits` buckets.
     fn from_sorted_in(entries: Vec<Entry>, bits: u32) -> IdMap {
+        debug_assert!(
+            entries.windows(2).all(|pair| pair[0].0 < pair[1].0),
+            "entries not sorted by key, each key once"
+        );
         let len = entries.len();
         let mut entries = entries.into_iter().peekable();
         let mut run = Vec::new();
@@ -230,7 +235,6 @@ impl IdMap {
                 (!run.is_empty()).then(|| run.drain(..).collect())
             })
             .collect();
-        debug_assert!(entries.next().is_none(), "entries not sorted by key");
         IdMap { buckets, bits, len }
     }
 
@@ -313,6 +317,34 @@ impl IdMap {
             self.rebuild(self.bits - 1);
         }
         true
+    }
+
+    /// A copy of this map with as many buckets as keep it from resizing while its length
+    /// goes down to `low` and up to `high`, by changes in any order; none when it would not
+    /// resize, or when no number of buckets keeps it from resizing (a change that takes out
+    /// most of a large map).
+    ///
+    /// A resize copies every entry (tens of milliseconds at a million ids), and a commit
+    /// changes the map while readers wait: the commit resizes a copy first, before it holds
+    /// them up.
+    pub(super) fn resized_for(&self, low: usize, high: usize) -> Option<IdMap> {
+        // `insert` grows a map holding `GROW_ABOVE << bits` keys, even to replace one;
+        // `remove` shrinks one left with fewer than `SHRINK_BELOW << bits`.
+        let removes = low < self.len;
+        let steady = |bits: u32| {
+            high < GROW_ABOVE << bits
+                && (!removes || bits == MIN_BITS || low >= SHRINK_BELOW << bits)
+        };
+        if steady(self.bits) {
+            return None;
+        }
+        let bits = IdMap::bits_for(high + 1);
+        if !steady(bits) {
+            return None;
+        }
+        let mut copy = self.clone();
+        copy.rebuild(bits);
+        Some(copy)
     }
 
     /// The buckets, this map's own (copied, if another map shares them).
@@ -664,6 +696,54 @@ mod tests {
         for (copy, then) in &copies {
             let want: Vec<(IdKey, u32)> = then.iter().map(|(k, v)| (*k, *v)).collect();
             assert_eq!(contents(copy), want);
+        }
+    }
+
+    #[test]
+    fn a_map_resized_for_a_change_keeps_its_buckets_through_the_change() {
+        let mut next = numbers(0x0123_4567_89AB_CDEF);
+        // (keys, buckets' bits, places taken out, places added, resized before?)
+        let cases = [
+            (0, MIN_BITS, 0, 1000, true),
+            (GROW_ABOVE << 6, 6, 0, 100, true),
+            (1029, 8, 200, 0, true),
+            (5000, 8, 10, 10, false),
+            // Most of the map goes: no number of buckets holds through that.
+            (2000, 6, 1990, 0, false),
+        ];
+        for (len, bits, gone, new, resized_before) in cases {
+            let mut keys: Vec<u64> = (0..len).map(|_| next()).collect();
+            keys.sort();
+            keys.dedup();
+            let entries = keys.iter().map(|&k| (IdKey::raw(k), place(k))).collect();
+            let map = IdMap::from_sorted_in(entries, bits);
+            let resized = map.resized_for(map.len() - gone, map.len() + new);
+            assert_eq!(
+                resized.is_some(),
+                resized_before,
+                "{len} keys, -{gone} +{new}"
+            );
+            let mut model: std::collections::BTreeMap<IdKey, u32> =
+                map.iter().map(|(k, l)| (*k, l.first().index)).collect();
+            let mut changing = resized.unwrap_or_else(|| map.clone());
+            assert_eq!(contents(&changing), contents(&map), "the same entries");
+            let steady = changing.bits;
+            let mut bits_seen = vec![steady];
+            for &key in keys.iter().take(gone) {
+                assert!(changing.remove(&IdKey::raw(key)));
+                model.remove(&IdKey::raw(key));
+                bits_seen.push(changing.bits);
+            }
+            for _ in 0..new {
+                let key = next();
+                changing.insert(IdKey::raw(key), place(key));
+                model.insert(IdKey::raw(key), key as u32);
+                bits_seen.push(changing.bits);
+            }
+            let want: Vec<(IdKey, u32)> = model.into_iter().collect();
+            assert_eq!(contents(&changing), want);
+            let kept = bits_seen.iter().all(|&b| b == steady);
+            assert_eq!(kept, len != 2000, "{len} keys: bits {bits_seen:?}");
         }
     }
 

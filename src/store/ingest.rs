@@ -218,17 +218,23 @@ impl Store {
             records.push(Record::File(FileEntry::Doc(doc.clone())));
             links.push((IdChanges::between(old, &doc), doc));
         }
+        let (gone, new) = links.iter().fold((0, 0), |(gone, new), (changes, _)| {
+            (gone + changes.gone.len(), new + changes.new.len())
+        });
+        let resized_ids = current.ids_resized_for(gone, new);
         // Held here, the state would be copied rather than changed in place.
         drop(current);
         if links.is_empty() {
             return reports;
         }
         let warm = self.to_warm(links.iter().map(|(_, doc)| doc));
-        let replaced: Vec<Option<Arc<FileDoc>>> = self.change_in_place(ids, |state| {
+        let replaced = self.change_in_place(ids, |state| {
+            let ids_replaced = resized_ids.map(|resized| state.set_ids(resized));
             let links = links.into_iter();
-            links
+            let docs_replaced: Vec<Option<Arc<FileDoc>>> = links
                 .map(|(changes, doc)| state.link_file_updating(doc, changes, ids))
-                .collect()
+                .collect();
+            (docs_replaced, ids_replaced)
         });
         let commit = self.commit(records);
         drop(guard);

@@ -49,6 +49,26 @@ impl State {
         self.ids.left_to_first_reader()
     }
 
+    /// The id index resized for a change that takes out up to `gone` places and adds up to
+    /// `new` ([`IdMap::resized_for`]), to resize before the change rather than during it;
+    /// none when it needs no resizing or is not built yet.
+    pub(super) fn ids_resized_for(&self, gone: usize, new: usize) -> Option<IdMap> {
+        if !self.ids_ready() {
+            return None;
+        }
+        let ids = self.ids();
+        ids.resized_for(ids.len().saturating_sub(gone), ids.len() + new)
+    }
+
+    /// Make `ids`, which [`State::ids_resized_for`] made from this state's id index, the
+    /// index. Returns the index it replaces, for the caller to free once readers no longer
+    /// wait (a million entries take milliseconds to free).
+    #[must_use]
+    pub(super) fn set_ids(&mut self, ids: IdMap) -> IdIndex {
+        debug_assert_eq!(ids.len(), self.ids().len(), "the same index, resized");
+        std::mem::replace(&mut self.ids, IdIndex::ready(ids))
+    }
+
     /// The id index, to change: this state's own copy (an O(1) clone of a shared one).
     fn ids_mut(&mut self) -> &mut IdMap {
         self.ids.get_mut()
@@ -228,7 +248,7 @@ impl State {
     fn add_loc(&mut self, id: Arc<str>, loc: Loc) {
         let key = IdKey::of(&id);
         let ids = self.ids_mut();
-        // One walk down the tree for a new id, the usual case; a second for a duplicate.
+        // One lookup for a new id, the usual case; a second for a duplicate.
         let Some(was) = ids.insert(key, IdLocs::One(loc.clone())) else {
             return;
         };
