@@ -267,7 +267,7 @@ impl IdMap {
     /// Put `locs` under `key`; what was there before, if anything.
     pub fn insert(&mut self, key: IdKey, locs: IdLocs) -> Option<IdLocs> {
         if self.len >= GROW_ABOVE << self.bits {
-            self.rebuild(self.bits + 1);
+            *self = self.rebuilt(self.bits + 1);
         }
         let bits = self.bits;
         let slot = &mut self.buckets_mut()[key.bucket(bits)];
@@ -277,13 +277,7 @@ impl IdMap {
             return None;
         };
         match position(bucket, key, bits) {
-            Ok(i) => {
-                if Arc::get_mut(bucket).is_none() {
-                    *bucket = bucket.iter().cloned().collect();
-                }
-                let entries = Arc::get_mut(bucket).expect("a bucket just copied is not shared");
-                Some(std::mem::replace(&mut entries[i].1, locs))
-            }
+            Ok(i) => Some(std::mem::replace(&mut Arc::make_mut(bucket)[i].1, locs)),
             Err(i) => {
                 let (before, after) = bucket.split_at(i);
                 *bucket = before
@@ -314,7 +308,7 @@ impl IdMap {
         self.buckets_mut()[at] = rest;
         self.len -= 1;
         if self.bits > MIN_BITS && self.len < SHRINK_BELOW << self.bits {
-            self.rebuild(self.bits - 1);
+            *self = self.rebuilt(self.bits - 1);
         }
         true
     }
@@ -342,23 +336,18 @@ impl IdMap {
         if !steady(bits) {
             return None;
         }
-        let mut copy = self.clone();
-        copy.rebuild(bits);
-        Some(copy)
+        Some(self.rebuilt(bits))
     }
 
     /// The buckets, this map's own (copied, if another map shares them).
     fn buckets_mut(&mut self) -> &mut [Bucket] {
-        if Arc::get_mut(&mut self.buckets).is_none() {
-            self.buckets = self.buckets.iter().cloned().collect();
-        }
-        Arc::get_mut(&mut self.buckets).expect("buckets just copied are not shared")
+        Arc::make_mut(&mut self.buckets)
     }
 
     /// The same entries, indexed by `bits` top bits of their keys.
-    fn rebuild(&mut self, bits: u32) {
+    fn rebuilt(&self, bits: u32) -> IdMap {
         let entries = self.iter().map(|(key, locs)| (*key, locs.clone()));
-        *self = IdMap::from_sorted_in(entries.collect(), bits);
+        IdMap::from_sorted_in(entries.collect(), bits)
     }
 }
 
