@@ -87,6 +87,16 @@ impl Archive {
         }
     }
 
+    /// `content` as the archive's version of its hash: the one already held when the log
+    /// wrote it twice (histories hold that `Arc`), else `content`, now held.
+    pub(super) fn keep_version(&mut self, content: Arc<NodeContent>) -> Arc<NodeContent> {
+        if let Some(StoredVersion(held)) = self.versions.get(&content.hash) {
+            return held.clone();
+        }
+        self.versions.insert(StoredVersion(content.clone()));
+        content
+    }
+
     /// Make `nodes` share what the archive already holds (a fresh parse allocates its own):
     /// the versions, so the unchanged headlines of a re-ingested file are not in memory
     /// twice, and the ids, which an `:ID:` property's value shares too.

@@ -10,7 +10,7 @@ use super::memory::release_freed_memory;
 use super::persist::{self, LogWriter, Record};
 use super::seal::{self, Tally};
 use super::sizes::{self, Sizes};
-use super::state::State;
+use super::state::{Replaying, State};
 use super::{now, Config, Store};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -78,15 +78,17 @@ fn replay_log(path: &Path, hint: Option<Sizes>) -> Result<Replayed> {
         archive.history.reserve(room(hint.ids));
     }
     let mut file_records = 0usize;
+    let mut replaying = Replaying::default();
     let loaded = persist::load_sealed(path, |batch| {
         for rec in batch {
             if matches!(rec, Record::File(_) | Record::RemoveFile(_)) {
                 file_records += 1;
             }
-            state.replay(rec, &mut archive)?;
+            state.replay(rec, &mut archive, &mut replaying)?;
         }
         Ok(())
     })?;
+    replaying.finish(&mut archive);
     state.index_ids_in_background();
     sizes::write(path, sizes_of(&archive));
     Ok(Replayed {

@@ -7,7 +7,7 @@ use super::archive::{Archive, History, StoredVersion};
 use super::file_doc::{FileDoc, Files, NodeRef};
 use super::ids::{FileKey, IdChanges, IdIndex, IdKey, IdLocs, IdMap, Loc};
 use super::inherit;
-use super::node::{self, Node};
+use super::node::{self, Node, NodeContent};
 use super::persist::{FileEntry, FileRecord, Record};
 use std::sync::Arc;
 
@@ -309,53 +309,76 @@ impl State {
         self.ids = IdIndex::build_in_background(self.files.clone());
     }
 
-    /// Apply one persisted record while loading. Ids are not indexed here: call
-    /// [`State::index_ids_in_background`] once all records are in.
+    /// Apply one persisted record while loading, in log order, with what `replaying` kept
+    /// from the records before it. Ids are not indexed here: call
+    /// [`State::index_ids_in_background`] once all records are in, and
+    /// [`Replaying::finish`] before the archive is read.
     pub(super) fn replay(
         &mut self,
         rec: Record,
         archive: &mut Archive,
+        replaying: &mut Replaying,
     ) -> std::result::Result<(), String> {
         match rec {
-            Record::Version(hash, mut content) => {
-                // A later version of an id: its `:ID:` value becomes the id's allocation.
-                if let Some(id) = content.id_value() {
-                    if let Some((k, _)) = archive.history.get_key_value(&**id) {
-                        let k = k.clone();
-                        if let Some(c) = Arc::get_mut(&mut content) {
-                            c.share_id_value(&k);
-                        }
-                    }
-                }
+            Record::Version(hash, content) => {
                 debug_assert_eq!(content.hash, hash, "a version record is read with its hash");
-                // A version written twice keeps the `Arc` histories already hold.
-                archive.versions.insert(StoredVersion(content));
+                replaying.settle(archive);
+                replaying.pending = Some(content);
             }
             Record::History { id, hash, time } => {
-                // Every commit, and compaction, writes a version before the records that
-                // name it: one the log never wrote is damage.
-                let Some(version) = archive.versions.get(&hash).map(|v| v.0.clone()) else {
-                    return Err(format!(
-                        "the history of {id} names a node version the log never wrote"
-                    ));
+                let pending = replaying.pending.take_if(|c| c.hash == hash);
+                replaying.settle(archive);
+                let key = archive.history.get_key_value(&*id).map(|(k, _)| k.clone());
+                let version = match pending {
+                    Some(mut content) => {
+                        // A later version of an id: its `:ID:` value becomes the id's
+                        // allocation (a first one's becomes the key below).
+                        if let (Some(key), Some(c)) = (&key, Arc::get_mut(&mut content)) {
+                            c.share_id_value(key);
+                        }
+                        archive.keep_version(content)
+                    }
+                    // Every commit, and compaction, writes a version before the records
+                    // that name it: one the log never wrote is damage.
+                    None => match archive.versions.get(&hash) {
+                        Some(stored) => stored.0.clone(),
+                        None => {
+                            return Err(format!(
+                                "the history of {id} names a node version the log never wrote"
+                            ))
+                        }
+                    },
                 };
-                match archive.history.get_mut(&*id) {
-                    Some(hist) => hist.push((version, time)),
+                let key = match key.and_then(|k| archive.history.get_mut(&*k).map(|h| (k, h))) {
+                    Some((key, hist)) => {
+                        hist.push((version.clone(), time));
+                        key
+                    }
                     None => {
                         let key = Archive::history_key(&id, &version);
-                        archive.history.insert(key, History::new(version, time));
+                        archive
+                            .history
+                            .insert(key.clone(), History::new(version.clone(), time));
+                        key
                     }
-                }
+                };
+                replaying.recent.push((version, key));
             }
             Record::RemoveFile(path) => {
+                replaying.settle(archive);
+                replaying.recent.clear();
                 self.files.remove(path.as_str());
             }
             Record::File(FileEntry::Read(rec)) => {
-                let doc = doc_from_record(*rec, archive)?;
+                replaying.settle(archive);
+                let doc = doc_from_record(*rec, archive, &replaying.recent)?;
+                replaying.recent.clear();
                 self.files.insert(doc.path.clone(), Arc::new(doc));
             }
             // Not what decoding makes, but the same file.
             Record::File(FileEntry::Doc(doc)) => {
+                replaying.settle(archive);
+                replaying.recent.clear();
                 self.files.insert(doc.path.clone(), doc);
             }
         }
@@ -378,24 +401,88 @@ impl State {
     }
 }
 
+/// What replaying the log keeps from one record to the next ([`State::replay`]).
+///
+/// Every commit, and compaction, writes a node's new version just before its history entry,
+/// and a file's new versions and entries just before the file's record. So the records that
+/// name a version mostly come right after it, and they find it here. In the archive's
+/// tables, each lookup at a million entries is a cache miss or two.
+#[derive(Default)]
+pub(super) struct Replaying {
+    /// The version just read, not yet in the archive: the history entry after it names its
+    /// id, whose allocation its `:ID:` value then shares, with no lookup of its own.
+    pending: Option<Arc<NodeContent>>,
+    /// The versions named by history entries since the last file record, each with its id
+    /// as the history's key, in log order.
+    recent: Vec<(Arc<NodeContent>, Arc<str>)>,
+}
+
+impl Replaying {
+    /// Put a version that no history entry followed into the archive.
+    fn settle(&mut self, archive: &mut Archive) {
+        if let Some(mut content) = self.pending.take() {
+            // A later version of an id: its `:ID:` value becomes the id's allocation.
+            if let Some(id) = content.id_value() {
+                if let Some((k, _)) = archive.history.get_key_value(&**id) {
+                    let k = k.clone();
+                    if let Some(c) = Arc::get_mut(&mut content) {
+                        c.share_id_value(&k);
+                    }
+                }
+            }
+            archive.keep_version(content);
+        }
+    }
+
+    /// Once every record is replayed: the archive then holds every version read.
+    pub(super) fn finish(mut self, archive: &mut Archive) {
+        self.settle(archive);
+    }
+}
+
+/// How far ahead of the last one used a file record's node looks among the recent history
+/// entries. Compaction writes all of an id's entries together, and a node's version is
+/// mostly the last of them.
+const RECENT_LOOKAHEAD: usize = 8;
+
 /// Rebuild a document from its record and the stored versions. Inherited tags are derived
 /// again, as parsing did (see `inherit`).
-fn doc_from_record(rec: FileRecord, archive: &Archive) -> Result<FileDoc, String> {
+/// Its nodes' versions and ids are looked for first among the `recent` history entries (see
+/// [`Replaying`]), in order.
+fn doc_from_record(
+    rec: FileRecord,
+    archive: &Archive,
+    recent: &[(Arc<NodeContent>, Arc<str>)],
+) -> Result<FileDoc, String> {
     let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
     let mut logged: Vec<Vec<String>> = Vec::with_capacity(rec.nodes.len());
+    let mut next = 0;
     for p in rec.nodes {
-        let content = match archive.versions.get(&p.hash) {
-            Some(StoredVersion(content)) => content.clone(),
-            None => {
-                return Err(format!(
-                    "file record for {} names an unknown node version",
-                    rec.path
-                ))
+        let mut ahead = recent[next..].iter().take(RECENT_LOOKAHEAD);
+        let (content, id) = match ahead.position(|(c, _)| c.hash == p.hash) {
+            Some(skipped) => {
+                let (content, key) = &recent[next + skipped];
+                next += skipped + 1;
+                let id = if **key == *p.id {
+                    key.clone()
+                } else {
+                    archive.intern(&p.id)
+                };
+                (content.clone(), id)
             }
+            None => match archive.versions.get(&p.hash) {
+                Some(StoredVersion(content)) => (content.clone(), archive.intern(&p.id)),
+                None => {
+                    return Err(format!(
+                        "file record for {} names an unknown node version",
+                        rec.path
+                    ))
+                }
+            },
         };
         logged.push(p.inherited_tags);
         nodes.push(Node {
-            id: archive.intern(&p.id),
+            id,
             content,
             parent: p.parent.unwrap_or(node::NO_PARENT),
             subtree_end: 0,
@@ -452,6 +539,7 @@ fn children_as_hashed(nodes: &[Node], index: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::hash::Hash;
     use crate::store::persist;
     use crate::store::{Config, Store};
 
@@ -494,12 +582,17 @@ mod tests {
         let replayed = State::default().replay(
             Record::File(FileEntry::Read(Box::new(rec.clone()))),
             &mut archive,
+            &mut Replaying::default(),
         );
         assert_eq!(replayed, Ok(()));
         // B under the file node instead of A: still an outline, but not the one hashed.
         rec.nodes[2].parent = Some(0);
         let e = State::default()
-            .replay(Record::File(FileEntry::Read(Box::new(rec))), &mut archive)
+            .replay(
+                Record::File(FileEntry::Read(Box::new(rec))),
+                &mut archive,
+                &mut Replaying::default(),
+            )
             .expect_err("the file node has two children, not three");
         assert!(e.contains("node 0 has other children"), "{e}");
     }
@@ -508,7 +601,6 @@ mod tests {
     /// records as the archive and the files hold, whatever order it picks.
     #[test]
     fn compaction_writes_each_version_before_the_records_that_name_it() {
-        use crate::store::hash::Hash;
         let store = Store::in_memory(Config::default());
         let ingest = |file: &str, parts: &[String]| {
             store
@@ -564,6 +656,98 @@ mod tests {
         assert_eq!(entries, histories);
         assert!(archive.history["a"].len() == 3 && archive.history.contains_key("c"));
         assert_eq!(files, state.files.len());
+    }
+
+    /// A replay finds most versions and ids among the records just before the file record
+    /// that names them (see `Replaying`), and the rest in the archive. Either way, each node
+    /// holds the archive's version and its history's id, and an `:ID:` value is that id.
+    #[test]
+    fn a_replayed_node_holds_the_archive_s_version_and_id_however_far_back_they_were_written() {
+        let store = Store::in_memory(Config::default());
+        let ingest = |file: &str, parts: &[String]| {
+            store
+                .ingest_text(file, &parts.concat(), None, None, None)
+                .expect("ingest");
+        };
+        let with_id =
+            |title: &str, id: &str| format!("* {title}\n:PROPERTIES:\n:ID: {id}\n:END:\n");
+        // More versions of `long` than a file record looks ahead; `dup` on two nodes of one
+        // version; two headlines of one version and no id.
+        for v in 0..RECENT_LOOKAHEAD + 3 {
+            ingest(
+                "/n/a.org",
+                &[
+                    with_id(&format!("Long {v}"), "long"),
+                    with_id("D", "dup"),
+                    with_id("D", "dup"),
+                    "* Same\n* Same\n".to_string(),
+                    with_id("After", "after"),
+                ],
+            );
+        }
+        ingest("/n/b.org", &[with_id("B", "b"), with_id("D", "dup")]);
+        let state = store.state();
+        let archive = store.archive.lock();
+        // As compaction writes them, read back as an open reads them.
+        let records: Vec<Record> = state
+            .records(&archive)
+            .into_iter()
+            .map(|r| match r {
+                Record::File(FileEntry::Doc(doc)) => {
+                    Record::File(FileEntry::Read(Box::new(record(&doc))))
+                }
+                other => other,
+            })
+            .collect();
+        let bytes = postcard::to_allocvec(&records).expect("encodes");
+        let read: Vec<Record> = postcard::from_bytes(&bytes).expect("decodes");
+        let mut replayed = State::default();
+        let mut replayed_archive = Archive::default();
+        let mut replaying = Replaying::default();
+        for rec in read {
+            replayed
+                .replay(rec, &mut replayed_archive, &mut replaying)
+                .expect("replays");
+        }
+        replaying.finish(&mut replayed_archive);
+        assert_eq!(replayed_archive.versions.len(), archive.versions.len());
+        assert_eq!(replayed_archive.history.len(), archive.history.len());
+        assert_eq!(replayed_archive.history["long"].len(), RECENT_LOOKAHEAD + 3);
+        let held = |hash: &Hash| replayed_archive.versions.get(hash).expect("held").0.clone();
+        for (path, doc) in &state.files {
+            let again = &replayed.files[path];
+            let placed = |d: &FileDoc| -> Vec<(Hash, String)> {
+                d.nodes
+                    .iter()
+                    .map(|n| (n.hash(), n.id.to_string()))
+                    .collect()
+            };
+            assert_eq!(placed(again), placed(doc), "{path}");
+            for n in &again.nodes {
+                assert!(
+                    Arc::ptr_eq(&n.content, &held(&n.hash())),
+                    "{path}: {}",
+                    n.id
+                );
+                let (key, _) = replayed_archive
+                    .history
+                    .get_key_value(&*n.id)
+                    .expect("a history");
+                assert!(Arc::ptr_eq(key, &n.id), "{path}: {}", n.id);
+                if let Some(value) = n.content.id_value() {
+                    assert!(Arc::ptr_eq(value, &n.id), "{path}: {}", n.id);
+                }
+            }
+        }
+        for (id, history) in &replayed_archive.history {
+            assert_eq!(history.len(), archive.history[id].len(), "{id}");
+            for (content, _) in history.iter() {
+                assert!(Arc::ptr_eq(content, &held(&content.hash)), "{id}");
+                if let Some(value) = content.id_value() {
+                    assert!(Arc::ptr_eq(value, id), "{id}");
+                }
+            }
+        }
     }
 
     /// Ids that share a key (see `ids::SHARED_KEY_PREFIX`) are each found where they are,
@@ -654,6 +838,7 @@ mod tests {
                     time: 1,
                 },
                 &mut archive,
+                &mut Replaying::default(),
             )
             .expect_err("no such version");
         assert!(
@@ -727,7 +912,7 @@ mod tests {
         }
         let archive = store.archive.lock();
         for rec in [now, before] {
-            let read = doc_from_record(rec, &archive).expect("reads");
+            let read = doc_from_record(rec, &archive, &[]).expect("reads");
             assert_eq!(inherited(&read), parsed);
         }
     }
