@@ -224,8 +224,8 @@ impl BatchBuffers {
 
 /// Bytes read from the log at a time.
 pub const READ_BUFFER: usize = 64 << 10;
-/// Checked batches are decoded in parallel in groups of about this many payload bytes: the
-/// loader holds one group (and at most one batch beyond it), never the whole log. Small
+/// Checked batches are decoded in groups of about this many payload bytes (and at most one
+/// batch beyond), a group a core at once: the loader never holds the whole log. Small
 /// enough that what a group's records leave behind (file records, ids) is freed and reused
 /// by the next group rather than paged in anew.
 pub const DECODE_GROUP: usize = 4 << 20;
@@ -238,7 +238,8 @@ pub struct Loaded {
     /// Where those bytes leave the log: what its writer goes on from.
     pub tally: Tally,
     pub torn_tail: bool,
-    /// The most payload bytes the loader held at once.
+    /// The most payload bytes in one group. The loader holds a group a decoding thread at
+    /// most, and beyond them one group's records waiting and one group's being applied.
     pub peak_buffered: usize,
 }
 
@@ -285,8 +286,9 @@ pub fn load_in_groups(
 /// [`load_in_groups`], and unless `committed` is empty, the log must match one of its
 /// tallies at some batch boundary.
 ///
-/// Records are applied on a thread of their own while the next group is read and decoded:
-/// on two cores, applying one group and decoding the next take about as long as each other.
+/// Every core has work all along: this thread reads and checks the log, a thread a core
+/// decodes a group each (the oldest one's records are handed on as soon as they are
+/// decoded), and the records are applied, in log order, on a thread of their own.
 fn load_checked(
     path: &Path,
     group: usize,
@@ -296,6 +298,11 @@ fn load_checked(
     // Bodies stay in the log, read through this handle when asked (see `body`). Without it
     // (the file cannot be opened twice), they are read into memory as before.
     let log = LogReader::open(path).ok().map(Arc::new);
+    let log = log.as_ref();
+    let decoders = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4);
     std::thread::scope(|scope| {
         // One decoded group waits while another is applied: memory stays bounded.
         let (decoded, to_apply) = std::sync::mpsc::sync_channel::<Vec<Vec<Record>>>(1);
@@ -307,18 +314,43 @@ fn load_checked(
             }
             Ok(())
         });
-        let read = read_groups(path, group, committed, |group| {
+        let mut decoding = std::collections::VecDeque::with_capacity(decoders + 1);
+        // Hands the oldest group on once decoded; answers whether the applier still takes them.
+        let hand_on = |decoding: &mut std::collections::VecDeque<
+            std::thread::ScopedJoinHandle<'_, Result<Vec<Vec<Record>>>>,
+        >|
+         -> Result<bool> {
+            let Some(oldest) = decoding.pop_front() else {
+                return Ok(true);
+            };
+            let records = oldest
+                .join()
+                .unwrap_or_else(|_| Err(corrupt(path, "a batch could not be decoded")))?;
             // A failed send means the applier stopped at a bad record: reading on is moot.
-            Ok(decoded
-                .send(decode_batches(path, log.as_ref(), group)?)
-                .is_ok())
+            Ok(decoded.send(records).is_ok())
+        };
+        let read = read_groups(path, group, committed, |batches| {
+            decoding.push_back(scope.spawn(move || decode_batches(path, log, &batches)));
+            while decoding.len() > decoders {
+                if !hand_on(&mut decoding)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
         });
+        // What was read before a failed read is applied too: an error there comes first.
+        let mut handed_on = Ok(true);
+        while !decoding.is_empty() && matches!(handed_on, Ok(true)) {
+            handed_on = hand_on(&mut decoding);
+        }
         drop(decoded);
         let applied = applier
             .join()
             .unwrap_or_else(|_| Err(corrupt(path, "a record could not be applied")));
-        // The applier's error comes from earlier in the log than a read or decode error.
+        // The applier's error comes from earlier in the log than a decode error, and that
+        // from earlier than a read error.
         applied?;
+        handed_on?;
         read
     })
 }
@@ -363,7 +395,7 @@ fn read_groups(
     path: &Path,
     group: usize,
     committed: &[Tally],
-    mut each_group: impl FnMut(&[(u64, Vec<u8>)]) -> Result<bool>,
+    mut each_group: impl FnMut(Vec<(u64, Vec<u8>)>) -> Result<bool>,
 ) -> Result<Loaded> {
     let mut checkpoints = Checkpoints {
         committed,
@@ -378,7 +410,7 @@ fn read_groups_passing(
     path: &Path,
     group: usize,
     checkpoints: &mut Checkpoints<'_>,
-    each_group: &mut impl FnMut(&[(u64, Vec<u8>)]) -> Result<bool>,
+    each_group: &mut impl FnMut(Vec<(u64, Vec<u8>)>) -> Result<bool>,
 ) -> Result<Loaded> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
@@ -492,7 +524,7 @@ fn read_groups_passing(
         tally.add(&header, &crc_bytes, total);
         checkpoints.pass(&tally);
         if pending_bytes >= group {
-            if !each_group(&pending)? {
+            if !each_group(std::mem::take(&mut pending))? {
                 return Ok(Loaded {
                     valid_len: pos,
                     tally,
@@ -500,11 +532,10 @@ fn read_groups_passing(
                     peak_buffered,
                 });
             }
-            pending.clear();
             pending_bytes = 0;
         }
     }
-    each_group(&pending)?;
+    each_group(pending)?;
     Ok(Loaded {
         valid_len: pos,
         tally,
@@ -574,58 +605,23 @@ fn skip_hole(file: &mut File) -> std::io::Result<bool> {
     Ok(true)
 }
 
-/// Decode checked batches, on as many threads as there are cores.
+/// Decode checked batches, in order.
 fn decode_batches(
     path: &Path,
     log: Option<&Arc<LogReader>>,
     batches: &[(u64, Vec<u8>)],
 ) -> Result<Vec<Vec<Record>>> {
-    let decode = |(pos, payload): &(u64, Vec<u8>)| {
-        let at = pos + HEADER_LEN as u64;
-        let _bodies_stay = log.map(|log| DecodingFromLog::enter(log, payload, at));
-        let records = postcard::from_bytes::<Vec<Record>>(payload)
-            .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))?;
-        check_versions(path, &records, payload, at)?;
-        Ok(records)
-    };
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 4);
-    if threads == 1 || batches.len() < 2 {
-        return batches.iter().map(decode).collect();
-    }
-    // Contiguous chunks of similar byte size, so batch order is kept by concatenation.
-    let total: usize = batches.iter().map(|(_, p)| p.len()).sum();
-    let mut chunks: Vec<&[(u64, Vec<u8>)]> = Vec::new();
-    let mut start = 0;
-    let mut acc = 0;
-    for (i, (_, p)) in batches.iter().enumerate() {
-        acc += p.len();
-        if acc * threads >= total * (chunks.len() + 1) && chunks.len() + 1 < threads {
-            chunks.push(&batches[start..=i]);
-            start = i + 1;
-        }
-    }
-    chunks.push(&batches[start..]);
-    let results: Vec<Result<Vec<Vec<Record>>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks
-            .iter()
-            .map(|chunk| scope.spawn(move || chunk.iter().map(decode).collect::<Result<Vec<_>>>()))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(corrupt(path, "a batch could not be decoded")))
-            })
-            .collect()
-    });
-    let mut out = Vec::with_capacity(batches.len());
-    for r in results {
-        out.extend(r?);
-    }
-    Ok(out)
+    batches
+        .iter()
+        .map(|(pos, payload)| {
+            let at = pos + HEADER_LEN as u64;
+            let _bodies_stay = log.map(|log| DecodingFromLog::enter(log, payload, at));
+            let records = postcard::from_bytes::<Vec<Record>>(payload)
+                .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))?;
+            check_versions(path, &records, payload, at)?;
+            Ok(records)
+        })
+        .collect()
 }
 
 /// Every version in `records`, decoded from `payload` (at byte `at` of the log), must hash
