@@ -10,8 +10,12 @@
 //!   cargo run --release --example bench-store --open STATE_DIR
 //!   cargo run --release --example bench-store --compact STATE_DIR
 //!
+//!   cargo run --release --example bench-store --reopen STATE_DIR
+//!
 //! `--open` opens a persisted store once, as the third step above does; `--compact`
-//! rewrites its log as compaction does, to time opening a compacted log.
+//! rewrites its log as compaction does, to time opening a compacted log; `--reopen` opens
+//! it again and again, each time while the store opened before is freed on a thread of
+//! lowest priority, as Emacs frees the store an open replaces (`scripts/bench` row 4).
 //!
 //! DIR is, e.g., the generated memex (`org-agent-bench--generate-memex`).
 //!
@@ -21,6 +25,7 @@
 
 use org_agent::store::{Config, Store};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 fn rss_kb() -> u64 {
@@ -64,6 +69,39 @@ fn open_child(state: &std::path::Path) {
     drop(store);
 }
 
+/// Open the store in `state` four times, each open after the first while the store before
+/// it is freed as Emacs frees a replaced one (`Store::free_between_opens`, on a thread of
+/// its own at lowest priority).
+fn reopen(state: &Path) {
+    let open = || match Store::open(state, Config::default()) {
+        Ok((store, _)) => store,
+        Err(e) => {
+            eprintln!("open: {e}");
+            std::process::exit(1);
+        }
+    };
+    let mut store = open();
+    store.stats();
+    for _ in 0..3 {
+        let freeing = std::thread::spawn(move || {
+            org_agent::lower_thread_priority();
+            Arc::new(store).free_between_opens();
+        });
+        let t = Instant::now();
+        store = open();
+        let took = t.elapsed();
+        let t = Instant::now();
+        store.stats();
+        let index_wait = t.elapsed();
+        let _ = freeing.join();
+        println!(
+            "open while the last store is freed {:.1} ms (id index ready {:.1} ms later)",
+            took.as_secs_f64() * 1e3,
+            index_wait.as_secs_f64() * 1e3
+        );
+    }
+}
+
 /// Rewrite the log of the store in `state` as compaction does.
 fn compact(state: &Path) {
     let t = Instant::now();
@@ -88,6 +126,10 @@ fn main() {
     if first == "--open" {
         let state = PathBuf::from(args.next().unwrap_or_default());
         open_child(&state);
+        return;
+    }
+    if first == "--reopen" {
+        reopen(&PathBuf::from(args.next().unwrap_or_default()));
         return;
     }
     if first == "--compact" {

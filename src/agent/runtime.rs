@@ -189,7 +189,7 @@ impl Runtime {
                 // Freeing a million headlines takes seconds of CPU; the open that usually
                 // follows is what the user waits for.
                 crate::lower_thread_priority();
-                drop(old);
+                old.free_between_opens();
             });
         // If no thread can be started, the store was dropped here instead (the closure is
         // gone with the error).

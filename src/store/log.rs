@@ -6,7 +6,7 @@
 use super::archive::Archive;
 use super::error::{Result, StoreError};
 use super::file_doc::FileDoc;
-use super::memory::release_freed_memory;
+use super::memory::{release_freed_memory, Opening};
 use super::persist::{self, LogWriter, Record};
 use super::seal::{self, Tally};
 use super::sizes::{self, Sizes};
@@ -175,6 +175,7 @@ impl Store {
     /// the Org files. When it cannot even be moved, [`FALLBACK_LOG_NAME`] beside it is used;
     /// when no log can be written at all, the store lives in memory only.
     pub fn open(dir: &Path, config: Config) -> Result<(Store, OpenReport)> {
+        let _opening = Opening::begin();
         let mut report = OpenReport::default();
         for name in [LOG_NAME, FALLBACK_LOG_NAME] {
             let path = dir.join(name);
