@@ -35,7 +35,8 @@ fn opening() -> std::sync::MutexGuard<'static, usize> {
 }
 
 /// Held while a store is being opened: freeing a replaced store waits meanwhile
-/// ([`Store::free_between_opens`]).
+/// ([`Store::free_between_opens`]), and so does finding stored documents' credentials
+/// ahead of a scan (`warm`).
 pub(super) struct Opening(());
 
 impl Opening {
@@ -56,7 +57,7 @@ impl Drop for Opening {
 }
 
 /// Return once no store is being opened in this process.
-fn wait_for_opens() {
+pub(super) fn wait_for_opens() {
     let mut n = opening();
     while *n > 0 {
         n = NONE_OPENING.wait(n).unwrap_or_else(|e| e.into_inner());
@@ -149,5 +150,31 @@ mod tests {
         drop(opening);
         freeing.join().expect("frees");
         assert!(doc.upgrade().is_none() && version.upgrade().is_none());
+    }
+
+    /// Finding stored documents' credentials ahead of a scan waits while a store is being
+    /// opened, and goes on after.
+    #[test]
+    fn credentials_are_found_ahead_only_between_opens() {
+        let store = Arc::new(Store::in_memory(Config::default()));
+        store
+            .ingest_text("/n/a.org", "* A\npassword: hunter2-xyz\n", None, None, None)
+            .expect("ingest");
+        let doc = store.state().files["/n/a.org"].clone();
+        assert!(!doc.credentials_known());
+        let opening = Opening::begin();
+        store.warm_credentials();
+        let warmed = {
+            let store = store.clone();
+            std::thread::spawn(move || store.credentials_warmed())
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !warmed.is_finished() && !doc.credentials_known(),
+            "found while a store was being opened"
+        );
+        drop(opening);
+        assert!(warmed.join().expect("warms"));
+        assert!(doc.credentials_known());
     }
 }

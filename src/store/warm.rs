@@ -6,7 +6,7 @@
 
 use super::credentials::Memo;
 use super::file_doc::FileDoc;
-use super::memory::release_freed_memory;
+use super::memory::{release_freed_memory, wait_for_opens};
 use super::Store;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Weak};
@@ -40,8 +40,14 @@ impl Warmer {
                     match job {
                         Job::Docs(docs) => {
                             let mut memo = Memo::default();
-                            for doc in docs.iter().filter_map(Weak::upgrade) {
-                                doc.credentials_with(&mut memo);
+                            for doc in &docs {
+                                // Nor before a store being opened: the open of another
+                                // store (Emacs closes this one and opens it again, say)
+                                // is what the user waits for, and this store may be going.
+                                wait_for_opens();
+                                if let Some(doc) = doc.upgrade() {
+                                    doc.credentials_with(&mut memo);
+                                }
                             }
                             // The memo and the detector's buffers would otherwise stay
                             // resident with this thread: 10-20 MB at 100,000 headlines.
