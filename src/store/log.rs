@@ -374,6 +374,9 @@ impl Store {
     /// Say that the store is being closed: a reload not yet begun is not done.
     pub fn mark_closed(&self) {
         self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(Some(warmer)) = self.warmer.get() {
+            warmer.stop();
+        }
     }
 
     /// Wait until every commit so far is on disk: one under way (or a reload from the log)

@@ -64,10 +64,9 @@ pub(super) fn wait_for_opens() {
     }
 }
 
-/// How many files, and how many entries of the archive's tables, are freed between two
-/// looks at whether a store is being opened: a few milliseconds' work.
-const FILES_A_PIECE: usize = 16;
-const ENTRIES_A_PIECE: usize = 1 << 14;
+/// How many entries of the archive's tables are freed between two looks at whether a store
+/// is being opened (files are freed one at a time): under a millisecond's work.
+const ENTRIES_A_PIECE: usize = 1 << 10;
 
 impl Store {
     /// Free this store, when this is the last handle to it, a piece at a time, and no piece
@@ -94,10 +93,8 @@ impl Store {
         let state = current.into_inner();
         let docs: Vec<Arc<FileDoc>> = state.files.values().cloned().collect();
         drop(state);
-        for (i, doc) in docs.into_iter().enumerate() {
-            if i % FILES_A_PIECE == 0 {
-                wait_for_opens();
-            }
+        for doc in docs {
+            wait_for_opens();
             drop(doc);
         }
         let mut archive = archive.into_inner();
@@ -142,7 +139,7 @@ mod tests {
         drop(state);
         let opening = Opening::begin();
         let freeing = std::thread::spawn(move || store.free_between_opens());
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(200));
         assert!(
             !freeing.is_finished() && doc.upgrade().is_some(),
             "freed while a store was being opened"
@@ -176,5 +173,23 @@ mod tests {
         drop(opening);
         assert!(warmed.join().expect("warms"));
         assert!(doc.credentials_known());
+    }
+
+    /// A closed store's documents are not worked on ahead of a scan any more: Emacs opening
+    /// store after store left each closed one's warm-up going.
+    #[test]
+    fn a_closed_store_s_credentials_are_not_found_ahead() {
+        let store = Store::in_memory(Config::default());
+        store
+            .ingest_text("/n/a.org", "* A\npassword: hunter2-xyz\n", None, None, None)
+            .expect("ingest");
+        let doc = store.state().files["/n/a.org"].clone();
+        // Held, so that the warm-up has not started on the document when the store closes.
+        let opening = Opening::begin();
+        store.warm_credentials();
+        store.mark_closed();
+        drop(opening);
+        assert!(store.credentials_warmed());
+        assert!(!doc.credentials_known());
     }
 }

@@ -8,6 +8,7 @@ use super::credentials::Memo;
 use super::file_doc::FileDoc;
 use super::memory::{release_freed_memory, wait_for_opens};
 use super::Store;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Weak};
 
@@ -18,9 +19,11 @@ enum Job {
     Flush(Sender<()>),
 }
 
-/// The warm-up thread's queue. The thread ends when its store (and so this) is dropped.
+/// The warm-up thread's queue. The thread ends when its store (and so this) is dropped, and
+/// stops working once its store is closed ([`Warmer::stop`]).
 pub(super) struct Warmer {
     jobs: Sender<Job>,
+    stopped: Arc<AtomicBool>,
 }
 
 impl Warmer {
@@ -28,6 +31,8 @@ impl Warmer {
     /// everything themselves).
     fn start() -> Option<Warmer> {
         let (jobs, queue) = channel::<Job>();
+        let stopped = Arc::new(AtomicBool::new(false));
+        let stop = stopped.clone();
         std::thread::Builder::new()
             .name("org-agent-warm".into())
             .spawn(move || {
@@ -40,7 +45,10 @@ impl Warmer {
                     match job {
                         Job::Docs(docs) => {
                             let mut memo = Memo::default();
-                            for doc in &docs {
+                            // A closed store's documents are going: Emacs may open
+                            // store after store, and each one's warm-up worked through
+                            // every document at lowest priority, the closed ones' too.
+                            for doc in docs.iter().take_while(|_| !stop.load(Ordering::Relaxed)) {
                                 // Nor before a store being opened: the open of another
                                 // store (Emacs closes this one and opens it again, say)
                                 // is what the user waits for, and this store may be going.
@@ -61,7 +69,12 @@ impl Warmer {
                 }
             })
             .ok()?;
-        Some(Warmer { jobs })
+        Some(Warmer { jobs, stopped })
+    }
+
+    /// Work no more on the documents queued or to come: their store is closed.
+    pub(super) fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
     }
 
     /// Queue `docs` whose credentials are not known yet.
