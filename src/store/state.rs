@@ -319,15 +319,19 @@ impl State {
         archive: &mut Archive,
         replaying: &mut Replaying,
     ) -> std::result::Result<(), String> {
+        // The version read last waits for the history entry that names it; any other record
+        // puts it in the archive first.
+        let pending = match &rec {
+            Record::History { hash, .. } => replaying.pending.take_if(|c| c.hash == *hash),
+            _ => None,
+        };
+        replaying.settle(archive);
         match rec {
             Record::Version(hash, content) => {
                 debug_assert_eq!(content.hash, hash, "a version record is read with its hash");
-                replaying.settle(archive);
                 replaying.pending = Some(content);
             }
             Record::History { id, hash, time } => {
-                let pending = replaying.pending.take_if(|c| c.hash == hash);
-                replaying.settle(archive);
                 let key = archive.history.get_key_value(&*id).map(|(k, _)| k.clone());
                 let version = match pending {
                     Some(mut content) => {
@@ -365,19 +369,16 @@ impl State {
                 replaying.recent.push((version, key));
             }
             Record::RemoveFile(path) => {
-                replaying.settle(archive);
                 replaying.recent.clear();
                 self.files.remove(path.as_str());
             }
             Record::File(FileEntry::Read(rec)) => {
-                replaying.settle(archive);
                 let doc = doc_from_record(*rec, archive, &replaying.recent)?;
                 replaying.recent.clear();
                 self.files.insert(doc.path.clone(), Arc::new(doc));
             }
             // Not what decoding makes, but the same file.
             Record::File(FileEntry::Doc(doc)) => {
-                replaying.settle(archive);
                 replaying.recent.clear();
                 self.files.insert(doc.path.clone(), doc);
             }
@@ -569,6 +570,18 @@ mod tests {
         }
     }
 
+    /// A headline with an `:ID:` property.
+    fn with_id(title: &str, id: &str) -> String {
+        format!("* {title}\n:PROPERTIES:\n:ID: {id}\n:END:\n")
+    }
+
+    /// Ingest `parts`, one after the other, as the text of `file`.
+    fn ingest_parts(store: &Store, file: &str, parts: &[String]) {
+        store
+            .ingest_text(file, &parts.concat(), None, None, None)
+            .expect("ingest");
+    }
+
     #[test]
     fn a_file_record_whose_outline_is_not_its_versions_children_is_damage() {
         let store = Store::in_memory(Config::default());
@@ -602,13 +615,7 @@ mod tests {
     #[test]
     fn compaction_writes_each_version_before_the_records_that_name_it() {
         let store = Store::in_memory(Config::default());
-        let ingest = |file: &str, parts: &[String]| {
-            store
-                .ingest_text(file, &parts.concat(), None, None, None)
-                .expect("ingest");
-        };
-        let with_id =
-            |title: &str, id: &str| format!("* {title}\n:PROPERTIES:\n:ID: {id}\n:END:\n");
+        let ingest = |file: &str, parts: &[String]| ingest_parts(&store, file, parts);
         let plain = "* Plain\n** Child\n** Child\n".to_string();
         ingest(
             "/n/a.org",
@@ -664,13 +671,7 @@ mod tests {
     #[test]
     fn a_replayed_node_holds_the_archive_s_version_and_id_however_far_back_they_were_written() {
         let store = Store::in_memory(Config::default());
-        let ingest = |file: &str, parts: &[String]| {
-            store
-                .ingest_text(file, &parts.concat(), None, None, None)
-                .expect("ingest");
-        };
-        let with_id =
-            |title: &str, id: &str| format!("* {title}\n:PROPERTIES:\n:ID: {id}\n:END:\n");
+        let ingest = |file: &str, parts: &[String]| ingest_parts(&store, file, parts);
         // More versions of `long` than a file record looks ahead; `dup` on two nodes of one
         // version; two headlines of one version and no id.
         for v in 0..RECENT_LOOKAHEAD + 3 {
@@ -765,8 +766,6 @@ mod tests {
                 .expect("the index agrees with the files");
             state
         };
-        let with_id =
-            |title: &str, id: &str| format!("* {title}\n:PROPERTIES:\n:ID: {id}\n:END:\n");
         let title =
             |state: &State, id: &str| state.node(id).map(|n| n.node().content.title.to_string());
         let a = [
