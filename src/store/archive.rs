@@ -123,10 +123,10 @@ impl Archive {
 
     /// The `Arc` to key a first history entry of `id` by: the `:ID:` value of `version` when
     /// it is that id, so the two are one allocation.
-    pub(super) fn history_key(id: &str, version: &NodeContent) -> Arc<str> {
+    pub(super) fn history_key(id: Arc<str>, version: &NodeContent) -> Arc<str> {
         match version.id_value() {
-            Some(value) if **value == *id => value.clone(),
-            _ => Arc::from(id),
+            Some(value) if !Arc::ptr_eq(value, &id) && **value == *id => value.clone(),
+            _ => id,
         }
     }
 
@@ -192,7 +192,7 @@ impl Archive {
             };
             if pushed {
                 records.push(Record::History {
-                    id: Box::from(&*n.id),
+                    id: n.id.clone(),
                     hash: n.hash(),
                     time,
                 });
@@ -246,7 +246,7 @@ impl ArchiveRecords<'_> {
                 .is_some_and(|c| Arc::ptr_eq(c, content))
             {
                 self.out.push(Record::History {
-                    id: Box::from(id),
+                    id: key.clone(),
                     hash: content.hash,
                     time: *time,
                 });

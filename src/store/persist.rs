@@ -140,7 +140,9 @@ pub enum Record {
     File(FileEntry),
     RemoveFile(String),
     History {
-        id: Box<str>,
+        /// Decoded right after the version it names, the same allocation as that
+        /// version's `:ID:` value when they are the same text (see [`share_ids`]).
+        id: Arc<str>,
         hash: Hash,
         time: i64,
     },
@@ -619,7 +621,7 @@ fn decode_batches(
             let records = postcard::from_bytes::<Vec<Record>>(payload)
                 .map_err(|e| corrupt(path, format!("undecodable batch at byte {pos}: {e}")))?;
             check_versions(path, &records, payload, at)?;
-            Ok(records)
+            Ok(share_ids(records))
         })
         .collect()
 }
@@ -644,6 +646,28 @@ fn check_versions(path: &Path, records: &[Record], payload: &[u8], at: u64) -> R
         }
     }
     Ok(())
+}
+
+/// A history entry written right after its version (as every commit and compaction write
+/// them) takes that version's `:ID:` value as its id when the two are the same text. Done
+/// on the decoding thread, where both were just allocated, so the applier replaying the
+/// entry neither frees a copy nor touches the version's cold value to share it.
+pub(super) fn share_ids(mut records: Vec<Record>) -> Vec<Record> {
+    let mut last_id: Option<Arc<str>> = None;
+    for record in &mut records {
+        match record {
+            Record::Version(_, content) => last_id = content.id_value().cloned(),
+            Record::History { id, .. } => {
+                if let Some(value) = last_id.take() {
+                    if *value == **id {
+                        *id = value;
+                    }
+                }
+            }
+            _ => last_id = None,
+        }
+    }
+    records
 }
 
 enum Msg {

@@ -359,7 +359,7 @@ impl State {
                         key
                     }
                     None => {
-                        let key = Archive::history_key(&id, &version);
+                        let key = Archive::history_key(id, &version);
                         archive
                             .history
                             .insert(key.clone(), History::new(version.clone(), time));
@@ -701,7 +701,19 @@ mod tests {
             })
             .collect();
         let bytes = postcard::to_allocvec(&records).expect("encodes");
-        let read: Vec<Record> = postcard::from_bytes(&bytes).expect("decodes");
+        // As decoded alone, and as an open's decoding threads hand them on.
+        for shared in [false, true] {
+            let mut read: Vec<Record> = postcard::from_bytes(&bytes).expect("decodes");
+            if shared {
+                read = crate::store::persist::share_ids(read);
+            }
+            check_replayed(&state, &archive, read);
+        }
+    }
+
+    /// `read` replayed holds what `state` and `archive` hold, and each node the archive's
+    /// version and its history's id (see the test above).
+    fn check_replayed(state: &State, archive: &Archive, read: Vec<Record>) {
         let mut replayed = State::default();
         let mut replayed_archive = Archive::default();
         let mut replaying = Replaying::default();
@@ -748,6 +760,47 @@ mod tests {
                     assert!(Arc::ptr_eq(value, id), "{id}");
                 }
             }
+        }
+    }
+
+    /// A history entry right after its version holds the version's `:ID:` value itself when
+    /// it is that text, and a copy of its own otherwise.
+    #[test]
+    fn decoding_shares_an_entry_s_id_with_the_version_just_before_it() {
+        let store = Store::in_memory(Config::default());
+        ingest_parts(&store, "/n/a.org", &[with_id("A", "a"), with_id("B", "b")]);
+        let state = store.state();
+        let archive = store.archive.lock();
+        let records = state.records(&archive);
+        let bytes = postcard::to_allocvec(&records).expect("encodes");
+        let decoded: Vec<Record> = postcard::from_bytes(&bytes).expect("decodes");
+        // The entry of `b` follows `a`'s version in this copy, so it must not take its value.
+        let mut moved: Vec<Record> = postcard::from_bytes(&bytes).expect("decodes");
+        let b_entry = moved
+            .iter()
+            .position(|r| matches!(r, Record::History { id, .. } if &**id == "b"))
+            .expect("b's entry");
+        let b_entry = moved.remove(b_entry);
+        let a_version = moved
+            .iter()
+            .position(|r| matches!(r, Record::Version(_, c) if c.title.as_ref() == "A"))
+            .expect("a's version");
+        moved.insert(a_version + 1, b_entry);
+        for (records, of_its_own, pairs) in [(decoded, None, 2), (moved, Some("b"), 1)] {
+            let records = crate::store::persist::share_ids(records);
+            let mut entries = 0;
+            for pair in records.windows(2) {
+                if let [Record::Version(_, content), Record::History { id, .. }] = pair {
+                    // The file node has no `:ID:`.
+                    let Some(value) = content.id_value() else {
+                        continue;
+                    };
+                    let shared = Arc::ptr_eq(value, id);
+                    assert_eq!(shared, of_its_own != Some(&**id), "{id}");
+                    entries += 1;
+                }
+            }
+            assert_eq!(entries, pairs, "entries right after a version with an :ID:");
         }
     }
 
