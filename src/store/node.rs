@@ -303,6 +303,14 @@ impl<T, F: FnOnce(&str) -> T> serde::de::Visitor<'_> for StrVisitor<F> {
     }
 }
 
+/// A string read straight into an `Arc<str>`: one allocation, where serde's own reads a
+/// `Box<str>` and copies it.
+pub(super) fn deserialize_arc_str<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Arc<str>, D::Error> {
+    d.deserialize_str(StrVisitor(|s: &str| Arc::from(s)))
+}
+
 /// The log's `(key, value)` string pairs, keys interned and each value one allocation
 /// (serde's `Arc<str>` would read a `Box<str>` and copy it).
 fn deserialize_properties<'de, D: serde::Deserializer<'de>>(
@@ -317,8 +325,7 @@ fn deserialize_properties<'de, D: serde::Deserializer<'de>>(
     }
     impl<'de> Deserialize<'de> for Value {
         fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-            d.deserialize_str(StrVisitor(|s: &str| Arc::from(s)))
-                .map(Value)
+            deserialize_arc_str(d).map(Value)
         }
     }
     let pairs = Vec::<(Key, Value)>::deserialize(d)?;

@@ -142,6 +142,7 @@ pub enum Record {
     History {
         /// Decoded right after the version it names, the same allocation as that
         /// version's `:ID:` value when they are the same text (see [`share_ids`]).
+        #[serde(deserialize_with = "super::node::deserialize_arc_str")]
         id: Arc<str>,
         hash: Hash,
         time: i64,
