@@ -1111,6 +1111,23 @@ mod tests {
         );
     }
 
+    #[test]
+    fn digests_of_long_fields_are_unchanged() {
+        // Fields longer than SHA-256's block, and shorter ones between them: the digest is of
+        // the encoding `hash` documents (computed outside Rust from it).
+        let mut node = logged(2, PlanningTimes::default());
+        node.title = "a long title ".repeat(50);
+        node.body = format!("{}é\n", "body line\n".repeat(300));
+        node.properties.push(("NOTE".into(), "x".repeat(700)));
+        node.children = (0..40).map(|i| Hash([i; 32])).collect();
+        let encoded = postcard::to_stdvec(&node).expect("encode");
+        let read: NodeContent = postcard::from_bytes(&encoded).expect("decode");
+        assert_eq!(
+            read.compute_hash().expect("in memory").to_hex(),
+            "3fedb3b7015d7e7910c4aacb4c192217abcbf591a4e68c335d67df3a2326e72d"
+        );
+    }
+
     fn outline(text: &str) -> Vec<Node> {
         crate::store::parse::parse_with_defaults(text, std::path::Path::new("/t.org"))
             .expect("parses")
