@@ -7,6 +7,7 @@ use super::hash::Hash;
 use super::node::{Node, NodeContent};
 use super::persist::Record;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 /// One version of a node in its history.
@@ -25,8 +26,53 @@ pub struct Archive {
     pub versions: Versions,
     /// Each id's versions, oldest first, with the time each was first seen. The key is the
     /// same `Arc` as the nodes' ids, and each version the same `Arc` as in `versions`: an
-    /// entry is 16 bytes where a hash and a time were 40.
-    pub history: HashMap<Arc<str>, History>,
+    /// entry is 16 bytes where a hash and a time were 40. Complete only once
+    /// [`Archive::complete_history`] has waited for a history still being built
+    /// ([`ArchiveLock::lock`] does).
+    pub history: HistoryTable,
+    /// The history a replay left building on a thread of its own (see
+    /// [`Archive::build_history`]).
+    building: Option<std::thread::JoinHandle<HistoryTable>>,
+}
+
+/// Each id's history, by id.
+pub type HistoryTable = HashMap<Arc<str>, History>;
+
+/// One history entry as a replay reads it, in log order: the id (the key its history gets
+/// when it is the id's first), the version and the time it was first seen.
+pub(super) type HistoryEntry = (Arc<str>, Arc<NodeContent>, i64);
+
+impl Drop for Archive {
+    /// A history still being built is waited for, so that what its thread does last (the
+    /// size hint beside the log) is done before the next open of the same log.
+    fn drop(&mut self) {
+        if let Some(building) = self.building.take() {
+            // Dropped either way: a panic there has nothing more to tell here.
+            let _ = building.join();
+        }
+    }
+}
+
+/// The archive behind the store's lock. Taking it waits first for a history that an open
+/// left building, so no caller ever sees part of one.
+pub(super) struct ArchiveLock(parking_lot::Mutex<Archive>);
+
+impl ArchiveLock {
+    pub(super) fn new(archive: Archive) -> ArchiveLock {
+        ArchiveLock(parking_lot::Mutex::new(archive))
+    }
+
+    pub(super) fn lock(&self) -> parking_lot::MutexGuard<'_, Archive> {
+        let mut archive = self.0.lock();
+        archive.complete_history();
+        archive
+    }
+
+    pub(super) fn into_inner(self) -> Archive {
+        let mut archive = self.0.into_inner();
+        archive.complete_history();
+        archive
+    }
 }
 
 /// One id's versions, oldest first, each with the time it was first seen. Almost always
@@ -79,11 +125,60 @@ impl History {
 }
 
 impl Archive {
-    /// `id` as the `Arc` the history already holds, so each id is in memory once.
-    pub(super) fn intern(&self, id: &str) -> Arc<str> {
-        match self.history.get_key_value(id) {
-            Some((k, _)) => k.clone(),
-            None => Arc::from(id),
+    /// Build the history from a replay's `entries` (in log order) on a thread of its own,
+    /// its table sized for `ids`; `built` is then called there with how many ids it holds.
+    /// At a million ids, each entry's insert is a cache miss or two: building the table
+    /// during the open took about a tenth of the open's time, and nothing an open returns
+    /// for (the files, their nodes, queries) reads it. Ingests, compaction and a node's
+    /// history wait for it ([`ArchiveLock::lock`]). When no thread can start, it is built
+    /// on the caller's.
+    pub(super) fn build_history(
+        &mut self,
+        entries: Vec<HistoryEntry>,
+        ids: usize,
+        built: impl FnOnce(usize) + Send + 'static,
+    ) {
+        self.complete_history();
+        let mut table = std::mem::take(&mut self.history);
+        let build = move || {
+            table.reserve(ids);
+            for (key, version, time) in entries {
+                match table.entry(key) {
+                    Entry::Occupied(mut held) => held.get_mut().push((version, time)),
+                    Entry::Vacant(slot) => {
+                        slot.insert(History::new(version, time));
+                    }
+                }
+            }
+            built(table.len());
+            table
+        };
+        // Handed to the thread once it runs, so that it is still here when none can start.
+        type Build = Box<dyn FnOnce() -> HistoryTable + Send>;
+        let build: Build = Box::new(build);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Build>(1);
+        let spawned = std::thread::Builder::new()
+            .name("org-agent-history".into())
+            .spawn(move || rx.recv().map(|build| build()).unwrap_or_default());
+        match spawned {
+            Ok(handle) => match tx.send(build) {
+                Ok(()) => self.building = Some(handle),
+                Err(std::sync::mpsc::SendError(build)) => self.history = build(),
+            },
+            Err(_) => self.history = build(),
+        }
+    }
+
+    /// Wait for a history still being built ([`Archive::build_history`]) and hold it.
+    pub(super) fn complete_history(&mut self) {
+        if let Some(building) = self.building.take() {
+            // The thread only inserts into a table it owns. Should it have panicked, going
+            // on with an empty history would lose every id's history at the next
+            // compaction: the panic goes on to the caller, as if it had built it itself.
+            match building.join() {
+                Ok(table) => self.history = table,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
         }
     }
 
@@ -316,6 +411,40 @@ mod tests {
     use super::*;
     use crate::store::parse;
     use std::path::Path;
+    /// The history a replay leaves building holds every entry in log order, each id keyed
+    /// by its first entry's `Arc`, whoever reads it first.
+    #[test]
+    fn a_history_built_after_a_replay_keeps_log_order_and_each_first_key() {
+        let parsed =
+            parse::parse_with_defaults("* a\n* b\n* c\n", Path::new("/h.org")).expect("parses");
+        let v: Vec<Arc<NodeContent>> = parsed.nodes.iter().map(|n| n.content.clone()).collect();
+        let first: Arc<str> = Arc::from("x");
+        let entries = vec![
+            (first.clone(), v[1].clone(), 10),
+            (Arc::from("y"), v[2].clone(), 20),
+            // A later entry of `x` read a commit later, with an `Arc` of its own.
+            (Arc::from("x"), v[3].clone(), 30),
+        ];
+        let mut archive = Archive::default();
+        let (told, counted) = std::sync::mpsc::channel();
+        archive.build_history(entries, 2, move |ids| {
+            let _ = told.send(ids);
+        });
+        let archive = ArchiveLock::new(archive);
+        let archive = archive.lock();
+        assert_eq!(
+            counted.recv().ok(),
+            Some(2),
+            "told how many ids, once built"
+        );
+        let (key, x) = archive.history.get_key_value("x").expect("x");
+        assert!(Arc::ptr_eq(key, &first));
+        let got: Vec<(bool, i64)> = x.iter().map(|(c, t)| (Arc::ptr_eq(c, &v[1]), *t)).collect();
+        assert_eq!(got, [(true, 10), (false, 30)]);
+        assert!(x.last().is_some_and(|(c, _)| Arc::ptr_eq(c, &v[3])));
+        assert_eq!(archive.history["y"].len(), 1);
+    }
+
     #[test]
     fn a_history_of_one_is_held_in_the_table_and_grows_in_order() {
         // As small as the boxed slice it replaced: the one-version case, almost every id,

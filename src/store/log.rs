@@ -72,13 +72,13 @@ struct Replayed {
 fn replay_log(path: &Path, hint: Option<Sizes>) -> Result<Replayed> {
     let mut state = State::default();
     let mut archive = Archive::default();
+    let room = |n: u64| usize::try_from(n).unwrap_or(0);
+    let ids = hint.map_or(0, |hint| room(hint.ids));
     if let Some(hint) = hint {
-        let room = |n: u64| usize::try_from(n).unwrap_or(0);
         archive.versions.reserve(room(hint.versions));
-        archive.history.reserve(room(hint.ids));
     }
     let mut file_records = 0usize;
-    let mut replaying = Replaying::default();
+    let mut replaying = Replaying::with_room(ids);
     let loaded = persist::load_sealed(path, |batch| {
         for rec in batch {
             if matches!(rec, Record::File(_) | Record::RemoveFile(_)) {
@@ -88,9 +88,19 @@ fn replay_log(path: &Path, hint: Option<Sizes>) -> Result<Replayed> {
         }
         Ok(())
     })?;
-    replaying.finish(&mut archive);
+    // The hint is left once the history is built, which counts the ids.
+    let versions = archive.versions.len() as u64;
+    let log = path.to_path_buf();
+    replaying.finish(&mut state, &mut archive, ids, move |ids| {
+        sizes::write(
+            &log,
+            Sizes {
+                versions,
+                ids: ids as u64,
+            },
+        )
+    });
     state.index_ids_in_background();
-    sizes::write(path, sizes_of(&archive));
     Ok(Replayed {
         state,
         archive,

@@ -69,7 +69,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub struct Store {
     current: Mutex<Arc<State>>,
-    archive: Mutex<Archive>,
+    archive: archive::ArchiveLock,
     /// Serialises every change of `current` (and of the archive, beside it). Taken before
     /// any other lock of the store; `current`, `archive` and `generations` are never held
     /// together, so a reader that holds one may take another.
@@ -111,7 +111,7 @@ impl Store {
         config: Config,
     ) -> Store {
         Store {
-            archive: Mutex::new(archive),
+            archive: archive::ArchiveLock::new(archive),
             commit_lock: Mutex::new(()),
             snapshots: Mutex::new(VecDeque::new()),
             writer,

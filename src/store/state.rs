@@ -3,12 +3,13 @@
 //! it. Also how a state is rebuilt from the log's records, and written back as records for
 //! compaction. Keeps the id index in step with the files on every change.
 
-use super::archive::{Archive, History, StoredVersion};
+use super::archive::{Archive, HistoryEntry, StoredVersion};
 use super::file_doc::{FileDoc, Files, NodeRef};
 use super::ids::{FileKey, IdChanges, IdIndex, IdKey, IdLocs, IdMap, Loc};
 use super::inherit;
 use super::node::{self, Node, NodeContent};
 use super::persist::{FileEntry, FileRecord, Record};
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 /// The files of the store at one moment. Cloning is O(1) and shares everything.
@@ -332,7 +333,15 @@ impl State {
                 replaying.pending = Some(content);
             }
             Record::History { id, hash, time } => {
-                let key = archive.history.get_key_value(&*id).map(|(k, _)| k.clone());
+                // The history is built once every entry is read (see `Replaying::finish`):
+                // its key is the first entry's. Compaction writes an id's entries together,
+                // so a later one mostly follows that first.
+                let key = replaying
+                    .entries
+                    .last()
+                    .map(|(key, _, _)| key)
+                    .filter(|key| Arc::ptr_eq(key, &id) || ***key == *id)
+                    .cloned();
                 let version = match pending {
                     Some(mut content) => {
                         // A later version of an id: its `:ID:` value becomes the id's
@@ -353,19 +362,8 @@ impl State {
                         }
                     },
                 };
-                let key = match key.and_then(|k| archive.history.get_mut(&*k).map(|h| (k, h))) {
-                    Some((key, hist)) => {
-                        hist.push((version.clone(), time));
-                        key
-                    }
-                    None => {
-                        let key = Archive::history_key(id, &version);
-                        archive
-                            .history
-                            .insert(key.clone(), History::new(version.clone(), time));
-                        key
-                    }
-                };
+                let key = key.unwrap_or_else(|| Archive::history_key(id, &version));
+                replaying.entries.push((key.clone(), version.clone(), time));
                 replaying.recent.push((version, key));
             }
             Record::RemoveFile(path) => {
@@ -373,8 +371,13 @@ impl State {
                 self.files.remove(path.as_str());
             }
             Record::File(FileEntry::Read(rec)) => {
-                let doc = doc_from_record(*rec, archive, &replaying.recent)?;
+                let mut unplaced = std::mem::take(&mut replaying.unplaced_here);
+                let doc = doc_from_record(*rec, archive, &replaying.recent, &mut unplaced)?;
                 replaying.recent.clear();
+                replaying
+                    .unplaced
+                    .extend(unplaced.drain(..).map(|i| (doc.path.clone(), i)));
+                replaying.unplaced_here = unplaced;
                 self.files.insert(doc.path.clone(), Arc::new(doc));
             }
             // Not what decoding makes, but the same file.
@@ -416,18 +419,35 @@ pub(super) struct Replaying {
     /// The versions named by history entries since the last file record, each with its id
     /// as the history's key, in log order.
     recent: Vec<(Arc<NodeContent>, Arc<str>)>,
+    /// Every history entry read, in log order: the history is built from them once all are
+    /// read ([`Replaying::finish`]).
+    entries: Vec<HistoryEntry>,
+    /// The nodes whose id no entry just before their file's record gave, by file and index:
+    /// each is given its history's key once all entries are read.
+    unplaced: Vec<(Arc<str>, u32)>,
+    /// The same for the file record being read (kept only for its allocation).
+    unplaced_here: Vec<u32>,
 }
 
 impl Replaying {
+    /// Room for the entries of about `ids` ids.
+    pub(super) fn with_room(ids: usize) -> Replaying {
+        Replaying {
+            entries: Vec::with_capacity(ids),
+            ..Replaying::default()
+        }
+    }
+
     /// Put a version that no history entry followed into the archive.
     fn settle(&mut self, archive: &mut Archive) {
         if let Some(mut content) = self.pending.take() {
-            // A later version of an id: its `:ID:` value becomes the id's allocation.
-            if let Some(id) = content.id_value() {
-                if let Some((k, _)) = archive.history.get_key_value(&**id) {
-                    let k = k.clone();
+            // A later version of the id just read: its `:ID:` value becomes the id's
+            // allocation.
+            if let (Some(id), Some((key, _, _))) = (content.id_value(), self.entries.last()) {
+                if **id == **key && !Arc::ptr_eq(id, key) {
+                    let key = key.clone();
                     if let Some(c) = Arc::get_mut(&mut content) {
-                        c.share_id_value(&k);
+                        c.share_id_value(&key);
                     }
                 }
             }
@@ -435,9 +455,55 @@ impl Replaying {
         }
     }
 
-    /// Once every record is replayed: the archive then holds every version read.
-    pub(super) fn finish(mut self, archive: &mut Archive) {
+    /// Once every record is replayed into `state`: the archive then holds every version
+    /// read, each node the `Arc` of its history's key, and the history is being built on a
+    /// thread of its own, its table sized for `ids` ([`Archive::build_history`], which
+    /// calls `built`).
+    pub(super) fn finish(
+        mut self,
+        state: &mut State,
+        archive: &mut Archive,
+        ids: usize,
+        built: impl FnOnce(usize) + Send + 'static,
+    ) {
         self.settle(archive);
+        self.place(state);
+        archive.build_history(self.entries, ids, built);
+    }
+
+    /// Give each unplaced node its history's key: the first entry of its id, as the history
+    /// is built. Its document is still the state's alone, so it changes in place.
+    fn place(&mut self, state: &mut State) {
+        if self.unplaced.is_empty() {
+            return;
+        }
+        let mut keys: HashMap<Arc<str>, Option<Arc<str>>> = HashMap::default();
+        for (path, i) in &self.unplaced {
+            if let Some(n) = state.files.get(path).and_then(|d| d.nodes.get(*i as usize)) {
+                keys.entry(n.id.clone()).or_insert(None);
+            }
+        }
+        let mut left = keys.len();
+        for (key, _, _) in &self.entries {
+            if left == 0 {
+                break;
+            }
+            if let Some(slot @ None) = keys.get_mut(&**key) {
+                *slot = Some(key.clone());
+                left -= 1;
+            }
+        }
+        for (path, i) in self.unplaced.drain(..) {
+            // A later record of the file replaced its document: its own nodes are listed.
+            let Some(doc) = state.files.get_mut(&path).and_then(Arc::get_mut) else {
+                continue;
+            };
+            if let Some(n) = doc.nodes.get_mut(i as usize) {
+                if let Some(Some(key)) = keys.get(&*n.id) {
+                    n.id = key.clone();
+                }
+            }
+        }
     }
 }
 
@@ -450,10 +516,13 @@ const RECENT_LOOKAHEAD: usize = 8;
 /// again, as parsing did (see `inherit`).
 /// Its nodes' versions and ids are looked for first among the `recent` history entries (see
 /// [`Replaying`]), in order.
+/// The nodes whose id is not their entry's key are added to `unplaced`, by index (see
+/// [`Replaying::place`]).
 fn doc_from_record(
     rec: FileRecord,
     archive: &Archive,
     recent: &[(Arc<NodeContent>, Arc<str>)],
+    unplaced: &mut Vec<u32>,
 ) -> Result<FileDoc, String> {
     let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
     let mut logged: Vec<Vec<String>> = Vec::with_capacity(rec.nodes.len());
@@ -467,12 +536,16 @@ fn doc_from_record(
                 let id = if **key == *p.id {
                     key.clone()
                 } else {
-                    archive.intern(&p.id)
+                    unplaced.push(nodes.len() as u32);
+                    Arc::from(p.id.as_str())
                 };
                 (content.clone(), id)
             }
             None => match archive.versions.get(&p.hash) {
-                Some(StoredVersion(content)) => (content.clone(), archive.intern(&p.id)),
+                Some(StoredVersion(content)) => {
+                    unplaced.push(nodes.len() as u32);
+                    (content.clone(), Arc::from(p.id.as_str()))
+                }
                 None => {
                     return Err(format!(
                         "file record for {} names an unknown node version",
@@ -540,6 +613,7 @@ fn children_as_hashed(nodes: &[Node], index: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::archive::History;
     use crate::store::hash::Hash;
     use crate::store::persist;
     use crate::store::{Config, Store};
@@ -722,7 +796,8 @@ mod tests {
                 .replay(rec, &mut replayed_archive, &mut replaying)
                 .expect("replays");
         }
-        replaying.finish(&mut replayed_archive);
+        replaying.finish(&mut replayed, &mut replayed_archive, 0, |_| ());
+        replayed_archive.complete_history();
         assert_eq!(replayed_archive.versions.len(), archive.versions.len());
         assert_eq!(replayed_archive.history.len(), archive.history.len());
         assert_eq!(replayed_archive.history["long"].len(), RECENT_LOOKAHEAD + 3);
@@ -964,7 +1039,7 @@ mod tests {
         }
         let archive = store.archive.lock();
         for rec in [now, before] {
-            let read = doc_from_record(rec, &archive, &[]).expect("reads");
+            let read = doc_from_record(rec, &archive, &[], &mut Vec::new()).expect("reads");
             assert_eq!(inherited(&read), parsed);
         }
     }
