@@ -229,8 +229,9 @@ impl ::emacs::Transfer for Hits {
 
 /// Builds node plists with as little Lisp garbage as the keys allow: a key whose value is nil
 /// is left out (`plist-get` answers nil all the same), and a string many nodes share (a file
-/// name, TODO keyword, tag, property name) is one Lisp string per call. The strings are
-/// shared, so callers must not modify them in place; the lists are each node's own.
+/// name, TODO keyword, tag, property name, a node's id as its `:id` and as its children's
+/// `:parent`) is one Lisp string per call. The strings are shared, so callers must not modify
+/// them in place; the lists are each node's own.
 pub struct NodePlists<'e> {
     env: &'e Env,
     fields: Fields,
@@ -239,6 +240,9 @@ pub struct NodePlists<'e> {
     shared: HashMap<String, Value<'e>>,
     /// The `:id` string of the node being built, for an `ID` property of the same value.
     id: Option<Value<'e>>,
+    /// Each node's id string made in this call, by document and index: a subtree's nodes
+    /// share their parent's as `:parent`, and with the parent's `:id` when it is a hit too.
+    ids: rustc_hash::FxHashMap<(*const FileDoc, u32), Value<'e>>,
 }
 
 impl<'e> NodePlists<'e> {
@@ -271,7 +275,19 @@ impl<'e> NodePlists<'e> {
             file: None,
             shared: HashMap::new(),
             id: None,
+            ids: Default::default(),
         }
+    }
+
+    /// The id of node `index` of `doc` as one Lisp string per call.
+    fn node_id(&mut self, doc: &Arc<FileDoc>, index: u32) -> Result<Value<'e>> {
+        let key = (Arc::as_ptr(doc), index);
+        if let Some(v) = self.ids.get(&key) {
+            return Ok(*v);
+        }
+        let v = text(self.env, &doc.nodes[index as usize].id)?;
+        self.ids.insert(key, v);
+        Ok(v)
     }
 
     fn file_value(&mut self, doc: &Arc<FileDoc>) -> Result<Value<'e>> {
@@ -335,7 +351,7 @@ impl<'e> NodePlists<'e> {
         let int = |x: i64| x.into_lisp(env).map(Some);
         match i {
             0 => {
-                let id = text(env, &n.id)?;
+                let id = self.node_id(&r.doc, r.index)?;
                 self.id = Some(id);
                 Ok(Some(id))
             }
@@ -363,7 +379,7 @@ impl<'e> NodePlists<'e> {
             14 => int(n.begin_pos as i64),
             15 => int(n.end_pos as i64),
             16 => text(env, &n.hash().to_hex()).map(Some),
-            17 => r.parent().map(|p| text(env, &p.node().id)).transpose(),
+            17 => n.parent().map(|p| self.node_id(&r.doc, p)).transpose(),
             F_BODY => body_text(env, c).map(Some),
             _ => Ok(None),
         }

@@ -80,6 +80,30 @@ The copy's directory is bound to `notes'."
       (let ((figures (org-agent-test-node-titled "Collect the figures from each team" file)))
         (should (eq (plist-get figures :priority) ?A))))))
 
+(ert-deftest org-agent-query-shares-a-node-s-id-with-its-children ()
+  "In one result, a node's `:id' string is its children's `:parent'.
+Siblings share it too: a subtree listed makes one id string per
+parent, not one per child, which is that much less garbage."
+  (org-agent-test-with-notes
+    (let ((file (expand-file-name "projects.org" notes)))
+      (org-agent-ingest-file file)
+      (let* ((nodes (org-agent-query :tag "project" :file file))
+             (site (seq-find (lambda (n) (equal (plist-get n :id)
+                                                "6f0c2f5e-1d3b-4c1e-9a1e-2b7c0b8f0a01"))
+                             nodes))
+             (children (seq-filter (lambda (n) (equal (plist-get n :parent) (plist-get site :id)))
+                                   nodes)))
+        (should site)
+        (should (= (length children) 3))
+        (dolist (child children)
+          (should (eq (plist-get child :parent) (plist-get site :id))))
+        ;; Without the parent in the result, its children still share one string.
+        (let ((kids (seq-filter (lambda (n) (equal (plist-get n :parent) (plist-get site :id)))
+                                (org-agent-query :tag "project" :file file :level 2))))
+          (should (= (length kids) 3))
+          (should (eq (plist-get (car kids) :parent) (plist-get (cadr kids) :parent)))
+          (should (eq (plist-get (cadr kids) :parent) (plist-get (nth 2 kids) :parent))))))))
+
 (ert-deftest org-agent-queries ()
   "`org-agent-query' answers tag, TODO, property, planning and project queries."
   (org-agent-test-with-notes
