@@ -242,6 +242,8 @@ pub struct NodePlists<'e> {
     id: Option<Value<'e>>,
     /// Each node's id string made in this call, by document and index: a subtree's nodes
     /// share their parent's as `:parent`, and with the parent's `:id` when it is a hit too.
+    /// Keyed by the document's address, as `file` is: a `NodePlists` lives for one call, and
+    /// the nodes it is given hold their documents for all of it.
     ids: rustc_hash::FxHashMap<(*const FileDoc, u32), Value<'e>>,
 }
 
