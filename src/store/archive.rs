@@ -159,7 +159,10 @@ impl Archive {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Build>(1);
         let spawned = std::thread::Builder::new()
             .name("org-agent-history".into())
-            .spawn(move || rx.recv().map(|build| build()).unwrap_or_default());
+            .spawn(move || {
+                crate::block_sigpipe();
+                rx.recv().map(|build| build()).unwrap_or_default()
+            });
         match spawned {
             Ok(handle) => match tx.send(build) {
                 Ok(()) => self.building = Some(handle),
