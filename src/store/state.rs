@@ -371,13 +371,9 @@ impl State {
                 self.files.remove(path.as_str());
             }
             Record::File(FileEntry::Read(rec)) => {
-                let mut unplaced = std::mem::take(&mut replaying.unplaced_here);
-                let doc = doc_from_record(*rec, archive, &replaying.recent, &mut unplaced)?;
+                let doc =
+                    doc_from_record(*rec, archive, &replaying.recent, &mut replaying.unplaced)?;
                 replaying.recent.clear();
-                replaying
-                    .unplaced
-                    .extend(unplaced.drain(..).map(|i| (doc.path.clone(), i)));
-                replaying.unplaced_here = unplaced;
                 self.files.insert(doc.path.clone(), Arc::new(doc));
             }
             // Not what decoding makes, but the same file.
@@ -425,8 +421,6 @@ pub(super) struct Replaying {
     /// The nodes whose id no entry just before their file's record gave, by file and index:
     /// each is given its history's key once all entries are read.
     unplaced: Vec<(Arc<str>, u32)>,
-    /// The same for the file record being read (kept only for its allocation).
-    unplaced_here: Vec<u32>,
 }
 
 impl Replaying {
@@ -516,14 +510,15 @@ const RECENT_LOOKAHEAD: usize = 8;
 /// again, as parsing did (see `inherit`).
 /// Its nodes' versions and ids are looked for first among the `recent` history entries (see
 /// [`Replaying`]), in order.
-/// The nodes whose id is not their entry's key are added to `unplaced`, by index (see
-/// [`Replaying::place`]).
+/// The nodes whose id is not their entry's key are added to `unplaced`, by file and index
+/// (see [`Replaying::place`]).
 fn doc_from_record(
     rec: FileRecord,
     archive: &Archive,
     recent: &[(Arc<NodeContent>, Arc<str>)],
-    unplaced: &mut Vec<u32>,
+    unplaced: &mut Vec<(Arc<str>, u32)>,
 ) -> Result<FileDoc, String> {
+    let path: Arc<str> = Arc::from(rec.path.as_str());
     let mut nodes: Vec<Node> = Vec::with_capacity(rec.nodes.len());
     let mut logged: Vec<Vec<String>> = Vec::with_capacity(rec.nodes.len());
     let mut next = 0;
@@ -536,14 +531,14 @@ fn doc_from_record(
                 let id = if **key == *p.id {
                     key.clone()
                 } else {
-                    unplaced.push(nodes.len() as u32);
+                    unplaced.push((path.clone(), nodes.len() as u32));
                     Arc::from(p.id.as_str())
                 };
                 (content.clone(), id)
             }
             None => match archive.versions.get(&p.hash) {
                 Some(StoredVersion(content)) => {
-                    unplaced.push(nodes.len() as u32);
+                    unplaced.push((path.clone(), nodes.len() as u32));
                     (content.clone(), Arc::from(p.id.as_str()))
                 }
                 None => {
@@ -587,7 +582,7 @@ fn doc_from_record(
     drop(logged);
     inherit::derive(&mut nodes, |t| excluded.iter().any(|e| e == t));
     Ok(FileDoc::new(
-        Arc::from(rec.path.as_str()),
+        path,
         rec.mtime,
         rec.size,
         rec.text_hash,
