@@ -338,7 +338,7 @@ impl<'e> NodePlists<'e> {
             let key = self.shared(k)?;
             let value = match self.id {
                 Some(same) if &**k == "ID" && &**v == id => same,
-                _ => text(env, v)?,
+                _ => self.shared(v)?,
             };
             out.push(fn_cons.call(env, (key, value))?);
         }
@@ -373,7 +373,7 @@ impl<'e> NodePlists<'e> {
             8..=10 => {
                 let p = &c.planning;
                 let ts = [&p.scheduled, &p.deadline, &p.closed][i - 8];
-                ts.as_deref().map(|s| text(env, s)).transpose()
+                ts.as_deref().map(|s| self.shared(s)).transpose()
             }
             11 => int(c.level as i64),
             12 => self.shared_list(n.inherited().into_iter()),

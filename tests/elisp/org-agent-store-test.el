@@ -104,6 +104,33 @@ parent, not one per child, which is that much less garbage."
           (should (eq (plist-get (car kids) :parent) (plist-get (cadr kids) :parent)))
           (should (eq (plist-get (cadr kids) :parent) (plist-get (nth 2 kids) :parent))))))))
 
+;; Fails without the sharing: each node made its own copy of the same text.
+(ert-deftest org-agent-query-shares-equal-timestamps-and-property-values ()
+  "In one result, equal timestamps and property values are one string.
+Tasks scheduled on the same day, or with the same effort, are common;
+each copy was garbage for Emacs to collect.  The values read as before."
+  (org-agent-test-with-notes
+    (let ((file (expand-file-name "same-day.org" notes)))
+      (with-temp-file file
+        (insert "* TODO One\nSCHEDULED: <2026-12-01 Tue>\n:PROPERTIES:\n:EFFORT:   1:00\n:END:\n"
+                "* TODO Two\nSCHEDULED: <2026-12-01 Tue> DEADLINE: <2026-12-01 Tue>\n"
+                ":PROPERTIES:\n:EFFORT:   1:00\n:END:\n"))
+      (org-agent-ingest-file file)
+      (let* ((nodes (org-agent-query :file file :type 'headline))
+             (one (car nodes))
+             (two (cadr nodes)))
+        (should (equal (mapcar (lambda (n) (plist-get n :title)) nodes) '("One" "Two")))
+        (should (equal (plist-get one :scheduled) "<2026-12-01 Tue>"))
+        (should (eq (plist-get one :scheduled) (plist-get two :scheduled)))
+        (should (eq (plist-get two :scheduled) (plist-get two :deadline)))
+        (should (equal (cdr (assoc "EFFORT" (plist-get one :properties))) "1:00"))
+        (should (eq (cdr (assoc "EFFORT" (plist-get one :properties)))
+                    (cdr (assoc "EFFORT" (plist-get two :properties)))))
+        ;; Another call makes its own strings: nothing is shared between results.
+        (should-not (eq (plist-get one :scheduled)
+                        (plist-get (car (org-agent-query :file file :type 'headline))
+                                   :scheduled)))))))
+
 (ert-deftest org-agent-queries ()
   "`org-agent-query' answers tag, TODO, property, planning and project queries."
   (org-agent-test-with-notes
