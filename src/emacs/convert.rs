@@ -5,7 +5,8 @@ pub use super::lisp_sexp::{text, text_arg};
 use super::org_agent_error;
 use crate::agent::Event;
 use crate::store::{
-    filename, FileDoc, NodeContent, NodeKind, NodeRef, Property, Query, TodoType, Version,
+    filename, FileDoc, Node, NodeContent, NodeKind, NodeRef, PlanningTimes, Property, Query,
+    TodoType, Version,
 };
 use ::emacs::{Env, IntoLisp, Result, Value};
 use std::cell::RefCell;
@@ -424,6 +425,80 @@ impl<'e> NodePlists<'e> {
             out.push(fn_record.call(env, (tag, hits, i as i64))?);
         }
         list(env, out)
+    }
+}
+
+/// Ask the CPU to load `len` bytes at `p` into its cache, without waiting for them.
+#[inline(always)]
+fn prefetch<T: ?Sized>(p: *const T, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = p as *const u8 as *const i8;
+        // SAFETY: a prefetch is a hint: it never faults and reads nothing into the program,
+        // whatever the address.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(p);
+            if len > 64 {
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, len);
+}
+
+/// Warm what the plist of hit `i` will read, some hits ahead.
+///
+/// A query leaves most of its hits' data out of the cache, and that data is a chain: the
+/// node; then its id, its parent's node and its content; then the parent's id and the
+/// content's title, planning and properties; then their text. Each link waits on the one
+/// before, and building the plists of 6,000 hits spent a third of its time so waiting.
+/// Emacs's own work between two plists is long enough to hide those waits if each link is
+/// asked for a few hits before it is read: a hit's node 12 hits ahead, its content 8, and
+/// so on.
+pub fn warm_hit(hits: &[NodeRef], i: usize) {
+    if let Some(r) = hits.get(i + 12) {
+        prefetch(r.node(), size_of::<Node>());
+    }
+    if let Some(r) = hits.get(i + 8) {
+        let n = r.node();
+        prefetch(n.id.as_ptr(), n.id.len());
+        prefetch(Arc::as_ptr(&n.content), size_of::<NodeContent>());
+        if let Some(p) = n.parent() {
+            prefetch(&r.doc.nodes[p as usize], size_of::<Node>());
+        }
+    }
+    if let Some(r) = hits.get(i + 4) {
+        let n = r.node();
+        if let Some(p) = n.parent() {
+            let id = &r.doc.nodes[p as usize].id;
+            prefetch(id.as_ptr(), id.len());
+        }
+        let c = &n.content;
+        prefetch(c.title.as_ptr(), c.title.len());
+        prefetch(
+            &*c.planning as *const PlanningTimes,
+            size_of::<PlanningTimes>(),
+        );
+        prefetch(c.properties.as_ptr(), size_of_val(&*c.properties));
+    }
+    if let Some(r) = hits.get(i + 2) {
+        let c = &r.node().content;
+        for t in [
+            &c.planning.scheduled,
+            &c.planning.deadline,
+            &c.planning.closed,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            prefetch(t.as_ptr(), t.len());
+        }
+        for (k, v) in c.properties.iter().take(2) {
+            prefetch(k.as_ptr(), 1);
+            prefetch(v.as_ptr(), v.len());
+        }
     }
 }
 

@@ -515,7 +515,8 @@ fn query<'e>(env: &'e Env, query: Value<'e>) -> Result<Value<'e>> {
     }
     let mut plists = NodePlists::new(env, fields);
     let mut out = Vec::with_capacity(hits.len());
-    for h in &hits {
+    for (i, h) in hits.iter().enumerate() {
+        convert::warm_hit(&hits, i);
         out.push(plists.plist(h)?);
     }
     list(env, out)
