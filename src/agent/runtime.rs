@@ -141,7 +141,7 @@ impl Runtime {
             // (serde_json up to its 128 levels, dropping deep trees) gets headroom. A stack
             // is reserved address space, committed only as it is used.
             .thread_stack_size(16 << 20)
-            .on_thread_start(crate::block_sigpipe)
+            .on_thread_start(crate::start_module_thread)
             .enable_all()
             .build()?;
         let config = default_config();
@@ -185,7 +185,7 @@ impl Runtime {
         let spawned = std::thread::Builder::new()
             .name("org-agent-retire".into())
             .spawn(move || {
-                crate::block_sigpipe();
+                crate::start_module_thread();
                 // Freeing a million headlines takes seconds of CPU; the open that usually
                 // follows is what the user waits for.
                 crate::lower_thread_priority();
@@ -536,7 +536,7 @@ impl Runtime {
         work: impl FnOnce() + Send + 'static,
     ) {
         self.tokio.spawn_blocking(move || {
-            crate::block_sigpipe();
+            crate::start_module_thread();
             if let Err(p) = std::panic::catch_unwind(AssertUnwindSafe(work)) {
                 self.push(Event::Failed {
                     request,
@@ -889,7 +889,7 @@ impl Runtime {
     /// Run `work` on a blocking worker (file writes off the main thread).
     pub(super) fn spawn_blocking(&self, work: impl FnOnce() + Send + 'static) {
         self.tokio.spawn_blocking(move || {
-            crate::block_sigpipe();
+            crate::start_module_thread();
             work()
         });
     }

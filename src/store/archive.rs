@@ -160,7 +160,7 @@ impl Archive {
         let spawned = std::thread::Builder::new()
             .name("org-agent-history".into())
             .spawn(move || {
-                crate::block_sigpipe();
+                crate::start_module_thread();
                 rx.recv().map(|build| build()).unwrap_or_default()
             });
         match spawned {

@@ -495,7 +495,7 @@ fn spawn_build(files: Files) -> Option<std::thread::JoinHandle<IdMap>> {
     std::thread::Builder::new()
         .name("org-agent-ids".into())
         .spawn(move || {
-            crate::block_sigpipe();
+            crate::start_module_thread();
             let map = build_id_map(&files);
             // The sort's scratch space is this thread's to hand back, as `open` does with
             // what loading freed.

@@ -476,7 +476,7 @@ impl Store {
         };
         std::thread::scope(|scope| {
             let work = || {
-                crate::block_sigpipe();
+                crate::start_module_thread();
                 let mut group: Vec<Parsed> = Vec::new();
                 let mut group_nodes = 0;
                 loop {

@@ -748,7 +748,7 @@ impl LogWriter {
         let thread = std::thread::Builder::new()
             .name("org-agent-store-writer".into())
             .spawn(move || {
-                crate::block_sigpipe();
+                crate::start_module_thread();
                 Writer {
                     file,
                     path: &thread_path,

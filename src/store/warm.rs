@@ -36,7 +36,7 @@ impl Warmer {
         std::thread::Builder::new()
             .name("org-agent-warm".into())
             .spawn(move || {
-                crate::block_sigpipe();
+                crate::start_module_thread();
                 // The warm-up is never what anyone waits for: an ingest or a turn beside
                 // it on a busy machine comes first (a scan that comes before it is done
                 // finds the rest itself).
