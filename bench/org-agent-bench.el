@@ -2290,8 +2290,20 @@ Return its outcome plist; it runs in a store of its own."
 Return (WORST-MS SECONDS TICKS NO-GC-MS GCS KB): the worst main-thread
 stall while the stream lands (see `org-agent-bench--stalls-start'), the
 same less the collections inside it, the collections and the Lisp data
-allocated meanwhile."
-  (let* ((watch (org-agent-bench--stalls-start))
+allocated meanwhile.  As in section 6, the stream starts right after a
+collection, so that one the run before brought on does not fall in it,
+and how often a collection would fall in such a stream is printed: from
+the stream's own data, less what the watcher and wait loop allocate in
+2 s without a stream."
+  (garbage-collect)
+  (let* ((idle-kb-per-s
+          (let ((watch (org-agent-bench--stalls-start))
+                (c0 (org-agent-bench--consed)))
+            (org-agent-bench--wait-for #'ignore 2.0 org-agent-bench--idle-tick)
+            (org-agent-bench--stalls-stop watch)
+            (/ (- (org-agent-bench--consed) c0) 2000.0)))
+         (_ (garbage-collect))
+         (watch (org-agent-bench--stalls-start))
          (consed (org-agent-bench--consed))
          (t0 (float-time))
          (m nil))
@@ -2302,8 +2314,14 @@ allocated meanwhile."
     (dolist (st (seq-take (sort (nth 3 m) (lambda (a b) (> (car a) (car b)))) 3))
       (org-agent-bench--out "    stall %s ms at %.2f s"
                             (org-agent-bench--fmt (* 1000 (nth 0 st))) (- (nth 1 st) t0)))
-    (list (nth 0 m) (- (float-time) t0) (nth 2 m) (nth 1 m) (nth 4 m)
-          (/ (- (org-agent-bench--consed) consed) 1000.0))))
+    (let* ((secs (- (float-time) t0))
+           (kb (/ (- (org-agent-bench--consed) consed) 1000.0))
+           (own (max 0 (- kb (* idle-kb-per-s secs)))))
+      (org-agent-bench--out "    the stream's own Lisp data, less the watcher's (%s KB/s idle): %s KB: a collection falls in about %s%% of such streams (GC every %s KB)"
+                            (org-agent-bench--fmt idle-kb-per-s) (org-agent-bench--fmt own)
+                            (org-agent-bench--fmt (min 100 (/ (* 100.0 own) (/ gc-cons-threshold 1000.0))))
+                            (/ gc-cons-threshold 1000))
+      (list (nth 0 m) secs (nth 2 m) (nth 1 m) (nth 4 m) kb))))
 
 (defun org-agent-bench-here ()
   "Section 15: 2,000 tokens at 100 tokens/s into an Org note and into a rewrite."
