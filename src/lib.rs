@@ -69,12 +69,20 @@ fn never_preempt_on_wakeup() {
 
 /// Give the calling thread the lowest priority, for work nobody waits for (warming caches,
 /// freeing a closed store): on a busy machine, what the user waits for comes first.
+///
+/// Nice 19 alone is not enough beside [`start_module_thread`]'s batch workers: a batch
+/// thread that wakes never takes a CPU from the thread running on it, even one at nice 19,
+/// so a hand-over between workers could wait out a background thread's time slice. A
+/// thread of the idle policy (`SCHED_IDLE`) gives its CPU up to any other that wakes.
 pub fn lower_thread_priority() {
     // On Linux a thread id names that thread alone (setpriority(2)); elsewhere it would be
     // the whole process, which must keep its priority.
     #[cfg(target_os = "linux")]
-    // SAFETY: takes no pointers; a failure leaves the priority as it was.
+    // SAFETY: `param` outlives the call; pid 0 and the thread id are the calling thread;
+    // any thread may lower itself, and a failure leaves it as it was.
     unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
         libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
     }
 }
@@ -125,14 +133,20 @@ mod tests {
         // SAFETY: gettid takes nothing and cannot fail.
         let this = unsafe { libc::gettid() };
         let before = priority_of(this);
-        let lowered = std::thread::spawn(|| {
+        let (lowered, policy) = std::thread::spawn(|| {
+            super::start_module_thread();
             super::lower_thread_priority();
-            // SAFETY: as above.
-            priority_of(unsafe { libc::gettid() })
+            // SAFETY: as above; pid 0 is the calling thread.
+            unsafe { (priority_of(libc::gettid()), libc::sched_getscheduler(0)) }
         })
         .join()
         .expect("the thread ran");
         assert_eq!(lowered, 19);
+        assert_eq!(
+            policy,
+            libc::SCHED_IDLE,
+            "any thread that wakes comes first"
+        );
         assert_eq!(
             priority_of(this),
             before,
