@@ -535,8 +535,8 @@ impl Runtime {
         file: Option<String>,
         work: impl FnOnce() + Send + 'static,
     ) {
+        // The runtime's threads were prepared when they started (`on_thread_start`).
         self.tokio.spawn_blocking(move || {
-            crate::start_module_thread();
             if let Err(p) = std::panic::catch_unwind(AssertUnwindSafe(work)) {
                 self.push(Event::Failed {
                     request,
@@ -888,10 +888,7 @@ impl Runtime {
 
     /// Run `work` on a blocking worker (file writes off the main thread).
     pub(super) fn spawn_blocking(&self, work: impl FnOnce() + Send + 'static) {
-        self.tokio.spawn_blocking(move || {
-            crate::start_module_thread();
-            work()
-        });
+        self.tokio.spawn_blocking(work);
     }
 
     /// Run `future` on the workers.
@@ -929,6 +926,31 @@ mod tests {
         assert!(!rt.actuated(reply, Err("not an answer".into())));
         assert!(rt.answer(reply, Approval::Deny));
         assert_eq!(rx.try_recv(), Ok(Approval::Deny));
+    }
+
+    /// Work run by `spawn` and on the async workers finds its thread prepared as every
+    /// module thread is (batch scheduling, SIGPIPE blocked): the runtime does it as each of
+    /// its threads starts, not per task.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_runtime_s_threads_start_as_module_threads() {
+        fn prepared() -> bool {
+            // SAFETY: pid 0 is the calling thread; a zeroed set is a valid out-parameter
+            // and a null new set only reads.
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set);
+                libc::sched_getscheduler(0) == libc::SCHED_BATCH
+                    && libc::sigismember(&set, libc::SIGPIPE) == 1
+            }
+        }
+        let rt: &'static Runtime = Box::leak(Box::new(Runtime::new(1).unwrap()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let blocking = tx.clone();
+        rt.spawn(0, None, move || blocking.send(prepared()).unwrap());
+        rt.tokio.spawn(async move { tx.send(prepared()).unwrap() });
+        assert!(rx.recv().unwrap(), "a blocking task's thread");
+        assert!(rx.recv().unwrap(), "an async worker");
     }
 
     #[test]
