@@ -57,13 +57,18 @@ fn block_sigpipe() {
 /// 0.26 ms. Where there is no such policy, the thread stays as it was.
 fn never_preempt_on_wakeup() {
     #[cfg(target_os = "linux")]
-    {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: `param` outlives the call; pid 0 is the calling thread; any thread may
-        // move itself between the normal policies, and a failure leaves it as it was.
-        unsafe {
-            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-        }
+    set_scheduling_policy(libc::SCHED_BATCH);
+}
+
+/// Move the calling thread to `policy`, one of the policies without a static priority
+/// (`SCHED_OTHER`, `SCHED_BATCH`, `SCHED_IDLE`); a failure leaves it as it was.
+#[cfg(target_os = "linux")]
+fn set_scheduling_policy(policy: libc::c_int) {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` outlives the call; pid 0 is the calling thread, and any thread may
+    // move itself between these policies.
+    unsafe {
+        libc::sched_setscheduler(0, policy, &param);
     }
 }
 
@@ -78,12 +83,12 @@ pub fn lower_thread_priority() {
     // On Linux a thread id names that thread alone (setpriority(2)); elsewhere it would be
     // the whole process, which must keep its priority.
     #[cfg(target_os = "linux")]
-    // SAFETY: `param` outlives the call; pid 0 and the thread id are the calling thread;
-    // any thread may lower itself, and a failure leaves it as it was.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
-        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
+    {
+        set_scheduling_policy(libc::SCHED_IDLE);
+        // SAFETY: takes no pointers; a failure leaves the priority as it was.
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
+        }
     }
 }
 
