@@ -1414,6 +1414,12 @@ GC-MS are the collections since the watch started and their time."
     (+ (* 16 conses) (* 16 floats) (* 8 vector-cells) string-chars (* 56 intervals)
        (* 32 strings))))
 
+(defun org-agent-bench--collection-odds (bytes)
+  "Percent of the time that allocating BYTES of Lisp data sees a collection.
+With the counter anywhere in its `gc-cons-threshold' budget, a
+collection falls inside BYTES of allocation that often (at most 100)."
+  (min 100 (/ (* 100.0 bytes) gc-cons-threshold)))
+
 (defun org-agent-bench--repeat-times (n fn)
   "Call FN N times; return the list of per-call seconds."
   (car (org-agent-bench--repeat n fn)))
@@ -1520,7 +1526,7 @@ GC-MS are the collections since the watch started and their time."
                 (org-agent-bench--out "  the turn's own, less the idle rate: %s KB in all, %s bytes a token: a collection falls in about %s%% of such turns"
                                       (org-agent-bench--fmt (/ own 1000.0))
                                       (org-agent-bench--fmt (/ own (max 1 words)))
-                                      (org-agent-bench--fmt (min 100 (/ (* 100.0 own) gc-cons-threshold))))
+                                      (org-agent-bench--fmt (org-agent-bench--collection-odds own)))
                 (dolist (st (seq-take (sort (nth 3 m) (lambda (a b) (> (car a) (car b)))) 5))
                   (org-agent-bench--out "    stall %s ms at %.2f s (GCs so far: %d)"
                                         (org-agent-bench--fmt (* 1000 (nth 0 st)))
@@ -2319,7 +2325,7 @@ the stream's own data, less what the watcher and wait loop allocate in
            (own (max 0 (- kb (* idle-kb-per-s secs)))))
       (org-agent-bench--out "    the stream's own Lisp data, less the watcher's (%s KB/s idle): %s KB: a collection falls in about %s%% of such streams (GC every %s KB)"
                             (org-agent-bench--fmt idle-kb-per-s) (org-agent-bench--fmt own)
-                            (org-agent-bench--fmt (min 100 (/ (* 100.0 own) (/ gc-cons-threshold 1000.0))))
+                            (org-agent-bench--fmt (org-agent-bench--collection-odds (* 1000 own)))
                             (/ gc-cons-threshold 1000))
       (list (nth 0 m) secs (nth 2 m) (nth 1 m) (nth 4 m) kb))))
 
