@@ -160,13 +160,16 @@ impl LoggedBody {
         Ok((self.log.text(self.offset(), bytes)?, children))
     }
 
-    /// The body and the child hashes after it, from `payload`, the batch they were decoded
-    /// from, which the log holds at byte `at`: no read of the file. `None` when they are
-    /// not there.
-    pub(super) fn within<'p>(&self, payload: &'p [u8], at: u64) -> Option<(&'p str, Vec<Hash>)> {
+    /// The body's bytes and the child hashes after it, from `payload`, the batch they were
+    /// decoded from, which the log holds at byte `at`: no read of the file. `None` when they
+    /// are not there.
+    ///
+    /// The bytes are not checked as UTF-8 here: they are only hashed, and bytes that hash to
+    /// the version's hash are the text it was written from (reading the body checks it again).
+    pub(super) fn within<'p>(&self, payload: &'p [u8], at: u64) -> Option<(&'p [u8], Vec<Hash>)> {
         let start = usize::try_from(self.offset().checked_sub(at)?).ok()?;
         let end = start.checked_add(self.len())?;
-        let body = std::str::from_utf8(payload.get(start..end)?).ok()?;
+        let body = payload.get(start..end)?;
         let children = children_after(payload.get(end..)?, self.children)?;
         Some((body, children))
     }

@@ -584,6 +584,11 @@ impl NodeContent {
     /// [`NodeContent::compute_hash`] with `body` and `children` for the body and the
     /// children's hashes.
     pub fn hash_with(&self, body: &str, children: &[Hash]) -> Hash {
+        self.hash_with_body_bytes(body.as_bytes(), children)
+    }
+
+    /// [`NodeContent::hash_with`], the body given as its UTF-8 bytes.
+    fn hash_with_body_bytes(&self, body: &[u8], children: &[Hash]) -> Hash {
         let mut h = Sha256::new();
         h.update(b"org-agent/node/1\0");
         h.update([match self.kind {
@@ -616,7 +621,7 @@ impl NodeContent {
         put_opt(&mut h, self.planning.scheduled.as_deref());
         put_opt(&mut h, self.planning.deadline.as_deref());
         put_opt(&mut h, self.planning.closed.as_deref());
-        put_str(&mut h, body);
+        put_bytes(&mut h, body);
         // Hashed as the u32 it once was, so stored hashes stay valid.
         h.update(u32::from(self.level).to_le_bytes());
         h.update((children.len() as u64).to_le_bytes());
@@ -633,7 +638,7 @@ impl NodeContent {
         match self.body.logged() {
             Some(logged) => {
                 let (body, children) = logged.within(payload, at)?;
-                Some(self.hash_with(body, &children))
+                Some(self.hash_with_body_bytes(body, &children))
             }
             None => Some(self.hash_with(self.body.resident()?, &self.children)),
         }
@@ -727,8 +732,12 @@ impl NodeContent {
 }
 
 fn put_str(h: &mut Sha256, s: &str) {
-    h.update((s.len() as u64).to_le_bytes());
-    h.update(s.as_bytes());
+    put_bytes(h, s.as_bytes());
+}
+
+fn put_bytes(h: &mut Sha256, bytes: &[u8]) {
+    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(bytes);
 }
 
 fn put_opt(h: &mut Sha256, s: Option<&str>) {
