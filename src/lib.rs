@@ -4,6 +4,7 @@
 
 pub mod action;
 pub mod agent;
+pub mod alloc;
 pub mod context;
 pub mod emacs;
 pub mod gates;
@@ -92,17 +93,9 @@ pub fn lower_thread_priority() {
     }
 }
 
-// Parsing allocates many small strings and tree nodes; mimalloc makes that roughly twice as
-// fast as glibc malloc here. It serves the module's own Rust allocations only; Emacs keeps its
-// allocator.
-//
-// Built without asking for transparent huge pages (`no_thp`): the first write to a fresh huge
-// page has the kernel zero all 2 MiB of it, and a store that grows file by file keeps
-// touching fresh ones. Ingesting a million headlines one file at a time took a fifth longer
-// with them, and a store open was no faster. Where the system gives huge pages to every
-// process, it still does; Emacs's own memory is not the module's to decide.
+// mimalloc, with heaps of their own for a store's open (src/alloc.rs).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: alloc::Allocator = alloc::Allocator;
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {

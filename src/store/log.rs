@@ -186,6 +186,9 @@ impl Store {
     /// when no log can be written at all, the store lives in memory only.
     pub fn open(dir: &Path, config: Config) -> Result<(Store, OpenReport)> {
         let _opening = Opening::begin();
+        // The store is made in pages of its own: not in the holes of one still being freed.
+        let heap = crate::alloc::Heap::new();
+        let _in_heap = heap.as_ref().map(|h| h.enter());
         let mut report = OpenReport::default();
         for name in [LOG_NAME, FALLBACK_LOG_NAME] {
             let path = dir.join(name);

@@ -306,10 +306,14 @@ fn load_checked(
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 4);
+    // What the threads below make goes to the heap the caller makes its store in, if any.
+    let heap = crate::alloc::Heap::current();
+    let heap = heap.as_ref();
     std::thread::scope(|scope| {
         // One decoded group waits while another is applied: memory stays bounded.
         let (decoded, to_apply) = std::sync::mpsc::sync_channel::<Vec<Vec<Record>>>(1);
         let applier = scope.spawn(move || -> Result<()> {
+            let _in_heap = heap.map(|h| h.enter());
             for group in to_apply {
                 for records in group {
                     apply(records).map_err(|reason| corrupt(path, reason))?;
@@ -333,7 +337,10 @@ fn load_checked(
             Ok(decoded.send(records).is_ok())
         };
         let read = read_groups(path, group, committed, |batches| {
-            decoding.push_back(scope.spawn(move || decode_batches(path, log, &batches)));
+            decoding.push_back(scope.spawn(move || {
+                let _in_heap = heap.map(|h| h.enter());
+                decode_batches(path, log, &batches)
+            }));
             while decoding.len() > decoders {
                 if !hand_on(&mut decoding)? {
                     return Ok(false);
