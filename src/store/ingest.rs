@@ -476,7 +476,6 @@ impl Store {
         };
         std::thread::scope(|scope| {
             let work = || {
-                crate::start_module_thread();
                 let mut group: Vec<Parsed> = Vec::new();
                 let mut group_nodes = 0;
                 loop {
@@ -510,7 +509,12 @@ impl Store {
                 let spawned = std::thread::Builder::new()
                     .name("org-agent-ingest".into())
                     .stack_size(16 << 20)
-                    .spawn_scoped(scope, work);
+                    .spawn_scoped(scope, move || {
+                        // Only the threads started here: the calling thread may be any
+                        // caller's (a test's, say), and keeps its own scheduling.
+                        crate::start_module_thread();
+                        work()
+                    });
                 if spawned.is_err() {
                     break;
                 }
