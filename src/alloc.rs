@@ -91,10 +91,12 @@ unsafe impl GlobalAlloc for Allocator {
 /// A heap of its own: the pages of what threads allocate while they have it entered hold
 /// nothing else. Dropped, it hands what is still alive in it to the main heap.
 ///
-/// A store's open allocates its whole store in one: when the store it replaces is still
-/// being freed (on a thread of its own, between opens), its pages are half empty, and an
-/// open that filled their holes (free lists in the order things were freed, each allocation
-/// a cache miss) took a third longer at a million headlines than one given fresh pages.
+/// A replay of the store's log (an open, a reload) makes its whole state in one. When the
+/// store an open replaces is still being freed (on a thread of its own, between opens), its
+/// pages are half empty, and an open that filled their holes (free lists in the order things
+/// were freed, each allocation a cache miss) took a third longer at a million headlines than
+/// one given fresh pages. A reload after a first directory ingest leaves 1-2 MB less resident
+/// per 100,000 headlines when the state it replaces does not share pages with it.
 pub struct Heap(*mut c_void);
 
 // SAFETY: mimalloc's first-class heaps may be allocated from and freed into from any thread.
