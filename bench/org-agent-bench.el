@@ -136,8 +136,11 @@
 ;;;; Set-up
 
 (defun org-agent-bench--setup ()
-  "Load org-agent with the module installed by scripts/bench; start it."
-  (add-to-list 'load-path (expand-file-name "elisp" org-agent-bench-root))
+  "Load org-agent with the module installed by scripts/bench; start it.
+The Elisp comes from ORG_AGENT_BENCH_ELISP, the byte-compiled copy
+scripts/bench makes, else from the checkout's elisp/ as it is."
+  (add-to-list 'load-path (or (getenv "ORG_AGENT_BENCH_ELISP")
+                              (expand-file-name "elisp" org-agent-bench-root)))
   (setq org-agent-module-directory
         (file-name-as-directory
          (or (getenv "ORG_AGENT_BENCH_MODULE_DIR")

@@ -4,9 +4,10 @@
 
 ;; Loaded by scripts/run when ORG_AGENT_RUN_BATCH is set, once
 ;; `org-agent-mode' is on.  It opens the chat as a newcomer does and
-;; prints "run: *org-agent-chat* is open on DIR" and "run: chat open
-;; after N s" (N counts from ORG_AGENT_RUN_START, the epoch second
-;; scripts/run started).  With ORG_AGENT_RUN_ASK it then sends that
+;; prints "run: *org-agent-chat* is open on DIR", "run: org-agent
+;; loaded from FILE" (the byte-compiled copy, see scripts/compile-elisp)
+;; and "run: chat open after N s" (N counts from ORG_AGENT_RUN_START,
+;; the epoch second scripts/run started).  With ORG_AGENT_RUN_ASK it then sends that
 ;; message as a user does (typed after the last "* You", then
 ;; `org-agent-chat-send'), waits for the turn to end, at most
 ;; ORG_AGENT_RUN_WAIT seconds (600), prints "run: first answer after N
@@ -96,6 +97,7 @@
   (unless (buffer-live-p chat)
     (org-agent-run-batch--fail nil "the chat did not open"))
   (princ (format "run: %s is open on %s\n" (buffer-name chat) (car org-agent-directories)))
+  (princ (format "run: org-agent loaded from %s\n" (symbol-file 'org-agent-chat 'defun)))
   (princ (format "run: chat open after %d s\n" (org-agent-run-batch--since-start)))
   (when (and question (not (string-empty-p question)))
     (org-agent-run-batch--ask chat question))

@@ -44,6 +44,8 @@ grep -q "^run: \*org-agent-chat\* is open on $copy\$" "$log" || fail "the chat d
 [ "$(cd "$copy" && sha256sum -- *)" = "$before" ] || fail "the copy differs from demo/notes"
 [ "$(cd "$clone/demo/notes" && sha256sum -- *)" = "$before" ] || fail "demo/notes changed"
 [ -f "$home/.emacs.d/org-agent/store.log" ] || fail "no store was written in the state directory"
+grep -q "^run: org-agent loaded from $clone/target/elisp/org-agent-chat.elc\$" "$log" \
+  || fail "org-agent was not loaded byte-compiled from the clone's target/elisp/"
 grep -q "^run: first answer after [0-9]* s: ." "$log" || fail "no first answer"
 grep -E "^run: (chat open|first answer) after " "$log" | sed 's/^run: /first run: /'
 echo "first run: the chat opened on a copy of the demo notes and answered; demo/notes unchanged"
