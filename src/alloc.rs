@@ -19,7 +19,6 @@ use std::sync::Arc;
 extern "C" {
     // mimalloc's first-class heaps, in the library the `mimalloc` crate links.
     fn mi_heap_new() -> *mut c_void;
-    fn mi_heap_delete(heap: *mut c_void);
     fn mi_heap_malloc_aligned(heap: *mut c_void, size: usize, alignment: usize) -> *mut c_void;
     fn mi_heap_zalloc_aligned(heap: *mut c_void, size: usize, alignment: usize) -> *mut c_void;
     fn mi_heap_realloc_aligned(
@@ -89,14 +88,17 @@ unsafe impl GlobalAlloc for Allocator {
 }
 
 /// A heap of its own: the pages of what threads allocate while they have it entered hold
-/// nothing else. Dropped, it hands what is still alive in it to the main heap.
+/// nothing else.
 ///
-/// A replay of the store's log (an open, a reload) makes its whole state in one. When the
-/// store an open replaces is still being freed (on a thread of its own, between opens), its
-/// pages are half empty, and an open that filled their holes (free lists in the order things
-/// were freed, each allocation a cache miss) took a third longer at a million headlines than
-/// one given fresh pages. A reload after a first directory ingest leaves 1-2 MB less resident
-/// per 100,000 headlines when the state it replaces does not share pages with it.
+/// A store's open makes the whole store in one. When the store it replaces is still being
+/// freed (on a thread of its own, between opens), its pages are half empty, and an open that
+/// filled their holes (free lists in the order things were freed, each allocation a cache
+/// miss) took a third longer at a million headlines than one given fresh pages.
+///
+/// A heap is never deleted (`mi_heap_delete`): mimalloc frees a deleted heap's records
+/// while a thread that allocated from it may still be ending and writing to them, which
+/// crashed Emacs in one of ten exits right after an open. What is left of a heap is a few
+/// kilobytes of records, one heap per open; its pages go back as their blocks are freed.
 pub struct Heap(*mut c_void);
 
 // SAFETY: mimalloc's first-class heaps may be allocated from and freed into from any thread.
@@ -139,19 +141,11 @@ impl Heap {
     }
 }
 
-impl Drop for Heap {
-    fn drop(&mut self) {
-        // SAFETY: no thread has it entered (each `Entered` holds it); blocks still alive
-        // move to the main heap, where frees of them go on working.
-        unsafe { mi_heap_delete(self.0) }
-    }
-}
-
 /// A thread's stay in a [`Heap`]; dropping it goes back to the heap it allocated from before.
 pub struct Entered {
     before: *mut c_void,
     held: Option<Arc<Heap>>,
-    /// Keeps the heap alive while the thread allocates from it.
+    /// The heap's handle, held while the thread allocates from it.
     _heap: Arc<Heap>,
     /// Left on the thread that entered: the heap it goes back to is that thread's.
     _not_send: std::marker::PhantomData<*mut ()>,
@@ -192,7 +186,8 @@ mod tests {
         assert!(in_heap(&heap, &inside) && in_heap(&heap, &grown));
         assert!(!in_heap(&heap, &before) && !in_heap(&heap, &after));
         assert!(Heap::current().is_none(), "the thread left the heap");
-        // Dropped with blocks still alive: they stay readable and are freed as any other.
+        // Its handle dropped with blocks still alive: they stay readable and are freed as
+        // any other.
         drop(heap);
         assert!(inside.iter().all(|&b| b == 2) && grown[99_999] == 3);
     }

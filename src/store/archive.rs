@@ -157,12 +157,10 @@ impl Archive {
         type Build = Box<dyn FnOnce() -> HistoryTable + Send>;
         let build: Build = Box::new(build);
         let (tx, rx) = std::sync::mpsc::sync_channel::<Build>(1);
-        let heap = crate::alloc::Heap::current();
         let spawned = std::thread::Builder::new()
             .name("org-agent-history".into())
             .spawn(move || {
                 crate::start_module_thread();
-                let _in_heap = heap.as_ref().map(|h| h.enter());
                 rx.recv().map(|build| build()).unwrap_or_default()
             });
         match spawned {

@@ -492,12 +492,10 @@ impl IdIndex {
 /// A thread building the index of `files`; none when no thread can start (the first reader
 /// then builds it).
 fn spawn_build(files: Files) -> Option<std::thread::JoinHandle<IdMap>> {
-    let heap = crate::alloc::Heap::current();
     std::thread::Builder::new()
         .name("org-agent-ids".into())
         .spawn(move || {
             crate::start_module_thread();
-            let _in_heap = heap.as_ref().map(|h| h.enter());
             let map = build_id_map(&files);
             // The sort's scratch space is this thread's to hand back, as `open` does with
             // what loading freed.

@@ -70,11 +70,6 @@ struct Replayed {
 /// unless its seal says batches were committed to it), its tables sized for about `hint`.
 /// Leaves the sizes it came to beside the log for the next replay (see `sizes`).
 fn replay_log(path: &Path, hint: Option<Sizes>) -> Result<Replayed> {
-    // Made in pages of its own, and so are the tables the threads started here build: an
-    // open's store not in the holes of the store it replaces, still being freed, and a
-    // reload's not in those of the state it replaces, which goes right after.
-    let heap = crate::alloc::Heap::new();
-    let _in_heap = heap.as_ref().map(|h| h.enter());
     let mut state = State::default();
     let mut archive = Archive::default();
     let room = |n: u64| usize::try_from(n).unwrap_or(0);
@@ -191,6 +186,11 @@ impl Store {
     /// when no log can be written at all, the store lives in memory only.
     pub fn open(dir: &Path, config: Config) -> Result<(Store, OpenReport)> {
         let _opening = Opening::begin();
+        // The store is made in pages of its own: not in the holes of the store it replaces,
+        // still being freed. The threads the open starts that outlive it (the id index, the
+        // history table) allocate as any other: no thread uses the heap once it returns.
+        let heap = crate::alloc::Heap::new();
+        let _in_heap = heap.as_ref().map(|h| h.enter());
         let mut report = OpenReport::default();
         for name in [LOG_NAME, FALLBACK_LOG_NAME] {
             let path = dir.join(name);
