@@ -47,8 +47,8 @@ static MAIN: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub struct Allocator;
 
 // SAFETY: every call goes to mimalloc, which returns memory of the layout asked for (or
-// null), from the main heap or a heap that is alive while a thread has it entered
-// (`Heap::enter` holds it); mimalloc frees blocks of any heap, from any thread.
+// null), from the main heap or a heap entered, which is never deleted (see `Heap`); mimalloc
+// frees blocks of any heap, from any thread.
 unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -135,7 +135,6 @@ impl Heap {
         Entered {
             before,
             held,
-            _heap: self.clone(),
             _not_send: std::marker::PhantomData,
         }
     }
@@ -145,8 +144,6 @@ impl Heap {
 pub struct Entered {
     before: *mut c_void,
     held: Option<Arc<Heap>>,
-    /// The heap's handle, held while the thread allocates from it.
-    _heap: Arc<Heap>,
     /// Left on the thread that entered: the heap it goes back to is that thread's.
     _not_send: std::marker::PhantomData<*mut ()>,
 }
