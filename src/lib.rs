@@ -47,6 +47,17 @@ fn block_sigpipe() {
     }
 }
 
+/// Whether `SIGPIPE` is blocked in the calling thread, as [`start_module_thread`] leaves it.
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn sigpipe_blocked_here() -> bool {
+    // SAFETY: a zeroed set is a valid out-parameter; a null new set only reads.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set);
+        libc::sigismember(&set, libc::SIGPIPE) == 1
+    }
+}
+
 /// Schedule the calling thread as batch work (`SCHED_BATCH`, sched(7)): the same share of
 /// the CPUs, but waking up never takes a CPU from the thread running on it.
 ///
@@ -111,13 +122,7 @@ mod tests {
         let before = policy();
         let (started, sigpipe_blocked) = std::thread::spawn(move || {
             super::start_module_thread();
-            // SAFETY: a zeroed set is a valid out-parameter; a null new set only reads.
-            let blocked = unsafe {
-                let mut set: libc::sigset_t = std::mem::zeroed();
-                libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set);
-                libc::sigismember(&set, libc::SIGPIPE) == 1
-            };
-            (policy(), blocked)
+            (policy(), super::sigpipe_blocked_here())
         })
         .join()
         .expect("the thread ran");

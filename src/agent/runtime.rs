@@ -935,14 +935,9 @@ mod tests {
     #[test]
     fn the_runtime_s_threads_start_as_module_threads() {
         fn prepared() -> bool {
-            // SAFETY: pid 0 is the calling thread; a zeroed set is a valid out-parameter
-            // and a null new set only reads.
-            unsafe {
-                let mut set: libc::sigset_t = std::mem::zeroed();
-                libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set);
-                libc::sched_getscheduler(0) == libc::SCHED_BATCH
-                    && libc::sigismember(&set, libc::SIGPIPE) == 1
-            }
+            // SAFETY: pid 0 is the calling thread; takes no pointers.
+            let policy = unsafe { libc::sched_getscheduler(0) };
+            policy == libc::SCHED_BATCH && crate::sigpipe_blocked_here()
         }
         let rt: &'static Runtime = Box::leak(Box::new(Runtime::new(1).unwrap()));
         let (tx, rx) = std::sync::mpsc::channel();
